@@ -1,0 +1,29 @@
+# Two entry points: `make demo` and `make test`. Both build .venv on first use.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+# Offline data: ../shared/data when it sits beside the checkout, unless XLT_DATA_DIR is set.
+XLT_DATA_DIR ?= $(if $(wildcard ../shared/data),$(abspath ../shared/data),)
+export XLT_DATA_DIR
+export HF_HUB_OFFLINE ?= 1
+
+.PHONY: demo test install clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	# torch first and pinned: it resolves to the local CPU wheel, never the CUDA build.
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e ".[test]"
+	touch $@
+
+install: $(VENV)/.installed
+
+demo: install
+	$(PY) jobs/evaluate.py --config configs/demo.yaml
+
+test: install
+	$(PY) -m pytest -q
+
+clean:
+	rm -rf $(VENV) .pytest_cache
