@@ -1,0 +1,153 @@
+"""Typed, frozen configuration loaded from YAML with ``--set key=value`` overrides.
+
+Every job describes its settings as a frozen dataclass. ``load_config(Cls, path, overrides)``
+reads a YAML mapping, applies dotted overrides (``--set model.pooling=cls``), and builds the
+dataclass tree, checking every value against its type hint. Unknown keys and bad values fail
+with a message naming the key, the value received and what is valid: a typo in a sweep
+should never silently fall back to a default.
+
+Dataclasses add their own range checks in ``__post_init__`` (``check`` helps); the job passes
+``asdict(cfg)`` to Ray and the worker rebuilds ``Cls(**config)`` with ``from_dict``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from pathlib import Path
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
+
+import yaml
+
+T = TypeVar("T")
+
+
+class ConfigError(ValueError):
+    """A configuration value or key that is not valid; the message says which and why."""
+
+
+def check(condition: bool, key: str, value: Any, expected: str) -> None:
+    """Raise ``ConfigError`` naming ``key``, ``value`` and the ``expected`` range unless true."""
+    if not condition:
+        raise ConfigError(f"{key}={value!r} is not valid: expected {expected}")
+
+
+def from_dict(cls: type[T], data: dict[str, Any] | None, prefix: str = "") -> T:
+    """Build dataclass ``cls`` from a (nested) mapping, validating keys and value types."""
+    data = dict(data or {})
+    hints = get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise ConfigError(
+            f"unknown key{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(prefix + k for k in unknown)} for {cls.__name__}; "
+            f"valid keys: {', '.join(prefix + k for k in fields)}"
+        )
+    kwargs = {name: _coerce(hints[name], value, prefix + name) for name, value in data.items()}
+    try:
+        return cls(**kwargs)
+    except TypeError as e:  # a required field without a default was not given
+        raise ConfigError(f"{cls.__name__}: {e}") from e
+
+
+def _coerce(hint: Any, value: Any, key: str) -> Any:
+    origin, args = get_origin(hint), get_args(hint)
+    if dataclasses.is_dataclass(hint):
+        if isinstance(value, hint):
+            return value
+        check(isinstance(value, dict), key, value, f"a mapping of {hint.__name__} fields")
+        return from_dict(hint, value, prefix=key + ".")
+    if origin is Literal:
+        check(value in args, key, value, "one of " + ", ".join(repr(a) for a in args))
+        return value
+    if origin in (Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in (a for a in args if a is not type(None)):
+            try:
+                return _coerce(arg, value, key)
+            except ConfigError as e:
+                errors.append(str(e))
+        raise ConfigError("; ".join(errors))
+    if origin in (tuple, list):
+        check(isinstance(value, (list, tuple)), key, value, "a list")
+        item = args[0] if args else Any
+        return tuple(_coerce(item, v, f"{key}[{i}]") for i, v in enumerate(value))
+    if origin is dict:
+        check(isinstance(value, dict), key, value, "a mapping")
+        return dict(value)
+    if hint is Any:
+        return value
+    if hint is bool:
+        check(isinstance(value, bool), key, value, "true or false")
+        return value
+    if hint is int:
+        check(isinstance(value, int) and not isinstance(value, bool), key, value, "an integer")
+        return value
+    if hint is float:
+        check(isinstance(value, (int, float)) and not isinstance(value, bool), key, value, "a number")
+        return float(value)
+    if hint is str:
+        check(isinstance(value, str), key, value, "a string")
+        return value
+    raise ConfigError(f"{key}: unsupported type {hint!r} in the config schema")
+
+
+def apply_overrides(data: dict[str, Any], overrides: typing.Iterable[str]) -> dict[str, Any]:
+    """Apply ``key.sub=value`` strings to a nested mapping; values are parsed as YAML scalars."""
+    data = _deep_copy(data)
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"override {item!r} is not of the form key=value (e.g. model.pooling=cls)")
+        node = data
+        parts = key.strip().split(".")
+        for part in parts[:-1]:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise ConfigError(f"override {item!r}: {part!r} is a value, not a section")
+            node = child
+        node[parts[-1]] = yaml.safe_load(raw) if raw.strip() else ""
+    return data
+
+
+def _deep_copy(data: dict[str, Any]) -> dict[str, Any]:
+    return {k: _deep_copy(v) if isinstance(v, dict) else v for k, v in data.items()}
+
+
+def read_yaml(path: str | Path) -> dict[str, Any]:
+    """Read a YAML mapping; an empty file is an empty mapping."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as e:
+        raise ConfigError(f"config file {path} does not exist") from e
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not valid YAML: {e}") from e
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of config keys at the top level, got {type(data).__name__}")
+    return data
+
+
+def load_config(cls: type[T], path: str | Path | None = None, overrides: typing.Iterable[str] = ()) -> T:
+    """YAML file (optional) + ``--set`` overrides -> validated frozen dataclass ``cls``."""
+    data = read_yaml(path) if path else {}
+    return from_dict(cls, apply_overrides(data, overrides))
+
+
+def save_config(cfg: Any, path: str | Path) -> None:
+    """Write ``cfg`` as YAML that ``load_config`` reads back to an equal object."""
+    Path(path).write_text(yaml.safe_dump(_plain(dataclasses.asdict(cfg)), sort_keys=False), encoding="utf-8")
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value

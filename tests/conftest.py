@@ -1,0 +1,30 @@
+"""Shared fixtures: the offline data root and a 2-CPU Ray."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    """The offline data root (``XLT_DATA_DIR``, else ``../shared/data``); skips if absent."""
+    candidates = [os.environ.get("XLT_DATA_DIR"), REPO.parent / "shared" / "data"]
+    for c in candidates:
+        if c and Path(c, "sib200").is_dir():
+            return Path(c)
+    pytest.skip("offline data not found: set XLT_DATA_DIR or place ../shared/data beside the repo")
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """A local 2-CPU Ray for the whole session (the machine has 2 cores)."""
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+    yield ray
+    ray.shutdown()
