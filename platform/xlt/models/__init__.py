@@ -1,0 +1,9 @@
+"""Model sources, encoders with pooling, and the classifier."""
+
+from .classifier import Classifier, Predictions
+from .encoder import POOLINGS, TextEncoder, TransformerEncoder, UseEncoder, pool
+from .loader import EncoderConfig, load_encoder
+from .sources import ModelSpec, cache_dir, parse_source
+
+__all__ = ["Classifier", "Predictions", "POOLINGS", "TextEncoder", "TransformerEncoder", "UseEncoder", "pool",
+           "EncoderConfig", "load_encoder", "ModelSpec", "cache_dir", "parse_source"]

