@@ -88,12 +88,21 @@ def _coerce(hint: Any, value: Any, key: str) -> Any:
         check(isinstance(value, int) and not isinstance(value, bool), key, value, "an integer")
         return value
     if hint is float:
+        if isinstance(value, str):  # PyYAML (YAML 1.1) reads "1e-4" as a string: it wants "1.0e-4"
+            value = _parse_float(value)
         check(isinstance(value, (int, float)) and not isinstance(value, bool), key, value, "a number")
         return float(value)
     if hint is str:
         check(isinstance(value, str), key, value, "a string")
         return value
     raise ConfigError(f"{key}: unsupported type {hint!r} in the config schema")
+
+
+def _parse_float(text: str) -> float | str:
+    try:
+        return float(text)
+    except ValueError:
+        return text
 
 
 def apply_overrides(data: dict[str, Any], overrides: typing.Iterable[str]) -> dict[str, Any]:

@@ -1,0 +1,88 @@
+"""Pooling against naive loops; the encode() contract (order, bucketing, normalisation)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from xlt.models import Classifier, EncoderConfig, load_encoder, pool
+
+TEXTS = ["a", "a much longer sentence than the others", "中文句子", "mid length one", "", "x y"]
+
+
+def naive_pool(states, mask, pooling, layer):
+    out = []
+    for b in range(mask.shape[0]):
+        keep = [t for t in range(mask.shape[1]) if mask[b, t] == 1]
+        if pooling == "cls":
+            out.append(states[layer][b, 0])
+        elif pooling == "mean":
+            out.append(sum(states[layer][b, t] for t in keep) / len(keep))
+        else:
+            out.append(sum((states[1][b, t] + states[-1][b, t]) / 2 for t in keep) / len(keep))
+    return torch.stack(out)
+
+
+@pytest.mark.parametrize("pooling", ["cls", "mean", "avg_first_last"])
+@pytest.mark.parametrize("layer", [-1, 2, 0])
+def test_pool_matches_naive(pooling, layer):
+    g = torch.Generator().manual_seed(3)
+    states = tuple(torch.randn(3, 5, 4, generator=g) for _ in range(4))
+    mask = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [1, 0, 0, 0, 0]])
+    assert torch.allclose(pool(states, mask, pooling, layer), naive_pool(states, mask, pooling, layer), atol=1e-6)
+
+
+def test_pool_rejects_unknown():
+    with pytest.raises(ValueError, match="valid: cls, mean, avg_first_last"):
+        pool((torch.zeros(1, 1, 1),), torch.ones(1, 1), "max")
+
+
+@pytest.mark.parametrize("pooling", ["cls", "mean", "avg_first_last"])
+def test_encode_order_independent_of_bucketing(pooling):
+    enc = load_encoder(EncoderConfig(source="tiny:xlm-roberta", pooling=pooling))
+    sorted_ = enc.encode(TEXTS, batch_size=2, sort_by_length=True)
+    plain = enc.encode(TEXTS, batch_size=2, sort_by_length=False)
+    one_by_one = np.stack([enc.encode([t])[0] for t in TEXTS])
+    # Padding must not leak into the pooled vector: bucketed, unbucketed and single-text agree.
+    assert np.allclose(sorted_, one_by_one, atol=1e-5)
+    assert np.allclose(plain, one_by_one, atol=1e-5)
+
+
+def test_encode_normalize_and_layer_choice():
+    enc = load_encoder(EncoderConfig(source="tiny:bert", pooling="mean", layer=1))
+    v = enc.encode(TEXTS, normalize=True)
+    assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+    last = load_encoder(EncoderConfig(source="tiny:bert", pooling="mean")).encode(TEXTS)
+    assert not np.allclose(enc.encode(TEXTS), last)
+
+
+def test_layer_out_of_range():
+    with pytest.raises(ValueError, match="out of range for a 2-layer model"):
+        load_encoder(EncoderConfig(source="tiny:bert", layer=5))
+
+
+def test_embed_is_differentiable_and_encode_restores_train_mode():
+    enc = load_encoder("tiny:bert")
+    enc.train()
+    enc.embed(["hello", "world"]).sum().backward()
+    assert any(p.grad is not None for p in enc.parameters())
+    enc.encode(["x"])
+    assert enc.training
+
+
+def test_classifier_predict_contract():
+    clf = Classifier(load_encoder("tiny:bert"), ["sports", "health", "travel"])
+    pred = clf.predict(TEXTS, batch_size=4)
+    assert len(pred) == len(TEXTS) and set(pred.labels) <= {"sports", "health", "travel"}
+    assert np.allclose(pred.probabilities.sum(1), 1.0, atol=1e-5)
+    assert np.allclose(pred.confidence, pred.probabilities.max(1))
+    assert [clf.labels[i] for i in pred.probabilities.argmax(1)] == pred.labels
+    clf.train()
+    logits = clf(TEXTS[:2])
+    assert logits.shape == (2, 3) and logits.requires_grad
+
+
+def test_classifier_rejects_bad_labels():
+    with pytest.raises(ValueError, match="at least two distinct"):
+        Classifier(load_encoder("tiny:bert"), ["a", "a"])

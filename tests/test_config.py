@@ -1,0 +1,89 @@
+"""YAML + --set overrides -> frozen dataclasses; every bad key or value is named."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import pytest
+
+from xlt.config import ConfigError, apply_overrides, check, load_config, save_config
+
+
+@dataclass(frozen=True)
+class Inner:
+    pooling: Literal["cls", "mean"] = "cls"
+    layer: int = -1
+
+
+@dataclass(frozen=True)
+class Outer:
+    name: str = "run"
+    lr: float = 5e-5
+    steps: int = 10
+    use_gpu: bool = False
+    langs: tuple[str, ...] = ("de", "fr")
+    prefix: str | None = None
+    model: Inner = field(default_factory=Inner)
+
+    def __post_init__(self):
+        check(self.lr > 0, "lr", self.lr, "a positive number")
+
+
+def write(tmp_path, text):
+    p = tmp_path / "c.yaml"
+    p.write_text(text)
+    return p
+
+
+def test_yaml_and_overrides(tmp_path):
+    cfg = load_config(Outer, write(tmp_path, "lr: 1e-4\nmodel:\n  pooling: mean\n"),
+                      ["steps=3", "model.layer=2", "langs=[ar, hi]", "use_gpu=true", "prefix=null"])
+    assert cfg == Outer(lr=1e-4, steps=3, use_gpu=True, langs=("ar", "hi"), model=Inner("mean", 2))
+
+
+def test_int_is_a_valid_float_but_not_the_reverse(tmp_path):
+    assert load_config(Outer, overrides=["lr=1"]).lr == 1.0
+    with pytest.raises(ConfigError, match=r"steps=2.5 is not valid: expected an integer"):
+        load_config(Outer, overrides=["steps=2.5"])
+
+
+@pytest.mark.parametrize("overrides, match", [
+    (["lrr=1"], r"unknown key lrr for Outer; valid keys: name, lr, steps"),
+    (["model.pool=cls"], r"unknown key model.pool for Inner; valid keys: model.pooling, model.layer"),
+    (["model.pooling=max"], r"model.pooling='max' is not valid: expected one of 'cls', 'mean'"),
+    (["use_gpu=yes please"], r"use_gpu='yes please' is not valid: expected true or false"),
+    (["lr=-1"], r"lr=-1.0 is not valid: expected a positive number"),
+    (["langs=de"], r"langs='de' is not valid: expected a list"),
+    (["steps"], r"not of the form key=value"),
+    (["model=3"], r"model=3 is not valid: expected a mapping of Inner fields"),
+])
+def test_bad_values_are_named(overrides, match):
+    with pytest.raises(ConfigError, match=match):
+        load_config(Outer, overrides=overrides)
+
+
+def test_file_errors(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(Outer, tmp_path / "missing.yaml")
+    with pytest.raises(ConfigError, match="expected a mapping"):
+        load_config(Outer, write(tmp_path, "- a\n- b\n"))
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(Outer, write(tmp_path, "a: [1,\n"))
+
+
+def test_save_roundtrip(tmp_path):
+    cfg = Outer(lr=3e-5, langs=("zh",), model=Inner("mean", 4))
+    save_config(cfg, tmp_path / "out.yaml")
+    assert load_config(Outer, tmp_path / "out.yaml") == cfg
+
+
+def test_overrides_do_not_mutate_input():
+    data = {"model": {"layer": 1}}
+    apply_overrides(data, ["model.layer=2"])
+    assert data == {"model": {"layer": 1}}
+
+
+def test_frozen():
+    with pytest.raises(Exception):
+        Outer().lr = 1.0  # type: ignore[misc]
