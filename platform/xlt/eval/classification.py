@@ -1,0 +1,148 @@
+"""Per-language classification metrics, the transfer gap, and metric names.
+
+Metric names follow one convention across the project (design.md, "Training";
+style.md, convention 7): ``<split>/<metric>[/<lang>]``, e.g. ``val/acc/de``,
+``val/acc/avg_target``, ``val/transfer_gap``. Build them with :func:`metric_name` or use the
+constants below, never by hand, so that a sweep's ``metric=`` and a report's column agree.
+
+The transfer gap is the source-language score minus the average over the other (target)
+languages (seed 004 §4.6.1, after Hu et al. 2020, XTREME): 0 means perfect transfer, lower is
+better. Accuracies are fractions in [0, 1], not percentages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+SPLITS: tuple[str, ...] = ("train", "val", "test")
+ACC = "acc"
+TRANSFER_GAP = "transfer_gap"
+# Takes the place of a language code in `<split>/acc/<lang>`: the mean over target languages.
+AVG_TARGET = "avg_target"
+
+
+def metric_name(split: str, metric: str, lang: str | None = None) -> str:
+    """``<split>/<metric>[/<lang>]``, checked so that a typo cannot create a new metric.
+
+    Args:
+        split: one of :data:`SPLITS`.
+        metric: e.g. :data:`ACC`, :data:`TRANSFER_GAP`; non-empty, without ``/``.
+        lang: a language code or :data:`AVG_TARGET`; omitted for language-free metrics.
+    """
+    if split not in SPLITS:
+        raise ValueError(f"split={split!r} is not valid: expected one of {', '.join(SPLITS)}")
+    parts = [("metric", metric)] + ([("lang", lang)] if lang is not None else [])
+    for what, part in parts:
+        # A '/' inside a part would shift every later field when the name is parsed back.
+        if not isinstance(part, str) or not part or "/" in part:
+            raise ValueError(f"{what}={part!r} is not valid: expected a non-empty string without '/'")
+    return "/".join([split, metric] + ([lang] if lang is not None else []))
+
+
+# The names a sweep optimises (`tune.run(metric=...)`) and reports sort by.
+VAL_AVG_TARGET_ACC = metric_name("val", ACC, AVG_TARGET)
+VAL_TRANSFER_GAP = metric_name("val", TRANSFER_GAP)
+
+
+def accuracy_by_language(
+    y_true: Sequence | np.ndarray, y_pred: Sequence | np.ndarray, langs: Sequence[str] | np.ndarray
+) -> dict[str, float]:
+    """Top-1 accuracy of ``y_pred`` against ``y_true`` within each language of ``langs``.
+
+    The three inputs are aligned 1-D sequences (one entry per example). Labels may be ints or
+    strings, but both sides must use the same kind. Returns ``{lang: accuracy}`` in sorted
+    language order, computed in one pass with ``np.unique`` + ``np.bincount``.
+    """
+    y_true, y_pred, langs = np.asarray(y_true), np.asarray(y_pred), np.asarray(langs)
+    for name, a in (("y_true", y_true), ("y_pred", y_pred), ("langs", langs)):
+        if a.ndim != 1:
+            raise ValueError(f"{name} must be 1-D (one entry per example); got shape {a.shape}")
+    if not len(y_true) == len(y_pred) == len(langs):
+        raise ValueError(
+            "y_true, y_pred and langs must have one entry per example; got lengths "
+            f"{len(y_true)}, {len(y_pred)} and {len(langs)}"
+        )
+    if len(y_true) == 0:
+        raise ValueError("no examples: y_true, y_pred and langs are empty")
+    # numpy compares str with int element-wise as all-False: a silent accuracy of 0 when, say,
+    # predictions are class ids but gold labels are names. Refuse the mix instead.
+    if _is_text(y_true) != _is_text(y_pred):
+        raise TypeError(
+            f"y_true ({y_true.dtype}) and y_pred ({y_pred.dtype}) mix text and numeric labels; "
+            "map both to the same label space (ids or names) first"
+        )
+    codes, lang_idx = np.unique(langs, return_inverse=True)  # codes sorted; lang_idx: (N,)
+    correct = np.bincount(lang_idx, weights=(y_true == y_pred).astype(np.float64))
+    total = np.bincount(lang_idx)
+    return {str(code): float(c / t) for code, c, t in zip(codes, correct, total)}
+
+
+def _is_text(a: np.ndarray) -> bool:
+    return a.dtype.kind in "US"
+
+
+@dataclass(frozen=True)
+class TransferSummary:
+    """Per-language scores summarised for cross-lingual transfer (seed 004 §4.6.1).
+
+    Attributes:
+        per_lang: ``{lang: score}`` for every evaluated language, source included.
+        source: the source (training) language.
+        targets: every other language, sorted; ``avg_target`` averages exactly these.
+        avg_target: unweighted mean score over ``targets`` (each language counts once,
+            whatever its test-set size, as in XTREME).
+        transfer_gap: ``per_lang[source] - avg_target``; 0 is perfect transfer.
+    """
+
+    per_lang: dict[str, float]
+    source: str
+    targets: tuple[str, ...]
+    avg_target: float
+    transfer_gap: float
+
+
+def summarize_transfer(per_lang: Mapping[str, float], source_lang: str = "en") -> TransferSummary:
+    """Average target-language score and transfer gap from per-language scores.
+
+    ``per_lang`` is typically :func:`accuracy_by_language`'s output. Language codes must match
+    ``source_lang`` exactly (normalise codes once, at read time, before evaluating).
+    """
+    if not per_lang:
+        raise ValueError("per_lang is empty: need scores for the source and at least one target language")
+    given = ", ".join(sorted(per_lang))
+    if source_lang not in per_lang:
+        raise ValueError(
+            f"source language {source_lang!r} not in per_lang (got: {given}); "
+            "pass source_lang= one of these, with the same code style"
+        )
+    if AVG_TARGET in per_lang:
+        raise ValueError(f"{AVG_TARGET!r} is reserved for the target average and cannot be a language code")
+    bad = {lang: v for lang, v in per_lang.items() if not np.isfinite(v)}
+    if bad:
+        raise ValueError(f"per_lang has non-finite scores: {bad}")
+    targets = tuple(sorted(lang for lang in per_lang if lang != source_lang))
+    if not targets:
+        raise ValueError(
+            f"per_lang has only the source language {source_lang!r}: the transfer gap needs at "
+            "least one target language"
+        )
+    avg_target = float(np.mean([per_lang[t] for t in targets]))
+    return TransferSummary(
+        per_lang={lang: float(per_lang[lang]) for lang in sorted(per_lang)},
+        source=source_lang,
+        targets=targets,
+        avg_target=avg_target,
+        transfer_gap=float(per_lang[source_lang]) - avg_target,
+    )
+
+
+def to_metrics(summary: TransferSummary, split: str) -> dict[str, float]:
+    """Flat named metrics: ``<split>/acc/<lang>`` per language, ``<split>/acc/avg_target``
+    and ``<split>/transfer_gap``."""
+    metrics = {metric_name(split, ACC, lang): v for lang, v in summary.per_lang.items()}
+    metrics[metric_name(split, ACC, AVG_TARGET)] = summary.avg_target
+    metrics[metric_name(split, TRANSFER_GAP)] = summary.transfer_gap
+    return metrics
