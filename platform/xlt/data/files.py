@@ -1,0 +1,194 @@
+"""Generic readers for user files: JSON Lines, CSV, TSV and Parquet -> records.
+
+The format is chosen by suffix. Text formats are decoded line by line so that bad
+encoding, bad JSON and bad rows are reported as ``file:line``; Parquet has no lines, so
+its rows are reported by 0-based index.
+
+- ``.jsonl``: one JSON object per line; blank lines are skipped (as pandas and datasets do).
+- ``.csv``: RFC 4180 (quoted fields may contain commas, quotes and line breaks); header first.
+- ``.tsv``: one record per line, header first, no quoting rules except that fields which
+  are CSV-quoted as a whole are unquoted (see ``xlt.data.tsv``).
+- ``.parquet``: any table readable by pyarrow.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from xlt.data.errors import DataError
+from xlt.data.records import Example, ParallelPair
+from xlt.data.rows import ExampleFields, Row, RowSource, check_columns, examples_from_rows, pairs_from_rows
+from xlt.data.textfile import read_lines
+from xlt.data.tsv import read_tsv
+
+FORMATS = (".jsonl", ".csv", ".tsv", ".parquet")
+
+
+def read_examples(
+    path: str | Path,
+    *,
+    text_field: str = "text",
+    label_field: str | None = "label",
+    lang_field: str = "lang",
+    id_field: str = "id",
+    text_pair_field: str | None = None,
+    source_id_field: str | None = None,
+    lang: str | None = None,
+    labels: Sequence[str] | None = None,
+) -> list[Example]:
+    """Read classification examples from a ``.jsonl``, ``.csv``, ``.tsv`` or ``.parquet`` file.
+
+    Args:
+        path: the file; its suffix selects the format.
+        text_field, text_pair_field: columns with the text (and optional second text).
+        label_field: column with the label (string or integer); ``None`` for unlabeled text.
+        lang_field: column with a language code per row; not read when ``lang`` is given.
+        id_field: column with a unique id; rows without one get ``<file stem>/<index>``.
+        source_id_field: optional column linking a row to the example it was derived from.
+        lang: one language code (any accepted form) for the whole file.
+        labels: the valid labels; a row with any other label raises ``DataError``.
+
+    Raises:
+        DataError: naming the file and line (or row) of a missing column, unknown label,
+            empty text, invalid UTF-8, invalid JSON or duplicate id.
+    """
+    fields = ExampleFields(
+        text=text_field,
+        label=label_field,
+        lang=lang_field,
+        id=id_field,
+        text_pair=text_pair_field,
+        source_id=source_id_field,
+    )
+    path = Path(path)
+    source, header_pos, columns, rows = _load(path)
+    if columns is not None:
+        check_columns(source, header_pos, columns, fields.required(per_row_lang=lang is None))
+    return examples_from_rows(
+        rows,
+        source,
+        fields,
+        lang=lang,
+        labels=list(labels) if labels is not None else None,
+        id_prefix=path.stem,
+    )
+
+
+def read_parallel(
+    path: str | Path,
+    *,
+    src_field: str = "src",
+    tgt_field: str = "tgt",
+    src_lang: str | None = None,
+    tgt_lang: str | None = None,
+    src_lang_field: str = "src_lang",
+    tgt_lang_field: str = "tgt_lang",
+    id_field: str = "id",
+) -> list[ParallelPair]:
+    """Read translation pairs from a file with a source and a target column (any format above).
+
+    Languages come from ``src_lang`` / ``tgt_lang`` for the whole file, or else from the
+    per-row ``src_lang_field`` / ``tgt_lang_field`` columns.
+    """
+    path = Path(path)
+    source, header_pos, columns, rows = _load(path)
+    if columns is not None:
+        required = [src_field, tgt_field]
+        required += [src_lang_field] if src_lang is None else []
+        required += [tgt_lang_field] if tgt_lang is None else []
+        check_columns(source, header_pos, columns, required)
+    return pairs_from_rows(
+        rows,
+        source,
+        src_field=src_field,
+        tgt_field=tgt_field,
+        src_lang=src_lang,
+        tgt_lang=tgt_lang,
+        src_lang_field=src_lang_field,
+        tgt_lang_field=tgt_lang_field,
+        id_field=id_field,
+        id_prefix=path.stem,
+    )
+
+
+def _load(path: Path) -> tuple[RowSource, int | None, list[str] | None, list[tuple[int, Row]]]:
+    """``(source, header position, columns or None for JSONL, rows)`` for any supported file."""
+    suffix = path.suffix.lower()
+    if suffix not in FORMATS:
+        raise ValueError(f"{path}: unsupported file type {path.suffix!r}; valid suffixes: {', '.join(FORMATS)}")
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} does not exist")
+    if suffix == ".jsonl":
+        return RowSource(str(path)), None, None, _jsonl_rows(path)
+    if suffix == ".csv":
+        header_line, header, rows = _csv_rows(path)
+        return RowSource(str(path)), header_line, header, rows
+    if suffix == ".tsv":
+        header, fields = read_tsv(path)
+        return RowSource(str(path)), 1, header, [(n, dict(zip(header, row, strict=True))) for n, row in fields]
+    columns, records = _parquet_rows(path)
+    return RowSource(str(path), unit="row"), None, columns, list(enumerate(records))
+
+
+def _jsonl_rows(path: Path) -> list[tuple[int, Row]]:
+    rows: list[tuple[int, Row]] = []
+    for number, line in enumerate(read_lines(path), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise DataError(
+                path, number, f"not valid JSON ({e.msg} at column {e.colno}); expected one JSON object per line"
+            ) from e
+        if not isinstance(value, dict):
+            raise DataError(path, number, f"expected a JSON object per line, got a JSON {type(value).__name__}")
+        rows.append((number, value))
+    return rows
+
+
+def _csv_rows(path: Path) -> tuple[int, list[str], list[tuple[int, Row]]]:
+    # Lines are decoded first (bad bytes are reported by line); csv then re-joins quoted
+    # fields that span lines, and ``line_num`` keeps the physical line numbers right.
+    reader = csv.reader((line + "\n" for line in read_lines(path)), strict=True)
+    header: list[str] | None = None
+    header_line = 1
+    rows: list[tuple[int, Row]] = []
+    start = 1
+    try:
+        for cells in reader:
+            number, start = start, reader.line_num + 1
+            if not cells:
+                continue
+            if header is None:
+                header, header_line = cells, number
+                continue
+            if len(cells) != len(header):
+                raise DataError(
+                    path,
+                    number,
+                    f"expected {len(header)} comma-separated fields ({', '.join(header)}), found {len(cells)}",
+                )
+            rows.append((number, dict(zip(header, cells, strict=True))))
+    except csv.Error as e:
+        raise DataError(
+            path, start, f"malformed CSV ({e}); quote fields that contain commas, quotes or line breaks"
+        ) from e
+    if header is None:
+        raise DataError(path, 1, "expected a header line of comma-separated column names, found an empty file")
+    return header_line, header, rows
+
+
+def _parquet_rows(path: Path) -> tuple[list[str], list[dict[str, Any]]]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as e:
+        raise DataError(path, None, f"not a readable Parquet file: {e}") from e
+    return table.column_names, table.to_pylist()

@@ -1,0 +1,118 @@
+"""Hugging Face ``datasets`` -> examples: hub names, or a dataset saved with ``save_to_disk``.
+
+Integer labels of a ``ClassLabel`` column become their names, so examples from the hub and
+from files share one label vocabulary. ``datasets`` is imported lazily: it is slow to import
+and only this reader needs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from xlt.data.records import Example
+from xlt.data.rows import ExampleFields, Row, RowSource, check_columns, examples_from_rows
+
+if TYPE_CHECKING:
+    import datasets
+
+
+def read_hf_dataset(
+    name_or_path: str | Path,
+    split: str | None = None,
+    *,
+    text_field: str = "text",
+    label_field: str | None = "label",
+    lang: str | None = None,
+    lang_field: str = "lang",
+    id_field: str = "id",
+    text_pair_field: str | None = None,
+    source_id_field: str | None = None,
+    config_name: str | None = None,
+    labels: Sequence[str] | None = None,
+) -> list[Example]:
+    """Read one split of a Hugging Face dataset as examples.
+
+    Args:
+        name_or_path: a hub name (``"Davlan/sib200"``; needs network or a warm cache) or a
+            local directory written by ``Dataset.save_to_disk`` / ``DatasetDict.save_to_disk``.
+        split: the split to read; required except for a saved single ``Dataset``, where it
+            may be omitted (or must match the split recorded in the dataset).
+        config_name: the hub configuration (e.g. a language such as ``"deu_Latn"``).
+        labels: valid labels; defaults to the names of a ``ClassLabel`` label column.
+        Other arguments: as in ``xlt.data.files.read_examples``.
+    """
+    fields = ExampleFields(
+        text=text_field,
+        label=label_field,
+        lang=lang_field,
+        id=id_field,
+        text_pair=text_pair_field,
+        source_id=source_id_field,
+    )
+    ds = _load(name_or_path, split, config_name)
+    source = RowSource(f"{name_or_path}[{split}]" if split else str(name_or_path), unit="row")
+    check_columns(source, None, ds.column_names, fields.required(per_row_lang=lang is None))
+
+    class_names = _class_names(ds, label_field)
+    if labels is None:
+        labels = class_names
+    optional = [c for c in (id_field, source_id_field) if c is not None and c in ds.column_names]
+    columns = list(dict.fromkeys(fields.required(per_row_lang=lang is None) + optional))
+    # with_format(None): plain Python values even if the dataset was saved with a torch/numpy format.
+    rows = _rows(ds.select_columns(columns).with_format(None), label_field, class_names, source)
+    prefix = f"{Path(str(name_or_path)).name}/{split}" if split else Path(str(name_or_path)).name
+    return examples_from_rows(rows, source, fields, lang=lang, labels=labels, id_prefix=prefix)
+
+
+def _load(name_or_path: str | Path, split: str | None, config_name: str | None) -> datasets.Dataset:
+    import datasets
+
+    path = Path(name_or_path)
+    if (path / "dataset_dict.json").is_file():
+        _no_config(path, config_name)
+        splits = datasets.load_from_disk(str(path))
+        if split is None or split not in splits:
+            found = f"no split {split!r}" if split is not None else "split= is required"
+            raise ValueError(f"{path}: {found}; splits present: {', '.join(splits)}")
+        return splits[split]
+    if (path / "state.json").is_file() and (path / "dataset_info.json").is_file():
+        _no_config(path, config_name)
+        ds = datasets.load_from_disk(str(path))
+        saved = str(ds.split) if ds.split is not None else None
+        if split is not None and saved is not None and split != saved:
+            raise ValueError(f"{path} holds the {saved!r} split, not {split!r}; pass split={saved!r} or None")
+        return ds
+    if split is None:
+        raise ValueError(f"{name_or_path}: pass split= (e.g. 'train') to read a dataset from the hub or data files")
+    return datasets.load_dataset(str(name_or_path), name=config_name, split=split)
+
+
+def _no_config(path: Path, config_name: str | None) -> None:
+    if config_name is not None:
+        raise ValueError(f"{path} is a saved dataset; config_name={config_name!r} applies only to hub datasets")
+
+
+def _class_names(ds: datasets.Dataset, label_field: str | None) -> list[str] | None:
+    import datasets
+
+    feature = ds.features.get(label_field) if label_field else None
+    return list(feature.names) if isinstance(feature, datasets.ClassLabel) else None
+
+
+def _rows(
+    ds: datasets.Dataset, label_field: str | None, class_names: list[str] | None, source: RowSource
+) -> Iterator[tuple[int, Row]]:
+    for index, row in enumerate(ds):
+        if class_names is not None and label_field is not None:
+            value = row[label_field]
+            # -1 is the datasets convention for "no label" (e.g. hidden test labels).
+            if not isinstance(value, int) or not 0 <= value < len(class_names):
+                raise source.error(
+                    index,
+                    f"label {value!r} in column {label_field!r} is not a class index 0..{len(class_names) - 1} "
+                    f"({', '.join(class_names)}); to read unlabeled text pass label_field=None",
+                )
+            row = {**row, label_field: class_names[value]}
+        yield index, row

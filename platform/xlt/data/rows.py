@@ -1,0 +1,209 @@
+"""Rows (mappings of column -> value) to validated records: shared by the file and HF readers.
+
+A row source is anything that yields ``(position, row)``: a file with 1-based line numbers
+or a table with 0-based row indices. Every check names the source and the position, says
+what was found and what was expected, so that a bad row can be found and fixed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from xlt.data.errors import DataError
+from xlt.data.languages import normalize_lang
+from xlt.data.records import Example, ParallelPair
+
+Row = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class RowSource:
+    """Where rows come from: ``name`` (a path or dataset name) and how positions are counted."""
+
+    name: str
+    unit: Literal["line", "row"] = "line"
+
+    def error(self, pos: int | None, message: str) -> DataError:
+        """A ``DataError`` at ``pos``: ``name:pos: ...`` for lines, ``name: row pos: ...`` for rows."""
+        if pos is None or self.unit == "line":
+            return DataError(self.name, pos, message)
+        return DataError(self.name, None, f"row {pos}: {message}")
+
+
+@dataclass(frozen=True)
+class ExampleFields:
+    """Which column holds which ``Example`` field.
+
+    ``label=None`` reads unlabeled text. ``lang=None`` means the language is given for the
+    whole source instead of per row. ``id`` is optional: rows without it get a generated id.
+    """
+
+    text: str = "text"
+    label: str | None = "label"
+    lang: str | None = "lang"
+    id: str = "id"
+    text_pair: str | None = None
+    source_id: str | None = None
+
+    def required(self, per_row_lang: bool) -> list[str]:
+        """Columns that every row must have (the language column only if read per row)."""
+        lang = self.lang if per_row_lang else None
+        return [c for c in (self.text, self.text_pair, self.label, lang) if c is not None]
+
+
+def check_columns(source: RowSource, pos: int | None, columns: Collection[str], required: Iterable[str]) -> None:
+    """Raise ``DataError`` at ``pos`` (e.g. the header line) naming the missing and the present columns."""
+    missing = [c for c in required if c not in columns]
+    if missing:
+        raise source.error(
+            pos,
+            f"missing column{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))}; "
+            f"columns present: {', '.join(map(repr, columns)) or 'none'}",
+        )
+
+
+class _Cells:
+    """Typed access to the cells of one row, raising ``DataError`` at the row's position."""
+
+    def __init__(self, source: RowSource, pos: int, row: Row) -> None:
+        self.source, self.pos, self.row = source, pos, row
+
+    def fail(self, message: str) -> DataError:
+        return self.source.error(self.pos, message)
+
+    def get(self, column: str) -> Any:
+        if column not in self.row:
+            check_columns(self.source, self.pos, list(self.row), [column])
+        return self.row[column]
+
+    def text(self, column: str) -> str:
+        value = self.get(column)
+        if not isinstance(value, str):
+            raise self.fail(f"expected a string in column {column!r}, got {type(value).__name__} {value!r}")
+        if not value.strip():
+            raise self.fail(f"empty text in column {column!r}; expected a non-empty string")
+        return value
+
+    def label(self, column: str, valid: Collection[str] | None) -> str:
+        value = self.get(column)
+        if value is None:
+            raise self.fail(f"no label in column {column!r}; to read unlabeled text pass label_field=None")
+        # bool is an int subclass; True as a label is almost surely a wrong column.
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            raise self.fail(
+                f"expected a string or integer label in column {column!r}, got {type(value).__name__} {value!r}"
+            )
+        label = str(value)
+        if not label.strip():
+            raise self.fail(f"empty label in column {column!r}; to read unlabeled text pass label_field=None")
+        if valid is not None and label not in valid:
+            raise self.fail(f"unknown label {label!r} in column {column!r}; valid labels: {', '.join(valid)}")
+        return label
+
+    def lang(self, column: str) -> str:
+        value = self.text(column)
+        try:
+            return normalize_lang(value)
+        except ValueError as e:
+            raise self.fail(f"column {column!r}: {e}") from e
+
+    def optional_id(self, column: str | None) -> str | None:
+        """A string or integer id, or ``None`` when the column is absent or the cell empty."""
+        if column is None or column not in self.row or self.row[column] in (None, ""):
+            return None
+        value = self.row[column]
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            raise self.fail(f"expected a string or integer in column {column!r}, got {type(value).__name__} {value!r}")
+        return str(value)
+
+
+class _Ids:
+    """Ids that are unique within a source: the row's own, else ``<prefix>/<index>``."""
+
+    def __init__(self, source: RowSource, prefix: str) -> None:
+        self.source, self.prefix = source, prefix
+        self.first: dict[str, int] = {}
+
+    def assign(self, cells: _Cells, column: str | None, index: int) -> str:
+        record_id = cells.optional_id(column) or f"{self.prefix}/{index}"
+        if record_id in self.first:
+            unit = self.source.unit
+            first = self.first[record_id]
+            raise cells.fail(f"duplicate id {record_id!r} (first at {unit} {first}); ids must be unique")
+        self.first[record_id] = cells.pos
+        return record_id
+
+
+def examples_from_rows(
+    rows: Iterable[tuple[int, Row]],
+    source: RowSource,
+    fields: ExampleFields,
+    *,
+    lang: str | None = None,
+    labels: Collection[str] | None = None,
+    id_prefix: str,
+) -> list[Example]:
+    """Validate ``rows`` and build one ``Example`` each.
+
+    ``lang`` (any accepted code) applies to every row; without it each row's ``fields.lang``
+    column is read. ``labels``, when given, is the closed set of valid labels.
+    """
+    if labels is not None and fields.label is None:
+        raise ValueError("labels were given but label_field is None; pass the label column too")
+    fixed_lang = normalize_lang(lang) if lang is not None else None
+    if fixed_lang is None and fields.lang is None:
+        raise ValueError("no language: pass lang='de' for the whole source or lang_field for a per-row column")
+    lang_column = fields.lang if fixed_lang is None else None
+    ids = _Ids(source, id_prefix)
+    examples: list[Example] = []
+    for index, (pos, row) in enumerate(rows):
+        cells = _Cells(source, pos, row)
+        examples.append(
+            Example(
+                id=ids.assign(cells, fields.id, index),
+                text=cells.text(fields.text),
+                lang=cells.lang(lang_column) if lang_column is not None else fixed_lang,
+                label=cells.label(fields.label, labels) if fields.label is not None else None,
+                text_pair=cells.text(fields.text_pair) if fields.text_pair is not None else None,
+                source_id=cells.optional_id(fields.source_id),
+            )
+        )
+    if not examples:
+        raise source.error(None, "no records found; expected at least one row")
+    return examples
+
+
+def pairs_from_rows(
+    rows: Iterable[tuple[int, Row]],
+    source: RowSource,
+    *,
+    src_field: str,
+    tgt_field: str,
+    src_lang: str | None,
+    tgt_lang: str | None,
+    src_lang_field: str,
+    tgt_lang_field: str,
+    id_field: str,
+    id_prefix: str,
+) -> list[ParallelPair]:
+    """Validate ``rows`` and build one ``ParallelPair`` each; languages fixed or per row."""
+    fixed_src = normalize_lang(src_lang) if src_lang is not None else None
+    fixed_tgt = normalize_lang(tgt_lang) if tgt_lang is not None else None
+    ids = _Ids(source, id_prefix)
+    pairs: list[ParallelPair] = []
+    for index, (pos, row) in enumerate(rows):
+        cells = _Cells(source, pos, row)
+        pairs.append(
+            ParallelPair(
+                id=ids.assign(cells, id_field, index),
+                src=cells.text(src_field),
+                tgt=cells.text(tgt_field),
+                src_lang=fixed_src or cells.lang(src_lang_field),
+                tgt_lang=fixed_tgt or cells.lang(tgt_lang_field),
+            )
+        )
+    if not pairs:
+        raise source.error(None, "no records found; expected at least one row")
+    return pairs

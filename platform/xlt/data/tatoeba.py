@@ -1,0 +1,73 @@
+"""Tatoeba parallel sentences (LASER release): ``tatoeba/tatoeba.<xxx>-eng.{<xxx>,eng}``.
+
+Line i of one file is the translation of line i of the other, so the files must have the
+same number of lines and no line may be empty: a single missing line would silently pair
+every later sentence with the wrong translation.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from xlt.data.errors import DataError
+from xlt.data.languages import normalize_lang, tatoeba_code
+from xlt.data.paths import dataset_dir
+from xlt.data.records import ParallelPair
+from xlt.data.textfile import read_lines
+
+_PAIR_FILE = re.compile(r"tatoeba\.([a-z]{3})-eng\.eng")
+
+
+def tatoeba_languages(root: str | Path) -> list[str]:
+    """Canonical codes of the languages with a ``tatoeba.<xxx>-eng.eng`` file, sorted."""
+    base = dataset_dir(root, "tatoeba")
+    codes = []
+    for path in sorted(base.iterdir()):
+        match = _PAIR_FILE.fullmatch(path.name)
+        if match:
+            try:
+                codes.append(normalize_lang(match.group(1)))
+            except ValueError as e:
+                raise ValueError(f"{path}: {match.group(1)!r} is not a known language code: {e}") from e
+    return sorted(codes)
+
+
+def read_tatoeba(root: str | Path, lang: str) -> list[ParallelPair]:
+    """Pairs ``src`` (``lang``) -> ``tgt`` (English), in file order.
+
+    ``lang`` is any accepted code (``zh``, ``cmn``, ``zho_Hans``). Ids are
+    ``tatoeba/<xxx>-eng/<i>`` with ``i`` the 0-based line index, which retrieval
+    evaluation uses as the gold match.
+    """
+    code = tatoeba_code(lang)
+    if code == "eng":
+        raise ValueError("Tatoeba pairs every language with English; pass the non-English language")
+    base = dataset_dir(root, "tatoeba")
+    src_path = base / f"tatoeba.{code}-eng.{code}"
+    tgt_path = base / f"tatoeba.{code}-eng.eng"
+    for path in (src_path, tgt_path):
+        if not path.is_file():
+            available = ", ".join(tatoeba_languages(base)) or "none"
+            raise FileNotFoundError(
+                f"{path} does not exist (language {lang!r} -> {code}); languages present: {available}"
+            )
+    src_lines, tgt_lines = read_lines(src_path), read_lines(tgt_path)
+    if len(src_lines) != len(tgt_lines):
+        raise DataError(
+            src_path,
+            None,
+            f"has {len(src_lines)} lines but {tgt_path} has {len(tgt_lines)}; "
+            "line i of one must be the translation of line i of the other",
+        )
+    for path, lines, other in ((src_path, src_lines, tgt_path), (tgt_path, tgt_lines, src_path)):
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                raise DataError(path, number, f"empty line; expected the translation of line {number} of {other}")
+    # The file's own language, not the caller's spelling: ``zh-Hant`` also reads ``cmn``,
+    # whose sentences are in both scripts, so the pairs are labelled ``zh``.
+    src_lang = normalize_lang(code)
+    return [
+        ParallelPair(id=f"tatoeba/{code}-eng/{i}", src=src, tgt=tgt, src_lang=src_lang, tgt_lang="en")
+        for i, (src, tgt) in enumerate(zip(src_lines, tgt_lines, strict=True))
+    ]
