@@ -151,6 +151,7 @@ def load_config(cls: type[T], path: str | Path | None = None, overrides: typing.
 
 def save_config(cfg: Any, path: str | Path) -> None:
     """Write ``cfg`` as YAML that ``load_config`` reads back to an equal object."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(yaml.safe_dump(_plain(dataclasses.asdict(cfg)), sort_keys=False), encoding="utf-8")
 
 

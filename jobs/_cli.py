@@ -1,0 +1,27 @@
+"""The command-line shape every job shares: ``--config``, repeated ``--set key=value``, ``--smoke``."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+
+
+def job_parser(description: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", help="YAML preset (see configs/)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="override one config key, e.g. --set batch_size=32 (repeatable)")
+    parser.add_argument("--data-dir", help="data root (default: $XLT_DATA_DIR)")
+    parser.add_argument("--smoke", action="store_true", help="tiny model and a few examples: seconds, for tests")
+    return parser
+
+
+def quiet_libraries() -> None:
+    """Keep stdout for results: transformers' load reports and hub warnings go away."""
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    logging.getLogger("huggingface_hub").setLevel(logging.ERROR)
