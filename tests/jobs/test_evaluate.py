@@ -18,7 +18,7 @@ def run_job(*args: str, data_dir, tmp_path) -> subprocess.CompletedProcess:
                            "--set", f"output_dir={tmp_path}"], capture_output=True, text=True, env=env, timeout=600)
 
 
-@pytest.mark.parametrize("task, columns", [("sib200", "| lang "), ("tatoeba", "| xx->en ")])
+@pytest.mark.parametrize("task, columns", [("sib200", "| lang "), ("tatoeba", "| xx->en "), ("mining", "| f1 ")])
 def test_smoke(task, columns, data_dir, tmp_path):
     proc = run_job("--task", task, "--smoke", data_dir=data_dir, tmp_path=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -33,9 +33,13 @@ def test_smoke(task, columns, data_dir, tmp_path):
         assert set(accs) == {"en", "de", "zh", "avg_target", "transfer_gap"}
         assert accs["avg_target"] == pytest.approx((accs["de"] + accs["zh"]) / 2)
         assert accs["transfer_gap"] == pytest.approx(accs["en"] - accs["avg_target"])
-    else:
+    elif task == "tatoeba":
         assert [r["lang"] for r in rows] == ["de", "zh", "avg"]
         assert all(0.0 <= r["mean"] <= 1.0 for r in rows)
+    else:
+        assert [r["lang"] for r in rows] == ["de", "zh"]
+        assert all(r["n_tgt"] > r["n_src"] for r in rows)  # distractors were added
+        assert "Protocol: BUCC-style mining with the ratio margin" in proc.stdout and "k=4" in proc.stdout
 
 
 def test_bad_override_is_reported(data_dir, tmp_path):

@@ -18,9 +18,9 @@ from ..data import normalize_lang, read_sib200, read_tatoeba, resolve_data_dir, 
 from ..data.tatoeba import tatoeba_languages
 from ..models import EncoderConfig, TextEncoder, load_encoder
 from .classification import summarize_transfer
-from .retrieval import tatoeba_accuracy
+from .retrieval import mine_bitext, tatoeba_accuracy
 
-Task = Literal["tatoeba", "sib200"]
+Task = Literal["tatoeba", "sib200", "mining"]
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class EvaluateConfig:
     """What ``jobs/evaluate.py`` evaluates. Empty ``languages`` means every language on disk."""
 
     task: Task = "sib200"
-    mode: Literal["frozen-linear"] = "frozen-linear"  # the SIB-200 protocol; Tatoeba ignores it
+    mode: Literal["frozen-linear"] = "frozen-linear"  # the SIB-200 protocol; other tasks ignore it
     models: tuple[EncoderConfig, ...] = (
         EncoderConfig(source="bundled:multilingual-e5-small"),
         EncoderConfig(source="bundled:use-multilingual-v3"),
@@ -43,6 +43,7 @@ class EvaluateConfig:
     probe_c: tuple[float, ...] = (0.1, 1.0, 10.0, 100.0)
     probe_max_iter: int = 2000
     normalize: bool = True  # L2-normalise embeddings before the probe / retrieval
+    mining_k: int = 4  # neighbourhood of the ratio margin (Artetxe & Schwenk 2019)
     seed: int = 0
     output_dir: str = "results/evaluate"
 
@@ -80,6 +81,29 @@ def tatoeba_rows(encoder: TextEncoder, root: Path, langs: list[str], cfg: Evalua
     return rows
 
 
+def mining_rows(encoder: TextEncoder, root: Path, langs: list[str], cfg: EvaluateConfig) -> list[dict[str, Any]]:
+    """BUCC-style mining on Tatoeba: each language's sentences against its English side plus distractors.
+
+    BUCC's comparable corpora are not available offline; Tatoeba stands in. The English side of
+    the *next* language pair (different sentences; exact copies of a gold sentence removed) is
+    appended as unpaired English text, so that, as in BUCC, most candidates have no true partner.
+    """
+    all_pairs = {lang: _limit(read_tatoeba(root, lang), cfg) for lang in langs}
+    rows = []
+    for i, lang in enumerate(langs):
+        pairs = all_pairs[lang]
+        gold_english = {p.tgt for p in pairs}
+        other = all_pairs[langs[(i + 1) % len(langs)]] if len(langs) > 1 else []
+        distractors = list(dict.fromkeys(p.tgt for p in other if p.tgt not in gold_english))
+        src = _embed(encoder, [p.src for p in pairs], cfg)
+        tgt = _embed(encoder, [p.tgt for p in pairs] + distractors, cfg)
+        result = mine_bitext(src, tgt, [(j, j) for j in range(len(pairs))], k=cfg.mining_k, mode="forward")
+        rows.append({"lang": lang, "n_src": len(pairs), "n_tgt": len(pairs) + len(distractors),
+                     "precision": result.precision, "recall": result.recall, "f1": result.f1,
+                     "threshold": result.threshold, "protocol": result.protocol})
+    return rows
+
+
 def sib200_frozen_linear_rows(encoder: TextEncoder, root: Path, langs: list[str], cfg: EvaluateConfig) -> list[dict[str, Any]]:
     """Logistic regression on frozen embeddings of the source train split; accuracy on every test split."""
     from sklearn.linear_model import LogisticRegression
@@ -111,7 +135,7 @@ def sib200_frozen_linear_rows(encoder: TextEncoder, root: Path, langs: list[str]
 
 def task_languages(cfg: EvaluateConfig, root: Path) -> list[str]:
     """The configured languages, or all on disk; the source language first for SIB-200."""
-    on_disk = tatoeba_languages(root) if cfg.task == "tatoeba" else sib200_languages(root)
+    on_disk = sib200_languages(root) if cfg.task == "sib200" else tatoeba_languages(root)
     wanted = [normalize_lang(l) for l in cfg.languages] or on_disk
     missing = sorted(set(wanted) - set(on_disk))
     if missing:
@@ -126,7 +150,7 @@ def run_evaluation(cfg: EvaluateConfig) -> dict[str, Any]:
     """Evaluate every model of ``cfg`` on its task; rows carry the model source."""
     root = resolve_data_dir(cfg.data_dir)
     langs = task_languages(cfg, root)
-    score = tatoeba_rows if cfg.task == "tatoeba" else sib200_frozen_linear_rows
+    score = {"tatoeba": tatoeba_rows, "mining": mining_rows, "sib200": sib200_frozen_linear_rows}[cfg.task]
     rows = []
     for model_cfg in cfg.models:
         encoder = load_encoder(model_cfg)
