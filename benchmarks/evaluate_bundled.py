@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from xlt.eval.tasks import EvaluateConfig, run_evaluation
+from xlt.cli import quiet_libraries
 from xlt.report import markdown_table
 from xlt.report.tables import command_line
 
@@ -25,6 +26,7 @@ def main() -> None:
     parser.add_argument("--data-dir")
     parser.add_argument("--out", default=str(Path(__file__).with_suffix(".md")))
     args = parser.parse_args()
+    quiet_libraries()
     sib = run_evaluation(EvaluateConfig(task="sib200", data_dir=args.data_dir))
     tat = run_evaluation(EvaluateConfig(task="tatoeba", data_dir=args.data_dir))
 

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from _cli import job_parser, quiet_libraries
-
+from xlt.cli import job_parser, quiet_libraries
 from xlt.config import apply_overrides, from_dict, read_yaml, save_config
 from xlt.eval.tasks import EvaluateConfig, run_evaluation
 from xlt.report import markdown_table, write_results

@@ -1,4 +1,8 @@
-"""The command-line shape every job shares: ``--config``, repeated ``--set key=value``, ``--smoke``."""
+"""What every job and benchmark shares on the command line.
+
+``job_parser``: ``--config``, repeated ``--set key=value``, ``--data-dir``, ``--smoke``.
+``quiet_libraries``: stdout is for results, not for library load reports.
+"""
 
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ def job_parser(description: str) -> argparse.ArgumentParser:
 
 
 def quiet_libraries() -> None:
-    """Keep stdout for results: transformers' load reports and hub warnings go away."""
+    """Silence transformers' load reports and progress bars, and hub warnings."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from transformers.utils import logging as hf_logging
 
