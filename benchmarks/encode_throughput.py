@@ -38,7 +38,6 @@ Prints a markdown table and writes it, with the command line, machine facts and 
 from __future__ import annotations
 
 import argparse
-import csv
 import datetime as dt
 import gc
 import os
@@ -50,11 +49,12 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "platform"))
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+import numpy as np
 
-import numpy as np  # noqa: E402
+from xlt.data import read_sib200, resolve_data_dir
+
+REPO = Path(__file__).resolve().parents[1]
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 # The ten SIB-200 languages of the shared data, by FLORES-200 code (fixed, so the sample is too).
 LANGS = ("arb_Arab", "deu_Latn", "eng_Latn", "fra_Latn", "hin_Deva",
@@ -92,31 +92,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return a
 
 
-def data_root(cli_value: str | None) -> Path:
-    if cli_value or os.environ.get("XLT_DATA_DIR"):
-        path = Path(cli_value or os.environ["XLT_DATA_DIR"]).expanduser()
-    else:
-        path = REPO.parent / "shared" / "data"
-    if not (path / "sib200").is_dir():
-        sys.exit(f"error: no sib200/ in {str(path)!r}; pass --data-dir DIR or set XLT_DATA_DIR=DIR "
-                 "(the data root holding sib200/)")
-    return path.resolve()
-
-
 def read_texts(root: Path, split: str) -> tuple[dict[str, list[str]], str]:
-    """Texts per language, with the package reader when it is importable, else the TSV directly."""
-    try:
-        from xlt.data import read_sib200
-    except ImportError:  # xlt.data not committed yet: same file format, read directly
-        out = {}
-        for lang in LANGS:
-            with open(root / "sib200" / lang / f"{split}.tsv", encoding="utf-8", newline="") as f:
-                rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
-            header = rows[0]
-            if header[:3] != ["index_id", "category", "text"]:
-                sys.exit(f"error: unexpected header {header} in {lang}/{split}.tsv")
-            out[lang] = [r[2] for r in rows[1:] if r]
-        return out, "csv fallback (xlt.data not importable)"
+    """Texts per language, read by the package reader."""
     return {lang: [e.text for e in read_sib200(root, lang, split)] for lang in LANGS}, "xlt.data.read_sib200"
 
 
@@ -196,7 +173,7 @@ def main(argv: list[str] | None = None) -> None:
     started = time.perf_counter()
     load_before = os.getloadavg()
 
-    root = data_root(args.data_dir)
+    root = resolve_data_dir(args.data_dir)
     per_lang, reader = read_texts(root, args.split)
     pool = [t for lang in LANGS for t in per_lang[lang]]
     random.Random(args.seed).shuffle(pool)
