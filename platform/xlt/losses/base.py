@@ -1,0 +1,77 @@
+"""One interface for every objective, so a training loop combines them without knowing which is which.
+
+A training step computes a dict of named tensors (``Outputs``): whatever the model produced for
+the batch. Each ``Objective`` declares the keys it ``requires``, reads them in ``forward``, and
+hands plain tensors to its tensor-only core ``compute_loss_from_embeddings``, where the
+equation lives. ``WeightedObjectives`` sums ``λ_k · objective_k(outputs)`` and returns the parts
+for logging. A loop never branches on the loss type: it fills the keys that the configured
+objectives require (``WeightedObjectives.requires``) and calls the sum.
+
+The shared vocabulary of ``Outputs`` keys (shapes; B = batch rows, D = embedding size):
+
+- ``features`` (N, D): sentence embeddings of every row of a view batch (originals and views)
+- ``labels`` (N,) long: class of each row; ``-1`` where unknown
+- ``group`` (N,) long: index of the original example a row is (a view of); originals point to themselves
+- ``is_anchor`` (N,) bool: the rows that are originals (anchors of CL / SCL)
+- ``logits`` (N, C): classifier logits of each row (MVA with KL similarities)
+- ``src_features``, ``tgt_features`` (B, D): embeddings of the two sides of parallel pairs
+- ``src_tokens`` (B, Ls, D), ``tgt_tokens`` (B, Lt, D), ``src_mask`` (B, Ls), ``tgt_mask`` (B, Lt):
+  token states and attention masks of the two sides
+- ``alignment`` (P, 3) long: aligned token pairs ``(pair index, src position, tgt position)``
+- ``src_spans``, ``tgt_spans`` (S, 3) long: aligned spans ``(pair index, start, end)``, end exclusive
+- ``mlm_logits`` (B, L, V), ``mlm_labels`` (B, L) long with ``-100`` where not predicted
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Mapping
+
+import torch
+from torch import nn
+
+Outputs = Mapping[str, torch.Tensor]
+
+
+class Objective(nn.Module):
+    """Base of every loss in ``xlt.losses``: ``forward(outputs) -> scalar``.
+
+    Subclasses set ``name`` and ``requires`` and implement ``forward`` by unpacking ``outputs``
+    into their ``compute_loss_from_embeddings``.
+    """
+
+    name: ClassVar[str]
+    requires: ClassVar[tuple[str, ...]]
+
+    def inputs(self, outputs: Outputs) -> list[torch.Tensor]:
+        """The required tensors in ``requires`` order; a missing key is named with what was given."""
+        missing = [k for k in self.requires if k not in outputs]
+        if missing:
+            raise KeyError(f"{self.name} needs outputs {', '.join(missing)}; the step provided "
+                           f"{', '.join(sorted(outputs)) or 'nothing'}")
+        return [outputs[k] for k in self.requires]
+
+
+class WeightedObjectives(nn.Module):
+    """``Σ_k λ_k · L_k(outputs)``; returns the total and each weighted-before part for logging."""
+
+    def __init__(self, objectives: Mapping[str, tuple[float, Objective]]) -> None:
+        super().__init__()
+        for key, (weight, obj) in objectives.items():
+            if not isinstance(obj, Objective):
+                raise TypeError(f"objective {key!r} is a {type(obj).__name__}, not an xlt Objective")
+            if not weight >= 0:
+                raise ValueError(f"weight of {key!r} is {weight}; weights λ must be >= 0")
+        self.objectives = nn.ModuleDict({k: obj for k, (_, obj) in objectives.items()})
+        self.weights = {k: float(w) for k, (w, _) in objectives.items()}
+
+    @property
+    def requires(self) -> set[str]:
+        """Every output key some objective reads: what the training step has to compute."""
+        return {key for obj in self.objectives.values() for key in obj.requires}
+
+    def forward(self, outputs: Outputs) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        parts = {k: obj(outputs) for k, obj in self.objectives.items()}
+        if not parts:
+            raise ValueError("WeightedObjectives has no objectives to sum")
+        total = sum(self.weights[k] * v for k, v in parts.items())
+        return total, parts
