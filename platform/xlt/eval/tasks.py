@@ -43,6 +43,7 @@ class EvaluateConfig:
     probe_c: tuple[float, ...] = (0.1, 1.0, 10.0, 100.0)
     probe_max_iter: int = 2000
     normalize: bool = True  # L2-normalise embeddings before the probe / retrieval
+    progress: bool = True  # progress bars (stderr) while encoding
     mining_k: int = 4  # neighbourhood of the ratio margin (Artetxe & Schwenk 2019)
     seed: int = 0
     output_dir: str = "results/evaluate"
@@ -65,7 +66,7 @@ def _limit(items: list, cfg: EvaluateConfig) -> list:
 
 
 def _embed(encoder: TextEncoder, texts: list[str], cfg: EvaluateConfig) -> np.ndarray:
-    return encoder.encode(texts, batch_size=cfg.batch_size, normalize=cfg.normalize)
+    return encoder.encode(texts, batch_size=cfg.batch_size, normalize=cfg.normalize, progress=cfg.progress)
 
 
 def tatoeba_rows(encoder: TextEncoder, root: Path, langs: list[str], cfg: EvaluateConfig) -> list[dict[str, Any]]:

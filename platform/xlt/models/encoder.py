@@ -71,7 +71,7 @@ class TextEncoder(nn.Module):
         if progress:
             from tqdm.auto import tqdm
 
-            starts = tqdm(starts, desc="encode", unit="batch")
+            starts = tqdm(starts, desc=f"encode {len(texts)} texts", unit="batch", leave=False)
         try:
             for start in starts:
                 idx = order[start : start + batch_size]
