@@ -112,7 +112,7 @@ def test_aligned_pairs_score_lower_than_shuffled(obj: ParallelInfoNCE) -> None:
 
 @pytest.mark.parametrize("temperature", [0, -0.5, float("nan"), float("inf")])
 def test_temperature_must_be_positive(temperature: float) -> None:
-    with pytest.raises(ValueError, match=r"temperature must be a positive finite number .* got"):
+    with pytest.raises(ValueError, match=r"temperature=.* is invalid; τ must be a finite number > 0"):
         ParallelInfoNCE(temperature=temperature)
     with pytest.raises(ValueError, match="temperature"):
         CrossZeroNCE(temperature=temperature)

@@ -221,7 +221,7 @@ def test_aligned_spans_score_lower_than_shuffled() -> None:
 @pytest.mark.parametrize("cls", [TokenAlignment, WordHardContrast, SpanContrast])
 @pytest.mark.parametrize("temperature", [0.0, -1.0, float("nan")])
 def test_temperature_must_be_positive(cls: type, temperature: float) -> None:
-    with pytest.raises(ValueError, match=r"temperature must be a positive finite number .* got"):
+    with pytest.raises(ValueError, match=r"temperature=.* is invalid; τ must be a finite number > 0"):
         cls(temperature=temperature)
 
 

@@ -9,27 +9,14 @@ instances of.
 
 from __future__ import annotations
 
-import math
-import numbers
 from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
 
 from .base import Objective, Outputs
-from .multiview import compute_dtype, view_pairs
-
-
-def check_temperature(temperature: float) -> float:
-    """``temperature`` as a float, or a ``ValueError`` naming it: τ must be a finite number > 0."""
-    if (
-        not isinstance(temperature, numbers.Real)
-        or isinstance(temperature, bool)
-        or not math.isfinite(temperature)
-        or temperature <= 0
-    ):
-        raise ValueError(f"temperature={temperature!r} is invalid; τ must be a finite number > 0 (e.g. 1.0)")
-    return float(temperature)
+from .multiview import view_pairs
+from .numerics import check_temperature, full_precision, upcast
 
 
 def check_labels(labels: torch.Tensor, n: int) -> None:
@@ -62,26 +49,27 @@ def view_info_nce(
     """The CL loss, or with ``labels`` the SCL loss: one InfoNCE term per (anchor, view) pair,
     averaged over the pairs that have at least one negative. See :class:`ContrastiveAlignment`
     and ``supcon.SupervisedContrastiveAlignment`` for the equations."""
-    anchors, views = view_pairs(features, group, is_anchor)  # (P,), (P,): pair p = (anchors[p], views[p])
-    if labels is not None:
-        check_labels(labels, features.shape[0])
-    z = F.normalize(compute_dtype(features), dim=-1)  # (N, D)
-    if views.numel() == 0:
-        return z.sum() * 0
-    logits = z[anchors] @ z[views].T / temperature  # (P, P): anchor of pair p against view q
-    positives = torch.eye(len(views), dtype=torch.bool, device=logits.device)  # (P, P): its own view
-    negatives = anchors[:, None] != anchors[None, :]  # (P, P): views of the other originals, 𝕀_{j≠i}
-    if labels is not None:
-        y_anchor, y_view = labels[anchors], labels[views]  # (P,), (P,)
-        known = (y_anchor >= 0)[:, None] & (y_view >= 0)[None, :]
-        negatives &= known & (y_anchor[:, None] != y_view[None, :])  # 𝕀_{y_j≠y_i}
-    contributes = negatives.any(dim=1)  # (P,)
-    if not bool(contributes.any()):
-        return z.sum() * 0
-    loss = masked_info_nce(
-        logits[contributes], (positives | negatives)[contributes], positives[contributes]
-    )  # (P',)
-    return loss.mean()
+    with full_precision(features):
+        anchors, views = view_pairs(features, group, is_anchor)  # (P,), (P,): pair p = (anchors[p], views[p])
+        if labels is not None:
+            check_labels(labels, features.shape[0])
+        z = F.normalize(upcast(features), dim=-1)  # (N, D)
+        if views.numel() == 0:
+            return z.sum() * 0
+        logits = z[anchors] @ z[views].T / temperature  # (P, P): anchor of pair p against view q
+        positives = torch.eye(len(views), dtype=torch.bool, device=logits.device)  # (P, P): its own view
+        negatives = anchors[:, None] != anchors[None, :]  # (P, P): views of the other originals, 𝕀_{j≠i}
+        if labels is not None:
+            y_anchor, y_view = labels[anchors], labels[views]  # (P,), (P,)
+            known = (y_anchor >= 0)[:, None] & (y_view >= 0)[None, :]
+            negatives &= known & (y_anchor[:, None] != y_view[None, :])  # 𝕀_{y_j≠y_i}
+        contributes = negatives.any(dim=1)  # (P,)
+        if not bool(contributes.any()):
+            return z.sum() * 0
+        loss = masked_info_nce(
+            logits[contributes], (positives | negatives)[contributes], positives[contributes]
+        )  # (P',)
+        return loss.mean()
 
 
 class ContrastiveAlignment(Objective):

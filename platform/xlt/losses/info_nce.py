@@ -7,34 +7,13 @@ Also the masked-contrast helpers the other parallel-text objectives (``token_ali
 
 from __future__ import annotations
 
-import math
 from typing import Literal
 
 import torch
 import torch.nn.functional as F
 
 from .base import Objective, Outputs
-
-
-def check_temperature(temperature: float) -> float:
-    """τ as a float, or a ValueError that names the bad value."""
-    if not (isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature > 0):
-        raise ValueError(f"temperature must be a positive finite number (τ > 0), got {temperature!r}")
-    return float(temperature)
-
-
-def upcast(x: torch.Tensor) -> torch.Tensor:
-    """``x`` in at least float32: similarities and their exponentials are never taken in fp16/bf16."""
-    return x if x.dtype in (torch.float32, torch.float64) else x.float()
-
-
-def full_precision(x: torch.Tensor) -> torch.autocast:
-    """A context that turns autocast off on ``x``'s device.
-
-    Under ``torch.autocast`` a float32 matmul still runs in fp16/bf16; cosines of 3 significant
-    digits divided by τ = 0.07 are too coarse for a loss near 0 (the failure seed 001 §3 describes).
-    """
-    return torch.autocast(device_type=x.device.type, enabled=False)
+from .numerics import check_temperature, full_precision, upcast
 
 
 def contrast_rows(positive: torch.Tensor, candidates: torch.Tensor, negative_mask: torch.Tensor,

@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from .base import Objective, Outputs
+from .numerics import full_precision, upcast
 
 Similarity = Literal["cosine", "kl", "symmetric_kl", "mse"]
 SIMILARITIES: tuple[str, ...] = get_args(Similarity)
@@ -20,12 +21,6 @@ SIMILARITIES: tuple[str, ...] = get_args(Similarity)
 # Which Outputs key holds Φ for each similarity: a divergence compares distributions, so it
 # reads the classifier's logits; cosine and MSE compare L2-normalised sentence embeddings.
 _PHI_KEY: dict[str, str] = {"cosine": "features", "mse": "features", "kl": "logits", "symmetric_kl": "logits"}
-
-
-def compute_dtype(x: torch.Tensor) -> torch.Tensor:
-    """``x`` in float32, or float64 if it already is: similarities of fp16/bf16 rows in full
-    precision (a bf16 cosine has ~3 significant digits; exp(cos/τ) of it overflows fp16 at small τ)."""
-    return x if x.dtype == torch.float64 else x.float()
 
 
 def view_pairs(
@@ -137,18 +132,19 @@ class MultiViewAlignment(Objective):
         self, embeddings: torch.Tensor, group: torch.Tensor, is_anchor: torch.Tensor
     ) -> torch.Tensor:
         """``embeddings`` are ``features`` (N, D) for cosine / mse and ``logits`` (N, C) for the KLs."""
-        originals, views = view_pairs(embeddings, group, is_anchor)  # (P,), (P,)
-        x = compute_dtype(embeddings)
-        if views.numel() == 0:
-            return x.sum() * 0
-        a, b = x[originals], x[views]  # (P, D)
-        if self.similarity in ("cosine", "mse"):
-            a, b = F.normalize(a, dim=-1), F.normalize(b, dim=-1)
-            per_pair = -(a * b).sum(-1) if self.similarity == "cosine" else (a - b).pow(2).sum(-1)  # (P,)
-        else:
-            log_p, log_q = F.log_softmax(a, dim=-1), F.log_softmax(b, dim=-1)  # (P, C)
-            if self.similarity == "kl":
-                per_pair = (log_p.exp() * (log_p - log_q)).sum(-1)
-            else:  # KL(p‖q) + KL(q‖p) = Σ (p − q)(log p − log q)
-                per_pair = ((log_p.exp() - log_q.exp()) * (log_p - log_q)).sum(-1)
-        return per_pair.mean()
+        with full_precision(embeddings):
+            originals, views = view_pairs(embeddings, group, is_anchor)  # (P,), (P,)
+            x = upcast(embeddings)
+            if views.numel() == 0:
+                return x.sum() * 0
+            a, b = x[originals], x[views]  # (P, D)
+            if self.similarity in ("cosine", "mse"):
+                a, b = F.normalize(a, dim=-1), F.normalize(b, dim=-1)
+                per_pair = -(a * b).sum(-1) if self.similarity == "cosine" else (a - b).pow(2).sum(-1)  # (P,)
+            else:
+                log_p, log_q = F.log_softmax(a, dim=-1), F.log_softmax(b, dim=-1)  # (P, C)
+                if self.similarity == "kl":
+                    per_pair = (log_p.exp() * (log_p - log_q)).sum(-1)
+                else:  # KL(p‖q) + KL(q‖p) = Σ (p − q)(log p − log q)
+                    per_pair = ((log_p.exp() - log_q.exp()) * (log_p - log_q)).sum(-1)
+            return per_pair.mean()

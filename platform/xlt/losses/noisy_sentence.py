@@ -6,7 +6,8 @@ import torch
 import torch.nn.functional as F
 
 from .base import Objective, Outputs
-from .info_nce import check_temperature, full_precision, contrast_rows, mean_over_groups, upcast
+from .info_nce import contrast_rows, mean_over_groups
+from .numerics import check_temperature, full_precision, upcast
 
 
 class NoisySentenceContrast(Objective):

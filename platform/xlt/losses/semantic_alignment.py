@@ -18,8 +18,9 @@ import torch.nn.functional as F
 
 from ..data.records import Example
 from .base import Objective, Outputs
-from .contrastive import check_labels, check_temperature, masked_info_nce
-from .multiview import compute_dtype, view_pairs
+from .contrastive import check_labels, masked_info_nce
+from .multiview import view_pairs
+from .numerics import check_temperature, full_precision, upcast
 
 
 @dataclass(frozen=True)
@@ -212,17 +213,18 @@ class SemanticAlignment(Objective):
     def compute_loss_from_embeddings(
         self, features: torch.Tensor, labels: torch.Tensor, group: torch.Tensor, is_anchor: torch.Tensor
     ) -> torch.Tensor:
-        view_pairs(features, group, is_anchor)  # validates the layout
-        n = features.shape[0]
-        check_labels(labels, n)
-        z = F.normalize(compute_dtype(features), dim=-1)  # (N, D)
-        anchors = is_anchor.nonzero().squeeze(1)  # (M,)
-        logits = z[anchors] @ z.T / self.temperature  # (M, N)
-        rows = torch.arange(n, device=logits.device)
-        partners = (group[None, :] == anchors[:, None]) & (rows[None, :] != anchors[:, None])  # (M, N): B_i
-        y = labels[anchors]  # (M,)
-        positives = partners & (labels[None, :] == y[:, None]) & (y >= 0)[:, None]  # (M, N)
-        contributes = positives.any(dim=1) & (partners & ~positives).any(dim=1)  # (M,)
-        if not bool(contributes.any()):
-            return z.sum() * 0
-        return masked_info_nce(logits[contributes], partners[contributes], positives[contributes]).mean()
+        with full_precision(features):
+            view_pairs(features, group, is_anchor)  # validates the layout
+            n = features.shape[0]
+            check_labels(labels, n)
+            z = F.normalize(upcast(features), dim=-1)  # (N, D)
+            anchors = is_anchor.nonzero().squeeze(1)  # (M,)
+            logits = z[anchors] @ z.T / self.temperature  # (M, N)
+            rows = torch.arange(n, device=logits.device)
+            partners = (group[None, :] == anchors[:, None]) & (rows[None, :] != anchors[:, None])  # (M, N): B_i
+            y = labels[anchors]  # (M,)
+            positives = partners & (labels[None, :] == y[:, None]) & (y >= 0)[:, None]  # (M, N)
+            contributes = positives.any(dim=1) & (partners & ~positives).any(dim=1)  # (M,)
+            if not bool(contributes.any()):
+                return z.sum() * 0
+            return masked_info_nce(logits[contributes], partners[contributes], positives[contributes]).mean()

@@ -13,8 +13,8 @@ import torch
 import torch.nn.functional as F
 
 from .base import Objective, Outputs
-from .contrastive import check_labels, check_temperature, masked_info_nce, view_info_nce
-from .multiview import compute_dtype
+from .contrastive import check_labels, masked_info_nce, view_info_nce
+from .numerics import check_temperature, full_precision, upcast
 
 
 class SupervisedContrastiveAlignment(Objective):
@@ -132,20 +132,21 @@ class LabelAlignment(Objective):
         return self.compute_loss_from_embeddings(*self.inputs(outputs))
 
     def compute_loss_from_embeddings(self, features: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        if features.ndim != 2:
-            raise ValueError(f"features must be 2-D (N, D); got shape {tuple(features.shape)}")
-        n = features.shape[0]
-        check_labels(labels, n)
-        z = F.normalize(compute_dtype(features), dim=-1)  # (N, D)
-        logits = z @ z.T / self.temperature  # (N, N)
-        others = ~torch.eye(n, dtype=torch.bool, device=logits.device)  # (N, N): k ≠ i
-        known = labels >= 0  # (N,)
-        same = labels[:, None] == labels[None, :]  # (N, N)
-        positives = others & same & known[:, None]  # (N, N): j ≠ i, y_j = y_i
-        negatives = ~same & known[:, None] & known[None, :]  # (N, N): another known class
-        n_pos = positives.sum(dim=1)  # (N,) = N_{y_i} − 1
-        contributes = (n_pos > 0) & negatives.any(dim=1)  # (N,)
-        if not bool(contributes.any()):
-            return z.sum() * 0
-        per_anchor = masked_info_nce(logits[contributes], others[contributes], positives[contributes])  # (A,)
-        return (per_anchor / n_pos[contributes]).sum()
+        with full_precision(features):
+            if features.ndim != 2:
+                raise ValueError(f"features must be 2-D (N, D); got shape {tuple(features.shape)}")
+            n = features.shape[0]
+            check_labels(labels, n)
+            z = F.normalize(upcast(features), dim=-1)  # (N, D)
+            logits = z @ z.T / self.temperature  # (N, N)
+            others = ~torch.eye(n, dtype=torch.bool, device=logits.device)  # (N, N): k ≠ i
+            known = labels >= 0  # (N,)
+            same = labels[:, None] == labels[None, :]  # (N, N)
+            positives = others & same & known[:, None]  # (N, N): j ≠ i, y_j = y_i
+            negatives = ~same & known[:, None] & known[None, :]  # (N, N): another known class
+            n_pos = positives.sum(dim=1)  # (N,) = N_{y_i} − 1
+            contributes = (n_pos > 0) & negatives.any(dim=1)  # (N,)
+            if not bool(contributes.any()):
+                return z.sum() * 0
+            per_anchor = masked_info_nce(logits[contributes], others[contributes], positives[contributes])  # (A,)
+            return (per_anchor / n_pos[contributes]).sum()

@@ -27,7 +27,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from .base import Objective, Outputs
-from .info_nce import check_temperature, contrast_rows, full_precision, mean_over_groups, upcast
+from .info_nce import contrast_rows, mean_over_groups
+from .numerics import check_temperature, full_precision, upcast
 
 
 def check_tokens(src_tokens: torch.Tensor, tgt_tokens: torch.Tensor,
