@@ -293,7 +293,7 @@ def main(argv: list[str] | None = None) -> None:
         f"per configuration, round-robin; median reported. PyTorch times are whole `encode()` calls "
         f"(tokenization, and for bucketing the extra length pass, included). Engine: `query()` on chunks "
         f"of {chunk} sentences.",
-        f"- Raw times (s): " + "; ".join(
+        "- Raw times (s): " + "; ".join(
             f"{'engine' if k == 'engine' else f'bs{k[0]} ' + ('sorted' if k[1] else 'unsorted')} "
             + "/".join(f"{t:.2f}" for t in v) for k, v in times.items()),
         f"- Contention (shared machine): {quiet}; during the timed passes other processes used "

@@ -37,8 +37,8 @@ Outputs = Mapping[str, torch.Tensor]
 class Objective(nn.Module):
     """Base of every loss in ``xlt.losses``: ``forward(outputs) -> scalar``.
 
-    Subclasses set ``name`` and ``requires`` and implement ``forward`` by unpacking ``outputs``
-    into their ``compute_loss_from_embeddings``.
+    Subclasses set ``name`` and ``requires`` and implement ``compute_loss_from_embeddings``, which
+    takes the required tensors in ``requires`` order; ``forward`` unpacks ``outputs`` into it.
     """
 
     name: ClassVar[str]
@@ -51,6 +51,13 @@ class Objective(nn.Module):
             raise KeyError(f"{self.name} needs outputs {', '.join(missing)}; the step provided "
                            f"{', '.join(sorted(outputs)) or 'nothing'}")
         return [outputs[k] for k in self.requires]
+
+    def forward(self, outputs: Outputs) -> torch.Tensor:
+        return self.compute_loss_from_embeddings(*self.inputs(outputs))
+
+    def extra_repr(self) -> str:
+        temperature = getattr(self, "temperature", None)
+        return "" if temperature is None else f"temperature={temperature}"
 
 
 class WeightedObjectives(nn.Module):

@@ -14,7 +14,7 @@ from typing import ClassVar
 import torch
 import torch.nn.functional as F
 
-from .base import Objective, Outputs
+from .base import Objective
 from .multiview import view_pairs
 from .numerics import check_temperature, full_precision, upcast
 
@@ -123,12 +123,6 @@ class ContrastiveAlignment(Objective):
     def __init__(self, temperature: float = 1.0) -> None:
         super().__init__()
         self.temperature = check_temperature(temperature)
-
-    def extra_repr(self) -> str:
-        return f"temperature={self.temperature}"
-
-    def forward(self, outputs: Outputs) -> torch.Tensor:
-        return self.compute_loss_from_embeddings(*self.inputs(outputs))
 
     def compute_loss_from_embeddings(
         self, features: torch.Tensor, group: torch.Tensor, is_anchor: torch.Tensor

@@ -12,7 +12,7 @@ from typing import Literal
 import torch
 import torch.nn.functional as F
 
-from .base import Objective, Outputs
+from .base import Objective
 from .numerics import check_temperature, full_precision, upcast
 
 
@@ -114,10 +114,6 @@ class ParallelInfoNCE(Objective):
     def extra_repr(self) -> str:
         return (f"temperature={self.temperature}, symmetric={self.symmetric}, "
                 f"positive_in_denominator={self.positive_in_denominator}")
-
-    def forward(self, outputs: Outputs) -> torch.Tensor:
-        src_features, tgt_features = self.inputs(outputs)
-        return self.compute_loss_from_embeddings(src_features, tgt_features)
 
     def compute_loss_from_embeddings(self, src_features: torch.Tensor, tgt_features: torch.Tensor) -> torch.Tensor:
         check_pairs(src_features, tgt_features)

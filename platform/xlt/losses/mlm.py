@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 import torch
 import torch.nn.functional as F
 
-from .base import Objective, Outputs
+from .base import Objective
 
 IGNORE_INDEX = -100  # label of positions that are not predicted (``mlm_labels``)
 MLM_WEIGHT = 0.1  # α of seed 001 Eq. 3 / Eq. 8 (§4.1: "set α as 0.1")
@@ -190,8 +190,6 @@ class MaskedLanguageModeling(Objective):
     name: ClassVar[str] = "mlm"
     requires: ClassVar[tuple[str, ...]] = ("mlm_logits", "mlm_labels")
 
-    def forward(self, outputs: Outputs) -> torch.Tensor:
-        return self.compute_loss_from_embeddings(*self.inputs(outputs))
 
     def compute_loss_from_embeddings(self, mlm_logits: torch.Tensor, mlm_labels: torch.Tensor) -> torch.Tensor:
         """``mlm_logits`` (B, L, V), ``mlm_labels`` (B, L) -> scalar."""

@@ -12,7 +12,7 @@ from typing import ClassVar, Literal, get_args
 import torch
 import torch.nn.functional as F
 
-from .base import Objective, Outputs
+from .base import Objective
 from .numerics import full_precision, upcast
 
 Similarity = Literal["cosine", "kl", "symmetric_kl", "mse"]
@@ -125,8 +125,6 @@ class MultiViewAlignment(Objective):
     def extra_repr(self) -> str:
         return f"similarity={self.similarity!r}"
 
-    def forward(self, outputs: Outputs) -> torch.Tensor:
-        return self.compute_loss_from_embeddings(*self.inputs(outputs))
 
     def compute_loss_from_embeddings(
         self, embeddings: torch.Tensor, group: torch.Tensor, is_anchor: torch.Tensor

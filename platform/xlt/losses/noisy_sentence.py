@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .base import Objective, Outputs
+from .base import Objective
 from .info_nce import contrast_rows, mean_over_groups
 from .numerics import check_temperature, full_precision, upcast
 
@@ -54,12 +54,6 @@ class NoisySentenceContrast(Objective):
     def __init__(self, temperature: float = 0.1) -> None:
         super().__init__()
         self.temperature = check_temperature(temperature)
-
-    def extra_repr(self) -> str:
-        return f"temperature={self.temperature}"
-
-    def forward(self, outputs: Outputs) -> torch.Tensor:
-        return self.compute_loss_from_embeddings(*self.inputs(outputs))
 
     def compute_loss_from_embeddings(self, src_features: torch.Tensor, tgt_features: torch.Tensor,
                                      src_noisy_features: torch.Tensor,

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from ..data.records import Example
-from .base import Objective, Outputs
+from .base import Objective
 from .contrastive import check_labels, masked_info_nce
 from .multiview import view_pairs
 from .numerics import check_temperature, full_precision, upcast
@@ -203,12 +203,6 @@ class SemanticAlignment(Objective):
     def __init__(self, temperature: float = 1.0) -> None:
         super().__init__()
         self.temperature = check_temperature(temperature)
-
-    def extra_repr(self) -> str:
-        return f"temperature={self.temperature}"
-
-    def forward(self, outputs: Outputs) -> torch.Tensor:
-        return self.compute_loss_from_embeddings(*self.inputs(outputs))
 
     def compute_loss_from_embeddings(
         self, features: torch.Tensor, labels: torch.Tensor, group: torch.Tensor, is_anchor: torch.Tensor

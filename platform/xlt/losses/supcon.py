@@ -12,7 +12,7 @@ from typing import ClassVar
 import torch
 import torch.nn.functional as F
 
-from .base import Objective, Outputs
+from .base import Objective
 from .contrastive import check_labels, masked_info_nce, view_info_nce
 from .numerics import check_temperature, full_precision, upcast
 
@@ -67,12 +67,6 @@ class SupervisedContrastiveAlignment(Objective):
         super().__init__()
         self.temperature = check_temperature(temperature)
 
-    def extra_repr(self) -> str:
-        return f"temperature={self.temperature}"
-
-    def forward(self, outputs: Outputs) -> torch.Tensor:
-        return self.compute_loss_from_embeddings(*self.inputs(outputs))
-
     def compute_loss_from_embeddings(
         self, features: torch.Tensor, labels: torch.Tensor, group: torch.Tensor, is_anchor: torch.Tensor
     ) -> torch.Tensor:
@@ -124,12 +118,6 @@ class LabelAlignment(Objective):
     def __init__(self, temperature: float = 1.0) -> None:
         super().__init__()
         self.temperature = check_temperature(temperature)
-
-    def extra_repr(self) -> str:
-        return f"temperature={self.temperature}"
-
-    def forward(self, outputs: Outputs) -> torch.Tensor:
-        return self.compute_loss_from_embeddings(*self.inputs(outputs))
 
     def compute_loss_from_embeddings(self, features: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         with full_precision(features):

@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .base import Objective, Outputs
+from .base import Objective
 from .info_nce import contrast_rows, mean_over_groups
 from .numerics import check_temperature, full_precision, upcast
 
@@ -130,12 +130,6 @@ class TokenAlignment(Objective):
         super().__init__()
         self.temperature = check_temperature(temperature)
 
-    def extra_repr(self) -> str:
-        return f"temperature={self.temperature}"
-
-    def forward(self, outputs: Outputs) -> torch.Tensor:
-        return self.compute_loss_from_embeddings(*self.inputs(outputs))
-
     def compute_loss_from_embeddings(self, src_tokens: torch.Tensor, tgt_tokens: torch.Tensor, src_mask: torch.Tensor,
                                      tgt_mask: torch.Tensor, alignment: torch.Tensor) -> torch.Tensor:
         check_tokens(src_tokens, tgt_tokens, src_mask, tgt_mask)
@@ -179,12 +173,6 @@ class WordHardContrast(Objective):
     def __init__(self, temperature: float = 0.1) -> None:
         super().__init__()
         self.temperature = check_temperature(temperature)
-
-    def extra_repr(self) -> str:
-        return f"temperature={self.temperature}"
-
-    def forward(self, outputs: Outputs) -> torch.Tensor:
-        return self.compute_loss_from_embeddings(*self.inputs(outputs))
 
     def compute_loss_from_embeddings(self, src_tokens: torch.Tensor, tgt_tokens: torch.Tensor, src_mask: torch.Tensor,
                                      tgt_mask: torch.Tensor, alignment: torch.Tensor) -> torch.Tensor:
@@ -240,12 +228,6 @@ class WordSoftContrast(Objective):
             raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
         self.temperature = check_temperature(temperature)
         self.attention = nn.MultiheadAttention(embed_dim, num_heads, dropout=dropout, batch_first=True)
-
-    def extra_repr(self) -> str:
-        return f"temperature={self.temperature}"
-
-    def forward(self, outputs: Outputs) -> torch.Tensor:
-        return self.compute_loss_from_embeddings(*self.inputs(outputs))
 
     def compute_loss_from_embeddings(self, src_tokens: torch.Tensor, tgt_tokens: torch.Tensor, src_mask: torch.Tensor,
                                      tgt_mask: torch.Tensor) -> torch.Tensor:
@@ -350,12 +332,6 @@ class SpanContrast(Objective):
     def __init__(self, temperature: float = 0.1) -> None:
         super().__init__()
         self.temperature = check_temperature(temperature)
-
-    def extra_repr(self) -> str:
-        return f"temperature={self.temperature}"
-
-    def forward(self, outputs: Outputs) -> torch.Tensor:
-        return self.compute_loss_from_embeddings(*self.inputs(outputs))
 
     def compute_loss_from_embeddings(self, src_tokens: torch.Tensor, tgt_tokens: torch.Tensor, src_spans: torch.Tensor,
                                      tgt_spans: torch.Tensor) -> torch.Tensor:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..config import check
-from .encoder import POOLINGS, TextEncoder, TransformerEncoder, UseEncoder
+from .encoder import TextEncoder, TransformerEncoder, UseEncoder
 from .sources import parse_source
 
 # Defaults each source's authors intended. e5 was trained with "query: " / "passage: "
