@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import statistics
 import sys
 import time
@@ -138,7 +139,7 @@ def predict(times: dict[int, float], b: int) -> float:
     exponent = 2.0
     if len(sizes) >= 2:
         (b0, b1), (t0, t1) = sizes[-2:], (times[sizes[-2]], times[sizes[-1]])
-        exponent = max(1.0, math.log(t1 / t0) / math.log(b1 / b0))
+        exponent = min(3.0, max(1.0, math.log(t1 / t0) / math.log(b1 / b0)))  # noisy timings: keep it sane
     return times[sizes[-1]] * (b / sizes[-1]) ** exponent
 
 
@@ -150,6 +151,7 @@ def main() -> None:
     parser.add_argument("--out", default=str(Path(__file__).with_suffix(".md")))
     args = parser.parse_args()
     torch.set_num_threads(2)
+    load_start = os.getloadavg()[0]
     rows = []
     for name, params, make, naive in CASES:
         objective = build_objective(name, **params)
@@ -171,7 +173,9 @@ def main() -> None:
             print(rows[-1], flush=True)
     table = markdown_table(rows, digits=2)
     text = (f"# Objectives: vectorised vs naive loop\n\nCommand: `{command_line()}`  \nDate: {time.strftime('%Y-%m-%d')}"
-            f"  \nMachine: {torch.get_num_threads()} torch threads, torch {torch.__version__}, float32, CPU\n\n"
+            f"  \nMachine: {torch.get_num_threads()} torch threads, torch {torch.__version__}, float32, CPU; "
+            f"1-min load average {load_start:.2f} at the start, {os.getloadavg()[0]:.2f} at the end (2 cores; "
+            "a load above ~1 means other work shared the CPU and absolute times are inflated)\n\n"
             f"{__doc__.split(chr(10) + chr(10), 2)[2]}\nForward + backward per call, median of {args.reps} "
             "(a call over a second is not repeated). Wherever the naive reference ran, its loss was checked to "
             "agree with the vectorised one (allclose).\n\n" + table + "\n")
