@@ -125,6 +125,8 @@ class TokenAlignment(Objective):
 
     name = "token_alignment"
     requires = ("src_tokens", "tgt_tokens", "src_mask", "tgt_mask", "alignment")
+    same_side_negatives = True  # W = tokens of x_i and y_i (Eq. 4)
+    within_pair = "mean"  # Eq. 6, then Eq. 7 averages the pairs
 
     def __init__(self, temperature: float = 0.1) -> None:
         super().__init__()
@@ -137,11 +139,11 @@ class TokenAlignment(Objective):
         check_alignment(alignment, src_mask, tgt_mask)
         with full_precision(src_tokens):
             loss, valid, pair = aligned_token_contrast(src_tokens, tgt_tokens, src_mask, tgt_mask, alignment,
-                                                       self.temperature, same_side_negatives=True)
-        return mean_over_groups(loss, valid, pair, src_tokens.shape[0], within="mean")  # Eq. 6, then Eq. 7
+                                                       self.temperature, same_side_negatives=self.same_side_negatives)
+        return mean_over_groups(loss, valid, pair, src_tokens.shape[0], within=self.within_pair)
 
 
-class WordHardContrast(Objective):
+class WordHardContrast(TokenAlignment):
     """MGC word-level hard contrast on aligned word pairs (seed 003 §2.2 "Hard contrasting", Eq. 1, 3, 4).
 
     For each pair (x, y) and each aligned word pair (x, y) ∈ N_word(x, y)::
@@ -168,21 +170,8 @@ class WordHardContrast(Objective):
     """
 
     name = "word_hard_contrast"
-    requires = ("src_tokens", "tgt_tokens", "src_mask", "tgt_mask", "alignment")
-
-    def __init__(self, temperature: float = 0.1) -> None:
-        super().__init__()
-        self.temperature = check_temperature(temperature)
-
-    def compute_loss_from_embeddings(self, src_tokens: torch.Tensor, tgt_tokens: torch.Tensor, src_mask: torch.Tensor,
-                                     tgt_mask: torch.Tensor, alignment: torch.Tensor) -> torch.Tensor:
-        check_tokens(src_tokens, tgt_tokens, src_mask, tgt_mask)
-        src_mask, tgt_mask = src_mask.bool(), tgt_mask.bool()
-        check_alignment(alignment, src_mask, tgt_mask)
-        with full_precision(src_tokens):
-            loss, valid, pair = aligned_token_contrast(src_tokens, tgt_tokens, src_mask, tgt_mask, alignment,
-                                                       self.temperature, same_side_negatives=False)
-        return mean_over_groups(loss, valid, pair, src_tokens.shape[0], within="sum")  # Eq. 4, both directions
+    same_side_negatives = False  # the other sentence's words only (Eq. 3)
+    within_pair = "sum"  # Eq. 4, both directions
 
 
 class WordSoftContrast(Objective):
