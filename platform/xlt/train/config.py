@@ -1,0 +1,240 @@
+"""``FinetuneConfig``: everything one fine-tuning run needs, as frozen, validated dataclasses.
+
+The job builds it from YAML + ``--set`` overrides (``load_finetune_config``), passes
+``asdict(cfg)`` to Ray as ``train_loop_config``, and each worker rebuilds it with
+``from_dict(FinetuneConfig, config)``. Defaults are seed 002 §4.2: AdamW, lr 5e-5, weight decay
+0.01, a linear schedule, batch 16, max sequence length 128 (``model.max_length``: the encoder
+config owns the truncation length, so there is exactly one such setting).
+
+Two fields of ``data`` are *resolved* by ``xlt.train.trainer.resolve`` on the driver, not
+written by hand: ``labels`` (the class names, from SIB-200's ``labels.txt``) and ``train_rows``
+(the size of the train dataset, which fixes the length of the linear schedule). Workers cannot
+compute either without reading the data themselves, and the saved ``config.yaml`` then records
+exactly what ran.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Literal
+
+from ..config import ConfigError, apply_overrides, check, from_dict, read_yaml
+from ..data.languages import normalize_lang
+from ..losses import ObjectiveConfig, build_objectives
+from ..models import EncoderConfig
+
+Setting = Literal["zero-shot", "translate-train"]
+SETTINGS: tuple[str, ...] = ("zero-shot", "translate-train")
+
+# What the fine-tuning step computes for every batch (``xlt.losses.base`` vocabulary). An
+# objective that needs anything else (parallel pairs, token states, MLM logits) belongs to
+# alignment pretraining, not here.
+PROVIDED_OUTPUTS: tuple[str, ...] = ("features", "logits", "labels", "group", "is_anchor")
+
+
+def _normalized(key: str, codes: Iterable[str]) -> tuple[str, ...]:
+    out = []
+    for code in codes:
+        try:
+            out.append(normalize_lang(code))
+        except ValueError as e:
+            raise ConfigError(f"{key}: {e}") from e
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class DataSettings:
+    """SIB-200 data of the run.
+
+    - ``setting``: ``zero-shot`` trains on the source language's labelled train split only;
+      ``translate-train`` adds the translations of those same sentences into every target
+      language (SIB-200's own human translations, joined on ``index_id``) as more labelled
+      rows (seed 000 §4.2: "fine-tuned on the concatenation of English training data and its
+      translation to all target languages", each translation with its source's label).
+    - ``view_langs``: give each source row full-translation views in these languages, from the
+      same SIB-200 translations, for the alignment objectives (CL / SCL / MVA). Rows produced
+      by an augmentation UDF (``views`` list columns) can be passed to ``build_trainer`` instead.
+    - ``max_examples``: at most this many examples per language and split, evenly spaced
+      (0 = all); smoke runs use a handful.
+    """
+
+    data_dir: str | None = None  # the data root holding sib200/; else $XLT_DATA_DIR
+    source_lang: str = "en"
+    target_langs: tuple[str, ...] = ()  # empty: every SIB-200 language on disk but the source
+    setting: Setting = "zero-shot"
+    view_langs: tuple[str, ...] = ()
+    max_examples: int = 0
+    labels: tuple[str, ...] = ()  # resolved: class names in head order
+    train_rows: int = 0  # resolved: rows of the train dataset
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "source_lang", _normalized("data.source_lang", [self.source_lang])[0])
+        object.__setattr__(self, "target_langs", _normalized("data.target_langs", self.target_langs))
+        object.__setattr__(self, "view_langs", _normalized("data.view_langs", self.view_langs))
+        check(self.source_lang not in self.target_langs, "data.target_langs", self.target_langs,
+              f"languages other than the source language {self.source_lang!r}")
+        check(self.source_lang not in self.view_langs, "data.view_langs", self.view_langs,
+              f"languages other than the source language {self.source_lang!r} (a view is a translation)")
+        check(len(set(self.target_langs)) == len(self.target_langs), "data.target_langs", self.target_langs,
+              "each language once")
+        check(self.max_examples >= 0, "data.max_examples", self.max_examples, "0 (all) or a positive integer")
+        check(not self.labels or len(set(self.labels)) == len(self.labels) >= 2, "data.labels", self.labels,
+              "at least two distinct class names (or empty: read from the data)")
+        check(self.train_rows >= 0, "data.train_rows", self.train_rows, "0 (unresolved) or the train dataset size")
+
+
+@dataclass(frozen=True)
+class OptimSettings:
+    """AdamW + linear schedule (seed 002 §4.2). ``warmup_ratio`` of all steps warm up linearly."""
+
+    lr: float = 5e-5
+    weight_decay: float = 0.01  # not applied to biases and LayerNorm weights (the usual BERT recipe)
+    batch_size: int = 16  # original examples per step and worker; their views come on top
+    epochs: int = 3
+    warmup_ratio: float = 0.0  # seed 002 states a linear schedule and no warmup
+    max_grad_norm: float = 1.0  # 0 = no clipping
+    seed: int = 0
+    # The word embeddings of the bundled e5 are 96M of its 118M parameters; freezing them makes
+    # a CPU step much cheaper and keeps the embeddings of languages never seen in fine-tuning
+    # where pretraining put them.
+    freeze_word_embeddings: bool = False
+    shuffle_buffer: int = 256  # rows of the local shuffle buffer per worker; 0 = data order
+    eval_batch_size: int = 64
+    log_every_steps: int = 10  # progress lines on rank 0; 0 = per epoch only
+
+    def __post_init__(self) -> None:
+        check(self.lr > 0, "optim.lr", self.lr, "a positive number")
+        check(self.weight_decay >= 0, "optim.weight_decay", self.weight_decay, "a number >= 0")
+        check(self.batch_size >= 1, "optim.batch_size", self.batch_size, "an integer >= 1")
+        check(self.epochs >= 1, "optim.epochs", self.epochs, "an integer >= 1")
+        check(0 <= self.warmup_ratio < 1, "optim.warmup_ratio", self.warmup_ratio, "a fraction in [0, 1)")
+        check(self.max_grad_norm >= 0, "optim.max_grad_norm", self.max_grad_norm, "a number >= 0 (0 = off)")
+        check(self.shuffle_buffer == 0 or self.shuffle_buffer >= self.batch_size, "optim.shuffle_buffer",
+              self.shuffle_buffer, f"0 (no shuffling) or at least the batch size {self.batch_size}")
+        check(self.eval_batch_size >= 1, "optim.eval_batch_size", self.eval_batch_size, "an integer >= 1")
+        check(self.log_every_steps >= 0, "optim.log_every_steps", self.log_every_steps, "an integer >= 0")
+
+
+@dataclass(frozen=True)
+class ScalingSettings:
+    """Ray Train workers: ``num_workers`` data-parallel copies (DDP over gloo on CPU, NCCL on GPU)."""
+
+    num_workers: int = 1
+    use_gpu: bool = False
+    cpus_per_worker: int = 1  # also the worker's torch thread count
+    max_failures: int = 0  # worker-group restarts, each resuming from the latest checkpoint
+
+    def __post_init__(self) -> None:
+        check(self.num_workers >= 1, "scaling.num_workers", self.num_workers, "an integer >= 1")
+        check(self.cpus_per_worker >= 1, "scaling.cpus_per_worker", self.cpus_per_worker, "an integer >= 1")
+        check(self.max_failures >= -1, "scaling.max_failures", self.max_failures, "-1 (unlimited) or >= 0")
+
+
+@dataclass(frozen=True)
+class OutputSettings:
+    """Where Ray Train keeps checkpoints: ``<storage_path>/<name>/``. Re-running a config with the
+    same ``storage_path`` and ``name`` resumes that run from its latest checkpoint."""
+
+    storage_path: str = "results/finetune"  # a local directory or a URI such as s3://bucket/path
+    name: str = "sib200-zero-shot"
+    num_to_keep: int = 2  # checkpoints kept (the latest is always kept)
+
+    def __post_init__(self) -> None:
+        check(bool(self.storage_path), "output.storage_path", self.storage_path, "a directory or URI")
+        check(bool(self.name) and "/" not in self.name, "output.name", self.name, "a non-empty name without '/'")
+        check(self.num_to_keep >= 1, "output.num_to_keep", self.num_to_keep, "an integer >= 1")
+
+
+@dataclass(frozen=True)
+class FinetuneConfig:
+    """Fine-tune encoder + linear head with CE + Σ λ_k·aux_k (``objectives``, ``xlt.losses``).
+
+    ``eval_every_epoch``: evaluate on every language's dev split after each epoch (``val/``
+    metrics); otherwise only after the last one. The test split is evaluated once, after the
+    last epoch (``test/`` metrics).
+    """
+
+    model: EncoderConfig = field(default_factory=EncoderConfig)
+    objectives: tuple[ObjectiveConfig, ...] = ()
+    data: DataSettings = field(default_factory=DataSettings)
+    optim: OptimSettings = field(default_factory=OptimSettings)
+    scaling: ScalingSettings = field(default_factory=ScalingSettings)
+    output: OutputSettings = field(default_factory=OutputSettings)
+    eval_every_epoch: bool = True
+
+    def __post_init__(self) -> None:
+        try:
+            objectives = build_objectives(self.objectives)
+        except ValueError as e:
+            raise ConfigError(f"objectives: {e}") from e
+        for key, objective in objectives.objectives.items():
+            missing = [k for k in objective.requires if k not in PROVIDED_OUTPUTS]
+            check(not missing, "objectives", key,
+                  f"an objective over the outputs fine-tuning computes ({', '.join(PROVIDED_OUTPUTS)}); "
+                  f"{key} also needs {', '.join(missing)} (a pretraining objective: see xlt.pretrain)")
+        frozen_encoder = self.model.source == "bundled:use-multilingual-v3"
+        check(not (frozen_encoder and self.objectives), "objectives", [o.name for o in self.objectives],
+              "none with the frozen bundled:use-multilingual-v3 (its embeddings get no gradient)")
+        check(not (frozen_encoder and self.optim.freeze_word_embeddings), "optim.freeze_word_embeddings", True,
+              "false with bundled:use-multilingual-v3 (it is frozen as a whole)")
+
+    def steps_per_epoch(self, num_workers: int) -> int:
+        """Optimizer steps per epoch on every worker: Ray gives each worker an equal shard of
+        ``train_rows // num_workers`` rows (``streaming_split(equal=True)``), batched without drop."""
+        check(self.data.train_rows > 0, "data.train_rows", self.data.train_rows,
+              "the train dataset size (resolve the config with xlt.train.trainer.resolve first)")
+        rows = self.data.train_rows // num_workers
+        check(rows >= 1, "scaling.num_workers", num_workers,
+              f"at most the number of train rows ({self.data.train_rows})")
+        return -(-rows // self.optim.batch_size)
+
+
+# Keys a resumed run may change: how long, where and on what it runs, not what it trains (a
+# moved run directory or data root is the same run). Not the number of workers: it fixes the
+# steps per epoch, in which the checkpoint's schedule is counted.
+RESUMABLE_CHANGES: tuple[str, ...] = ("optim.epochs", "optim.eval_batch_size", "optim.log_every_steps",
+                                      "scaling.use_gpu", "scaling.cpus_per_worker", "scaling.max_failures",
+                                      "output.storage_path", "output.num_to_keep", "data.data_dir",
+                                      "eval_every_epoch")
+
+
+def changed_keys(old: FinetuneConfig, new: FinetuneConfig) -> list[str]:
+    """Dotted keys whose values differ between two configs (nested dataclasses flattened)."""
+    a, b = _flatten(dataclasses.asdict(old)), _flatten(dataclasses.asdict(new))
+    return sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+
+
+def incompatible_changes(old: FinetuneConfig, new: FinetuneConfig) -> list[str]:
+    """The changed keys that a resumed run may not change (model, objectives, data, optimizer...)."""
+    return [k for k in changed_keys(old, new) if not k.startswith(RESUMABLE_CHANGES)]
+
+
+def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            out.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            out[prefix + key] = value
+    return out
+
+
+def _merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def load_finetune_config(path: str | Path | None = None, overrides: Iterable[str] = (),
+                         smoke: str | Path | None = None) -> FinetuneConfig:
+    """YAML preset, then the ``smoke`` preset merged over it (if given), then ``--set`` overrides."""
+    data = read_yaml(path) if path else {}
+    if smoke:
+        data = _merge(data, read_yaml(smoke))
+    return from_dict(FinetuneConfig, apply_overrides(data, overrides))

@@ -1,0 +1,115 @@
+"""The one module that talks to ``ray.train.report`` and checkpoints (style.md, convention 5).
+
+A checkpoint is a directory:
+
+- ``model.pt``: the classifier's ``state_dict`` (encoder + head, never DDP-wrapped names)
+- ``train_state.pt``: optimizer and LR-scheduler state
+- ``state.json``: ``{"epoch": completed epochs, "global_step": optimizer steps so far}``
+- ``config.yaml``: the run's ``FinetuneConfig`` (``load_classifier`` rebuilds the model from it)
+
+Every epoch each worker calls ``report_epoch`` once (``ray.train.report`` is a barrier: all
+ranks must call it equally often). Rank 0 alone writes the checkpoint and attaches the
+metrics: under DDP every rank holds the same weights, and Ray Train V2 keeps only rank 0's
+metrics anyway. Resuming (``latest_state``) reads ``ray.train.get_checkpoint()``, which Ray
+Train V2 fills from ``<storage_path>/<name>/`` when a run with that name already reported
+checkpoints there, or after a worker-group restart within one ``fit``.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from ..config import from_dict, read_yaml, save_config
+from .config import FinetuneConfig
+
+if TYPE_CHECKING:
+    from ..models import Classifier
+    from .loop import Training
+
+MODEL_FILE, TRAIN_STATE_FILE, STATE_FILE, CONFIG_FILE = "model.pt", "train_state.pt", "state.json", "config.yaml"
+
+
+@dataclass(frozen=True)
+class TrainState:
+    """What a checkpoint holds, loaded on CPU."""
+
+    model: dict[str, torch.Tensor]
+    optimizer: dict[str, Any]
+    scheduler: dict[str, Any]
+    epoch: int
+    global_step: int
+    config: FinetuneConfig
+
+
+def checkpoint_name(epoch: int, global_step: int) -> str:
+    return f"epoch{epoch:03d}-step{global_step:07d}"
+
+
+def write_checkpoint(directory: str | Path, training: Training, cfg: FinetuneConfig) -> Path:
+    """Write ``training``'s state into ``directory`` (created if needed)."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    torch.save(training.classifier.state_dict(), directory / MODEL_FILE)
+    torch.save({"optimizer": training.optimizer.state_dict(), "scheduler": training.scheduler.state_dict()},
+               directory / TRAIN_STATE_FILE)
+    (directory / STATE_FILE).write_text(json.dumps({"epoch": training.epoch, "global_step": training.global_step}))
+    save_config(cfg, directory / CONFIG_FILE)
+    return directory
+
+
+def read_checkpoint(directory: str | Path) -> TrainState:
+    """Load a checkpoint directory written by ``write_checkpoint``."""
+    directory = Path(directory)
+    missing = [f for f in (MODEL_FILE, TRAIN_STATE_FILE, STATE_FILE, CONFIG_FILE) if not (directory / f).is_file()]
+    if missing:
+        raise FileNotFoundError(f"{directory} is not an xlt fine-tuning checkpoint: missing {', '.join(missing)}")
+    state = json.loads((directory / STATE_FILE).read_text())
+    train_state = torch.load(directory / TRAIN_STATE_FILE, map_location="cpu", weights_only=True)
+    return TrainState(
+        model=torch.load(directory / MODEL_FILE, map_location="cpu", weights_only=True),
+        optimizer=train_state["optimizer"],
+        scheduler=train_state["scheduler"],
+        epoch=int(state["epoch"]),
+        global_step=int(state["global_step"]),
+        config=from_dict(FinetuneConfig, read_yaml(directory / CONFIG_FILE)),
+    )
+
+
+def load_classifier(directory: str | Path) -> Classifier:
+    """The fine-tuned classifier of a checkpoint directory (e.g. ``result.checkpoint.path``), in eval mode."""
+    from ..models import Classifier, load_encoder
+
+    state = read_checkpoint(directory)
+    classifier = Classifier(load_encoder(state.config.model), state.config.data.labels)
+    classifier.load_state_dict(state.model)
+    return classifier.eval()
+
+
+def latest_state() -> TrainState | None:
+    """The state of the checkpoint to resume from, or ``None`` for a fresh run (inside a Ray Train worker)."""
+    import ray.train
+
+    checkpoint = ray.train.get_checkpoint()
+    if checkpoint is None:
+        return None
+    with checkpoint.as_directory() as directory:
+        return read_checkpoint(directory)
+
+
+def report_epoch(metrics: dict[str, float], training: Training | None, cfg: FinetuneConfig) -> None:
+    """Report one epoch's metrics; with ``training`` (rank 0) also its checkpoint."""
+    import ray.train
+
+    if training is None:
+        ray.train.report(metrics)
+        return
+    with tempfile.TemporaryDirectory(prefix="xlt-checkpoint-") as directory:
+        write_checkpoint(directory, training, cfg)
+        ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(directory),
+                         checkpoint_dir_name=checkpoint_name(training.epoch, training.global_step))

@@ -1,0 +1,108 @@
+"""FinetuneConfig validation, presets, resolution against the data, the results table."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from xlt.config import ConfigError, from_dict
+from xlt.train.config import FinetuneConfig, incompatible_changes, load_finetune_config
+from xlt.train.data import train_rows
+from xlt.train.trainer import resolve, results_rows
+
+from .helpers import tiny_config
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+
+
+def test_round_trips_through_asdict_as_ray_passes_it():
+    cfg = load_finetune_config(CONFIGS / "finetune_sib200_scl.yaml")
+    assert from_dict(FinetuneConfig, dataclasses.asdict(cfg)) == cfg
+    assert cfg.objectives[0].name == "supervised_contrastive_alignment"
+    assert (cfg.optim.lr, cfg.optim.weight_decay, cfg.optim.batch_size, cfg.model.max_length) == (5e-5, 0.01, 16, 128)
+
+
+def test_smoke_preset_merges_over_a_preset_and_set_wins():
+    cfg = load_finetune_config(CONFIGS / "finetune_sib200_scl.yaml", ["optim.epochs=1"], smoke=CONFIGS / "smoke.yaml")
+    assert cfg.model.source == "tiny:bert" and cfg.optim.epochs == 1 and cfg.data.max_examples == 16
+    assert cfg.objectives == load_finetune_config(CONFIGS / "finetune_sib200_scl.yaml").objectives
+    assert load_finetune_config(CONFIGS / "finetune_sib200.yaml").data.setting == "zero-shot"
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["objectives=[{name: parallel_info_nce}]"], "also needs src_features, tgt_features"),
+    (["objectives=[{name: supcon}]"], "name='supcon' is not valid"),
+    (["data.target_langs=[en, de]"], "languages other than the source language 'en'"),
+    (["data.target_langs=[xx]"], "unknown language code 'xx'"),
+    (["data.setting=few-shot"], "one of 'zero-shot', 'translate-train'"),
+    (["optim.lr=0"], "optim.lr=0.0 is not valid"),
+    (["optim.shuffle_buffer=4"], "at least the batch size 16"),
+    (["scaling.num_workers=0"], "scaling.num_workers=0 is not valid"),
+    (["model.source=bundled:use-multilingual-v3", "objectives=[{name: supervised_contrastive_alignment}]"],
+     "none with the frozen bundled:use-multilingual-v3"),
+])
+def test_bad_values_are_named(overrides, message):
+    with pytest.raises(ConfigError, match=message):
+        load_finetune_config(None, overrides)
+
+
+def test_codes_are_normalised():
+    cfg = load_finetune_config(None, ["data.source_lang=eng_Latn", "data.target_langs=[deu_Latn, zho_Hans]"])
+    assert (cfg.data.source_lang, cfg.data.target_langs) == ("en", ("de", "zh"))
+
+
+def test_steps_per_epoch_follow_the_equal_split():
+    cfg = tiny_config()  # 4 rows, batch 4
+    assert cfg.steps_per_epoch(1) == 1
+    cfg = dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, train_rows=37))
+    assert cfg.steps_per_epoch(2) == 5  # 18 rows per worker -> 4 full batches + 1
+    with pytest.raises(ConfigError, match="at most the number of train rows"):
+        cfg.steps_per_epoch(38)
+
+
+def test_resuming_may_change_length_not_content():
+    cfg = tiny_config()
+    longer = dataclasses.replace(cfg, optim=dataclasses.replace(cfg.optim, epochs=5))
+    other = dataclasses.replace(cfg, optim=dataclasses.replace(cfg.optim, lr=1e-3, epochs=5))
+    assert incompatible_changes(cfg, longer) == []
+    assert incompatible_changes(cfg, other) == ["optim.lr"]
+
+
+def test_translate_train_adds_the_translations_of_the_same_sentences(data_dir):
+    cfg, _ = resolve(load_finetune_config(None, [f"data.data_dir={data_dir}", "data.max_examples=5",
+                                                 "data.target_langs=[de, zh]", "data.setting=translate-train"]))
+    rows = train_rows(cfg.data, data_dir, cfg.data.target_langs)
+    assert cfg.data.train_rows == len(rows) == 15 and [r["lang"] for r in rows] == ["en"] * 5 + ["de"] * 5 + ["zh"] * 5
+    label_of = {r["source_id"]: r["label"] for r in rows[:5]}
+    assert all(label_of[r["source_id"]] == r["label"] for r in rows[5:])
+    assert "views" not in rows[0]
+
+
+def test_translation_views_come_from_the_train_split(data_dir):
+    cfg, rows = resolve(load_finetune_config(None, [f"data.data_dir={data_dir}", "data.max_examples=4",
+                                                    "data.target_langs=[de]", "data.view_langs=[fr, zh]"]))
+    assert len(rows) == 4 and cfg.data.labels and cfg.data.data_dir == str(data_dir.resolve())
+    from xlt.data import read_sib200
+
+    french = {ex.source_id: ex.text for ex in read_sib200(data_dir, "fr", "train")}
+    for row in rows:
+        assert row["view_langs"] == ["fr", "zh"] and row["view_kinds"] == ["full"] * 2
+        assert row["views"][0] == french[row["source_id"]]
+
+
+def test_missing_language_is_reported(data_dir):
+    with pytest.raises(ConfigError, match="have no SIB-200 data .* available: "):
+        resolve(load_finetune_config(None, [f"data.data_dir={data_dir}", "data.target_langs=[ko]"]))
+
+
+def test_results_rows_source_first_then_targets_then_summary():
+    metrics = {"val/acc/en": 0.9, "val/acc/de": 0.8, "val/acc/zh": 0.6, "val/acc/avg_target": 0.7,
+               "val/transfer_gap": 0.2, "test/acc/en": 0.85, "test/acc/de": 0.75, "test/acc/zh": 0.55,
+               "test/acc/avg_target": 0.65, "test/transfer_gap": 0.2, "train/loss/ce": 0.1}
+    rows = results_rows(metrics, "en")
+    assert [r["lang"] for r in rows] == ["en", "de", "zh", "avg_target", "transfer_gap"]
+    assert rows[1] == {"lang": "de", "val": 0.8, "test": 0.75}
+    with pytest.raises(ValueError, match="no accuracy for the source language 'fr'"):
+        results_rows(metrics, "fr")

@@ -1,0 +1,106 @@
+"""The step without Ray: one encoder pass, CE on originals + weighted objectives, loss goes down."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from xlt.losses import ObjectiveConfig
+from xlt.train.batches import batches_of, flatten_batch
+from xlt.train.loop import build_training, compute_losses, supervised_ce, train_step
+from xlt.train.reporting import load_classifier, read_checkpoint, write_checkpoint
+
+from .helpers import LABELS, rows_with_views, tiny_config
+
+SCL = ObjectiveConfig("supervised_contrastive_alignment", 1.0, {"temperature": 0.5})
+
+
+def batch():
+    return flatten_batch(batches_of(rows_with_views(), 4)[0], {label: i for i, label in enumerate(LABELS)})
+
+
+def test_loss_decreases_on_a_repeated_batch():
+    torch.manual_seed(0)
+    steps = 30
+    training = build_training(tiny_config((SCL,), lr=5e-3), steps_per_epoch=steps)
+    b = batch()
+    losses = [train_step(training, b) for _ in range(steps)]
+    first = sum(l["loss"] for l in losses[:3]) / 3
+    last = sum(l["loss"] for l in losses[-3:]) / 3
+    assert last < 0.5 * first, [round(l["loss"], 3) for l in losses]
+    assert last < first and losses[-1]["ce"] < losses[0]["ce"]
+    assert set(losses[0]) == {"loss", "ce", "supervised_contrastive_alignment"}
+    assert training.global_step == steps and training.scheduler.last_epoch == steps
+
+
+def test_total_is_ce_plus_weighted_objectives_from_one_pass():
+    weight = 3.0
+    training = build_training(tiny_config((ObjectiveConfig("supervised_contrastive_alignment", weight),
+                                           ObjectiveConfig("multiview_alignment", 0.5, {"similarity": "kl"}))),
+                              steps_per_epoch=1)
+    calls = []
+    training.classifier.encoder.register_forward_hook(lambda m, i, o: calls.append(o.shape))
+    training.model.eval()  # no dropout: the parts are deterministic
+    total, parts = compute_losses(training.model, training.objectives, batch())
+    assert calls == [(8, 32)]  # all N = 8 texts (originals and views) in one encoder call
+    expected = parts["ce"] + weight * parts["supervised_contrastive_alignment"] + 0.5 * parts["multiview_alignment"]
+    assert torch.allclose(total, expected)
+
+
+def test_ce_only_on_labelled_originals():
+    logits = torch.tensor([[2.0, 0.0], [0.0, 9.0], [1.0, 1.0]])
+    labels = torch.tensor([0, 0, -1])
+    is_anchor = torch.tensor([True, False, True])  # row 1 is a view: no CE; row 2 unlabelled
+    assert torch.allclose(supervised_ce(logits, labels, is_anchor),
+                          torch.nn.functional.cross_entropy(logits[:1], labels[:1]))
+    logits.requires_grad_(True)
+    none = supervised_ce(logits, torch.full((3,), -1), is_anchor)  # nothing labelled: 0, not NaN
+    none.backward()
+    assert none.item() == 0.0 and torch.equal(logits.grad, torch.zeros_like(logits))
+
+
+def test_frozen_word_embeddings_are_not_trained():
+    training = build_training(tiny_config(freeze_word_embeddings=True), steps_per_epoch=2)
+    embeddings = training.classifier.encoder.backbone.get_input_embeddings().weight
+    before = embeddings.detach().clone()
+    train_step(training, batch())
+    assert torch.equal(before, embeddings) and not embeddings.requires_grad
+    assert all(p is not embeddings for group in training.optimizer.param_groups for p in group["params"])
+
+
+def test_checkpoint_round_trip_restores_weights_optimizer_and_schedule(tmp_path):
+    cfg = tiny_config((SCL,))
+    training = build_training(cfg, steps_per_epoch=3)
+    for _ in range(2):
+        train_step(training, batch())
+    training.epoch = 1
+    write_checkpoint(tmp_path, training, cfg)
+
+    state = read_checkpoint(tmp_path)
+    assert (state.epoch, state.global_step, state.config) == (1, 2, cfg)
+    fresh = build_training(cfg, steps_per_epoch=3)
+    fresh.classifier.head.weight.data.add_(1.0)  # make sure restoring overwrites
+    assert fresh.restore(state) == 2
+    for (name, a), b in zip(training.classifier.state_dict().items(), fresh.classifier.state_dict().values()):
+        assert torch.equal(a, b), name
+    assert fresh.scheduler.get_last_lr() == training.scheduler.get_last_lr()
+    # The next step is the same step in both: optimizer moments and schedule came back too.
+    torch.manual_seed(1)
+    a = train_step(training, batch())
+    torch.manual_seed(1)
+    b = train_step(fresh, batch())
+    assert a == pytest.approx(b)
+    assert torch.equal(training.classifier.head.weight, fresh.classifier.head.weight)
+
+
+def test_load_classifier_gives_the_checkpointed_model(tmp_path):
+    cfg = tiny_config()
+    training = build_training(cfg, steps_per_epoch=1)
+    train_step(training, batch())
+    write_checkpoint(tmp_path, training, cfg)
+    texts = [r["text"] for r in rows_with_views()]
+    expected = training.classifier.predict(texts)
+    loaded = load_classifier(tmp_path)
+    assert loaded.labels == list(LABELS) and not loaded.training
+    assert np.allclose(loaded.predict(texts).probabilities, expected.probabilities, atol=1e-6)

@@ -1,0 +1,52 @@
+"""Ray Train end to end on 2 CPUs: checkpoints per epoch, resume at the checkpoint's step, DDP."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from xlt.config import ConfigError
+from xlt.train import build_trainer, config_of, load_finetune_config, read_checkpoint, resume_trainer, run_dir
+from xlt.train.loop import build_training
+
+
+def config(data_dir, tmp_path, *overrides):
+    return load_finetune_config(None, [
+        "model.source=tiny:bert", "model.max_length=32", f"data.data_dir={data_dir}", "data.target_langs=[de]",
+        "data.view_langs=[fr]", "data.max_examples=8", "optim.batch_size=2", "optim.epochs=1",
+        "optim.eval_batch_size=16", "objectives=[{name: supervised_contrastive_alignment}]",
+        "scaling.num_workers=2", f"output.storage_path={tmp_path}", "output.name=resume", *overrides])
+
+
+def test_resume_continues_at_the_checkpoint_step(ray_cluster, data_dir, tmp_path):
+    trainer = build_trainer(config(data_dir, tmp_path))
+    cfg = config_of(trainer)
+    steps = cfg.steps_per_epoch(2)
+    assert steps == 2  # 8 rows, 4 per worker, batches of 2
+    first = trainer.fit()
+    assert first.metrics["train/global_step"] == steps and first.metrics["train/resumed_from_step"] == 0
+    assert {"val/acc/en", "val/acc/de", "val/acc/avg_target", "val/transfer_gap", "test/acc/de",
+            "train/loss", "train/loss/ce", "train/loss/supervised_contrastive_alignment"} <= set(first.metrics)
+    saved = read_checkpoint(first.checkpoint.path)
+    assert (saved.epoch, saved.global_step) == (1, steps)
+
+    # What the loop does on resume: the restored model is the checkpoint's, the optimizer and
+    # the schedule continue from its step.
+    restored = build_training(cfg, steps)
+    assert restored.restore(saved) == steps
+    for name, tensor in restored.classifier.state_dict().items():
+        assert torch.equal(tensor, saved.model[name]), name
+
+    second = resume_trainer(run_dir(cfg), ["optim.epochs=2"]).fit()
+    assert second.metrics["train/epoch"] == 2
+    assert second.metrics["train/resumed_from_step"] == steps  # not 0: it did not start from scratch
+    assert second.metrics["train/global_step"] == 2 * steps
+    assert list(second.metrics_dataframe["train/epoch"]) == [1, 2]  # the run's history, one report each
+    final = read_checkpoint(second.checkpoint.path)
+    assert final.global_step == 2 * steps and final.scheduler["last_epoch"] == 2 * steps
+    adam_steps = {float(s["step"]) for s in final.optimizer["state"].values()}
+    assert adam_steps == {2.0 * steps}  # AdamW's moments were restored, not reset
+    assert not torch.equal(final.model["head.weight"], saved.model["head.weight"])
+
+    with pytest.raises(ConfigError, match="differs in optim.lr"):
+        build_trainer(config(data_dir, tmp_path, "optim.epochs=2", "optim.lr=1e-3"))
