@@ -54,6 +54,8 @@ Output: ONE ROW PER EXAMPLE, its input columns untouched, plus list columns (see
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import dataclasses
 import random
 from collections import Counter
@@ -303,7 +305,7 @@ def draw_languages(rng: random.Random, languages: Sequence[str], n: int) -> list
     return out
 
 
-class ViewAugmenter:
+class ViewAugmenter(ABC):
     """Base of the augmentation UDFs: a Ray Data batch transform that adds ``VIEW_COLUMNS``.
 
     ``__call__`` takes a numpy-dict batch (``ds.take_batch()``, callable by hand in tests) or a
@@ -317,9 +319,9 @@ class ViewAugmenter:
     def __init__(self, languages: Sequence[str], n_views: int, seed: int, source_lang: str) -> None:
         self.languages, self.n_views, self.seed, self.source_lang = tuple(languages), n_views, seed, source_lang
 
+    @abstractmethod
     def generate(self, rows: list[_Row], words: _Words) -> list[_Views]:
         """The views of ``rows`` (one ``_Views`` per row); ``words`` segments texts once per batch."""
-        raise NotImplementedError
 
     def __call__(self, batch: dict[str, np.ndarray] | pa.Table) -> dict[str, np.ndarray] | pa.Table:
         rows = _read_rows(batch, self.source_lang)
