@@ -73,6 +73,7 @@ from xlt.data.translate import (
     Translator,
     batch_column,
     describe_support,
+    map_with_actor_pool,
     match_case,
     object_array,
     optional_str,
@@ -706,20 +707,11 @@ def build_augmented_dataset(examples: Sequence[Example] | ray.data.Dataset, conf
     validate_augmentation(config, translator=translator, dictionaries=dictionaries,
                           partial_translator=partial_translator)
     ds = examples if isinstance(examples, ray.data.Dataset) else to_ray_dataset(examples)
-    if isinstance(num_actors, tuple):
-        compute = ray.data.ActorPoolStrategy(min_size=num_actors[0], max_size=num_actors[1])
-    else:
-        compute = ray.data.ActorPoolStrategy(size=num_actors)
-    return ds.map_batches(
-        CrossLingualAugment,
-        fn_constructor_kwargs=dict(translator=translator, dictionaries=dictionaries,
-                                   partial_translator=partial_translator, **dataclasses.asdict(config)),
-        batch_format="pyarrow",
-        batch_size=batch_size,
-        compute=compute,
-        num_cpus=num_cpus,
-        num_gpus=num_gpus,
-        udf_modifying_row_count=False,
+    return map_with_actor_pool(
+        ds, CrossLingualAugment,
+        dict(translator=translator, dictionaries=dictionaries, partial_translator=partial_translator,
+             **dataclasses.asdict(config)),
+        batch_size=batch_size, num_actors=num_actors, num_cpus=num_cpus, num_gpus=num_gpus,
     )
 
 

@@ -487,17 +487,27 @@ def translate_dataset(ds: ray.data.Dataset, translator: Translator, src_lang: st
     ``map_batches(concurrency=...)`` in favour of ``compute=ActorPoolStrategy(...)``, used here.
     Lazy: nothing runs until the dataset is consumed.
     """
+    return map_with_actor_pool(
+        ds, TranslateUDF,
+        dict(translator=translator, src_lang=src_lang, tgt_lang=tgt_lang,
+             input_column=input_column, output_column=output_column),
+        batch_size=batch_size, num_actors=num_actors, num_cpus=num_cpus, num_gpus=num_gpus,
+    )
+
+
+def map_with_actor_pool(ds: ray.data.Dataset, udf: type, constructor_kwargs: dict, *, batch_size: int,
+                        num_actors: int | tuple[int, int], num_cpus: float, num_gpus: float) -> ray.data.Dataset:
+    """``ds.map_batches(udf)`` on an actor pool (a size, or ``(min, max)`` to autoscale), one output
+    row per input row, pyarrow batches so that the other columns pass through untouched."""
     import ray.data
 
     if isinstance(num_actors, tuple):
-        lo, hi = num_actors
-        compute = ray.data.ActorPoolStrategy(min_size=lo, max_size=hi)
+        compute = ray.data.ActorPoolStrategy(min_size=num_actors[0], max_size=num_actors[1])
     else:
         compute = ray.data.ActorPoolStrategy(size=num_actors)
     return ds.map_batches(
-        TranslateUDF,
-        fn_constructor_kwargs=dict(translator=translator, src_lang=src_lang, tgt_lang=tgt_lang,
-                                   input_column=input_column, output_column=output_column),
+        udf,
+        fn_constructor_kwargs=constructor_kwargs,
         batch_format="pyarrow",
         batch_size=batch_size,
         compute=compute,
