@@ -50,6 +50,12 @@ def from_dict(cls: type[T], data: dict[str, Any] | None, prefix: str = "") -> T:
         return cls(**kwargs)
     except TypeError as e:  # a required field without a default was not given
         raise ConfigError(f"{cls.__name__}: {e}") from e
+    except ConfigError as e:  # a nested dataclass checks its own field names: say where it sits
+        if prefix and not str(e).startswith(prefix):
+            raise ConfigError(f"{prefix}{e}") from e
+        raise
+    except ValueError as e:
+        raise ConfigError(f"{prefix.rstrip('.') or cls.__name__}: {e}") from e
 
 
 def _coerce(hint: Any, value: Any, key: str) -> Any:

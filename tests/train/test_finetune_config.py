@@ -9,7 +9,7 @@ import pytest
 
 from xlt.config import ConfigError, from_dict
 from xlt.train.config import FinetuneConfig, incompatible_changes, load_finetune_config
-from xlt.train.data import train_rows
+from xlt.train.data import train_dataset, train_rows
 from xlt.train.trainer import resolve, results_rows
 
 from .helpers import tiny_config
@@ -80,16 +80,37 @@ def test_translate_train_adds_the_translations_of_the_same_sentences(data_dir):
     assert "views" not in rows[0]
 
 
-def test_translation_views_come_from_the_train_split(data_dir):
-    cfg, rows = resolve(load_finetune_config(None, [f"data.data_dir={data_dir}", "data.max_examples=4",
-                                                    "data.target_langs=[de]", "data.view_langs=[fr, zh]"]))
-    assert len(rows) == 4 and cfg.data.labels and cfg.data.data_dir == str(data_dir.resolve())
+def test_augmented_views_stream_from_the_train_split(data_dir, ray_cluster):
+    cfg, rows = resolve(load_finetune_config(None, [
+        f"data.data_dir={data_dir}", "data.max_examples=4", "data.target_langs=[de]",
+        "data.setting=translate-train", "data.augment={t_f: 2, t_p: 1, t_c: 1, languages: [fr, zh], partial_languages: [fr],"
+        " codeswitch_languages: [zh-Hant], seed: 3}"]))
+    assert len(rows) == 8 and cfg.data.labels and cfg.data.data_dir == str(data_dir.resolve())
+    out = train_dataset(cfg.data, data_dir, rows).take_all()
+    assert sorted(r["id"] for r in out) == sorted(r["id"] for r in rows)  # one row per example
     from xlt.data import read_sib200
 
-    french = {ex.source_id: ex.text for ex in read_sib200(data_dir, "fr", "train")}
-    for row in rows:
-        assert row["view_langs"] == ["fr", "zh"] and row["view_kinds"] == ["full"] * 2
-        assert row["views"][0] == french[row["source_id"]]
+    train = {(ex.lang, ex.source_id): ex.text for lang in ("fr", "zh") for ex in read_sib200(data_dir, lang, "train")}
+    for row in out:
+        if row["lang"] == "de":  # translate-train rows are already translated: no views
+            assert list(row["views"]) == [] and row["view_pairs"] is None
+            continue
+        assert list(row["view_kinds"]) == ["full", "full", "partial", "codeswitch"]
+        full = [(lang, view) for lang, view, kind in zip(row["view_langs"], row["views"], row["view_kinds"])
+                if kind == "full"]
+        assert sorted(lang for lang, _ in full) == ["fr", "zh"]  # two full views: distinct languages
+        assert all(view == train[(lang, row["source_id"])] for lang, view in full)
+
+
+def test_augmentation_languages_are_checked(data_dir):
+    with pytest.raises(ConfigError, match=r"data\.augment\.t_c=-1"):
+        load_finetune_config(None, ["data.augment={t_c: -1, languages: [de]}"])
+    with pytest.raises(ConfigError, match="data.augment.source_lang"):
+        load_finetune_config(None, ["data.augment={languages: [de], source_lang: fr}"])
+    cfg, rows = resolve(load_finetune_config(None, [f"data.data_dir={data_dir}", "data.max_examples=2",
+                                                    "data.augment={t_f: 0, t_p: 0, t_c: 1, languages: [sw]}"]))
+    with pytest.raises(FileNotFoundError, match="en-sw.txt does not exist"):
+        train_dataset(cfg.data, data_dir, rows)
 
 
 def test_missing_language_is_reported(data_dir):

@@ -13,7 +13,7 @@ from xlt.train.loop import build_training
 def config(data_dir, tmp_path, *overrides):
     return load_finetune_config(None, [
         "model.source=tiny:bert", "model.max_length=32", f"data.data_dir={data_dir}", "data.target_langs=[de]",
-        "data.view_langs=[fr]", "data.max_examples=8", "optim.batch_size=2", "optim.epochs=1",
+        "data.augment={t_f: 1, t_p: 0, t_c: 1, languages: [fr]}", "data.max_examples=8", "optim.batch_size=2", "optim.epochs=1",
         "optim.eval_batch_size=16", "objectives=[{name: supervised_contrastive_alignment}]",
         "scaling.num_workers=2", f"output.storage_path={tmp_path}", "output.name=resume", *overrides])
 

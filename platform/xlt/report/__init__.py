@@ -1,5 +1,5 @@
 """Result tables and run summaries."""
 
-from .tables import markdown_table, write_results
+from .tables import command_line, markdown_table, write_results
 
-__all__ = ["markdown_table", "write_results"]
+__all__ = ["command_line", "markdown_table", "write_results"]

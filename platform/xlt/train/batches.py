@@ -1,7 +1,7 @@
 """Rows of examples (each with its views) -> one flat batch of N texts for one encoder pass.
 
 A train dataset holds one row per original example: ``text``, ``label``, ``lang`` and, when
-an augmentation ran (``xlt.data.augment``, or ``DataSettings.view_langs``), the list columns
+an augmentation ran (``xlt.data.augment``, ``DataSettings.augment``), the list columns
 ``views`` / ``view_kinds`` / ``view_langs``. Rows without those columns, or with empty lists,
 are plain CE fine-tuning. An example and its views always travel in the same row, so a batch
 never separates them.

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Iterable, Literal
 
 from ..config import ConfigError, apply_overrides, check, from_dict, read_yaml
+from ..data.augment import AugmentConfig
 from ..data.languages import normalize_lang
 from ..losses import ObjectiveConfig, build_objectives
 from ..models import EncoderConfig
@@ -53,9 +54,14 @@ class DataSettings:
       language (SIB-200's own human translations, joined on ``index_id``) as more labelled
       rows (seed 000 §4.2: "fine-tuned on the concatenation of English training data and its
       translation to all target languages", each translation with its source's label).
-    - ``view_langs``: give each source row full-translation views in these languages, from the
-      same SIB-200 translations, for the alignment objectives (CL / SCL / MVA). Rows produced
-      by an augmentation UDF (``views`` list columns) can be passed to ``build_trainer`` instead.
+    - ``augment``: cross-lingual views of each source-language train example for the alignment
+      objectives (CL / SCL / MVA / LA), generated on the fly by the Ray Data augmentation UDF
+      (``xlt.data.augment.AugmentConfig``: t_f / t_p / t_c views, r_c, languages, seed). Offline,
+      full translations are SIB-200's own (train split, joined on ``index_id``); partial
+      translation glosses a span and code-switching switches words with the MUSE dictionaries
+      under ``<data_dir>/muse``. ``augment_cpus`` is what each augmentation actor reserves: it
+      must fit beside the training workers (0 lets it share their CPUs; it is cheap next to a
+      training step).
     - ``max_examples``: at most this many examples per language and split, evenly spaced
       (0 = all); smoke runs use a handful.
     """
@@ -64,7 +70,8 @@ class DataSettings:
     source_lang: str = "en"
     target_langs: tuple[str, ...] = ()  # empty: every SIB-200 language on disk but the source
     setting: Setting = "zero-shot"
-    view_langs: tuple[str, ...] = ()
+    augment: AugmentConfig | None = None
+    augment_cpus: float = 0.0
     max_examples: int = 0
     labels: tuple[str, ...] = ()  # resolved: class names in head order
     train_rows: int = 0  # resolved: rows of the train dataset
@@ -72,11 +79,11 @@ class DataSettings:
     def __post_init__(self) -> None:
         object.__setattr__(self, "source_lang", _normalized("data.source_lang", [self.source_lang])[0])
         object.__setattr__(self, "target_langs", _normalized("data.target_langs", self.target_langs))
-        object.__setattr__(self, "view_langs", _normalized("data.view_langs", self.view_langs))
         check(self.source_lang not in self.target_langs, "data.target_langs", self.target_langs,
               f"languages other than the source language {self.source_lang!r}")
-        check(self.source_lang not in self.view_langs, "data.view_langs", self.view_langs,
-              f"languages other than the source language {self.source_lang!r} (a view is a translation)")
+        check(self.augment is None or self.augment.source_lang == self.source_lang, "data.augment.source_lang",
+              self.augment and self.augment.source_lang, f"the source language {self.source_lang!r} of the data")
+        check(self.augment_cpus >= 0, "data.augment_cpus", self.augment_cpus, "a number >= 0")
         check(len(set(self.target_langs)) == len(self.target_langs), "data.target_langs", self.target_langs,
               "each language once")
         check(self.max_examples >= 0, "data.max_examples", self.max_examples, "0 (all) or a positive integer")

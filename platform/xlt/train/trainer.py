@@ -28,7 +28,7 @@ from ..config import ConfigError, apply_overrides, from_dict, read_yaml, save_co
 from ..data import resolve_data_dir, sib200_labels, sib200_languages
 from ..eval.classification import ACC, AVG_TARGET, TRANSFER_GAP, metric_name
 from .config import FinetuneConfig, incompatible_changes
-from .data import eval_rows, train_rows
+from .data import eval_rows, train_dataset, train_rows
 from .reporting import CONFIG_FILE
 
 if TYPE_CHECKING:
@@ -57,8 +57,9 @@ def results_path(cfg: FinetuneConfig) -> Path:
 def _resolve_languages(cfg: FinetuneConfig, root: Path) -> tuple[str, ...]:
     on_disk = sib200_languages(root)
     targets = cfg.data.target_langs or tuple(lang for lang in on_disk if lang != cfg.data.source_lang)
+    full_views = cfg.data.augment.languages_for("full") if cfg.data.augment and cfg.data.augment.t_f else ()
     for key, langs in (("data.source_lang", (cfg.data.source_lang,)), ("data.target_langs", targets),
-                       ("data.view_langs", cfg.data.view_langs)):
+                       ("data.augment.languages", full_views)):
         missing = [lang for lang in langs if lang not in on_disk]
         if missing:
             raise ConfigError(f"{key}: {', '.join(missing)} have no SIB-200 data under {root}; "
@@ -92,7 +93,7 @@ def build_datasets(cfg: FinetuneConfig, rows: list[dict[str, Any]] | ray.data.Da
     ray.data.DataContext.get_current().enable_progress_bars = False
     langs = (cfg.data.source_lang, *cfg.data.target_langs)
     root = Path(cfg.data.data_dir)
-    train = rows if isinstance(rows, ray.data.Dataset) else ray.data.from_items(rows)
+    train = rows if isinstance(rows, ray.data.Dataset) else train_dataset(cfg.data, root, rows)
     return {"train": train,
             "val": ray.data.from_items(eval_rows(cfg.data, root, langs, "dev")),
             "test": ray.data.from_items(eval_rows(cfg.data, root, langs, "test"))}
