@@ -1,0 +1,146 @@
+"""Pseudo-labelling an unlabelled pool with a trained classifier, as a Ray Data actor pool.
+
+Seed 002 (``../shared/seeds/002_*.txt``, §3.1, Alg. 1) runs, in every co-training iteration,
+each classifier over the unlabelled target-language pool::
+
+    for x_u in U:  (y_u, c_u) = f_θ(x_u)
+
+and then keeps the items whose confidence score c_u exceeds a threshold t. ``pseudo_label``
+is that loop: every row gets its pseudo label y_u and confidence c_u (selecting above t is a
+pure function of those columns, done downstream).
+
+Reading chosen: the seed says "confidence score" without defining it. We take c_u = the
+maximum softmax probability of the classifier's dense + softmax head (the probability of the
+predicted label), the usual reading and what ``Classifier.predict`` reports. The whole
+distribution is kept too (``probabilities``), so a different score (margin, entropy) can be
+computed later without running the model again.
+
+Why an actor pool: the pool U can be far larger than memory and the model is expensive to
+load, so each actor loads the classifier once (``PseudoLabelUDF.__init__``) and the rows
+stream through in batches; nothing is materialised until the caller consumes the dataset.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..config import check
+from ..data.translate import map_with_actor_pool
+from .spec import ClassifierSpec, load_classifier
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import ray.data
+
+# The columns ``PseudoLabelUDF`` adds (replacing them if present, e.g. from an earlier iteration):
+#   pseudo_label   string          the predicted label name (y_u)
+#   confidence     float32         its probability, max_k p_k (c_u)
+#   probabilities  list<float32>   p_k for every label, in ``ClassifierSpec.labels`` order
+OUTPUT_COLUMNS: tuple[str, ...] = ("pseudo_label", "confidence", "probabilities")
+
+
+class PseudoLabelUDF:
+    """Ray Data batch UDF: ``pyarrow.Table`` -> the same table plus ``OUTPUT_COLUMNS``.
+
+    Loads the classifier once, in ``__init__`` (i.e. once per actor), and predicts each batch's
+    ``text_column`` with ``Classifier.predict`` in sub-batches of ``encode_batch_size``. With
+    ``sort_by_length`` the texts of a batch are encoded in length order, so each sub-batch pads
+    to its own longest text (length bucketing; results are returned in input order either way).
+
+    ``num_threads``: torch intra-op threads of this actor; ``pseudo_label`` sets it from the
+    CPUs reserved per actor so that actors sharing a node do not oversubscribe its cores
+    (torch would otherwise start one thread per core in every actor). ``None`` leaves torch's
+    setting alone, which is what a caller in its own process wants.
+
+    Runs on the GPU when the process sees one (Ray makes a GPU visible to actors that reserve
+    ``num_gpus``), else on the CPU. Can be called by hand on a ``pyarrow.Table``.
+    """
+
+    def __init__(self, spec: ClassifierSpec, *, encode_batch_size: int = 64, sort_by_length: bool = True,
+                 text_column: str = "text", num_threads: int | None = None) -> None:
+        import torch
+
+        check(encode_batch_size >= 1, "encode_batch_size", encode_batch_size, "an integer >= 1")
+        if num_threads is not None:
+            check(num_threads >= 1, "num_threads", num_threads, "an integer >= 1, or None")
+            torch.set_num_threads(num_threads)
+        self.classifier = load_classifier(spec).to("cuda" if torch.cuda.is_available() else "cpu")
+        # Classifier.predict always length-buckets (it calls encoder.encode with its default);
+        # fixing the encoder's sort_by_length here lets predict stay the one inference path.
+        encoder = self.classifier.encoder
+        encoder.encode = functools.partial(encoder.encode, sort_by_length=sort_by_length)
+        self.encode_batch_size, self.sort_by_length, self.text_column = encode_batch_size, sort_by_length, text_column
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        import pyarrow as pa
+
+        if not isinstance(batch, pa.Table):
+            raise TypeError(f"PseudoLabelUDF takes pyarrow.Table batches, got {type(batch).__name__}; use "
+                            "map_batches(..., batch_format='pyarrow') (pseudo_label does)")
+        if self.text_column not in batch.column_names:
+            raise KeyError(f"the batch has no text column {self.text_column!r}; columns: {batch.column_names} "
+                           "(pass text_column= to name the column holding the texts)")
+        column = batch.column(self.text_column)
+        if column.null_count:
+            raise ValueError(f"{column.null_count} of {batch.num_rows} rows have a null {self.text_column!r}; "
+                             "drop them before pseudo-labelling (a null has no prediction)")
+        if batch.num_rows:
+            pred = self.classifier.predict(column.to_pylist(), batch_size=self.encode_batch_size)
+            labels, confidence, probabilities = pred.labels, pred.confidence, pred.probabilities
+        else:  # TextEncoder.encode cannot tokenize an empty list; an empty batch keeps the schema
+            labels, confidence, probabilities = [], np.empty(0), np.empty((0, len(self.classifier.labels)))
+        probabilities = np.asarray(probabilities, dtype=np.float32)  # (B, C)
+        n, c = probabilities.shape
+        added = {
+            "pseudo_label": pa.array(labels, type=pa.string()),
+            "confidence": pa.array(np.asarray(confidence, dtype=np.float32), type=pa.float32()),
+            "probabilities": pa.ListArray.from_arrays(pa.array(np.arange(0, n * c + 1, c, dtype=np.int32)),
+                                                      pa.array(probabilities.reshape(-1), type=pa.float32())),
+        }
+        for name, values in added.items():
+            if name in batch.column_names:
+                batch = batch.set_column(batch.column_names.index(name), name, values)
+            else:
+                batch = batch.append_column(name, values)
+        return batch
+
+
+def pseudo_label(ds: ray.data.Dataset, spec: ClassifierSpec, *, text_column: str = "text", batch_size: int = 256,
+                 encode_batch_size: int = 64, num_actors: int | tuple[int, int] = 1, num_cpus: float = 1.0,
+                 num_gpus: float = 0.0, sort_by_length: bool = True) -> ray.data.Dataset:
+    """``ds`` with ``pseudo_label``, ``confidence``, ``probabilities`` per row (seed 002 Alg. 1).
+
+    Implements ``(y_u, c_u) = f_θ(x_u)`` for every x_u of the unlabelled pool: y_u is the
+    classifier's argmax label, c_u its softmax probability (our reading of the seed's undefined
+    "confidence score"; see the module docstring). Input columns pass through untouched; one
+    output row per input row, in no guaranteed order (join on an id column, not on position).
+
+    Lazy and streaming: returns at once, and rows flow through an actor pool of ``num_actors``
+    (a size, or ``(min, max)`` to autoscale) in batches of ``batch_size`` as the caller consumes
+    the result (``iter_batches``, ``filter``, ``write_parquet``), so pools larger than memory
+    never exist in full anywhere. Each actor loads ``spec`` once; it reserves ``num_cpus``
+    (torch gets ``max(1, int(num_cpus))`` threads) and ``num_gpus``. On a 2-CPU machine, two
+    actors need ``num_cpus=0.5`` each or the tasks producing the input get no CPU slot and the
+    pipeline stalls (see ``xlt.data.augment.build_augmented_dataset``).
+
+    Each batch is encoded in sub-batches of ``encode_batch_size``; ``sort_by_length`` buckets
+    them by token length within the batch (less padding; the same predictions). Parallelism
+    needs several input blocks: a single block is processed by one actor.
+    """
+    if not isinstance(spec, ClassifierSpec):
+        raise TypeError(f"spec must be a ClassifierSpec (see share_classifier), got {type(spec).__name__}")
+    check(batch_size >= 1, "batch_size", batch_size, "an integer >= 1")
+    check(encode_batch_size >= 1, "encode_batch_size", encode_batch_size, "an integer >= 1")
+    schema = ds.schema(fetch_if_missing=False)  # known without running anything, or None
+    if schema is not None and text_column not in schema.names:
+        raise KeyError(f"the dataset has no text column {text_column!r}; columns: {list(schema.names)} "
+                       "(pass text_column= to name the column holding the texts)")
+    return map_with_actor_pool(
+        ds, PseudoLabelUDF,
+        dict(spec=spec, encode_batch_size=encode_batch_size, sort_by_length=sort_by_length,
+             text_column=text_column, num_threads=max(1, int(num_cpus))),
+        batch_size=batch_size, num_actors=num_actors, num_cpus=num_cpus, num_gpus=num_gpus,
+    )
