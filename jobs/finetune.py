@@ -21,11 +21,10 @@ checkpoint) into the run directory. Ray: $RAY_ADDRESS or ``--address``, else a n
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict
 from pathlib import Path
 
-from xlt.cli import job_parser, quiet_libraries
+from xlt.cli import init_ray, job_parser, quiet_libraries
 from xlt.report import markdown_table, write_results
 from xlt.train import build_trainer, config_of, load_finetune_config, results_path, results_rows, resume_config
 
@@ -35,7 +34,6 @@ SMOKE_PRESET = Path(__file__).resolve().parents[1] / "configs" / "smoke.yaml"
 def get_args():
     parser = job_parser(__doc__)
     parser.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR with its saved config")
-    parser.add_argument("--address", help="Ray cluster address (default: $RAY_ADDRESS, else a new local Ray)")
     args = parser.parse_args()
     if args.resume and (args.config or args.smoke):
         parser.error("--resume continues a run with its saved config; it takes no --config or --smoke")
@@ -51,13 +49,7 @@ def main() -> None:
     else:
         cfg = load_finetune_config(args.config, overrides, smoke=SMOKE_PRESET if args.smoke else None)
 
-    import ray
-
-    address = args.address or os.environ.get("RAY_ADDRESS")
-    if address:
-        ray.init(address=address)
-    else:  # not ray.init()'s default, which attaches to the cluster this machine started last
-        ray.init(address="local", include_dashboard=False)
+    init_ray(args.address)
     trainer = build_trainer(cfg)
     result = trainer.fit()
 

@@ -1,7 +1,8 @@
 """What every job and benchmark shares on the command line.
 
-``job_parser``: ``--config``, repeated ``--set key=value``, ``--data-dir``, ``--smoke``.
-``quiet_libraries``: stdout is for results, not for library load reports.
+``job_parser``: ``--config``, repeated ``--set key=value``, ``--data-dir``, ``--smoke``, ``--address``.
+``init_ray``: the cluster of ``--address`` / ``$RAY_ADDRESS`` (``ray job submit`` sets it), else a
+new local Ray. ``quiet_libraries``: stdout is for results, not for library load reports.
 """
 
 from __future__ import annotations
@@ -18,7 +19,20 @@ def job_parser(description: str) -> argparse.ArgumentParser:
                         help="override one config key, e.g. --set batch_size=32 (repeatable)")
     parser.add_argument("--data-dir", help="data root (default: $XLT_DATA_DIR)")
     parser.add_argument("--smoke", action="store_true", help="tiny model and a few examples: seconds, for tests")
+    parser.add_argument("--address", help="Ray cluster address (default: $RAY_ADDRESS, else a new local Ray)")
     return parser
+
+
+def init_ray(address: str | None = None) -> None:
+    """Connect to ``address`` or ``$RAY_ADDRESS``; otherwise start a local Ray. Not ``ray.init()``'s
+    default, which attaches to whichever cluster this machine started last."""
+    import ray
+
+    address = address or os.environ.get("RAY_ADDRESS")
+    if address:
+        ray.init(address=address)
+    else:
+        ray.init(address="local", include_dashboard=False)
 
 
 def quiet_libraries() -> None:

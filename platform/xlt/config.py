@@ -149,10 +149,11 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def load_config(cls: type[T], path: str | Path | None = None, overrides: typing.Iterable[str] = ()) -> T:
-    """YAML file (optional) + ``--set`` overrides -> validated frozen dataclass ``cls``."""
-    data = read_yaml(path) if path else {}
-    return from_dict(cls, apply_overrides(data, overrides))
+def load_config(cls: type[T], path: str | Path | None = None, overrides: typing.Iterable[str] = (),
+                smoke: str | Path | None = None) -> T:
+    """YAML preset (optional), then the ``smoke`` preset merged over it (if given), then
+    ``--set`` overrides -> validated frozen dataclass ``cls``."""
+    return from_dict(cls, apply_overrides(merge_presets(path, smoke), overrides))
 
 
 def save_config(cfg: Any, path: str | Path) -> None:
@@ -167,3 +168,20 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     return value
+
+
+def _merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def merge_presets(path: str | Path | None, smoke: str | Path | None = None) -> dict[str, Any]:
+    """The mapping of YAML preset ``path`` (empty if None) with preset ``smoke`` merged over it
+    key by key (nested mappings merge; anything else replaces)."""
+    data = read_yaml(path) if path else {}
+    return _merge(data, read_yaml(smoke)) if smoke else data

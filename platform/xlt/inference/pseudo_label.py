@@ -22,7 +22,6 @@ stream through in batches; nothing is materialised until the caller consumes the
 
 from __future__ import annotations
 
-import functools
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -68,10 +67,6 @@ class PseudoLabelUDF:
             check(num_threads >= 1, "num_threads", num_threads, "an integer >= 1, or None")
             torch.set_num_threads(num_threads)
         self.classifier = load_classifier(spec).to("cuda" if torch.cuda.is_available() else "cpu")
-        # Classifier.predict always length-buckets (it calls encoder.encode with its default);
-        # fixing the encoder's sort_by_length here lets predict stay the one inference path.
-        encoder = self.classifier.encoder
-        encoder.encode = functools.partial(encoder.encode, sort_by_length=sort_by_length)
         self.encode_batch_size, self.sort_by_length, self.text_column = encode_batch_size, sort_by_length, text_column
 
     def __call__(self, batch: pa.Table) -> pa.Table:
@@ -87,11 +82,9 @@ class PseudoLabelUDF:
         if column.null_count:
             raise ValueError(f"{column.null_count} of {batch.num_rows} rows have a null {self.text_column!r}; "
                              "drop them before pseudo-labelling (a null has no prediction)")
-        if batch.num_rows:
-            pred = self.classifier.predict(column.to_pylist(), batch_size=self.encode_batch_size)
-            labels, confidence, probabilities = pred.labels, pred.confidence, pred.probabilities
-        else:  # TextEncoder.encode cannot tokenize an empty list; an empty batch keeps the schema
-            labels, confidence, probabilities = [], np.empty(0), np.empty((0, len(self.classifier.labels)))
+        pred = self.classifier.predict(column.to_pylist(), batch_size=self.encode_batch_size,
+                                       sort_by_length=self.sort_by_length)
+        labels, confidence, probabilities = pred.labels, pred.confidence, pred.probabilities
         probabilities = np.asarray(probabilities, dtype=np.float32)  # (B, C)
         n, c = probabilities.shape
         added = {

@@ -63,6 +63,8 @@ class TextEncoder(nn.Module):
                normalize: bool = False, progress: bool = False) -> np.ndarray:
         """Embed ``texts`` in inference mode -> float32 array (N, D), in input order."""
         texts = list(texts)
+        if not texts:  # tokenizers reject an empty batch
+            return np.empty((0, self.dim), dtype=np.float32)
         order = np.argsort(self.lengths(texts), kind="stable") if sort_by_length else np.arange(len(texts))
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         was_training = self.training
@@ -149,3 +151,33 @@ class UseEncoder(TextEncoder):
 
     def embed(self, texts: list[str]) -> torch.Tensor:
         return torch.from_numpy(np.asarray(self.model.encode(list(texts)), dtype=np.float32))
+
+
+class CachedEncoder(TextEncoder):
+    """A frozen, parameter-free encoder that embeds each distinct text once.
+
+    Co-training re-fits a learner on a growing labelled set every iteration (seed 002 Alg. 1);
+    with a frozen encoder (USE) only the head learns, so the embedding of a text never changes
+    and recomputing it every epoch of every fit is wasted work. The cache lives as long as the
+    wrapper (one learner). Only parameter-free encoders are accepted, so that wrapping one
+    leaves the classifier's ``state_dict`` unchanged.
+    """
+
+    trainable = False
+
+    def __init__(self, inner: TextEncoder) -> None:
+        super().__init__()
+        if inner.trainable or any(True for _ in inner.parameters()) or any(True for _ in inner.buffers()):
+            raise ValueError(f"{type(inner).__name__} has parameters: only frozen, parameter-free encoders are cached")
+        self.inner, self.dim = inner, inner.dim
+        self._cache: dict[str, torch.Tensor] = {}
+
+    def lengths(self, texts: Sequence[str]) -> list[int]:
+        return self.inner.lengths(texts)
+
+    def embed(self, texts: list[str]) -> torch.Tensor:
+        missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        if missing:
+            for text, vector in zip(missing, self.inner.embed(missing)):
+                self._cache[text] = vector
+        return torch.stack([self._cache[t] for t in texts])

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Literal
 
-from ..config import ConfigError, apply_overrides, check, from_dict, read_yaml
+from ..config import ConfigError, check, load_config
 from ..data.augment import AugmentConfig
 from ..data.languages import normalize_lang
 from ..losses import ObjectiveConfig, build_objectives
@@ -228,20 +228,7 @@ def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in update.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
-
-
 def load_finetune_config(path: str | Path | None = None, overrides: Iterable[str] = (),
                          smoke: str | Path | None = None) -> FinetuneConfig:
     """YAML preset, then the ``smoke`` preset merged over it (if given), then ``--set`` overrides."""
-    data = read_yaml(path) if path else {}
-    if smoke:
-        data = _merge(data, read_yaml(smoke))
-    return from_dict(FinetuneConfig, apply_overrides(data, overrides))
+    return load_config(FinetuneConfig, path, overrides, smoke)

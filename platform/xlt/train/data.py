@@ -101,7 +101,7 @@ def train_dataset(data: DataSettings, root: Path, rows: list[dict[str, Any]]) ->
     return augmented.union(ray.data.from_arrow(table))
 
 
-def eval_rows(data: DataSettings, root: Path, langs: Sequence[str], split: str) -> list[dict[str, Any]]:
-    """``text, label, lang`` of ``split`` for each language (at most ``max_examples`` each)."""
+def eval_rows(root: Path, langs: Sequence[str], split: str, max_examples: int = 0) -> list[dict[str, Any]]:
+    """``text, label, lang`` of ``split`` for each language (at most ``max_examples`` each, 0 = all)."""
     return [{"text": ex.text, "label": ex.label, "lang": ex.lang}
-            for lang in langs for ex in evenly_spaced(read_sib200(root, lang, split), data.max_examples)]
+            for lang in langs for ex in evenly_spaced(read_sib200(root, lang, split), max_examples)]

@@ -95,8 +95,8 @@ def build_datasets(cfg: FinetuneConfig, rows: list[dict[str, Any]] | ray.data.Da
     root = Path(cfg.data.data_dir)
     train = rows if isinstance(rows, ray.data.Dataset) else train_dataset(cfg.data, root, rows)
     return {"train": train,
-            "val": ray.data.from_items(eval_rows(cfg.data, root, langs, "dev")),
-            "test": ray.data.from_items(eval_rows(cfg.data, root, langs, "test"))}
+            "val": ray.data.from_items(eval_rows(root, langs, "dev", cfg.data.max_examples)),
+            "test": ray.data.from_items(eval_rows(root, langs, "test", cfg.data.max_examples))}
 
 
 def read_run_config(directory: str) -> FinetuneConfig | None:

@@ -1,0 +1,10 @@
+"""Co-training (seed 002 §3.1, Alg. 1): learner actors exchanging confident pseudo-labels."""
+
+from .config import LEARNERS, CotrainConfig, LearnerConfig, load_cotrain_config
+from .learner import Learner
+from .loop import exchange, load_data, receiver, run_cotraining
+from .selection import POLICIES, PoolPredictions, select
+from .state import LoopState
+
+__all__ = ["LEARNERS", "CotrainConfig", "LearnerConfig", "Learner", "LoopState", "POLICIES", "PoolPredictions",
+           "exchange", "load_cotrain_config", "load_data", "receiver", "run_cotraining", "select"]

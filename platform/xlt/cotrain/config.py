@@ -1,0 +1,154 @@
+"""``CotrainConfig``: one co-training (or self-training) run, as frozen, validated dataclasses.
+
+Built from YAML + ``--set`` overrides by ``load_cotrain_config``, like ``FinetuneConfig``.
+Offline defaults (``configs/cotrain_sib200.yaml``): the LM learner is the bundled
+multilingual-e5-small, fine-tuned (word embeddings frozen); the embedding learner is the bundled
+USE-m3, frozen, with a trained head. Cluster preset (``configs/cotrain_cluster.yaml``):
+``hf:xlm-roberta-base`` and ``hf:sentence-transformers/LaBSE``, as seed 002.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Literal
+
+from ..config import ConfigError, check, from_dict, load_config, read_yaml
+from ..data.languages import normalize_lang
+from ..losses import ObjectiveConfig
+from ..models import EncoderConfig
+from ..train.config import OptimSettings
+from .selection import POLICIES
+
+Mode = Literal["cotrain", "self-train"]
+LEARNERS: tuple[str, str] = ("lm", "emb")  # seed 002's f^lm and f^emb
+
+
+@dataclass(frozen=True)
+class LearnerConfig:
+    """One learner: an encoder + linear head fine-tuned with CE (+ objectives) on its labelled set.
+
+    ``optim.epochs`` is K, the epochs of every (re-)fit. ``num_cpus`` / ``num_gpus``: what its
+    Ray actor reserves; ``threads``: its torch threads (0 = ``max(1, num_cpus)``).
+    """
+
+    model: EncoderConfig = field(default_factory=EncoderConfig)
+    objectives: tuple[ObjectiveConfig, ...] = ()
+    optim: OptimSettings = field(default_factory=OptimSettings)
+    num_cpus: float = 1.0
+    num_gpus: float = 0.0
+    threads: int = 0
+
+    def __post_init__(self) -> None:
+        check(self.num_cpus >= 0, "num_cpus", self.num_cpus, "a number >= 0")
+        check(self.num_gpus >= 0, "num_gpus", self.num_gpus, "a number >= 0")
+        check(self.threads >= 0, "threads", self.threads, "an integer >= 0 (0 = from num_cpus)")
+
+    @property
+    def torch_threads(self) -> int:
+        return self.threads or max(1, int(self.num_cpus))
+
+
+@dataclass(frozen=True)
+class SelectionSettings:
+    """Seed 002 §4.2: confidence > ``threshold``, at most ``size`` rows per learner and iteration
+    (0 = n/3 of the labelled data), drawn by ``policy`` (``xlt.cotrain.selection``)."""
+
+    policy: str = "threshold-random"
+    threshold: float = 0.9
+    size: int = 0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        check(self.policy in POLICIES, "selection.policy", self.policy, "one of " + ", ".join(POLICIES))
+        check(0.0 <= self.threshold < 1.0, "selection.threshold", self.threshold, "a probability in [0, 1)")
+        check(self.size >= 0, "selection.size", self.size, "0 (n/3) or a positive integer")
+
+
+@dataclass(frozen=True)
+class PoolData:
+    """SIB-200: labelled source-language train split; the unlabelled pool = the ``target_langs``'
+    train text (labels dropped: kept only to score the pseudo-labels); evaluation on every
+    language's ``eval_split``. ``max_examples`` caps each language and split (0 = all)."""
+
+    data_dir: str | None = None
+    source_lang: str = "en"
+    target_langs: tuple[str, ...] = ()  # empty: every SIB-200 language on disk but the source
+    eval_split: Literal["dev", "test"] = "test"
+    max_examples: int = 0
+
+    def __post_init__(self) -> None:
+        try:
+            object.__setattr__(self, "source_lang", normalize_lang(self.source_lang))
+            object.__setattr__(self, "target_langs", tuple(normalize_lang(x) for x in self.target_langs))
+        except ValueError as e:
+            raise ConfigError(f"data: {e}") from e
+        check(self.source_lang not in self.target_langs, "data.target_langs", self.target_langs,
+              f"languages other than the source language {self.source_lang!r}")
+        check(self.max_examples >= 0, "data.max_examples", self.max_examples, "0 (all) or a positive integer")
+
+
+@dataclass(frozen=True)
+class InferenceSettings:
+    """The pseudo-labelling actor pool (``xlt.inference``): rows per Ray batch, texts per encoder
+    batch, actors and what each reserves."""
+
+    batch_size: int = 256
+    encode_batch_size: int = 64
+    num_actors: int = 1
+    num_cpus: float = 1.0
+    num_gpus: float = 0.0
+
+    def __post_init__(self) -> None:
+        check(self.batch_size >= 1, "inference.batch_size", self.batch_size, "an integer >= 1")
+        check(self.encode_batch_size >= 1, "inference.encode_batch_size", self.encode_batch_size, "an integer >= 1")
+        check(self.num_actors >= 1, "inference.num_actors", self.num_actors, "an integer >= 1")
+
+
+@dataclass(frozen=True)
+class CotrainConfig:
+    """Seed 002 Alg. 1. ``iterations`` = s exchange rounds: fit → evaluate → pseudo-label →
+    select → exchange, s times, then a last fit and evaluation (s + 1 fits per learner; the
+    first is each learner alone). ``mode: self-train`` gives each learner its own selection
+    (the baseline of seed 002 §4.2, Dong and de Melo 2019)."""
+
+    mode: Mode = "cotrain"
+    iterations: int = 3
+    lm: LearnerConfig = field(default_factory=LearnerConfig)
+    emb: LearnerConfig = field(default_factory=lambda: LearnerConfig(
+        model=EncoderConfig(source="bundled:use-multilingual-v3")))
+    selection: SelectionSettings = field(default_factory=SelectionSettings)
+    data: PoolData = field(default_factory=PoolData)
+    inference: InferenceSettings = field(default_factory=InferenceSettings)
+    output_dir: str = "results/cotrain/sib200"  # the loop state, metrics, table and plot
+
+    def __post_init__(self) -> None:
+        check(self.iterations >= 0, "iterations", self.iterations, "an integer >= 0")
+        check(not (self.mode == "self-train" and self.selection.policy == "agreement"), "selection.policy",
+              self.selection.policy, "threshold-random or class-balanced with self-training (agreement needs "
+              "a partner learner)")
+        for name in LEARNERS:
+            learner: LearnerConfig = getattr(self, name)
+            frozen = learner.model.source == "bundled:use-multilingual-v3"
+            check(not (frozen and learner.optim.freeze_word_embeddings), f"{name}.optim.freeze_word_embeddings",
+                  True, "false with bundled:use-multilingual-v3 (it is frozen as a whole)")
+
+    def learner(self, name: str) -> LearnerConfig:
+        return getattr(self, name)
+
+
+# What a resumed run may change: where it runs and how long, not what it learns.
+RESUMABLE_CHANGES: tuple[str, ...] = ("iterations", "inference.", "data.data_dir", "output_dir", "lm.num_cpus",
+                                      "lm.num_gpus", "lm.threads", "emb.num_cpus", "emb.num_gpus", "emb.threads",
+                                      "lm.optim.eval_batch_size", "emb.optim.eval_batch_size",
+                                      "lm.optim.log_every_steps", "emb.optim.log_every_steps")
+
+
+def load_cotrain_config(path: str | Path | None = None, overrides: Iterable[str] = (),
+                        smoke: str | Path | None = None) -> CotrainConfig:
+    """YAML preset, then the ``smoke`` preset merged over it (if given), then ``--set`` overrides."""
+    return load_config(CotrainConfig, path, overrides, smoke)
+
+
+def read_config(path: str | Path) -> CotrainConfig:
+    return from_dict(CotrainConfig, read_yaml(path))

@@ -1,0 +1,207 @@
+"""Seed 002 Alg. 1 on Ray: two learner actors, a pseudo-labelling actor pool, seeded exchange.
+
+One iteration i = 0 .. s (s = ``cfg.iterations``):
+
+1. both learners fit on their labelled sets at the same time (Ray actors): the original
+   labelled data D plus every pseudo-label received so far (``xlt.cotrain.learner``);
+2. both are evaluated on every language (``<split>/acc/<lang>``); iteration 0 is each learner
+   alone, the zero-shot baseline;
+3. if i < s: each learner pseudo-labels the unlabelled pool U with the ``xlt.inference``
+   actor pool (Alg. 1 predicts every x_u in U); from the rows still in its own pool U^k, the
+   selection policy picks the confident ones (``xlt.cotrain.selection``); co-training gives
+   them to the *other* learner's labelled set (§3.1: "the items selected by f^lm [are] merged
+   into the original labeled data D for f^emb", and vice versa), self-training to the learner
+   itself; either way they leave the selecting learner's pool (Alg. 1: U^k = U^k \\ S^k), so no
+   learner selects a row twice and no labelled set receives a row twice;
+4. the loop state is saved (``xlt.cotrain.state``): a restarted job resumes at i + 1.
+
+Alg. 1 as printed adds S^emb to D^emb (self-training); the prose of §3.1 and Fig. 1 exchange
+them. We follow the prose: it is what makes the method co-training and what §4.2 contrasts
+with self-training.
+
+Each selection also records how many candidates passed the threshold and the accuracy of the
+selected pseudo-labels against the pool's gold labels (SIB-200 has them; they are never used
+for training).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..config import ConfigError, save_config
+from ..data import read_sib200, resolve_data_dir, sib200_labels, sib200_languages
+from ..train.config import changed_keys
+from ..train.data import eval_rows, evenly_spaced, example_row
+from .config import LEARNERS, RESUMABLE_CHANGES, CotrainConfig, read_config
+from .selection import PoolPredictions, default_size, label_counts, select
+from .state import LoopState
+
+logger = logging.getLogger(__name__)
+CONFIG_FILE = "config.yaml"
+
+
+@dataclass(frozen=True)
+class CotrainData:
+    """Labelled rows (``id, text, label, lang, source_id``), the unlabelled pool (``id, text,
+    lang`` + ``gold``, for scoring only) and evaluation rows (``text, label, lang`` columns)."""
+
+    labels: tuple[str, ...]
+    labeled: list[dict[str, Any]]
+    pool: list[dict[str, Any]]
+    evaluation: dict[str, list]
+    targets: tuple[str, ...]
+
+
+def load_data(cfg: CotrainConfig) -> CotrainData:
+    """SIB-200 rows of ``cfg.data`` (see ``PoolData``); unknown languages fail naming the ones on disk."""
+    root = resolve_data_dir(cfg.data.data_dir)
+    on_disk = sib200_languages(root)
+    targets = cfg.data.target_langs or tuple(lang for lang in on_disk if lang != cfg.data.source_lang)
+    missing = [lang for lang in (cfg.data.source_lang, *targets) if lang not in on_disk]
+    if missing:
+        raise ConfigError(f"data: {', '.join(missing)} have no SIB-200 data under {root}; available: {', '.join(on_disk)}")
+    n = cfg.data.max_examples
+    labeled = [example_row(ex) for ex in evenly_spaced(read_sib200(root, cfg.data.source_lang, "train"), n)]
+    pool = [{"id": ex.id, "text": ex.text, "lang": ex.lang, "gold": ex.label}
+            for lang in targets for ex in evenly_spaced(read_sib200(root, lang, "train"), n)]
+    rows = eval_rows(root, (cfg.data.source_lang, *targets), cfg.data.eval_split, n)
+    evaluation = {key: [r[key] for r in rows] for key in ("text", "label", "lang")}
+    return CotrainData(tuple(sib200_labels(root)), labeled, pool, evaluation, tuple(targets))
+
+
+def receiver(mode: str, selector: str) -> str:
+    """Who gets what ``selector`` selects: the other learner (co-training) or itself (self-training)."""
+    if mode == "self-train":
+        return selector
+    return LEARNERS[1 - LEARNERS.index(selector)]
+
+
+def exchange(state: LoopState, preds: dict[str, PoolPredictions], cfg: CotrainConfig, data: CotrainData,
+             iteration: int) -> dict[str, dict[str, float]]:
+    """Select from each learner's pool and hand the rows over (step 3 of the module docstring).
+
+    All selections are made from the pools as they were at the start of the iteration, then
+    applied. Returns per selecting learner: candidates, selected, pseudo-label accuracy."""
+    by_id = {row["id"]: row for row in data.pool}
+    size = cfg.selection.size or default_size(len(data.labeled))
+    prior = label_counts([row["label"] for row in data.labeled])
+    chosen: dict[str, PoolPredictions] = {}
+    stats: dict[str, dict[str, float]] = {}
+    for k, name in enumerate(LEARNERS):
+        own = preds[name].restrict(state.pool[name])
+        partner = preds[LEARNERS[1 - k]] if cfg.mode == "cotrain" else None
+        idx = select(cfg.selection.policy, own, threshold=cfg.selection.threshold, size=size,
+                     seed=[cfg.selection.seed, iteration, k], class_prior=prior, partner=partner)
+        chosen[name] = PoolPredictions(own.ids[idx], own.labels[idx], own.confidence[idx])
+        gold = np.asarray([by_id[i]["gold"] for i in chosen[name].ids], dtype=object)
+        stats[name] = {"pseudo/candidates": float((own.confidence > cfg.selection.threshold).sum()),
+                       "pseudo/selected": float(len(idx)),
+                       "pseudo/accuracy": float((gold == chosen[name].labels).mean()) if len(idx) else float("nan")}
+    for name, picked in chosen.items():
+        taken = set(picked.ids.tolist())
+        state.pool[name] = [i for i in state.pool[name] if i not in taken]
+        to = receiver(cfg.mode, name)
+        for row_id, label in zip(picked.ids.tolist(), picked.labels.tolist()):
+            row = by_id[row_id]
+            state.received[to].append({"id": row_id, "text": row["text"], "label": label, "lang": row["lang"],
+                                       "iteration": iteration, "selected_by": name})
+    return stats
+
+
+def check_resumable(cfg: CotrainConfig, directory: Path) -> None:
+    """Refuse to continue ``directory`` with a config that learns something else."""
+    path = directory / CONFIG_FILE
+    if not path.is_file():
+        return
+    previous = read_config(path)
+    changed = [k for k in changed_keys(previous, cfg) if not k.startswith(RESUMABLE_CHANGES)]
+    if changed:
+        raise ConfigError(f"{directory} holds a co-training run whose config differs in {', '.join(changed)}; "
+                          "choose another output_dir, or resume it unchanged")
+
+
+def run_cotraining(cfg: CotrainConfig, *, stop_after: int | None = None) -> LoopState:
+    """Run (or resume) ``cfg`` to the end, or until iteration ``stop_after`` is saved; returns the state.
+
+    Needs a running Ray (``ray.init``). State, config and metrics go to ``cfg.output_dir``.
+    """
+    import ray
+
+    from .learner import Learner
+
+    out = Path(cfg.output_dir)
+    check_resumable(cfg, out)
+    data = load_data(cfg)
+    state = LoopState.load(out) or LoopState.fresh(LEARNERS, [row["id"] for row in data.pool])
+    save_config(cfg, out / CONFIG_FILE)
+    if state.iteration > cfg.iterations:
+        logger.info("co-training in %s is complete (%d iterations)", out, cfg.iterations)
+        return state
+    if state.iteration:
+        logger.info("resuming %s at iteration %d", out, state.iteration)
+    actor = ray.remote(Learner)
+    learners = {name: actor.options(num_cpus=cfg.learner(name).num_cpus, num_gpus=cfg.learner(name).num_gpus,
+                                    name=None).remote(name, cfg.learner(name), data.labels, cfg.data.source_lang)
+                for name in LEARNERS}
+    try:
+        for iteration in range(state.iteration, cfg.iterations + 1):
+            fits = {name: learners[name].fit.remote(data.labeled + [_train_row(r) for r in state.received[name]],
+                                                    iteration) for name in LEARNERS}
+            train = {name: ray.get(ref) for name, ref in fits.items()}
+            evals = {name: ray.get(learners[name].evaluate.remote(data.evaluation, cfg.data.eval_split))
+                     for name in LEARNERS}
+            records = {name: {"iteration": iteration, "learner": name, "mode": cfg.mode, **train[name],
+                              **evals[name]} for name in LEARNERS}
+            if iteration < cfg.iterations:
+                preds = {name: predict(cfg, name, learners[name].state.remote(), data) for name in LEARNERS}
+                for name, stats in exchange(state, preds, cfg, data, iteration).items():
+                    records[name].update(stats)
+            state.history.extend(records[name] for name in LEARNERS)
+            state.iteration = iteration + 1
+            state.save(out)
+            logger.info("iteration %d: %s", iteration, "; ".join(
+                f"{name} {cfg.data.eval_split} avg_target {records[name].get(_avg_key(cfg), float('nan')):.3f}"
+                for name in LEARNERS))
+            if stop_after is not None and iteration >= stop_after:
+                break
+    finally:
+        for handle in learners.values():
+            ray.kill(handle)
+    return state
+
+
+def _avg_key(cfg: CotrainConfig) -> str:
+    return f"{cfg.data.eval_split}/acc/avg_target"
+
+
+def _train_row(received: dict[str, Any]) -> dict[str, Any]:
+    return {key: received[key] for key in ("id", "text", "label", "lang")}
+
+
+def predict(cfg: CotrainConfig, name: str, state_ref: Any, data: CotrainData) -> PoolPredictions:
+    """Pseudo-label the whole pool with learner ``name``'s weights (``state_ref``: an ObjectRef to
+    its ``state_dict``) through the ``xlt.inference`` actor pool; keeps id, label, confidence."""
+    import ray.data
+
+    from ..inference import ClassifierSpec, pseudo_label
+
+    ray.data.DataContext.get_current().enable_progress_bars = False
+
+    spec = ClassifierSpec(model=cfg.learner(name).model, labels=data.labels, state=state_ref)
+    inf = cfg.inference
+    ds = pseudo_label(ray.data.from_items([{"id": r["id"], "text": r["text"]} for r in data.pool]), spec,
+                      batch_size=inf.batch_size, encode_batch_size=inf.encode_batch_size,
+                      num_actors=inf.num_actors, num_cpus=inf.num_cpus, num_gpus=inf.num_gpus)
+    ids, labels, confidence = [], [], []
+    for batch in ds.select_columns(["id", "pseudo_label", "confidence"]).iter_batches(batch_format="numpy"):
+        ids.extend(batch["id"].tolist())
+        labels.extend(batch["pseudo_label"].tolist())
+        confidence.extend(batch["confidence"].tolist())
+    return PoolPredictions(np.asarray(ids, dtype=object), np.asarray(labels, dtype=object),
+                           np.asarray(confidence, dtype=np.float64))
+

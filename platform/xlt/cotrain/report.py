@@ -1,0 +1,63 @@
+"""Tables and the plot of a co-training run, from its ``LoopState.history``.
+
+- per iteration: each learner's train rows, evaluation (source, average over targets) and what
+  it selected (candidates, selected, pseudo-label accuracy);
+- per language: each learner alone (iteration 0) and at the last iteration;
+- a plot of average target accuracy per iteration and learner (seed 002 Fig. 3 analogue).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..eval.classification import ACC, AVG_TARGET, metric_name
+
+
+def iteration_rows(history: Sequence[Mapping[str, Any]], split: str, source_lang: str) -> list[dict[str, Any]]:
+    def count(value: float | None) -> int | None:
+        return None if value is None else int(value)
+
+    return [{"iteration": h["iteration"], "learner": h["learner"], "train rows": count(h["train/rows"]),
+             source_lang: h.get(metric_name(split, ACC, source_lang)),
+             AVG_TARGET: h.get(metric_name(split, ACC, AVG_TARGET)),
+             "candidates": count(h.get("pseudo/candidates")), "selected": count(h.get("pseudo/selected")),
+             "pseudo acc": h.get("pseudo/accuracy")} for h in history]
+
+
+def language_rows(history: Sequence[Mapping[str, Any]], split: str, langs: Sequence[str],
+                  label: str) -> list[dict[str, Any]]:
+    """One row per (learner, first / last iteration): accuracy per language and the target average."""
+    last = max(h["iteration"] for h in history)
+    rows = []
+    for h in history:
+        if h["iteration"] not in (0, last):
+            continue
+        name = f"{h['learner']} alone" if h["iteration"] == 0 else f"{h['learner']} {label} (iteration {last})"
+        rows.append({"model": name, **{lang: h.get(metric_name(split, ACC, lang)) for lang in (*langs, AVG_TARGET)}})
+    return rows
+
+
+def plot_iterations(history: Sequence[Mapping[str, Any]], split: str, path: str | Path, title: str) -> Path:
+    """Average target accuracy against iteration, one line per learner; written to ``path`` (PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    for learner in dict.fromkeys(h["learner"] for h in history):
+        points = [(h["iteration"], h[metric_name(split, ACC, AVG_TARGET)]) for h in history if h["learner"] == learner]
+        ax.plot(*zip(*points), marker="o", label=learner)
+    ax.set_xlabel("iteration")
+    ax.set_ylabel(f"{split} accuracy, average over targets")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

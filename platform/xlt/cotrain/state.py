@@ -1,0 +1,54 @@
+"""The co-training loop's state: everything a restarted job needs to continue at the next iteration.
+
+Learners re-fit from pretrained weights every iteration (``xlt.cotrain.learner``), so the state
+is bookkeeping only, small and exact:
+
+- ``iteration``: the next iteration to run (its fit comes first);
+- ``received[learner]``: the pseudo-labelled rows given to that learner so far, in order, each
+  with the iteration and the learner that selected it;
+- ``pool[learner]``: the ids still in that learner's unlabelled pool (Alg. 1's U^lm / U^emb);
+- ``history``: one metrics record per (iteration, learner).
+
+It is written atomically (temporary file + rename) after every iteration, so a job killed at
+any point resumes from the last completed iteration with no pseudo-label lost or duplicated.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+STATE_FILE = "state.json"
+
+
+@dataclass
+class LoopState:
+    iteration: int
+    received: dict[str, list[dict[str, Any]]]
+    pool: dict[str, list[str]]
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def fresh(cls, learners: tuple[str, ...], pool_ids: list[str]) -> LoopState:
+        return cls(0, {name: [] for name in learners}, {name: list(pool_ids) for name in learners})
+
+    def save(self, directory: str | Path) -> Path:
+        path = Path(directory, STATE_FILE)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=1, ensure_ascii=False), encoding="utf-8")
+        tmp.replace(path)
+        return path
+
+    @classmethod
+    def load(cls, directory: str | Path) -> LoopState | None:
+        path = Path(directory, STATE_FILE)
+        if not path.is_file():
+            return None
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            return cls(**data)
+        except (json.JSONDecodeError, TypeError) as e:
+            raise ValueError(f"{path} is not a co-training state file ({e}); move it away to start over") from e

@@ -1,0 +1,66 @@
+"""Exchange bookkeeping over iterations: who receives what, pools shrink, nothing lost or duplicated."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from xlt.cotrain import LEARNERS, LoopState, PoolPredictions, exchange, load_cotrain_config, receiver
+from xlt.cotrain.loop import CotrainData
+
+LABELS = ("a", "b", "c")
+
+
+def data(n_pool: int = 60, n_labeled: int = 30) -> CotrainData:
+    labeled = [{"id": f"l{i}", "text": f"labelled {i}", "label": LABELS[i % 3], "lang": "en"} for i in range(n_labeled)]
+    pool = [{"id": f"u{i}", "text": f"pool {i}", "lang": "de", "gold": LABELS[i % 3]} for i in range(n_pool)]
+    return CotrainData(LABELS, labeled, pool, {"text": [], "label": [], "lang": []}, ("de",))
+
+
+def random_predictions(d: CotrainData, seed: int) -> PoolPredictions:
+    rng = np.random.default_rng(seed)
+    ids = np.array([r["id"] for r in d.pool], dtype=object)
+    return PoolPredictions(ids, np.array(LABELS, dtype=object)[rng.integers(0, 3, len(ids))], rng.uniform(0.5, 1, len(ids)))
+
+
+@pytest.mark.parametrize("mode", ["cotrain", "self-train"])
+def test_exchange_over_iterations(mode):
+    cfg = load_cotrain_config(None, [f"mode={mode}", "selection.threshold=0.6", "selection.seed=3"])
+    d = data()
+    state = LoopState.fresh(LEARNERS, [r["id"] for r in d.pool])
+    gold = {r["id"]: r["gold"] for r in d.pool}
+    for iteration in range(4):
+        preds = {name: random_predictions(d, 10 * iteration + k) for k, name in enumerate(LEARNERS)}
+        pools_before = {name: list(state.pool[name]) for name in LEARNERS}
+        received_before = {name: len(state.received[name]) for name in LEARNERS}
+        stats = exchange(state, preds, cfg, d, iteration)
+        for k, name in enumerate(LEARNERS):
+            to = receiver(mode, name)
+            assert to == (name if mode == "self-train" else LEARNERS[1 - k])
+            new = [r for r in state.received[to][received_before[to]:] if r["selected_by"] == name]
+            ids = [r["id"] for r in new]
+            assert len(ids) == stats[name]["pseudo/selected"] <= 30 // 3  # n/3 of the labelled data
+            assert set(ids) <= set(pools_before[name])  # selected from the selector's own pool...
+            assert set(state.pool[name]) == set(pools_before[name]) - set(ids)  # ...which it leaves
+            own = {i: (label, c) for i, label, c in zip(preds[name].ids, preds[name].labels, preds[name].confidence)}
+            assert all(r["label"] == own[r["id"]][0] and own[r["id"]][1] > 0.6 for r in new)  # its own pseudo-label
+            assert all(r["iteration"] == iteration and r["text"] == f"pool {r['id'][1:]}" for r in new)
+            if ids:
+                assert stats[name]["pseudo/accuracy"] == pytest.approx(np.mean([gold[r["id"]] == r["label"] for r in new]))
+    for name in LEARNERS:
+        ids = [r["id"] for r in state.received[name]]
+        assert len(ids) == len(set(ids))  # no labelled set receives a row twice
+        assert len(state.pool[name]) + sum(r["selected_by"] == name for learner in LEARNERS
+                                           for r in state.received[learner]) == len(d.pool)  # nothing lost
+
+
+def test_state_round_trips_through_its_file(tmp_path):
+    state = LoopState.fresh(LEARNERS, ["u1", "u2"])
+    state.received["lm"].append({"id": "u1", "text": "x", "label": "a", "lang": "de", "iteration": 0,
+                                 "selected_by": "emb"})
+    state.iteration = 1
+    state.save(tmp_path)
+    assert LoopState.load(tmp_path) == state
+    (tmp_path / "state.json").write_text("{not json")
+    with pytest.raises(ValueError, match="is not a co-training state file"):
+        LoopState.load(tmp_path)
