@@ -37,6 +37,8 @@ from conftest import REPO
 JOBS = {
     "jobs/finetune.py": (["--smoke", "--set", "output.storage_path={out}", "--set", "output.name=submitted"],
                          ["| avg_target ", "| transfer_gap "]),
+    "jobs/cotrain.py": (["--smoke", "--set", "output_dir={out}/cotrain"],
+                        ["### Per iteration (test accuracy)", "| emb co-training (iteration 2) |"]),
 }
 RAY = [sys.executable, "-m", "ray.scripts.scripts"]  # the `ray` CLI of the interpreter running the tests
 TABLE_RULE = re.compile(r"^\|(-+\|)+$", re.MULTILINE)  # the |---|---| line of a markdown table

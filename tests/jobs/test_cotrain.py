@@ -1,0 +1,60 @@
+"""jobs/cotrain.py --smoke end to end on a fresh local Ray: tables, files, and a real kill between
+iterations followed by a restart that ends in the state of an uninterrupted run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conftest import REPO
+
+JOB = [sys.executable, str(REPO / "jobs" / "cotrain.py"), "--smoke"]
+
+
+def environment(data_dir: Path) -> dict[str, str]:
+    env = {**os.environ, "XLT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1"}
+    env.pop("RAY_ADDRESS", None)
+    return env
+
+
+def run(out: Path, data_dir: Path) -> subprocess.CompletedProcess:
+    proc = subprocess.run([*JOB, "--set", f"output_dir={out}"], capture_output=True, text=True,
+                          env=environment(data_dir), timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def state(out: Path) -> dict:
+    return json.loads((out / "state.json").read_text())
+
+
+def test_smoke_then_kill_and_resume(data_dir, tmp_path):
+    whole = run(tmp_path / "whole", data_dir)
+    assert "### Per iteration (test accuracy)" in whole.stdout and "| emb co-training (iteration 2) |" in whole.stdout
+    assert "iteration 2: lm test avg_target" in whole.stderr
+    for name in ("results.json", "results.md", "accuracy_per_iteration.png", "config.yaml", "state.json"):
+        assert (tmp_path / "whole" / name).is_file(), name
+    result = json.loads((tmp_path / "whole" / "results.json").read_text())
+    assert "cotrain.py" in result["command"] and len(result["history"]) == 6
+
+    # Kill the job (its whole process group, local Ray included) once iteration 0 is saved.
+    out = tmp_path / "killed"
+    proc = subprocess.Popen([*JOB, "--set", f"output_dir={out}"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=environment(data_dir), start_new_session=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not ((out / "state.json").is_file() and state(out)["iteration"] >= 1):
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert state(out)["iteration"] == 1  # killed between iterations 1 and 2, not after the end
+    resumed = run(out, data_dir)
+    assert "resuming" in resumed.stderr
+    after, before = state(out), state(tmp_path / "whole")
+    assert after["received"] == before["received"] and after["pool"] == before["pool"]
+    assert [(h["iteration"], h["learner"]) for h in after["history"]] == [(h["iteration"], h["learner"])
+                                                                           for h in before["history"]]
