@@ -20,7 +20,7 @@ $(VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed
 
 demo: install
-	$(PY) jobs/evaluate.py --config configs/demo.yaml
+	$(PY) jobs/cotrain.py --config configs/cotrain_sib200.yaml
 
 test: install
 	$(PY) -m pytest -q

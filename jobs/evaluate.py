@@ -3,7 +3,7 @@
     python jobs/evaluate.py --task tatoeba
     python jobs/evaluate.py --task mining --set mining_k=4
     python jobs/evaluate.py --task sib200 --mode frozen-linear
-    python jobs/evaluate.py --config configs/demo.yaml --set 'models=[{source: tiny:bert}]'
+    python jobs/evaluate.py --config configs/evaluate_sib200.yaml --set 'models=[{source: tiny:bert}]'
     python jobs/evaluate.py --task sib200 --smoke
 
 Prints a per-language table per model and writes ``<output_dir>/<task>.json`` (rows, config,
