@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -125,10 +125,13 @@ def check_resumable(cfg: CotrainConfig, directory: Path) -> None:
                           "choose another output_dir, or resume it unchanged")
 
 
-def run_cotraining(cfg: CotrainConfig, *, stop_after: int | None = None) -> LoopState:
+def run_cotraining(cfg: CotrainConfig, *, stop_after: int | None = None,
+                   on_iteration: Callable[[int, list[dict[str, Any]]], None] | None = None) -> LoopState:
     """Run (or resume) ``cfg`` to the end, or until iteration ``stop_after`` is saved; returns the state.
 
     Needs a running Ray (``ray.init``). State, config and metrics go to ``cfg.output_dir``.
+    ``on_iteration(iteration, records)`` is called after each iteration is saved, with one
+    metrics record per learner (e.g. to report to Ray Tune).
     """
     import ray
 
@@ -167,6 +170,8 @@ def run_cotraining(cfg: CotrainConfig, *, stop_after: int | None = None) -> Loop
             logger.info("iteration %d: %s", iteration, "; ".join(
                 f"{name} {cfg.data.eval_split} avg_target {records[name].get(_avg_key(cfg), float('nan')):.3f}"
                 for name in LEARNERS))
+            if on_iteration is not None:
+                on_iteration(iteration, [records[name] for name in LEARNERS])
             if stop_after is not None and iteration >= stop_after:
                 break
     finally:
