@@ -87,3 +87,14 @@ def test_overrides_do_not_mutate_input():
 def test_frozen():
     with pytest.raises(Exception):
         Outer().lr = 1.0  # type: ignore[misc]
+
+
+def test_overrides_address_list_items_by_index():
+    data = {"objectives": [{"name": "a", "params": {"t": 1.0}}]}
+    out = apply_overrides(data, ["objectives[0].params.t=0.3", "objectives[0].weight=2"])
+    assert out == {"objectives": [{"name": "a", "params": {"t": 0.3}, "weight": 2}]}
+    assert data == {"objectives": [{"name": "a", "params": {"t": 1.0}}]}  # lists are copied too
+    with pytest.raises(ConfigError, match=r"objectives has 1 item\(s\), so no index 1"):
+        apply_overrides(data, ["objectives[1].weight=2"])
+    with pytest.raises(ConfigError, match=r"'model' is not a list"):
+        apply_overrides({"model": {"layer": 1}}, ["model[0].layer=2"])

@@ -13,6 +13,7 @@ Dataclasses add their own range checks in ``__post_init__`` (``check`` helps); t
 from __future__ import annotations
 
 import dataclasses
+import re
 import types
 import typing
 from pathlib import Path
@@ -112,25 +113,55 @@ def _parse_float(text: str) -> float | str:
 
 
 def apply_overrides(data: dict[str, Any], overrides: typing.Iterable[str]) -> dict[str, Any]:
-    """Apply ``key.sub=value`` strings to a nested mapping; values are parsed as YAML scalars."""
+    """Apply ``key.sub=value`` strings to a nested mapping; values are parsed as YAML scalars.
+    A list item is addressed by its index, as errors name it: ``objectives[0].weight=2``."""
     data = _deep_copy(data)
     for item in overrides:
         key, sep, raw = item.partition("=")
         if not sep or not key:
             raise ConfigError(f"override {item!r} is not of the form key=value (e.g. model.pooling=cls)")
-        node = data
-        parts = key.strip().split(".")
-        for part in parts[:-1]:
-            child = node.setdefault(part, {})
-            if not isinstance(child, dict):
-                raise ConfigError(f"override {item!r}: {part!r} is a value, not a section")
-            node = child
-        node[parts[-1]] = yaml.safe_load(raw) if raw.strip() else ""
+        set_value(data, key.strip(), yaml.safe_load(raw) if raw.strip() else "", item)
     return data
 
 
-def _deep_copy(data: dict[str, Any]) -> dict[str, Any]:
-    return {k: _deep_copy(v) if isinstance(v, dict) else v for k, v in data.items()}
+_INDEXED = re.compile(r"(?P<name>.+)\[(?P<index>\d+)\]")
+
+
+def set_value(data: dict[str, Any], key: str, value: Any, item: str | None = None) -> None:
+    """Set dotted ``key`` (sections are created; ``name[i]`` is item i of an existing list) to
+    ``value`` in ``data``, in place. ``item`` is the override quoted in errors (default: ``key``)."""
+    item = item or key
+    node: Any = data
+    parts = key.split(".")
+    for depth, part in enumerate(parts):
+        last = depth == len(parts) - 1
+        indexed = _INDEXED.fullmatch(part)
+        name = indexed["name"] if indexed else part
+        if last and not indexed:
+            node[name] = value
+            return
+        child = node.setdefault(name, {} if not indexed else [])
+        if indexed:
+            if not isinstance(child, list):
+                raise ConfigError(f"override {item!r}: {name!r} is not a list")
+            index = int(indexed["index"])
+            if index >= len(child):
+                raise ConfigError(f"override {item!r}: {name} has {len(child)} item(s), so no index {index}")
+            if last:
+                child[index] = value
+                return
+            node, child = child, child[index]
+        if not isinstance(child, dict):
+            raise ConfigError(f"override {item!r}: {part!r} is a value, not a section")
+        node = child
+
+
+def _deep_copy(data: Any) -> Any:
+    if isinstance(data, dict):
+        return {k: _deep_copy(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [_deep_copy(v) for v in data]
+    return data
 
 
 def read_yaml(path: str | Path) -> dict[str, Any]:
