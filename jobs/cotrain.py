@@ -41,7 +41,7 @@ def main() -> None:
     state = run_cotraining(cfg)
 
     data = load_data(cfg)
-    split, source = cfg.data.eval_split, cfg.data.source_lang
+    split, source = cfg.data.metric_split, cfg.data.source_lang
     label = "co-training" if cfg.mode == "cotrain" else "self-training"
     per_iteration = markdown_table(iteration_rows(state.history, split, source))
     per_language = markdown_table(language_rows(state.history, split, (source, *data.targets), label))

@@ -87,6 +87,11 @@ class PoolData:
               f"languages other than the source language {self.source_lang!r}")
         check(self.max_examples >= 0, "data.max_examples", self.max_examples, "0 (all) or a positive integer")
 
+    @property
+    def metric_split(self) -> str:
+        """The split as metric names spell it (``<split>/acc/<lang>``): SIB-200's dev split is ``val``."""
+        return "val" if self.eval_split == "dev" else "test"
+
 
 @dataclass(frozen=True)
 class InferenceSettings:

@@ -156,7 +156,7 @@ def run_cotraining(cfg: CotrainConfig, *, stop_after: int | None = None,
             fits = {name: learners[name].fit.remote(data.labeled + [_train_row(r) for r in state.received[name]],
                                                     iteration) for name in LEARNERS}
             train = {name: ray.get(ref) for name, ref in fits.items()}
-            evals = {name: ray.get(learners[name].evaluate.remote(data.evaluation, cfg.data.eval_split))
+            evals = {name: ray.get(learners[name].evaluate.remote(data.evaluation, cfg.data.metric_split))
                      for name in LEARNERS}
             records = {name: {"iteration": iteration, "learner": name, "mode": cfg.mode, **train[name],
                               **evals[name]} for name in LEARNERS}
@@ -181,7 +181,7 @@ def run_cotraining(cfg: CotrainConfig, *, stop_after: int | None = None,
 
 
 def _avg_key(cfg: CotrainConfig) -> str:
-    return f"{cfg.data.eval_split}/acc/avg_target"
+    return f"{cfg.data.metric_split}/acc/avg_target"
 
 
 def _train_row(received: dict[str, Any]) -> dict[str, Any]:
