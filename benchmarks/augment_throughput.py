@@ -56,6 +56,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from machine import cpu_model  # noqa: E402  (benchmarks/machine.py)
 from xlt.data import AugmentConfig, CrossLingualAugment, DictionaryTranslator, read_muse, read_sib200
 from xlt.data.augment import build_augmented_dataset
 from xlt.data.paths import resolve_data_dir
@@ -360,11 +361,6 @@ def run_ray(args: argparse.Namespace, n: int, make_rows: RowMaker, dicts: list, 
 # Report
 # ---------------------------------------------------------------------------------------------
 
-def cpu_model() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return pyplatform.processor() or "unknown"
 
 
 def mem_total_gib() -> float:

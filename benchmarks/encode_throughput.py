@@ -51,6 +51,7 @@ from pathlib import Path
 
 import numpy as np
 
+from machine import cpu_model  # noqa: E402  (benchmarks/machine.py)
 from xlt.data import read_sib200, resolve_data_dir
 
 REPO = Path(__file__).resolve().parents[1]
@@ -147,14 +148,6 @@ def wait_until_quiet(limit_s: float, idle_share: float = 0.85, window_s: float =
         print(f"waiting for the CPUs to be idle ({1 - busy:.0%} idle now) ...", file=sys.stderr)
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return pyplatform.processor() or "unknown"
 
 
 def cpu_simd() -> str:

@@ -55,6 +55,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from machine import cpu_model  # noqa: E402  (benchmarks/machine.py)
 from xlt.data import read_sib200, resolve_data_dir, sib200_labels, sib200_languages
 from xlt.report import command_line, markdown_table
 
@@ -155,14 +156,6 @@ def compare(a: Config, b: Config) -> str:
             f"{diff:.1e}; rows missing: {len(a.labels) - len(common)}, extra: {len(set(b.labels) - set(a.labels))}")
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return pyplatform.processor() or "unknown"
 
 
 def main(argv: list[str] | None = None) -> None:

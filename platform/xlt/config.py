@@ -115,7 +115,7 @@ def _parse_float(text: str) -> float | str:
 def apply_overrides(data: dict[str, Any], overrides: typing.Iterable[str]) -> dict[str, Any]:
     """Apply ``key.sub=value`` strings to a nested mapping; values are parsed as YAML scalars.
     A list item is addressed by its index, as errors name it: ``objectives[0].weight=2``."""
-    data = _deep_copy(data)
+    data = _plain(data)
     for item in overrides:
         key, sep, raw = item.partition("=")
         if not sep or not key:
@@ -155,13 +155,6 @@ def set_value(data: dict[str, Any], key: str, value: Any, item: str | None = Non
             raise ConfigError(f"override {item!r}: {part!r} is a value, not a section")
         node = child
 
-
-def _deep_copy(data: Any) -> Any:
-    if isinstance(data, dict):
-        return {k: _deep_copy(v) for k, v in data.items()}
-    if isinstance(data, (list, tuple)):
-        return [_deep_copy(v) for v in data]
-    return data
 
 
 def read_yaml(path: str | Path) -> dict[str, Any]:
