@@ -1,0 +1,27 @@
+"""The one module of ``xlt.sweep`` that talks to Ray Tune's session (style.md, convention 5).
+
+Trials report once per epoch (fine-tuning) or per iteration (co-training) through ``report``,
+so that ASHA can stop a trial whose dev score lags at a rung. Trials write no Tune checkpoints:
+a fine-tuning trial of a few epochs restarts from scratch when a sweep resumes (a checkpoint of
+an e5-small per epoch and trial would cost more I/O than the epoch), and a co-training trial
+keeps its own per-iteration loop state in its trial directory (``trial_dir``), from which
+``run_cotraining`` resumes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+
+def report(metrics: Mapping[str, float | int | str]) -> None:
+    """One result of the running trial (``ray.tune.report``)."""
+    from ray import tune
+
+    tune.report(dict(metrics))
+
+
+def trial_dir() -> str:
+    """The running trial's directory under the sweep's storage path (kept across resumes)."""
+    from ray import tune
+
+    return tune.get_context().get_trial_dir()

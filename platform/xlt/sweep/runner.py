@@ -1,0 +1,176 @@
+"""``tune.run`` with OptunaSearch behind a ConcurrencyLimiter (or Tune's random search) and ASHA.
+
+Ray 2.60 still supports ``tune.run`` (``ray.tune.tune.run``, not deprecated; ``Tuner`` wraps
+it), and it keeps resuming simple: the same ``name`` and ``storage_path`` with ``resume=True``
+reloads the experiment state, the searcher state (Optuna's study, pickled with its define-by-run
+space) and the trials; finished trials are kept, interrupted ones run again (see
+``reporting`` for why trials hold no Tune checkpoints). A sweep lives in
+``<storage_path>/<name>/`` next to ``sweep.json`` (the space, the base config and the settings),
+which a resumed sweep must match: Tune would silently keep the old searcher, sample count and
+scheduler.
+
+Choices:
+
+- TPE (``optuna.samplers.TPESampler``, seeded) starts from ``startup_trials`` random trials,
+  a third of the budget, between 2 and 10: Optuna's default of 10 would make a 12-trial sweep
+  nearly random search.
+- ASHA (``AsyncHyperBandScheduler``) on the job's own clock (``train/epoch``,
+  ``train/iteration``), grace period 1, reduction factor 2: fine-tuning runs 2–5 epochs, so
+  a factor of 4 would leave a single rung.
+- Trials run side by side as far as their footprint fits the cluster (``max_concurrent``), or as
+  set; the limit also keeps TPE from proposing the whole budget before any result is back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..config import ConfigError
+from ..data import resolve_data_dir
+from .best import TrialRecord
+from .overrides import check_space, trial_data
+from .space import Param, SearchSpace, Searcher, active_values, to_tune
+from .trainables import JOBS, TrialSetup, max_concurrent, with_data_dir
+
+if TYPE_CHECKING:
+    from ray.tune.experiment import Trial
+
+SWEEP_FILE = "sweep.json"
+Scheduler = Literal["asha", "none"]
+
+
+@dataclass(frozen=True)
+class SweepSettings:
+    """How to run a space: where (``<storage_path>/<name>``), how many trials (0: the space's
+    ``num_samples``), with which searcher and scheduler, how many at once (0: as many as fit)."""
+
+    name: str
+    storage_path: str = "results/sweeps"
+    num_samples: int = 0
+    searcher: Searcher = "optuna"
+    scheduler: Scheduler = "asha"
+    max_concurrent: int = 0
+    resume: bool = False
+
+    @property
+    def directory(self) -> Path:
+        return Path(os.path.abspath(self.storage_path), self.name)
+
+
+def startup_trials(num_samples: int) -> int:
+    """Random trials before TPE models the results (see the module docstring)."""
+    return min(10, max(2, num_samples // 3))
+
+
+def build_search_alg(params: Sequence[Param], searcher: Searcher, *, metric: str, mode: str, seed: int, limit: int,
+                     num_samples: int, source: str = "<space>") -> tuple[Any, dict[str, Any]]:
+    """``(search_alg, config)`` for ``tune.run``: OptunaSearch (TPE) with the define-by-run space
+    behind a ConcurrencyLimiter and an empty ``config`` (a searcher built with its space takes
+    ``metric`` and ``mode`` only in its constructor); or Tune's random search over ``config``."""
+    space = to_tune(params, searcher, source)
+    if searcher == "random":
+        from ray.tune.search import BasicVariantGenerator
+
+        return BasicVariantGenerator(max_concurrent=limit, random_state=seed), space
+    import optuna
+    from ray.tune.search import ConcurrencyLimiter
+    from ray.tune.search.optuna import OptunaSearch
+
+    sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup_trials(num_samples))
+    return ConcurrencyLimiter(OptunaSearch(space=space, metric=metric, mode=mode, sampler=sampler),
+                              max_concurrent=limit), {}
+
+
+def build_scheduler(kind: Scheduler, time_attr: str, max_t: int) -> Any:
+    """ASHA on ``time_attr`` up to ``max_t`` (grace 1, factor 2), or FIFO (every trial to the end)."""
+    from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
+
+    if kind == "none":
+        return FIFOScheduler()
+    if kind != "asha":
+        raise ValueError(f"scheduler={kind!r} is not valid: expected asha or none")
+    return ASHAScheduler(time_attr=time_attr, max_t=max_t, grace_period=1, reduction_factor=2)
+
+
+def _identity(space: SearchSpace, base: Mapping[str, Any], settings: SweepSettings, num_samples: int) -> dict:
+    """What a resumed sweep must match, JSON-normalised."""
+    return json.loads(json.dumps({"space": asdict(space), "base": base, "num_samples": num_samples,
+                                  "searcher": settings.searcher, "scheduler": settings.scheduler}, default=str))
+
+
+def _guard(directory: Path, identity: dict, resume: bool) -> None:
+    exists = any(directory.glob("experiment_state-*.json"))
+    if resume and not exists:
+        raise FileNotFoundError(f"{directory} holds no sweep to resume (no Tune experiment state); "
+                                "run without --resume to start it")
+    if not resume and (exists or (directory / SWEEP_FILE).is_file()):
+        raise FileExistsError(f"{directory} already holds a sweep: pass --resume to continue it, or choose "
+                              "another --name")
+    saved_path = directory / SWEEP_FILE
+    if resume and saved_path.is_file():
+        saved = json.loads(saved_path.read_text(encoding="utf-8"))
+        changed = sorted(k for k in identity if saved.get(k) != identity[k])
+        if changed:
+            raise ConfigError(f"{directory} was started with a different {', '.join(changed)}; a resumed sweep "
+                              "continues the same one (Tune keeps its searcher, samples and scheduler)")
+    directory.mkdir(parents=True, exist_ok=True)
+    saved_path.write_text(json.dumps(identity, indent=1), encoding="utf-8")
+
+
+def _trial_dirname(trial: Trial) -> str:
+    return f"trial_{trial.trial_id}"  # Tune's default spells out the config: too long for dotted keys
+
+
+def to_record(index: int, trial: Trial, params: Sequence[Param]) -> TrialRecord:
+    """Tune's ``index``-th trial (Tune lists trials in the order the searcher made them) as a
+    ``TrialRecord``: its active values, last result, the last line of its error if any."""
+    error = None
+    if trial.error_file and Path(trial.error_file).is_file():
+        error = Path(trial.error_file).read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1]
+    try:
+        values = active_values(params, trial.config)
+    except KeyError:  # a trial that failed before Tune gave it a full config
+        values = {}
+    return TrialRecord(index, trial.trial_id, trial.status, values, dict(trial.last_result or {}),
+                       error)
+
+
+def run_sweep(space: SearchSpace, base: Mapping[str, Any], settings: SweepSettings) -> list[TrialRecord]:
+    """Validate, then run (or resume) the sweep; returns one record per trial. Needs a running Ray."""
+    import ray
+    from ray import tune
+
+    job = JOBS[space.job]
+    cfg = job.config(trial_data(base, {}, space.sweep_only))
+    job.check(cfg)
+    check_space(space, base, job.config)
+    num_samples = settings.num_samples or space.num_samples
+    _guard(settings.directory, _identity(space, base, settings, num_samples), settings.resume)
+
+    limit = settings.max_concurrent or max_concurrent(job.footprint(cfg), ray.cluster_resources())
+    search_alg, config = build_search_alg(space.params, settings.searcher, metric=space.metric, mode=space.mode,
+                                          seed=space.seed, limit=limit, num_samples=num_samples, source=space.source)
+    root = resolve_data_dir(cfg.data.data_dir)
+    setup = TrialSetup(dict(base), space.params, with_data_dir(space.sweep_only, root))
+    analysis = tune.run(
+        tune.with_parameters(job.trainable, setup=setup),
+        name=settings.name,
+        storage_path=str(settings.directory.parent),
+        metric=space.metric,
+        mode=space.mode,
+        config=config,
+        resources_per_trial=job.resources(cfg),
+        num_samples=num_samples,
+        search_alg=search_alg,
+        scheduler=build_scheduler(settings.scheduler, job.time_attr, job.max_t(cfg)),
+        resume=True if settings.resume else None,
+        raise_on_failed_trial=False,
+        trial_dirname_creator=_trial_dirname,
+        verbose=1,
+    )
+    return [to_record(i, trial, space.params) for i, trial in enumerate(analysis.trials)]
