@@ -36,6 +36,26 @@ def test_saved_checkpoint_loads_as_local_and_hf_path(tmp_path):
         assert np.allclose(got, want, atol=1e-6), source
 
 
+def test_saved_pooling_and_prefix_are_the_local_defaults(tmp_path):
+    enc = load_encoder(EncoderConfig(source="tiny:bert", pooling="mean", prefix="query: "))
+    enc.save(tmp_path)
+    back = load_encoder(f"local:{tmp_path}")
+    assert (back.pooling, back.prefix) == ("mean", "query: ")
+    assert np.allclose(back.encode(["hello"]), enc.encode(["hello"]), atol=1e-6)
+    explicit = load_encoder(EncoderConfig(source=f"local:{tmp_path}", pooling="cls", prefix=""))
+    assert (explicit.pooling, explicit.prefix) == ("cls", "")
+
+
+def test_saved_masked_lm_wrapper_loads_as_the_backbone(tmp_path):
+    from transformers import AutoModelForMaskedLM
+
+    enc = load_encoder(EncoderConfig(source="tiny:xlm-roberta", pooling="mean"))
+    mlm = AutoModelForMaskedLM.from_config(enc.backbone.config)
+    setattr(mlm, mlm.base_model_prefix, enc.backbone)
+    enc.save(tmp_path, model=mlm)
+    assert np.allclose(load_encoder(f"local:{tmp_path}").encode(["hello"]), enc.encode(["hello"]), atol=1e-6)
+
+
 def test_local_missing_checkpoint_says_what_is_expected(tmp_path):
     with pytest.raises(FileNotFoundError, match="no config.json"):
         load_encoder(f"local:{tmp_path}")

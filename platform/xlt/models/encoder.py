@@ -16,7 +16,9 @@ Pooling (``Pooling``):
 
 from __future__ import annotations
 
+import json
 from abc import abstractmethod
+from pathlib import Path
 from typing import Literal, Sequence
 
 import numpy as np
@@ -25,6 +27,7 @@ from torch import nn
 
 Pooling = Literal["cls", "mean", "avg_first_last"]
 POOLINGS: tuple[str, ...] = ("cls", "mean", "avg_first_last")
+ENCODER_DEFAULTS_FILE = "xlt_encoder.json"  # beside a saved checkpoint: its pooling and prefix
 
 
 def masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -127,10 +130,18 @@ class TransformerEncoder(TextEncoder):
         batch = {k: v.to(self.device) for k, v in self.tokenize(texts).items()}
         return self(batch["input_ids"], batch["attention_mask"])
 
-    def save(self, path) -> None:
-        """Write backbone + tokenizer so that ``local:<path>`` loads this encoder back."""
-        self.backbone.save_pretrained(path)
+    def save(self, path, model: nn.Module | None = None) -> None:
+        """Write backbone + tokenizer + pooling defaults so that ``local:<path>`` loads this encoder back.
+
+        ``model``: a ``transformers`` model built around this backbone to save instead, e.g. its
+        masked-LM wrapper after alignment pretraining: ``AutoModel`` still loads the backbone from
+        it, and ``AutoModelForMaskedLM`` the trained LM head too. ``ENCODER_DEFAULTS_FILE`` records
+        pooling and prefix, which the loader takes as this checkpoint's defaults.
+        """
+        (model or self.backbone).save_pretrained(path)
         self.tokenizer.save_pretrained(path)
+        defaults = {"pooling": self.pooling, "prefix": self.prefix}
+        Path(path, ENCODER_DEFAULTS_FILE).write_text(json.dumps(defaults, indent=2), encoding="utf-8")
 
 
 class UseEncoder(TextEncoder):

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from ..config import check
-from .encoder import TextEncoder, TransformerEncoder, UseEncoder
+from .encoder import ENCODER_DEFAULTS_FILE, TextEncoder, TransformerEncoder, UseEncoder
 from .sources import parse_source
 
 # Defaults each source's authors intended. e5 was trained with "query: " / "passage: "
@@ -20,7 +22,8 @@ GENERIC_DEFAULTS = {"pooling": "cls", "prefix": ""}
 
 @dataclass(frozen=True)
 class EncoderConfig:
-    """Which model and how to pool it. ``pooling``/``prefix`` of ``None`` take the source's defaults."""
+    """Which model and how to pool it. ``pooling``/``prefix`` of ``None`` take the source's defaults
+    (for a ``local:`` checkpoint saved by ``TransformerEncoder.save``: the ones it was saved with)."""
 
     source: str = "bundled:multilingual-e5-small"
     pooling: Literal["cls", "mean", "avg_first_last"] | None = None
@@ -34,9 +37,21 @@ class EncoderConfig:
         check(self.max_length >= 8, "max_length", self.max_length, "an integer >= 8")
 
     def resolved(self) -> dict[str, str]:
-        defaults = SOURCE_DEFAULTS.get(self.source, GENERIC_DEFAULTS)
+        defaults = SOURCE_DEFAULTS.get(self.source) or saved_defaults(self.source) or GENERIC_DEFAULTS
         return {"pooling": self.pooling or defaults["pooling"],
                 "prefix": defaults["prefix"] if self.prefix is None else self.prefix}
+
+
+def saved_defaults(source: str) -> dict[str, str] | None:
+    """Pooling and prefix recorded beside a ``local:`` checkpoint by ``TransformerEncoder.save``
+    (an encoder pretrained from e5 keeps e5's "query: " and mean pooling), else ``None``."""
+    spec = parse_source(source)
+    path = Path(spec.name).expanduser() / ENCODER_DEFAULTS_FILE
+    if spec.kind != "local" or not path.is_file():
+        return None
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    return {"pooling": saved.get("pooling", GENERIC_DEFAULTS["pooling"]),
+            "prefix": saved.get("prefix", GENERIC_DEFAULTS["prefix"])}
 
 
 def load_encoder(cfg: EncoderConfig | str) -> TextEncoder:

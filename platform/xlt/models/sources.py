@@ -94,24 +94,41 @@ def checkpoint_dir(spec: ModelSpec) -> str:
     raise ValueError(f"{spec} is not a transformer checkpoint")
 
 
-def load_transformer(spec: ModelSpec, seed: int = 0):
-    """(backbone, tokenizer) for every source except the numpy USE-m3."""
-    from transformers import AutoModel, AutoTokenizer
+def load_tokenizer(spec: ModelSpec):
+    """The tokenizer of a transformer source alone (e.g. for data preparation that needs no weights)."""
+    from transformers import AutoTokenizer
 
     if spec.kind == "tiny":
-        from .tiny import tiny_model, tiny_tokenizer
+        from .tiny import tiny_tokenizer
 
-        tokenizer = tiny_tokenizer()
+        return tiny_tokenizer()
+    path = checkpoint_dir(spec)
+    try:
+        return AutoTokenizer.from_pretrained(path)
+    except OSError as e:
+        raise OSError(f"cannot load {spec}: {_load_hint(spec)} ({e})") from e
+
+
+def _load_hint(spec: ModelSpec) -> str:
+    return ("the Hugging Face Hub is not reachable or the name is wrong; on an offline machine use "
+            "local:<dir> or a bundled: model") if spec.kind == "hf" else "the checkpoint is incomplete"
+
+
+def load_transformer(spec: ModelSpec, seed: int = 0):
+    """(backbone, tokenizer) for every source except the numpy USE-m3."""
+    from transformers import AutoModel
+
+    tokenizer = load_tokenizer(spec)
+    if spec.kind == "tiny":
+        from .tiny import tiny_model
+
         return tiny_model(spec.name, len(tokenizer), seed=seed), tokenizer
     path = checkpoint_dir(spec)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(path)
         try:  # the pooler is unused (pooling is ours) and would load as random weights
             model = AutoModel.from_pretrained(path, add_pooling_layer=False)
         except TypeError:  # architectures without a pooler do not take the argument
             model = AutoModel.from_pretrained(path)
     except OSError as e:
-        hint = ("the Hugging Face Hub is not reachable or the name is wrong; on an offline machine use "
-                "local:<dir> or a bundled: model") if spec.kind == "hf" else "the checkpoint is incomplete"
-        raise OSError(f"cannot load {spec}: {hint} ({e})") from e
+        raise OSError(f"cannot load {spec}: {_load_hint(spec)} ({e})") from e
     return model, tokenizer
