@@ -10,7 +10,7 @@ from __future__ import annotations
 from xlt.data.dictionary import BilingualDictionary, read_muse
 from xlt.data.errors import DataError
 from xlt.data.files import read_examples, read_parallel
-from xlt.data.hf import read_hf_dataset
+from xlt.data.hf import read_hf_dataset, read_hf_parallel
 from xlt.data.languages import LANGUAGES, flores_code, normalize_lang, tatoeba_code
 from xlt.data.paths import resolve_data_dir
 from xlt.data.records import Example, ParallelPair, as_rows, to_ray_dataset
@@ -28,6 +28,7 @@ __all__ = [
     "normalize_lang",
     "read_examples",
     "read_hf_dataset",
+    "read_hf_parallel",
     "read_muse",
     "read_parallel",
     "read_sib200",

@@ -1,4 +1,4 @@
-"""Hugging Face ``datasets`` -> examples: hub names, or a dataset saved with ``save_to_disk``.
+"""Hugging Face ``datasets`` -> examples or parallel pairs: hub names, or a dataset saved with ``save_to_disk``.
 
 Integer labels of a ``ClassLabel`` column become their names, so examples from the hub and
 from files share one label vocabulary. ``datasets`` is imported lazily: it is slow to import
@@ -11,8 +11,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xlt.data.records import Example
-from xlt.data.rows import ExampleFields, Row, RowSource, check_columns, examples_from_rows
+from xlt.data.records import Example, ParallelPair
+from xlt.data.rows import ExampleFields, Row, RowSource, check_columns, examples_from_rows, pairs_from_rows
 
 if TYPE_CHECKING:
     import datasets
@@ -64,6 +64,53 @@ def read_hf_dataset(
     rows = _rows(ds.select_columns(columns).with_format(None), label_field, class_names, source)
     prefix = f"{Path(str(name_or_path)).name}/{split}" if split else Path(str(name_or_path)).name
     return examples_from_rows(rows, source, fields, lang=lang, labels=labels, id_prefix=prefix)
+
+
+def read_hf_parallel(
+    name_or_path: str | Path,
+    split: str | None = None,
+    *,
+    src_field: str = "src",
+    tgt_field: str = "tgt",
+    src_lang: str | None = None,
+    tgt_lang: str | None = None,
+    src_lang_field: str = "src_lang",
+    tgt_lang_field: str = "tgt_lang",
+    id_field: str = "id",
+    config_name: str | None = None,
+) -> list[ParallelPair]:
+    """Read one split of a Hugging Face dataset of translation pairs.
+
+    Columns as ``xlt.data.files.read_parallel``; a field may name a key inside a dict column
+    with a dot, as the hub's translation datasets store pairs (``{"translation": {"en": ...,
+    "de": ...}}``: ``src_field="translation.en"``). Languages are fixed (``src_lang`` /
+    ``tgt_lang``) or read per row. ``name_or_path``, ``split``, ``config_name``: as
+    ``read_hf_dataset``.
+    """
+    ds = _load(name_or_path, split, config_name)
+    source = RowSource(f"{name_or_path}[{split}]" if split else str(name_or_path), unit="row")
+    fields = [src_field, tgt_field] + [f for f, fixed in ((src_lang_field, src_lang), (tgt_lang_field, tgt_lang))
+                                       if fixed is None]
+    check_columns(source, None, ds.column_names, [f.split(".")[0] for f in fields])
+    rows = ((index, _flatten_fields(row, fields)) for index, row in enumerate(ds.with_format(None)))
+    prefix = f"{Path(str(name_or_path)).name}/{split}" if split else Path(str(name_or_path)).name
+    return pairs_from_rows(rows, source, src_field=src_field, tgt_field=tgt_field, src_lang=src_lang,
+                           tgt_lang=tgt_lang, src_lang_field=src_lang_field, tgt_lang_field=tgt_lang_field,
+                           id_field=id_field, id_prefix=prefix)
+
+
+def _flatten_fields(row: Row, fields: Sequence[str]) -> Row:
+    """``row`` plus ``"a.b"`` = ``row["a"]["b"]`` for each dotted field (absent if the path is)."""
+    out = dict(row)
+    for name in fields:
+        if "." not in name or name in row:
+            continue
+        value: object = row
+        for key in name.split("."):
+            value = value.get(key) if isinstance(value, dict) else None
+        if value is not None:
+            out[name] = value
+    return out
 
 
 def _load(name_or_path: str | Path, split: str | None, config_name: str | None) -> datasets.Dataset:
