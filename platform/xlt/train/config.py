@@ -207,15 +207,16 @@ RESUMABLE_CHANGES: tuple[str, ...] = ("optim.epochs", "optim.eval_batch_size", "
                                       "eval_every_epoch")
 
 
-def changed_keys(old: FinetuneConfig, new: FinetuneConfig) -> list[str]:
+def changed_keys(old: Any, new: Any) -> list[str]:
     """Dotted keys whose values differ between two configs (nested dataclasses flattened)."""
     a, b = _flatten(dataclasses.asdict(old)), _flatten(dataclasses.asdict(new))
     return sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
 
 
-def incompatible_changes(old: FinetuneConfig, new: FinetuneConfig) -> list[str]:
-    """The changed keys that a resumed run may not change (model, objectives, data, optimizer...)."""
-    return [k for k in changed_keys(old, new) if not k.startswith(RESUMABLE_CHANGES)]
+def incompatible_changes(old: Any, new: Any, resumable: Iterable[str] = RESUMABLE_CHANGES) -> list[str]:
+    """The changed keys that a resumed run may not change (model, objectives, data, optimizer...):
+    all but the ``resumable`` ones (dotted keys or their prefixes)."""
+    return [k for k in changed_keys(old, new) if not k.startswith(tuple(resumable))]
 
 
 def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:

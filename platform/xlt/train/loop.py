@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -105,7 +105,7 @@ def compute_losses(model: nn.Module, objectives: WeightedObjectives | None,
     return total, parts
 
 
-def _param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
+def param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
     """Weight decay on weight matrices only: not on biases and LayerNorm weights (1-D tensors)."""
     decay, no_decay = [], []
     for _, p in model.named_parameters():
@@ -160,7 +160,7 @@ def build_training(cfg: FinetuneConfig, steps_per_epoch: int,
     classifier = build_classifier(cfg)
     model = prepare(FeaturesAndLogits(classifier))
     objectives = build_objectives(cfg.objectives) if cfg.objectives else None
-    optimizer = torch.optim.AdamW(_param_groups(classifier, cfg.optim.weight_decay), lr=cfg.optim.lr)
+    optimizer = torch.optim.AdamW(param_groups(classifier, cfg.optim.weight_decay), lr=cfg.optim.lr)
     total = steps_per_epoch * cfg.optim.epochs
     scheduler = get_linear_schedule_with_warmup(optimizer, round(cfg.optim.warmup_ratio * total), total)
     return Training(classifier, model, objectives, optimizer, scheduler,
@@ -212,7 +212,7 @@ class EpochStats:
         return self.sums[key] / max(self.steps, 1)
 
 
-def _all_reduce_sums(stats: EpochStats) -> EpochStats:
+def all_reduce_sums(stats: EpochStats) -> EpochStats:
     """Sum the epoch's statistics over the workers (a no-op without a process group)."""
     import torch.distributed as dist
 
@@ -231,13 +231,13 @@ def _progress(message: str) -> None:
     logger.info(message)
 
 
-def _collect(iterator: Any, batch_size: int) -> dict[str, list]:
-    """All rows of an (unsplit) evaluation dataset iterator as column lists."""
-    columns: dict[str, list] = {"text": [], "label": [], "lang": []}
+def collect(iterator: Any, batch_size: int, columns: Sequence[str] = ("text", "label", "lang")) -> dict[str, list]:
+    """``columns`` of all rows of an (unsplit) evaluation dataset iterator, as lists."""
+    out: dict[str, list] = {key: [] for key in columns}
     for batch in iterator.iter_batches(batch_size=batch_size, batch_format="numpy"):
-        for key in columns:
-            columns[key].extend(batch[key].tolist())
-    return columns
+        for key in out:
+            out[key].extend(batch[key].tolist())
+    return out
 
 
 def run_epoch(training: Training, batches: Iterable[Mapping[str, Any]], cfg: FinetuneConfig, *,
@@ -313,12 +313,12 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
                                      local_shuffle_seed=cfg.optim.seed + 1000 * epoch + rank)
         stats, seconds = run_epoch(training, batches, cfg, log=rank == 0, steps_per_epoch=steps_per_epoch)
         training.epoch = epoch + 1
-        metrics = epoch_metrics(_all_reduce_sums(stats), seconds, training, resumed_from, world)
+        metrics = epoch_metrics(all_reduce_sums(stats), seconds, training, resumed_from, world)
         last = training.epoch == cfg.optim.epochs
         if rank == 0:
             splits = (["val"] if cfg.eval_every_epoch or last else []) + (["test"] if last else [])
             for split in splits:
-                rows = _collect(ray.train.get_dataset_shard(split), cfg.optim.eval_batch_size)
+                rows = collect(ray.train.get_dataset_shard(split), cfg.optim.eval_batch_size)
                 metrics.update(evaluate(training.classifier, rows, cfg.data.source_lang, split,
                                         cfg.optim.eval_batch_size))
             _progress(epoch_line(metrics))

@@ -22,12 +22,12 @@ import dataclasses
 import os
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
 from ..config import ConfigError, apply_overrides, from_dict, read_yaml, save_config
 from ..data import resolve_data_dir, sib200_labels, sib200_languages
 from ..eval.classification import ACC, AVG_TARGET, TRANSFER_GAP, metric_name
-from .config import FinetuneConfig, incompatible_changes
+from .config import RESUMABLE_CHANGES, FinetuneConfig, OutputSettings, incompatible_changes
 from .data import eval_rows, train_dataset, train_rows
 from .reporting import CONFIG_FILE
 
@@ -36,13 +36,14 @@ if TYPE_CHECKING:
     from ray.train.torch import TorchTrainer
 
 RESULTS_FILE = "results.json"
+C = TypeVar("C")
 
 
 def _is_uri(path: str) -> bool:
     return "://" in path
 
 
-def run_dir(cfg: FinetuneConfig) -> str:
+def run_dir(cfg: Any) -> str:
     """``<storage_path>/<name>``: where Ray Train keeps the run's checkpoints and we its config."""
     return f"{cfg.output.storage_path.rstrip('/')}/{cfg.output.name}"
 
@@ -81,9 +82,8 @@ def resolve(cfg: FinetuneConfig) -> tuple[FinetuneConfig, list[dict[str, Any]]]:
                           "leave data.labels empty to read them from the data")
     data = dataclasses.replace(cfg.data, data_dir=str(root), target_langs=targets, labels=labels)
     rows = train_rows(data, root, targets)
-    storage = cfg.output.storage_path if _is_uri(cfg.output.storage_path) else os.path.abspath(cfg.output.storage_path)
     return dataclasses.replace(cfg, data=dataclasses.replace(data, train_rows=len(rows)),
-                               output=dataclasses.replace(cfg.output, storage_path=storage)), rows
+                               output=absolute_storage(cfg.output)), rows
 
 
 def build_datasets(cfg: FinetuneConfig, rows: list[dict[str, Any]] | ray.data.Dataset) -> dict[str, ray.data.Dataset]:
@@ -99,11 +99,11 @@ def build_datasets(cfg: FinetuneConfig, rows: list[dict[str, Any]] | ray.data.Da
             "test": ray.data.from_items(eval_rows(root, langs, "test", cfg.data.max_examples))}
 
 
-def read_run_config(directory: str) -> FinetuneConfig | None:
-    """The ``config.yaml`` of a run directory (local or URI), or ``None`` if there is none."""
+def read_run_config(directory: str, config_cls: type[C] = FinetuneConfig) -> C | None:
+    """The ``config.yaml`` of a run directory (local or URI) as ``config_cls``, or ``None`` if there is none."""
     path = f"{directory.rstrip('/')}/{CONFIG_FILE}"
     if not _is_uri(path):
-        return from_dict(FinetuneConfig, read_yaml(path)) if Path(path).is_file() else None
+        return from_dict(config_cls, read_yaml(path)) if Path(path).is_file() else None
     import pyarrow.fs
 
     fs, fs_path = pyarrow.fs.FileSystem.from_uri(path)
@@ -111,10 +111,10 @@ def read_run_config(directory: str) -> FinetuneConfig | None:
         return None
     with fs.open_input_stream(fs_path) as f, tempfile.TemporaryDirectory() as tmp:
         Path(tmp, CONFIG_FILE).write_bytes(f.read())
-        return from_dict(FinetuneConfig, read_yaml(Path(tmp, CONFIG_FILE)))
+        return from_dict(config_cls, read_yaml(Path(tmp, CONFIG_FILE)))
 
 
-def write_run_config(cfg: FinetuneConfig) -> None:
+def write_run_config(cfg: Any) -> None:
     """Save ``cfg`` as ``config.yaml`` in its run directory (local or URI)."""
     path = f"{run_dir(cfg)}/{CONFIG_FILE}"
     if not _is_uri(path):
@@ -136,27 +136,45 @@ def build_trainer(cfg: FinetuneConfig, train_dataset: ray.data.Dataset | None = 
     ``train_dataset``: rows to train on instead of SIB-200's (e.g. the output of an augmentation
     UDF: one row per original with ``views`` list columns); it is counted once for the schedule.
     """
-    import ray.train
-    from ray.train.torch import TorchTrainer
-
     from .loop import train_loop_per_worker
 
     cfg, rows = resolve(cfg)
     if train_dataset is not None:
         cfg = dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, train_rows=train_dataset.count()))
     cfg.steps_per_epoch(cfg.scaling.num_workers)  # fails now, not on the workers, if there are too few rows
-    previous = read_run_config(run_dir(cfg))
+    return torch_trainer(train_loop_per_worker, cfg, build_datasets(cfg, rows if train_dataset is None else train_dataset))
+
+
+def absolute_storage(output: OutputSettings) -> OutputSettings:
+    """``output`` with a local ``storage_path`` made absolute (Ray Train needs one); URIs as they are."""
+    storage = output.storage_path if _is_uri(output.storage_path) else os.path.abspath(output.storage_path)
+    return dataclasses.replace(output, storage_path=storage)
+
+
+def torch_trainer(loop: Callable[[dict[str, Any]], None], cfg: Any, datasets: dict[str, ray.data.Dataset], *,
+                  resumable: Sequence[str] = RESUMABLE_CHANGES) -> TorchTrainer:
+    """The ``TorchTrainer`` running ``loop`` on ``cfg`` (a resolved config with ``scaling`` and ``output``
+    sections): ``datasets["train"]`` split across the workers, the others whole.
+
+    The run directory ``<storage_path>/<name>/`` gets ``cfg`` as ``config.yaml``; if it already
+    holds a run whose config differs in a key outside ``resumable``, this refuses (Ray Train
+    would resume that run's checkpoints under the new config).
+    """
+    import ray.train
+    from ray.train.torch import TorchTrainer
+
+    previous = read_run_config(run_dir(cfg), type(cfg))
     if previous is not None:
-        changed = incompatible_changes(previous, cfg)
+        changed = incompatible_changes(previous, cfg, resumable)
         if changed:
             raise ConfigError(f"{run_dir(cfg)} holds a run whose config differs in {', '.join(changed)}; "
                               "Ray Train would resume it from its checkpoints. Choose a new output.name, "
-                              "or resume it unchanged (resume_trainer / jobs/finetune.py --resume)")
+                              "or resume it unchanged (the job's --resume RUN_DIR)")
     write_run_config(cfg)
     scaling = cfg.scaling
     resources = {"CPU": scaling.cpus_per_worker, **({"GPU": 1} if scaling.use_gpu else {})}
     return TorchTrainer(
-        train_loop_per_worker,
+        loop,
         train_loop_config=dataclasses.asdict(cfg),
         scaling_config=ray.train.ScalingConfig(num_workers=scaling.num_workers, use_gpu=scaling.use_gpu,
                                                resources_per_worker=resources),
@@ -166,7 +184,7 @@ def build_trainer(cfg: FinetuneConfig, train_dataset: ray.data.Dataset | None = 
             checkpoint_config=ray.train.CheckpointConfig(num_to_keep=cfg.output.num_to_keep),
             failure_config=ray.train.FailureConfig(max_failures=scaling.max_failures),
         ),
-        datasets=build_datasets(cfg, rows if train_dataset is None else train_dataset),
+        datasets=datasets,
         dataset_config=ray.train.DataConfig(datasets_to_split=["train"]),
     )
 
@@ -176,18 +194,18 @@ def config_of(trainer: TorchTrainer) -> FinetuneConfig:
     return from_dict(FinetuneConfig, trainer.train_loop_config)
 
 
-def resume_config(directory: str, overrides: Iterable[str] = ()) -> FinetuneConfig:
-    """The saved config of run ``directory`` with ``--set``-style ``overrides`` (e.g.
-    ``optim.epochs=5``), pointed at that directory wherever it now lives."""
-    saved = read_run_config(directory)
+def resume_config(directory: str, overrides: Iterable[str] = (), config_cls: type[C] = FinetuneConfig) -> C:
+    """The saved config (a ``config_cls``) of run ``directory`` with ``--set``-style ``overrides``
+    (e.g. ``optim.epochs=5``), pointed at that directory wherever it now lives."""
+    saved = read_run_config(directory, config_cls)
     if saved is None:
-        raise FileNotFoundError(f"{directory} has no {CONFIG_FILE}: not a run directory of jobs/finetune.py "
+        raise FileNotFoundError(f"{directory} has no {CONFIG_FILE}: not a run directory of an xlt training job "
                                 "(expected <storage_path>/<name>/ with config.yaml and checkpoints)")
     directory = directory.rstrip("/")
     storage, _, name = directory.rpartition("/")
     data = apply_overrides(dataclasses.asdict(saved), overrides)
     data["output"] = {**data["output"], "storage_path": storage or ".", "name": name}
-    return from_dict(FinetuneConfig, data)
+    return from_dict(config_cls, data)
 
 
 def resume_trainer(directory: str, overrides: Iterable[str] = ()) -> TorchTrainer:
