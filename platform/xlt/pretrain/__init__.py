@@ -1,9 +1,15 @@
-"""Parallel-data batches for alignment pretraining (design.md, "Alignment pretraining").
+"""Alignment pretraining on parallel text (design.md, "Alignment pretraining"; seeds 001, 003, 004).
 
 - ``wps``: word-positioned samples from a dictionary (seed 001 §2.1, Algorithm 1)
 - ``alignment``: words and token positions inside a pair; dictionary-aligned token pairs
   (seed 004 §3.2) and span pairs (seed 003 §2.3) in the ``alignment`` / ``src_spans`` /
   ``tgt_spans`` formats of ``xlt.losses.base``
+- ``config``: ``PretrainConfig`` and the recipes ``ml-ctl``, ``mgc``, ``veco2`` (or ``custom``)
+- ``parallel``: bitext sources, held-apart evaluation, the q_i ∝ p_i^α mixture (seed 004 Eq. 9)
+- ``batches``: per-pair annotation (Ray Data UDF) and per-micro-batch tensors for every recipe
+- ``model``: encoder + CCE / LM heads + objectives -> the ``Outputs`` the objectives require
+- ``loop``: gradient accumulation, Tatoeba after every epoch, ``train_loop_per_worker``
+- ``trainer``: ``prepare`` / ``build_trainer`` / ``resume_trainer``; ``encoder_dir`` of a checkpoint
 """
 
 from __future__ import annotations
@@ -19,19 +25,24 @@ from .alignment import (
     consistent_phrase_pairs,
     segment_words,
 )
+from .config import RECIPES, BitextSource, PretrainConfig, load_pretrain_config
 from .wps import ParallelWPS, WordPositionedSample, parallel_wps, word_positioned_samples, word_spans
 
 __all__ = [
+    "RECIPES",
     "AlignedWords",
+    "BitextSource",
     "DictionaryAligner",
     "Lexicon",
     "ParallelWPS",
+    "PretrainConfig",
     "Segmenter",
     "TokenizedText",
     "Tokenization",
     "Word",
     "WordPositionedSample",
     "consistent_phrase_pairs",
+    "load_pretrain_config",
     "parallel_wps",
     "segment_words",
     "word_positioned_samples",

@@ -1,0 +1,301 @@
+"""``PretrainConfig``: alignment pretraining on parallel text, as frozen, validated dataclasses.
+
+The job builds it from YAML + ``--set`` overrides (``load_pretrain_config``), passes
+``asdict(cfg)`` to Ray as ``train_loop_config``, and each worker rebuilds it with
+``from_dict(PretrainConfig, config)``. Sections shared with fine-tuning are the same classes
+(``EncoderConfig``, ``ScalingSettings``, ``OutputSettings``; ``PretrainOptim`` extends
+``OptimSettings`` with gradient accumulation).
+
+A *recipe* names a published combination of objectives and the batch construction it needs:
+
+- ``ml-ctl`` (seed 001): cross-zero NCE (Eq. 5, τ = 0.07) over concatenated contextual
+  embeddings of word-positioned samples (Alg. 1, §2.2) + α·MLM with α = 0.1 (Eq. 8), MLM on
+  each sentence alone. InfoNCE instead of CZ-NCE (Eq. 1–3): the objective ``parallel_info_nce``.
+- ``mgc`` (seed 003): word-level hard contrast (Eq. 1, 3, 4) + span contrast (Eq. 6) + sentence
+  contrast with noisy positives (Eq. 7–8), all τ = 0.1 and weight 1 (§3.1), + MLM on the
+  concatenated pair with weight 1 (§2.4: "the sum of ... contrastive losses as well as the
+  cross-entropy of MLM"). Soft word contrast (Eq. 5) instead of hard: ``word_soft_contrast``.
+- ``veco2`` (seed 004): sequence contrast (Eq. 1–3) + token contrast (Eq. 4–7) + TLM, each with
+  weight 1 (Eq. 8, bilingual case).
+- ``custom``: any weighted combination of the objectives in ``objectives``.
+
+``objectives`` left empty take the recipe's; given, they replace them (the recipe still decides
+``batch.features`` and ``batch.mlm_input`` unless those are set). The config is resolved in
+``__post_init__``, so a saved ``config.yaml`` lists exactly what trained.
+
+Two fields of ``data`` are resolved on the driver by ``xlt.pretrain.trainer.resolve``:
+``data_dir`` (absolute) and ``train_rows`` (pairs in the training set after mixing and
+annotation, which fixes the length of the linear schedule).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Iterable, Literal
+
+from ..config import ConfigError, check, load_config
+from ..data.languages import normalize_lang
+from ..losses import ObjectiveConfig
+from ..losses.mlm import MLM_WEIGHT
+from ..models import EncoderConfig
+from ..train.config import RESUMABLE_CHANGES as FINETUNE_RESUMABLE
+from ..train.config import OptimSettings, OutputSettings, ScalingSettings
+
+Recipe = Literal["ml-ctl", "mgc", "veco2", "custom"]
+Features = Literal["pooled", "cce"]
+MlmInput = Literal["monolingual", "concatenated"]
+SourceType = Literal["tatoeba", "sib200", "file", "hf"]
+Subword = Literal["first", "all"]
+
+# What the pretraining step computes (``xlt.losses.base`` vocabulary). ``features``, ``labels``
+# and the like belong to fine-tuning (``xlt.train``).
+PROVIDED_OUTPUTS: tuple[str, ...] = (
+    "src_features", "tgt_features", "src_noisy_features", "tgt_noisy_features", "src_tokens", "tgt_tokens",
+    "src_mask", "tgt_mask", "alignment", "src_spans", "tgt_spans", "mlm_logits", "mlm_labels",
+)
+
+
+@dataclass(frozen=True)
+class RecipeDefaults:
+    """What a recipe fills in: its objectives and how its batches are built."""
+
+    objectives: tuple[ObjectiveConfig, ...]
+    features: Features
+    mlm_input: MlmInput
+
+
+def _objective(name: str, weight: float = 1.0, **params: float) -> ObjectiveConfig:
+    return ObjectiveConfig(name, weight, dict(params))
+
+
+RECIPES: dict[str, RecipeDefaults] = {
+    "ml-ctl": RecipeDefaults((_objective("cross_zero_nce", temperature=0.07), _objective("mlm", MLM_WEIGHT)),
+                             features="cce", mlm_input="monolingual"),
+    "mgc": RecipeDefaults((_objective("word_hard_contrast", temperature=0.1), _objective("span_contrast", temperature=0.1),
+                           _objective("noisy_sentence_contrast", temperature=0.1), _objective("mlm")),
+                          features="pooled", mlm_input="concatenated"),
+    "veco2": RecipeDefaults((_objective("parallel_info_nce", temperature=0.07),
+                             _objective("token_alignment", temperature=0.1), _objective("mlm")),
+                            features="pooled", mlm_input="concatenated"),
+}
+RECIPE_NAMES: tuple[str, ...] = (*RECIPES, "custom")
+
+
+def _langs(key: str, codes: Iterable[str]) -> tuple[str, ...]:
+    out = []
+    for code in codes:
+        try:
+            out.append(normalize_lang(code))
+        except ValueError as e:
+            raise ConfigError(f"{key}: {e}") from e
+    check(len(set(out)) == len(out), key, list(codes), "each language once")
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class BitextSource:
+    """One source of parallel pairs (``xlt.pretrain.parallel.read_bitext``).
+
+    - ``tatoeba``: ``tatoeba.<xxx>-eng`` of each of ``langs`` (paired with English).
+    - ``sib200``: each of ``langs`` joined with the pivot language on ``index_id``, from the
+      **train split only** (dev and test are evaluation data; there is no ``split`` to set).
+    - ``file``: ``path`` (``.jsonl`` / ``.tsv`` / ``.csv`` / ``.parquet``) with ``src_field`` /
+      ``tgt_field`` columns; languages fixed by ``src_lang`` / ``tgt_lang`` or per row
+      (``src_lang`` / ``tgt_lang`` columns).
+    - ``hf``: a Hugging Face dataset ``path`` (hub name or ``save_to_disk`` directory), ``split``
+      (default ``train``), ``config_name``; fields as for files, dotted for dict columns
+      (``translation.en``).
+    """
+
+    type: SourceType
+    langs: tuple[str, ...] = ()
+    path: str | None = None
+    split: str | None = None
+    config_name: str | None = None
+    src_field: str = "src"
+    tgt_field: str = "tgt"
+    src_lang: str | None = None
+    tgt_lang: str | None = None
+
+    def __post_init__(self) -> None:
+        key = f"sources[{self.type}]"
+        object.__setattr__(self, "langs", _langs(f"{key}.langs", self.langs))
+        for name in ("src_lang", "tgt_lang"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, _langs(f"{key}.{name}", [getattr(self, name)])[0])
+        bundled = self.type in ("tatoeba", "sib200")
+        check(not bundled or bool(self.langs), f"{key}.langs", self.langs,
+              "the languages to pair with English (tatoeba) or the pivot language (sib200)")
+        check(bundled or self.path is not None, f"{key}.path", self.path, "a file path or dataset name")
+        check(not bundled or self.path is None, f"{key}.path", self.path, f"none: {self.type} is read from data_dir")
+        check(bundled or not self.langs, f"{key}.langs", self.langs,
+              "none for files and datasets (languages come from src_lang/tgt_lang or per-row columns)")
+        check(self.type == "hf" or self.split is None, f"{key}.split", self.split,
+              "unset: SIB-200 contributes its train split only, never dev or test" if self.type == "sib200"
+              else f"unset ({self.type} sources have no splits)")
+        check(self.type == "hf" or self.config_name is None, f"{key}.config_name", self.config_name,
+              "unset (only hf sources have configurations)")
+
+
+@dataclass(frozen=True)
+class PretrainData:
+    """The parallel data of a run: sources, their mixture, held-apart evaluation.
+
+    - ``sources`` are read, oriented so that ``pivot_lang`` is the source side whenever a pair
+      has it (MUSE dictionaries are ``en-xx``), grouped by language pair, each group cut to
+      ``max_pairs`` (evenly spaced; 0 = all) and mixed with q_i ∝ p_i^α (seed 004 Eq. 9, α = 0.5
+      as in §4.1) into ``pairs_per_epoch`` pairs (0 = as many as there are).
+    - ``eval_langs``: Tatoeba languages evaluated after every epoch (``val/tatoeba/<lang>``);
+      held apart: no training pair may be in one of them. ``exclude_eval_sentences`` drops every
+      training pair with a side equal to a sentence of those Tatoeba sets or of any SIB-200
+      dev/test split on disk, so that neither evaluation is trained on.
+    - ``dictionary_dir``: bilingual dictionaries ``<src>-<tgt>.txt`` in MUSE format (default
+      ``<data_dir>/muse``), for word-positioned samples, aligned tokens and spans, and the
+      dictionary back-translations of noisy positives. ``english_stop_words``: leave English
+      stop words (scikit-learn's list) out of them (seed 001 §2.1).
+    - ``annotate_cpus``: CPUs the annotation actor reserves (it runs before training starts).
+    """
+
+    data_dir: str | None = None  # the data root; else $XLT_DATA_DIR
+    sources: tuple[BitextSource, ...] = ()
+    pivot_lang: str = "en"
+    alpha: float = 0.5
+    pairs_per_epoch: int = 0
+    max_pairs: int = 0
+    eval_langs: tuple[str, ...] = ()
+    eval_max_pairs: int = 0
+    exclude_eval_sentences: bool = True
+    dictionary_dir: str | None = None
+    english_stop_words: bool = True
+    annotate_cpus: float = 1.0
+    train_rows: int = 0  # resolved: pairs in the training set
+
+    def __post_init__(self) -> None:
+        check(len(self.sources) >= 1, "data.sources", self.sources, "at least one source of parallel pairs")
+        object.__setattr__(self, "pivot_lang", _langs("data.pivot_lang", [self.pivot_lang])[0])
+        object.__setattr__(self, "eval_langs", _langs("data.eval_langs", self.eval_langs))
+        check(self.pivot_lang not in self.eval_langs, "data.eval_langs", self.eval_langs,
+              f"languages other than the pivot {self.pivot_lang!r} (Tatoeba pairs each language with English)")
+        check(0 < self.alpha <= 1, "data.alpha", self.alpha, "a smoothing exponent in (0, 1] (seed 004 Eq. 9)")
+        for name in ("pairs_per_epoch", "max_pairs", "eval_max_pairs", "train_rows"):
+            check(getattr(self, name) >= 0, f"data.{name}", getattr(self, name), "0 or a positive integer")
+        check(self.annotate_cpus >= 0, "data.annotate_cpus", self.annotate_cpus, "a number >= 0")
+
+
+@dataclass(frozen=True)
+class BatchSettings:
+    """How batches are built (``xlt.pretrain.batches``); ``None`` takes the recipe's choice.
+
+    - ``features``: what ``src_features`` / ``tgt_features`` are: the encoder's pooled sentence
+      embedding, or the concatenated contextual embedding of a word-positioned sample (seed 001
+      §2.2; pairs without an admissible word pair are left out, as Alg. 1 yields none).
+    - ``mlm_input``: MLM over each sentence alone (seed 001: an auxiliary task on the encoder's
+      own inputs) or over the concatenated pair (TLM: seed 003 §2.4, seed 004 §3.3).
+    - ``mask_probability``: the 15% of BERT (80/10/10 replacement, ``xlt.losses.mlm``).
+    - ``subword``, ``max_span_words``: ``DictionaryAligner`` settings for aligned tokens and spans.
+    """
+
+    features: Features | None = None
+    mlm_input: MlmInput | None = None
+    mask_probability: float = 0.15
+    subword: Subword = "first"
+    max_span_words: int = 4
+
+    def __post_init__(self) -> None:
+        check(0 < self.mask_probability < 1, "batch.mask_probability", self.mask_probability, "a fraction in (0, 1)")
+        check(self.max_span_words >= 2, "batch.max_span_words", self.max_span_words, "an integer >= 2")
+
+
+@dataclass(frozen=True)
+class PretrainOptim(OptimSettings):
+    """``OptimSettings`` (AdamW, linear schedule; ``batch_size`` = parallel pairs per micro-batch and
+    worker) + ``grad_accum_steps`` micro-batches per optimizer step.
+
+    Accumulation enlarges the batch the gradient averages over (seed 003 §3.1 simulates a batch
+    of 512 this way), not the set of in-batch negatives: each micro-batch contrasts within itself.
+    """
+
+    grad_accum_steps: int = 1
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check(self.grad_accum_steps >= 1, "optim.grad_accum_steps", self.grad_accum_steps, "an integer >= 1")
+
+
+@dataclass(frozen=True)
+class PretrainConfig:
+    """Alignment pretraining of an encoder on parallel text; the result is a ``local:`` encoder."""
+
+    model: EncoderConfig = field(default_factory=EncoderConfig)
+    recipe: Recipe = "veco2"
+    objectives: tuple[ObjectiveConfig, ...] = ()
+    batch: BatchSettings = field(default_factory=BatchSettings)
+    data: PretrainData = field(default_factory=lambda: PretrainData(sources=(BitextSource("tatoeba", langs=("de",)),)))
+    optim: PretrainOptim = field(default_factory=PretrainOptim)
+    scaling: ScalingSettings = field(default_factory=ScalingSettings)
+    output: OutputSettings = field(default_factory=lambda: OutputSettings(storage_path="results/pretrain",
+                                                                          name="pretrain"))
+
+    def __post_init__(self) -> None:
+        check(self.recipe in RECIPE_NAMES, "recipe", self.recipe, "one of " + ", ".join(RECIPE_NAMES))
+        defaults = RECIPES.get(self.recipe)
+        check(defaults is not None or bool(self.objectives), "objectives", self.objectives,
+              "at least one objective with recipe custom")
+        if defaults is not None:
+            if not self.objectives:
+                object.__setattr__(self, "objectives", defaults.objectives)
+            object.__setattr__(self, "batch", replace(self.batch, features=self.batch.features or defaults.features,
+                                                      mlm_input=self.batch.mlm_input or defaults.mlm_input))
+        elif self.batch.features is None:
+            object.__setattr__(self, "batch", replace(self.batch, features="pooled"))
+        names = self.objective_names
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        check(not repeated, "objectives", list(names), f"each objective once (repeated: {', '.join(repeated)})")
+        # Built with the model (xlt.pretrain.model), which fills sizes such as word_soft_contrast's
+        # embed_dim from the encoder; names and parameters were checked by ObjectiveConfig.
+        requires = self.requires
+        missing = sorted(requires - set(PROVIDED_OUTPUTS))
+        check(not missing, "objectives", list(self.objective_names),
+              f"objectives over the outputs pretraining computes ({', '.join(PROVIDED_OUTPUTS)}); "
+              f"{', '.join(missing)} belong to fine-tuning (xlt.train)")
+        check("mlm_logits" not in requires or self.batch.mlm_input is not None, "batch.mlm_input", None,
+              "'monolingual' or 'concatenated' for the mlm objective")
+        check(self.batch.features != "cce" or "src_noisy_features" not in requires, "batch.features", "cce",
+              "'pooled' with noisy_sentence_contrast (noisy positives have no word-positioned samples)")
+        check(self.model.source != "bundled:use-multilingual-v3", "model.source", self.model.source,
+              "a trainable transformer (USE-m3 is a frozen numpy encoder)")
+
+    @property
+    def objective_names(self) -> tuple[str, ...]:
+        return tuple(o.name for o in self.objectives)
+
+    @property
+    def requires(self) -> set[str]:
+        """The outputs the configured objectives read (``Objective.requires``, without building them)."""
+        from ..losses.registry import OBJECTIVES
+
+        return {key for name in self.objective_names for key in OBJECTIVES[name].requires}
+
+    def steps_per_epoch(self, num_workers: int) -> int:
+        """Optimizer steps per epoch on every worker: each worker's equal shard of ``train_rows //
+        num_workers`` pairs in micro-batches of ``batch_size`` (the last one smaller), grouped by
+        ``grad_accum_steps`` (the last group may be shorter)."""
+        check(self.data.train_rows > 0, "data.train_rows", self.data.train_rows,
+              "the training set size (resolve the config with xlt.pretrain.trainer.resolve first)")
+        rows = self.data.train_rows // num_workers
+        check(rows >= 1, "scaling.num_workers", num_workers, f"at most the number of train pairs ({self.data.train_rows})")
+        micro_batches = -(-rows // self.optim.batch_size)
+        return -(-micro_batches // self.optim.grad_accum_steps)
+
+
+# Keys a resumed run may change: as for fine-tuning (how long, where, on what), plus where the
+# dictionaries live, the annotation's CPUs and the size of the evaluation sets.
+RESUMABLE_CHANGES: tuple[str, ...] = (*FINETUNE_RESUMABLE, "data.dictionary_dir", "data.annotate_cpus",
+                                      "data.eval_max_pairs")
+
+
+def load_pretrain_config(path: str | Path | None = None, overrides: Iterable[str] = (),
+                         smoke: str | Path | None = None) -> PretrainConfig:
+    """YAML preset, then the ``smoke`` preset merged over it (if given), then ``--set`` overrides."""
+    return load_config(PretrainConfig, path, overrides, smoke)

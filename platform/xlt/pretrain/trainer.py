@@ -1,0 +1,133 @@
+"""``PretrainConfig`` -> ``TorchTrainer``: the training set on the driver, resume, the exported encoder.
+
+``prepare(cfg)`` reads and mixes the parallel data (``parallel.build_mixture``), annotates it
+with the dictionary information its recipe needs (``batches.PairAnnotator`` on a Ray Data actor
+pool, pairs without a word-positioned sample dropped when the recipe needs one), materialises
+it and resolves the config (absolute paths, ``data.train_rows``). ``build_trainer`` hands the
+datasets — ``train`` split across the workers, ``tatoeba`` (the held-apart evaluation pairs)
+whole — to ``xlt.train.trainer.torch_trainer``, which also saves ``config.yaml`` in the run
+directory and refuses to continue a run directory whose saved config trains something else.
+
+Resuming works as for fine-tuning (Ray Train V2 finds the run's checkpoints by
+``RunConfig(storage_path, name)``): running the same config again resumes it, and
+``resume_trainer(run_dir)`` continues it from its saved ``config.yaml``.
+
+Every checkpoint directory holds ``encoder/``, a ``local:`` model: ``encoder_dir(checkpoint)``
+is what ``jobs/finetune.py --set model.source=local:<dir>`` (and co-training's learners) load.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable
+
+from ..config import ConfigError, from_dict
+from ..data import as_rows, resolve_data_dir
+from ..data.translate import map_with_actor_pool
+from ..train.trainer import RESULTS_FILE, absolute_storage, run_dir, torch_trainer
+from ..train.trainer import resume_config as resume_run_config
+from .batches import PairAnnotator, keep_row, needs_dictionary
+from .config import RESUMABLE_CHANGES, PretrainConfig
+from .loop import ENCODER_DIR, TATOEBA
+from .parallel import Mixture, build_mixture, load_dictionaries, tatoeba_rows
+
+if TYPE_CHECKING:
+    import ray.data
+    from ray.train.torch import TorchTrainer
+
+ANNOTATE_BATCH = 256  # pairs per annotation batch
+
+
+@dataclass(frozen=True)
+class PreparedData:
+    """A resolved config, its Ray datasets and how the training pairs were mixed."""
+
+    config: PretrainConfig
+    datasets: dict[str, ray.data.Dataset]
+    mixture: Mixture
+
+
+def english_stop_words() -> frozenset[str]:
+    """scikit-learn's English stop-word list (seed 001 §2.1 removes stop words from its dictionary)."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return frozenset(ENGLISH_STOP_WORDS)
+
+
+def prepare(cfg: PretrainConfig) -> PreparedData:
+    """Read, mix and annotate the training pairs; resolve the config (see the module docstring).
+
+    Needs Ray (the annotation runs as a Ray Data actor pool).
+    """
+    import ray.data
+
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    root = resolve_data_dir(cfg.data.data_dir)
+    try:
+        mixture = build_mixture(cfg.data, root, cfg.optim.seed)
+    except (ValueError, FileNotFoundError) as e:
+        raise ConfigError(f"data: {e}") from e
+    ds = ray.data.from_items(as_rows(mixture.pairs))
+    features = cfg.batch.features or "pooled"
+    dictionary_dir = Path(cfg.data.dictionary_dir or root / "muse").resolve()
+    if needs_dictionary(cfg.requires, features):
+        directions = {(p.src_lang, p.tgt_lang) for p in mixture.pairs}
+        try:
+            dictionaries = load_dictionaries(dictionary_dir, directions)
+        except FileNotFoundError as e:
+            raise ConfigError(f"data.dictionary_dir: {e}") from e
+        annotator = dict(model=cfg.model, requires=cfg.requires, features=features, dictionaries=dictionaries,
+                         stop_words=english_stop_words() if cfg.data.english_stop_words else frozenset(),
+                         subword=cfg.batch.subword, max_span_words=cfg.batch.max_span_words, seed=cfg.optim.seed)
+        ds = map_with_actor_pool(ds, PairAnnotator, annotator, batch_size=ANNOTATE_BATCH, num_actors=1,
+                                 num_cpus=cfg.data.annotate_cpus, num_gpus=0.0).filter(keep_row)
+    ds = ds.materialize()
+    rows = ds.count()
+    if rows == 0:
+        raise ConfigError(f"none of the {len(mixture.pairs)} training pairs has a word-positioned sample under the "
+                          f"dictionaries of {dictionary_dir}: batch.features=cce needs a translated word pair per pair")
+    data = dataclasses.replace(cfg.data, data_dir=str(root), dictionary_dir=str(dictionary_dir), train_rows=rows)
+    cfg = dataclasses.replace(cfg, data=data, output=absolute_storage(cfg.output))
+    datasets = {"train": ds}
+    if cfg.data.eval_langs:
+        datasets[TATOEBA] = ray.data.from_items(tatoeba_rows(root, cfg.data.eval_langs, cfg.data.eval_max_pairs))
+    return PreparedData(cfg, datasets, mixture)
+
+
+def build_trainer(cfg: PretrainConfig | PreparedData) -> TorchTrainer:
+    """The ``TorchTrainer`` of ``cfg`` (prepared here unless already); a run directory that already
+    holds checkpoints of the same config is resumed."""
+    from .loop import train_loop_per_worker
+
+    prepared = cfg if isinstance(cfg, PreparedData) else prepare(cfg)
+    prepared.config.steps_per_epoch(prepared.config.scaling.num_workers)  # too few pairs fail here, not on workers
+    return torch_trainer(train_loop_per_worker, prepared.config, prepared.datasets, resumable=RESUMABLE_CHANGES)
+
+
+def config_of(trainer: TorchTrainer) -> PretrainConfig:
+    """The resolved config a trainer from ``build_trainer`` runs."""
+    return from_dict(PretrainConfig, trainer.train_loop_config)
+
+
+def resume_config(directory: str, overrides: Iterable[str] = ()) -> PretrainConfig:
+    """The saved config of pretraining run ``directory`` with ``--set``-style ``overrides``."""
+    return resume_run_config(directory, overrides, PretrainConfig)
+
+
+def resume_trainer(directory: str, overrides: Iterable[str] = ()) -> TorchTrainer:
+    """A trainer that continues run ``directory`` from its latest checkpoint."""
+    return build_trainer(resume_config(directory, overrides))
+
+
+def results_path(cfg: PretrainConfig) -> Path:
+    """The results JSON: in the run directory when storage is local, else under ``results/pretrain/``."""
+    if "://" in cfg.output.storage_path:
+        return Path("results", "pretrain", cfg.output.name, RESULTS_FILE)
+    return Path(run_dir(cfg), RESULTS_FILE)
+
+
+def encoder_dir(checkpoint: str | Path) -> Path:
+    """The ``local:`` encoder directory inside a pretraining checkpoint (e.g. ``result.checkpoint.path``)."""
+    return Path(checkpoint) / ENCODER_DIR
