@@ -24,17 +24,14 @@ the preset. Ray: ``--address`` or $RAY_ADDRESS, else a new local instance.
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict
 from pathlib import Path
 
 from xlt.cli import init_ray, job_parser, quiet_libraries
 from xlt.config import apply_overrides, merge_presets
-from xlt.report import markdown_table, write_results
-from xlt.sweep import best_trial, export_config, load_space, plot_best_so_far, results_rows, summary
-from xlt.sweep.overrides import as_overrides
-from xlt.sweep.runner import SweepSettings, run_sweep
+from xlt.sweep import load_space
+from xlt.sweep.results import BEST_CONFIG, PLOT, RESULTS, TABLE, write_outputs
+from xlt.sweep.runner import SweepSettings, prepare_sweep
 from xlt.sweep.space import SEARCHERS
-from xlt.sweep.trainables import JOBS
 
 REPO = Path(__file__).resolve().parents[1]
 SMOKE_SPACE = REPO / "search_spaces" / "smoke.yaml"
@@ -49,7 +46,7 @@ def get_args():
     parser.add_argument("--scheduler", choices=("asha", "none"), default="asha")
     parser.add_argument("--max-concurrent", type=int, default=0, help="trials at once (default: as many as fit)")
     parser.add_argument("--name", help="sweep name (default: the space file's stem)")
-    parser.add_argument("--storage", default="results/sweeps", help="directory (or URI) holding the sweeps")
+    parser.add_argument("--storage", default="results/sweeps", help="local directory holding the sweeps (shared by all nodes on a cluster)")
     parser.add_argument("--resume", action="store_true", help="continue the interrupted sweep of the same name")
     args = parser.parse_args()
     if not args.space and not args.smoke:
@@ -62,7 +59,6 @@ def main() -> None:
     quiet_libraries()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     space = load_space(args.space or SMOKE_SPACE)
-    job = JOBS[space.job]
     overrides = args.overrides + ([f"data.data_dir={args.data_dir}"] if args.data_dir else [])
     base = apply_overrides(merge_presets(args.config or space.preset,
                                          SMOKE_PRESETS[space.job] if args.smoke else None), overrides)
@@ -70,26 +66,12 @@ def main() -> None:
     settings = SweepSettings(name, args.storage, args.num_samples, args.searcher, args.scheduler,
                              args.max_concurrent, args.resume)
 
+    sweep = prepare_sweep(space, base, settings)  # fails here, before Ray starts, on any bad key or value
     init_ray(args.address)
-    records = run_sweep(space, base, settings)
+    records = sweep.run()
 
-    out = settings.directory
-    max_t = job.max_t(job.config(base))
-    best = best_trial(records, space.metric, space.mode, job.time_attr, max_t)
-    cfg = export_config(job.config, base, best.values, job.renames(name), out / "best.yaml")
-    table = markdown_table(results_rows(records, space.params, space.metric, job.time_attr), digits=4)
-    totals = summary(records, job.time_attr)
-    text = (f"## Sweep {name}: {space.job}, {settings.searcher} + {settings.scheduler}, {len(records)} trials\n\n"
-            f"{table}\n\nbest: trial {best.index}, {space.metric} = {best.result[space.metric]:.4f}, "
-            f"{' '.join('--set ' + o for o in as_overrides(best.values))}\n{totals}\n")
-    (out / "results.md").write_text(text, encoding="utf-8")
-    plot = plot_best_so_far(records, space.metric, space.mode, out / "best_so_far.png", f"{name}: {settings.searcher}"
-                            f" + {settings.scheduler}")
-    path = write_results(out / "results.json", {
-        "trials": [asdict(r) for r in records], "best": asdict(best), "summary": totals, "settings": asdict(settings),
-        "space": asdict(space), "best_config": asdict(cfg)})
-    print(text)
-    print(f"wrote {out / 'best.yaml'}, {out / 'results.md'}, {plot}, {path}")
+    print(write_outputs(sweep, records))
+    print(f"wrote {', '.join(str(settings.directory / f) for f in (BEST_CONFIG, TABLE, RESULTS, PLOT))}")
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ from ..data import resolve_data_dir
 from .best import TrialRecord
 from .overrides import check_space, trial_data
 from .space import Param, SearchSpace, Searcher, active_values, to_tune
-from .trainables import JOBS, TrialSetup, max_concurrent, with_data_dir
+from .trainables import JOBS, JobSpec, TrialSetup, max_concurrent, with_data_dir
 
 if TYPE_CHECKING:
     from ray.tune.experiment import Trial
@@ -140,37 +140,59 @@ def to_record(index: int, trial: Trial, params: Sequence[Param]) -> TrialRecord:
                        error)
 
 
-def run_sweep(space: SearchSpace, base: Mapping[str, Any], settings: SweepSettings) -> list[TrialRecord]:
-    """Validate, then run (or resume) the sweep; returns one record per trial. Needs a running Ray."""
-    import ray
-    from ray import tune
+@dataclass(frozen=True)
+class Sweep:
+    """A validated sweep whose directory is claimed (``prepare_sweep``); ``run`` needs a running Ray."""
 
+    space: SearchSpace
+    base: dict[str, Any]
+    settings: SweepSettings
+    config: Any  # the job's config of the preset with sweep_only: what resources and ASHA's max_t come from
+    num_samples: int
+    data_dir: Path
+
+    @property
+    def job(self) -> JobSpec:
+        return JOBS[self.space.job]
+
+    def run(self) -> list[TrialRecord]:
+        """Run (or resume) the sweep; returns one record per trial."""
+        import ray
+        from ray import tune
+
+        space, settings, job = self.space, self.settings, self.job
+        limit = settings.max_concurrent or max_concurrent(job.footprint(self.config), ray.cluster_resources())
+        search_alg, config = build_search_alg(space.params, settings.searcher, metric=space.metric, mode=space.mode,
+                                              seed=space.seed, limit=limit, num_samples=self.num_samples,
+                                              source=space.source)
+        setup = TrialSetup(self.base, space.params, with_data_dir(space.sweep_only, self.data_dir))
+        analysis = tune.run(
+            tune.with_parameters(job.trainable, setup=setup),
+            name=settings.name,
+            storage_path=str(settings.directory.parent),
+            metric=space.metric,
+            mode=space.mode,
+            config=config,
+            resources_per_trial=job.resources(self.config),
+            num_samples=self.num_samples,
+            search_alg=search_alg,
+            scheduler=build_scheduler(settings.scheduler, job.time_attr, job.max_t(self.config)),
+            resume=True if settings.resume else None,
+            raise_on_failed_trial=False,
+            trial_dirname_creator=_trial_dirname,
+            verbose=1,
+        )
+        return [to_record(i, trial, space.params) for i, trial in enumerate(analysis.trials)]
+
+
+def prepare_sweep(space: SearchSpace, base: Mapping[str, Any], settings: SweepSettings) -> Sweep:
+    """Everything that can fail before Ray starts: the preset, every entry against it, the data
+    root, and the sweep directory (new, or the same sweep when resuming; see the module docstring)."""
     job = JOBS[space.job]
     cfg = job.config(trial_data(base, {}, space.sweep_only))
     job.check(cfg)
     check_space(space, base, job.config)
+    data_dir = resolve_data_dir(cfg.data.data_dir)
     num_samples = settings.num_samples or space.num_samples
     _guard(settings.directory, _identity(space, base, settings, num_samples), settings.resume)
-
-    limit = settings.max_concurrent or max_concurrent(job.footprint(cfg), ray.cluster_resources())
-    search_alg, config = build_search_alg(space.params, settings.searcher, metric=space.metric, mode=space.mode,
-                                          seed=space.seed, limit=limit, num_samples=num_samples, source=space.source)
-    root = resolve_data_dir(cfg.data.data_dir)
-    setup = TrialSetup(dict(base), space.params, with_data_dir(space.sweep_only, root))
-    analysis = tune.run(
-        tune.with_parameters(job.trainable, setup=setup),
-        name=settings.name,
-        storage_path=str(settings.directory.parent),
-        metric=space.metric,
-        mode=space.mode,
-        config=config,
-        resources_per_trial=job.resources(cfg),
-        num_samples=num_samples,
-        search_alg=search_alg,
-        scheduler=build_scheduler(settings.scheduler, job.time_attr, job.max_t(cfg)),
-        resume=True if settings.resume else None,
-        raise_on_failed_trial=False,
-        trial_dirname_creator=_trial_dirname,
-        verbose=1,
-    )
-    return [to_record(i, trial, space.params) for i, trial in enumerate(analysis.trials)]
+    return Sweep(space, dict(base), settings, cfg, num_samples, data_dir)

@@ -1,0 +1,39 @@
+"""The files a finished sweep leaves in its directory, and the text the job prints.
+
+``results.md`` (one row per trial: values, score, epochs or iterations run; the best trial as
+``--set`` overrides; totals), ``results.json`` (trials, best, settings, space, exported config,
+the command), ``best_so_far.png`` and ``best.yaml`` (the best trial's config for the job's
+``--config``: the base config with its values, without ``sweep_only``; see ``best``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Sequence
+
+from ..report import markdown_table, write_results
+from .best import TrialRecord, best_trial, export_config, plot_best_so_far, results_rows, summary
+from .overrides import as_overrides
+from .runner import Sweep
+
+BEST_CONFIG, TABLE, RESULTS, PLOT = "best.yaml", "results.md", "results.json", "best_so_far.png"
+
+
+def write_outputs(sweep: Sweep, records: Sequence[TrialRecord]) -> str:
+    """Write the four files into the sweep's directory; returns the markdown summary."""
+    space, settings, job, out = sweep.space, sweep.settings, sweep.job, sweep.settings.directory
+    best = best_trial(records, space.metric, space.mode, job.time_attr, job.max_t(sweep.config))
+    cfg = export_config(job.config, sweep.base, best.values, job.renames(settings.name), out / BEST_CONFIG)
+    table = markdown_table(results_rows(records, space.params, space.metric, job.time_attr), digits=4)
+    totals = summary(records, job.time_attr)
+    title = f"{settings.name}: {space.job}, {settings.searcher} + {settings.scheduler}"
+    text = (f"## Sweep {title}, {len(records)} trials\n\n{table}\n\n"
+            f"best: trial {best.index}, {space.metric} = {best.result[space.metric]:.4f}: "
+            f"{' '.join('--set ' + o for o in as_overrides(best.values))}\n\n"
+            f"trials per status: {totals['statuses']}; {job.time_attr} summed over trials: "
+            f"{totals[f'total {job.time_attr}']}\n")
+    (out / TABLE).write_text(text, encoding="utf-8")
+    plot_best_so_far(records, space.metric, space.mode, out / PLOT, title)
+    write_results(out / RESULTS, {"trials": [asdict(r) for r in records], "best": asdict(best), "summary": totals,
+                                  "settings": asdict(settings), "space": asdict(space), "best_config": asdict(cfg)})
+    return text

@@ -1,0 +1,99 @@
+"""jobs/sweep.py --smoke end to end on a fresh local Ray: two trials, the table, the plot, a best config
+that jobs/finetune.py reads; and a sweep killed after its first trial that --resume completes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conftest import REPO
+from xlt.train import load_finetune_config
+
+JOB = [sys.executable, str(REPO / "jobs" / "sweep.py"), "--smoke"]
+TEMPERATURE = "objectives[0].params.temperature"
+
+
+def environment(data_dir: Path) -> dict[str, str]:
+    env = {**os.environ, "XLT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1",
+           "TUNE_GLOBAL_CHECKPOINT_S": "0"}  # Tune saves its state at every step, so a kill loses nothing finished
+    env.pop("RAY_ADDRESS", None)
+    return env
+
+
+def run(args: list[str], data_dir: Path, ok: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run([*JOB, *args], capture_output=True, text=True, env=environment(data_dir), timeout=600)
+    assert (proc.returncode == 0) == ok, proc.stderr[-3000:]
+    return proc
+
+
+def statuses(directory: Path) -> dict[str, str]:
+    """Trial id -> status in Tune's newest experiment state file."""
+    files = sorted(directory.glob("experiment_state-*.json"))
+    if not files:
+        return {}
+    try:
+        data = json.loads(files[-1].read_text())
+    except json.JSONDecodeError:  # being rewritten
+        return {}
+    trials = [json.loads(t[0]) for t in data["trial_data"]]
+    return {t["trial_id"]: t["status"] for t in trials}
+
+
+def test_smoke_sweep_and_best_config(data_dir, tmp_path):
+    proc = run(["--storage", str(tmp_path)], data_dir)
+    out = tmp_path / "smoke-smoke"
+    assert "## Sweep smoke-smoke: finetune, optuna + asha, 2 trials" in proc.stdout
+    assert f"| trial | status     | {TEMPERATURE} | data.augment.t_c | data.augment.r_c |" in proc.stdout
+    for name in ("results.md", "results.json", "best.yaml", "best_so_far.png", "sweep.json"):
+        assert (out / name).is_file(), name
+
+    result = json.loads((out / "results.json").read_text())
+    assert "sweep.py" in result["command"] and len(result["trials"]) == 2
+    for trial in result["trials"]:
+        assert trial["status"] == "TERMINATED" and trial["error"] is None
+        assert 0.0 <= trial["result"]["val/acc/avg_target"] <= 1.0 and trial["result"]["train/epoch"] in (1, 2)
+        assert 0.1 <= trial["values"][TEMPERATURE] <= 1.0 and 1e-5 <= trial["values"]["optim.lr"] <= 1e-3
+        # r_c is conditional on code-switched views
+        assert ("data.augment.r_c" in trial["values"]) == (trial["values"]["data.augment.t_c"] == 1)
+    assert max(t["result"]["train/epoch"] for t in result["trials"]) == 2  # ASHA lets the leader finish
+
+    # The exported config is the preset (+ smoke preset) with the best trial's values, without sweep_only.
+    best = result["best"]["values"]
+    cfg = load_finetune_config(out / "best.yaml")
+    assert cfg.objectives[0].params["temperature"] == best[TEMPERATURE] and cfg.optim.lr == best["optim.lr"]
+    assert cfg.data.augment.t_c == best["data.augment.t_c"]
+    assert cfg.model.source == "tiny:bert" and cfg.output.name == "smoke-smoke-best"
+    assert cfg.scaling.cpus_per_worker == 2  # the preset's: sweep_only set 1 for the trials only
+
+    again = run(["--storage", str(tmp_path)], data_dir, ok=False)  # never mixes two sweeps in one directory
+    assert "already holds a sweep: pass --resume" in again.stderr
+
+
+def test_killed_sweep_resumes(data_dir, tmp_path):
+    args = ["--storage", str(tmp_path), "--max-concurrent", "1"]
+    out = tmp_path / "smoke-smoke"
+    proc = subprocess.Popen([*JOB, *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=environment(data_dir), start_new_session=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and "TERMINATED" not in statuses(out).values():
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)  # the job and the local Ray it started
+    proc.wait()
+    before = statuses(out)
+    assert list(before.values()).count("TERMINATED") == 1 and not (out / "results.json").exists()
+    finished = next(trial_id for trial_id, status in before.items() if status == "TERMINATED")
+    lines = (out / f"trial_{finished}" / "result.json").read_text().splitlines()
+
+    run([*args, "--resume"], data_dir)
+    result = json.loads((out / "results.json").read_text())
+    assert len(result["trials"]) == 2 and all(t["status"] == "TERMINATED" for t in result["trials"])
+    assert finished in {t["trial_id"] for t in result["trials"]}
+    # the finished trial was kept, not trained again
+    assert (out / f"trial_{finished}" / "result.json").read_text().splitlines() == lines
+    assert load_finetune_config(out / "best.yaml").objectives[0].params["temperature"] == \
+        result["best"]["values"][TEMPERATURE]

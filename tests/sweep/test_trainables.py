@@ -1,0 +1,77 @@
+"""Trial pieces without Tune: the trial's config, in-process views, co-training scores, resources."""
+
+from __future__ import annotations
+
+import pytest
+
+from xlt.config import ConfigError, from_dict
+from xlt.cotrain.config import CotrainConfig
+from xlt.data.augment import AugmentConfig
+from xlt.sweep.space import parse_space
+from xlt.sweep.trainables import JOBS, TrialSetup, augmented_rows, cotrain_metrics, max_concurrent
+from xlt.train.config import DataSettings, FinetuneConfig
+from xlt.train.data import train_rows
+
+
+def test_trial_setup_applies_active_values_over_the_trial_overrides():
+    params = parse_space({"job": "finetune", "params": {
+        "data.augment.t_c": {"choice": [0, 1]},
+        "data.augment.r_c": {"uniform": [0.2, 0.8], "when": {"data.augment.t_c": 1}}}}).params
+    setup = TrialSetup({"data": {"augment": {"r_c": 0.5, "languages": ["de"]}}}, params, ("optim.epochs=1",))
+    # the random searcher samples r_c anyway; with t_c = 0 the preset's r_c stands
+    cfg = from_dict(FinetuneConfig, setup.data({"data.augment.t_c": 0, "data.augment.r_c": 0.7}))
+    assert (cfg.data.augment.t_c, cfg.data.augment.r_c, cfg.optim.epochs) == (0, 0.5, 1)
+    cfg = from_dict(FinetuneConfig, setup.data({"data.augment.t_c": 1, "data.augment.r_c": 0.7}))
+    assert (cfg.data.augment.t_c, cfg.data.augment.r_c) == (1, 0.7)
+
+
+def test_views_are_made_in_process_for_source_rows_only(data_dir):
+    data = DataSettings(data_dir=str(data_dir), target_langs=("de", "fr"), setting="translate-train", max_examples=4,
+                        augment=AugmentConfig(t_f=1, t_p=0, t_c=1, r_c=1.0, languages=("de", "fr")))
+    rows = train_rows(data, data_dir, data.target_langs)
+    out = augmented_rows(data, data_dir, rows)
+    assert [r["id"] for r in out] == [r["id"] for r in rows]  # one row per example, source first
+    for row in out:
+        if row["lang"] == "en":
+            assert row["view_kinds"] == ["full", "codeswitch"] and len(row["views"]) == 2
+            assert row["views"][0] != row["text"] and set(row["view_langs"]) <= {"de", "fr"}
+        else:
+            assert row["views"] == [] and row["view_kinds"] == [] and row["view_langs"] == []
+    assert augmented_rows(data, data_dir, rows) == out  # views depend on (seed, kind, row id) only
+
+
+def test_cotrain_score_is_the_better_learners():
+    records = [{"iteration": 1, "learner": "lm", "mode": "cotrain", "train/rows": 30.0, "val/acc/en": 0.9,
+                "val/acc/avg_target": 0.6, "pseudo/selected": 10.0},
+               {"iteration": 1, "learner": "emb", "mode": "cotrain", "train/rows": 32.0, "val/acc/en": 0.8,
+                "val/acc/avg_target": 0.7}]
+    metrics = cotrain_metrics(1, records, "val")
+    assert metrics["train/iteration"] == 2 and metrics["best_learner"] == "emb"
+    assert metrics["val/acc/avg_target"] == 0.7 and metrics["val/acc/en"] == 0.8
+    assert metrics["lm/val/acc/avg_target"] == 0.6 and metrics["lm/pseudo/selected"] == 10.0
+    assert "lm/mode" not in metrics and "lm/iteration" not in metrics
+
+
+def test_resources_and_concurrency():
+    finetune = JOBS["finetune"]
+    cfg = from_dict(FinetuneConfig, {"scaling": {"cpus_per_worker": 2}})
+    assert finetune.resources(cfg) == {"CPU": 2} and finetune.max_t(from_dict(FinetuneConfig, {})) == 3
+    assert max_concurrent(finetune.footprint(cfg), {"CPU": 8.0}) == 4
+    assert max_concurrent(finetune.footprint(cfg), {"CPU": 1.0}) == 1  # never zero: Tune queues it
+    cotrain = JOBS["cotrain"]
+    cfg = from_dict(CotrainConfig, {"lm": {"num_cpus": 1, "num_gpus": 1}, "emb": {"num_cpus": 0.5},
+                                    "inference": {"num_actors": 2, "num_cpus": 0.5}})
+    # the learner actors go into the trial's placement group; the pseudo-labelling actors do not
+    group = cotrain.resources(cfg)
+    assert group.head_bundle_is_empty and group.bundles == [{"CPU": 1, "GPU": 1}, {"CPU": 0.5}]
+    assert cotrain.footprint(cfg) == {"CPU": 2.5, "GPU": 1}
+    assert max_concurrent(cotrain.footprint(cfg), {"CPU": 6.0, "GPU": 2.0}) == 2
+    assert cotrain.max_t(cfg) == 4
+
+
+def test_jobs_refuse_what_a_sweep_cannot_run():
+    with pytest.raises(ConfigError, match=r"scaling.num_workers=2 is not valid: expected 1 in a sweep"):
+        JOBS["finetune"].check(from_dict(FinetuneConfig, {"scaling": {"num_workers": 2}}))
+    with pytest.raises(ConfigError, match=r"data.eval_split='test' is not valid: expected dev in a sweep"):
+        JOBS["cotrain"].check(from_dict(CotrainConfig, {}))
+    JOBS["cotrain"].check(from_dict(CotrainConfig, {"data": {"eval_split": "dev"}}))
