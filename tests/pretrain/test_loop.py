@@ -1,0 +1,113 @@
+"""Gradient accumulation (mean of micro-batch gradients, one DDP sync per step), epochs, Tatoeba metrics."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from xlt.models import TextEncoder
+from xlt.pretrain.batches import PretrainBatcher, keep_row, tokenization_of
+from xlt.pretrain.loop import accumulation_step, build_pretraining, grouped, run_epoch, tatoeba_metrics
+
+from .conftest import pair
+from .helpers import annotated, tiny_config, with_rows
+
+
+def micro_batches(cfg, training, k):
+    rows = [r for r in annotated(cfg) if keep_row(r)]
+    batcher = PretrainBatcher(tokenization_of(cfg.model), training.module.requires, cfg.batch.features,
+                              cfg.batch.mlm_input)
+    return [batcher(rows[i % len(rows):][:2], generator=torch.Generator().manual_seed(i)) for i in range(k)]
+
+
+def gradients(module):
+    return {name: p.grad.clone() for name, p in module.named_parameters() if p.grad is not None}
+
+
+def test_accumulated_gradient_is_the_mean_over_micro_batches():
+    cfg = with_rows(tiny_config("veco2"), 6)
+    training = build_pretraining(cfg, steps_per_epoch=1)
+    batches = micro_batches(cfg, training, 3)
+    before = copy.deepcopy(training.module.state_dict())
+    seen = {}
+    training.optimizer.register_step_pre_hook(lambda *_: seen.update(gradients(training.module)))
+    torch.manual_seed(1)  # the same dropout masks for both computations
+    losses = accumulation_step(training, batches, max_grad_norm=0.0)
+    assert training.global_step == 1 and training.scheduler.last_epoch == 1
+    training.module.load_state_dict(before)
+    training.module.zero_grad(set_to_none=True)
+    torch.manual_seed(1)
+    parts = [training.module(b) for b in batches]
+    (sum(total for total, _ in parts) / 3).backward()
+    want = gradients(training.module)
+    assert seen.keys() == want.keys() and len(want) > 10
+    for name in want:
+        assert torch.allclose(seen[name], want[name], atol=1e-6), name
+    assert losses["loss"] == pytest.approx(float(sum(t.detach() for t, _ in parts)) / 3, rel=1e-5)
+    assert losses["mlm"] == pytest.approx(float(sum(p["mlm"].detach() for _, p in parts)) / 3, rel=1e-5)
+
+
+class Syncing(nn.Module):
+    """A DDP stand-in that records when gradients would be all-reduced."""
+
+    def __init__(self, module):
+        super().__init__()
+        self.module, self.synced, self.skipped = module, 0, 0
+        self.syncing = True
+
+    @contextlib.contextmanager
+    def no_sync(self):
+        self.syncing = False
+        yield
+        self.syncing = True
+
+    def forward(self, batch):
+        if self.syncing:
+            self.synced += 1
+        else:
+            self.skipped += 1
+        return self.module(batch)
+
+
+def test_ddp_syncs_on_the_last_micro_batch_only():
+    cfg = with_rows(tiny_config("ml-ctl"), 4)
+    training = build_pretraining(cfg, steps_per_epoch=2, prepare=Syncing)
+    accumulation_step(training, micro_batches(cfg, training, 4))
+    assert (training.model.synced, training.model.skipped) == (1, 3)
+    accumulation_step(training, micro_batches(cfg, training, 1))
+    assert (training.model.synced, training.model.skipped) == (2, 3)
+
+
+def test_an_epoch_groups_micro_batches_into_steps():
+    assert [len(g) for g in grouped(range(5), 2)] == [2, 2, 1]
+    cfg = with_rows(tiny_config("veco2", grad_accum_steps=2, batch_size=1), 5)
+    assert cfg.steps_per_epoch(1) == 3  # 5 micro-batches of one pair, 2 per step
+    training = build_pretraining(cfg, cfg.steps_per_epoch(1))
+    rows = annotated(cfg, [pair(f"The cat {i}.", f"Die Katze {i}.", id=str(i)) for i in range(5)])
+    batcher = PretrainBatcher(tokenization_of(cfg.model), training.module.requires, "pooled", "concatenated")
+    stats, _ = run_epoch(training, [[r] for r in rows], batcher, cfg, epoch=0)
+    assert (stats.steps, stats.examples, training.global_step) == (3, 5, 3)
+    assert set(stats.sums) == {"loss", "parallel_info_nce", "token_alignment", "mlm"}
+
+
+class Lookup(TextEncoder):
+    """Embeds ``"<k>..."`` as the one-hot vector of ``k``: the right answer is known."""
+
+    dim, trainable = 8, False
+
+    def embed(self, texts):
+        return torch.eye(self.dim)[[int(t.split()[0]) for t in texts]]
+
+
+def test_tatoeba_metrics_on_a_known_answer():
+    rows = {"lang": ["fr"] * 3 + ["sw"] * 3, "src": ["1 a", "2 b", "3 c", "4 d", "5 e", "6 f"],
+            "tgt": ["1 x", "2 y", "3 z", "5 u", "4 v", "6 w"]}
+    metrics = tatoeba_metrics(Lookup(), rows)
+    assert metrics == {"val/tatoeba/fr": 1.0, "val/tatoeba/sw": pytest.approx(1 / 3),
+                       "val/tatoeba/avg": pytest.approx(2 / 3)}
+    assert np.isclose(metrics["val/tatoeba/avg"], (1.0 + 1 / 3) / 2)
