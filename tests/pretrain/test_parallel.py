@@ -1,0 +1,111 @@
+"""Bitext sources, orientation, held-apart evaluation and the q_i ∝ p_i^α mixture (seed 004 Eq. 9)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from xlt.data import read_sib200, read_tatoeba
+from xlt.pretrain.config import BitextSource, PretrainData
+from xlt.pretrain.parallel import (build_mixture, evaluation_sentences, load_dictionaries, mix, mixture_counts, orient,
+                                   read_bitext, sampling_probabilities, sib200_pairs, tatoeba_rows)
+
+from .conftest import pair
+
+
+def test_sampling_probabilities_eq9():
+    # p = (0.9, 0.1); α = 0.5: q ∝ (√0.9, √0.1) = (0.9487, 0.3162) -> (0.75, 0.25).
+    q = sampling_probabilities({"en-de": 900, "en-sw": 100}, alpha=0.5)
+    assert q == pytest.approx({"en-de": 0.75, "en-sw": 0.25})
+    assert sampling_probabilities({"a": 3, "b": 1}, alpha=1.0) == pytest.approx({"a": 0.75, "b": 0.25})
+    with pytest.raises(ValueError, match="alpha"):
+        sampling_probabilities({"a": 1}, alpha=0.0)
+    counts = mixture_counts({"a": 900, "b": 60, "c": 40}, alpha=0.5, total=1000)
+    assert sum(counts.values()) == 1000 and counts["a"] < 900 and counts["b"] > 60 and counts["c"] > 40
+
+
+def test_mix_down_samples_without_and_up_samples_with_repeats():
+    groups = {"en-de": [pair(f"s{i}", f"t{i}", id=f"de{i}") for i in range(90)],
+              "en-sw": [pair(f"s{i}", f"t{i}", tgt_lang="sw", id=f"sw{i}") for i in range(10)]}
+    pairs, q, m = mix(groups, alpha=0.5, seed=0)
+    assert m == {"en-de": 75, "en-sw": 25} and q["en-de"] == pytest.approx(0.75)
+    ids = Counter(p.id for p in pairs)
+    assert sum(1 for k in ids if k.startswith("de")) == 75 and max(ids[k] for k in ids if k.startswith("de")) == 1
+    assert sorted(ids[f"sw{i}"] for i in range(10)) == [2] * 5 + [3] * 5  # every one twice, half thrice
+    assert [p.tgt_lang for p in pairs[:20]].count("sw") > 0  # shuffled: batches mix language pairs
+    assert mix(groups, alpha=0.5, seed=0)[0] == pairs and mix(groups, alpha=0.5, seed=1)[0] != pairs
+    assert len(mix(groups, alpha=1.0, total=10, seed=0)[0]) == 10
+
+
+def test_orient_puts_the_pivot_first():
+    p = pair("Die Katze.", "The cat.", "de", "en", id="x")
+    assert orient(p, "en") == pair("The cat.", "Die Katze.", "en", "de", id="x")
+    assert orient(pair("a", "b", "de", "fr"), "en") == pair("a", "b", "de", "fr")
+
+
+def test_sib200_pairs_join_train_rows_on_index_id(data_dir):
+    pairs = sib200_pairs(data_dir, "de")
+    en = {ex.source_id: ex.text for ex in read_sib200(data_dir, "en", "train")}
+    de = {ex.source_id: ex.text for ex in read_sib200(data_dir, "de", "train")}
+    assert len(pairs) == len(en) == 701
+    for p in pairs:
+        index_id = p.id.rsplit("/", 1)[1]
+        assert "/train/" in p.id and (p.src, p.tgt) == (en[index_id], de[index_id])
+        assert (p.src_lang, p.tgt_lang) == ("en", "de")
+    evaluation = {ex.text for split in ("dev", "test") for ex in read_sib200(data_dir, "de", split)}
+    assert not evaluation & {p.tgt for p in pairs}
+
+
+def test_sources_of_every_kind(data_dir, tmp_path):
+    tatoeba = read_bitext(BitextSource("tatoeba", langs=("es",)), data_dir)
+    assert tatoeba == read_tatoeba(data_dir, "es") and (tatoeba[0].src_lang, tatoeba[0].tgt_lang) == ("es", "en")
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("\n".join(json.dumps({"en": f"cat {i}", "de": f"Katze {i}"}) for i in range(3)), encoding="utf-8")
+    pairs = read_bitext(BitextSource("file", path=str(path), src_field="en", tgt_field="de", src_lang="en",
+                                     tgt_lang="de"), data_dir)
+    assert [(p.src, p.tgt, p.src_lang, p.tgt_lang) for p in pairs][0] == ("cat 0", "Katze 0", "en", "de")
+    datasets = pytest.importorskip("datasets")
+    datasets.Dataset.from_dict({"translation": [{"en": "a cat", "fr": "un chat"}]}).save_to_disk(str(tmp_path / "hf"))
+    hf = read_bitext(BitextSource("hf", path=str(tmp_path / "hf"), src_field="translation.en",
+                                  tgt_field="translation.fr", src_lang="en", tgt_lang="fr"), data_dir)
+    assert [(p.src, p.tgt) for p in hf] == [("a cat", "un chat")]
+
+
+def test_mixture_holds_evaluation_apart(data_dir, tmp_path):
+    fr = read_tatoeba(data_dir, "fr")
+    sib_test = read_sib200(data_dir, "de", "test")
+    path = tmp_path / "pairs.jsonl"
+    rows = [{"src": "A sentence nobody evaluates.", "tgt": "Ein Satz."},
+            {"src": "  " + fr[3].tgt.upper() + " ", "tgt": "Ein anderer Satz."},  # a Tatoeba fr English side
+            {"src": "Another one.", "tgt": sib_test[0].text}]  # a SIB-200 test sentence
+    path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    data = PretrainData(sources=(BitextSource("file", path=str(path), src_lang="en", tgt_lang="de"),),
+                        eval_langs=("fr",))
+    mixture = build_mixture(data, data_dir)
+    assert [p.src for p in mixture.pairs] == ["A sentence nobody evaluates."] and mixture.excluded == 2
+    assert mixture.rows() == [{"pair": "en-de", "n": 1, "p": 1.0, "q": 1.0, "drawn": 1}]
+    kept = build_mixture(PretrainData(sources=data.sources, eval_langs=("fr",), exclude_eval_sentences=False), data_dir)
+    assert len(kept.pairs) == 3
+    with pytest.raises(ValueError, match="held apart"):
+        build_mixture(PretrainData(sources=(BitextSource("tatoeba", langs=("fr",)),), eval_langs=("fr",)), data_dir)
+    assert normalized_in(fr[3].src, evaluation_sentences(data_dir, ["fr"], sib200=False))
+    rows = tatoeba_rows(data_dir, ["fr", "sw"], max_pairs=5)
+    assert len(rows) == 10 and rows[0] == {"lang": "fr", "src": fr[0].src, "tgt": fr[0].tgt}
+
+
+def normalized_in(text: str, sentences: set[str]) -> bool:
+    return " ".join(text.split()).casefold() in sentences
+
+
+def test_dictionaries_per_direction(tmp_path):
+    (tmp_path / "en-de.txt").write_text("cat katze\nhouse haus\n", encoding="utf-8")
+    (tmp_path / "en-zh.txt").write_text("water 水\n", encoding="utf-8")
+    found = {(d.src_lang, d.tgt_lang): d for d in load_dictionaries(tmp_path, [("en", "de"), ("de", "en"), ("en", "zh")])}
+    en_de, de_en, en_zh = found[("en", "de")], found[("de", "en")], found[("en", "zh")]
+    assert (en_de.src_lang, en_de.tgt_lang, en_de.translations("cat")) == ("en", "de", ("katze",))
+    assert (de_en.src_lang, de_en.tgt_lang, de_en.translations("haus")) == ("de", "en", ("house",))  # read reversed
+    assert (en_zh.src_lang, en_zh.tgt_lang) == ("en", "zh")  # MUSE's zh serves Simplified zh pairs
+    with pytest.raises(FileNotFoundError, match="neither en-sw.txt nor sw-en.txt"):
+        load_dictionaries(tmp_path, [("en", "sw")])
