@@ -1,0 +1,196 @@
+"""Contrastive alignment pretraining of the bundled e5 (issue 7): Tatoeba before/after on held-apart
+languages, SIB-200 zero-shot transfer after fine-tuning, InfoNCE vs CZ-NCE at a small batch, three recipes.
+
+    python benchmarks/pretrain_alignment.py                        # every variant; hours on 2 cores
+    python benchmarks/pretrain_alignment.py --quick                # 32 pairs per language pair, short eval
+    python benchmarks/pretrain_alignment.py --only ml-ctl-cz ml-ctl-info
+    python benchmarks/pretrain_alignment.py --quick --model tiny:bert --only veco2   # a sanity check of the script
+
+Every variant is ``jobs/pretrain.py``'s run of a ``configs/pretrain_*.yaml`` preset with the
+overrides in ``VARIANTS`` (``python jobs/pretrain.py --config ... --set ...`` reproduces one),
+then ``jobs/finetune.py``'s run of ``configs/finetune_sib200.yaml`` on the exported encoder
+(``model.source=local:<checkpoint>/encoder``); ``base`` fine-tunes the bundled e5 itself. Runs
+live under ``results/pretrain_alignment[-quick]/<variant>/`` and ``<variant>-sib200/``: an
+interrupted benchmark resumes each run from its latest checkpoint, a finished variant is read
+back from its ``benchmark.json``. Writes ``benchmarks/pretrain_alignment[_quick].md`` and ``.json``.
+
+Evaluation never sees trained sentences: pretraining uses Tatoeba and SIB-200 *train* pairs of
+de/es/ru/zh/hi/ja, holds Tatoeba fr/ar/sw apart (scored before pretraining, after every epoch
+and at the end, mean of both retrieval directions) and drops every pair containing one of
+their sentences or a SIB-200 dev/test sentence (``data.exclude_eval_sentences``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "platform"))
+
+from xlt.eval.classification import AVG_TARGET  # noqa: E402
+from xlt.report import command_line, markdown_table  # noqa: E402
+
+CONFIGS = REPO / "configs"
+MODEL = "bundled:multilingual-e5-small"
+TARGETS = ("ar", "de", "es", "fr", "hi", "ja", "ru", "sw", "zh")
+HELD_APART = ("fr", "ar", "sw")
+SMALL_BATCH = ("optim.batch_size=8", "optim.grad_accum_steps=1")  # seed 001 §3: CZ-NCE is for small batches
+
+# name -> (label, pretraining preset or None, overrides)
+VARIANTS: dict[str, tuple[str, str | None, tuple[str, ...]]] = {
+    "base": ("no pretraining", None, ()),
+    "ml-ctl-cz": ("ML-CTL, CZ-NCE, batch 8", "pretrain_ml_ctl.yaml", SMALL_BATCH),
+    "ml-ctl-info": ("ML-CTL, InfoNCE, batch 8", "pretrain_ml_ctl.yaml",
+                    (*SMALL_BATCH, "objectives[0].name=parallel_info_nce")),
+    "mgc": ("MGC", "pretrain_mgc.yaml", ()),
+    "veco2": ("VECO 2.0", "pretrain_veco2.yaml", ()),
+}
+QUICK_PRETRAIN = ("data.max_pairs=32", "data.eval_max_pairs=200", "optim.log_every_steps=5")
+QUICK_FINETUNE = ("optim.epochs=1", "data.max_examples=64")
+
+
+def tatoeba(model_cfg, langs: tuple[str, ...], max_pairs: int) -> dict[str, float]:
+    """``val/tatoeba/<lang>`` and ``/avg`` of an encoder, as the pretraining loop measures them."""
+    from xlt.data import resolve_data_dir
+    from xlt.models import load_encoder
+    from xlt.pretrain.loop import tatoeba_metrics
+    from xlt.pretrain.parallel import tatoeba_rows
+
+    rows = tatoeba_rows(resolve_data_dir(None), langs, max_pairs)
+    columns = {key: [r[key] for r in rows] for key in ("lang", "src", "tgt")}
+    return tatoeba_metrics(load_encoder(model_cfg), columns)
+
+
+def pretrain(variant: str, storage: Path, quick: bool, model: str) -> dict:
+    """Pretrain one variant; returns the encoder source, Tatoeba before/per epoch/after and the run's numbers."""
+    from xlt.pretrain.config import load_pretrain_config
+    from xlt.pretrain.trainer import build_trainer, encoder_dir, prepare
+
+    label, preset, overrides = VARIANTS[variant]
+    overrides = [*overrides, *(QUICK_PRETRAIN if quick else ()), f"model.source={model}",
+                 f"output.storage_path={storage}", f"output.name={variant}"]
+    cfg = load_pretrain_config(CONFIGS / preset, overrides)
+    before = tatoeba(cfg.model, cfg.data.eval_langs, cfg.data.eval_max_pairs)
+    prepared = prepare(cfg)
+    start = time.monotonic()
+    result = build_trainer(prepared).fit()
+    encoder = encoder_dir(result.checkpoint.path)
+    history = result.metrics_dataframe
+    per_epoch = [{k: float(row[k]) for k in history.columns if k.startswith("val/tatoeba/")}
+                 for _, row in history.iterrows()]
+    return {"source": f"local:{encoder}", "overrides": overrides, "minutes": (time.monotonic() - start) / 60,
+            "train_pairs": prepared.config.data.train_rows, "excluded": prepared.mixture.excluded,
+            "mixture": prepared.mixture.rows(), "steps": result.metrics["train/global_step"],
+            "final_losses": {k: v for k, v in result.metrics.items() if k.startswith("train/loss")},
+            "tatoeba_before": before, "tatoeba_per_epoch": per_epoch,
+            "tatoeba_after": {k: v for k, v in result.metrics.items() if k.startswith("val/tatoeba/")}}
+
+
+def finetune(variant: str, source: str, storage: Path, quick: bool) -> dict:
+    """Fine-tune the encoder ``source`` on English SIB-200; per-language accuracy rows."""
+    from xlt.train import build_trainer, config_of, load_finetune_config, results_rows
+
+    overrides = [f"model.source={source}", f"output.storage_path={storage}", f"output.name={variant}-sib200",
+                 "optim.log_every_steps=0", *(QUICK_FINETUNE if quick else ())]
+    trainer = build_trainer(load_finetune_config(CONFIGS / "finetune_sib200.yaml", overrides))
+    start = time.monotonic()
+    result = trainer.fit()
+    cfg = config_of(trainer)
+    return {"finetune_overrides": overrides, "finetune_minutes": (time.monotonic() - start) / 60,
+            "rows": results_rows(result.metrics, cfg.data.source_lang)}
+
+
+def run(variant: str, storage: Path, quick: bool, model: str) -> dict:
+    """Pretrain (unless ``base``) and fine-tune one variant, or read back its finished record."""
+    done = storage / variant / "benchmark.json"
+    if done.is_file():
+        return json.loads(done.read_text())
+    record: dict = {"variant": variant}
+    if VARIANTS[variant][1] is None:
+        from xlt.models import EncoderConfig
+
+        record["source"] = model
+        record["tatoeba_before"] = tatoeba(EncoderConfig(source=model), HELD_APART, 200 if quick else 0)
+    else:
+        record.update(pretrain(variant, storage, quick, model))
+    record.update(finetune(variant, record["source"], storage, quick))
+    done.parent.mkdir(parents=True, exist_ok=True)
+    done.write_text(json.dumps(record, indent=2, default=str))
+    return record
+
+
+def accuracy(record: dict, lang: str) -> float:
+    return next(row["test"] for row in record["rows"] if row["lang"] == lang)
+
+
+def report(records: list[dict], command: str, quick: bool) -> str:
+    """Markdown: Tatoeba before/after, SIB-200 accuracy per language, one row per run."""
+    labels = {name: label for name, (label, _, _) in VARIANTS.items()}
+    retrieval = []
+    for r in records:
+        line = {"variant": labels[r["variant"]]}
+        for lang in (*HELD_APART, "avg"):
+            key = f"val/tatoeba/{lang}"
+            line[f"{lang} before"] = r["tatoeba_before"].get(key)
+            line[f"{lang} after"] = r.get("tatoeba_after", {}).get(key)  # none for the base model
+        retrieval.append(line)
+    sib = []
+    for lang in ("en", *TARGETS, AVG_TARGET, "transfer_gap"):
+        line = {"test acc": lang}
+        line.update({labels[r["variant"]]: accuracy(r, lang) for r in records})
+        sib.append(line)
+    runs = [{"variant": labels[r["variant"]], "train pairs": r.get("train_pairs"), "steps": r.get("steps"),
+             "pretrain min": r.get("minutes"), "finetune min": r["finetune_minutes"],
+             **{"loss" if k == "train/loss" else k.rsplit("/", 1)[1]: v for k, v in r.get("final_losses", {}).items()}}
+            for r in records]
+    return "\n\n".join([
+        "# Alignment pretraining: Tatoeba and SIB-200 transfer" + (" (quick)" if quick else ""),
+        f"Command: `{command}`  \nDate: {time.strftime('%Y-%m-%d')}.",
+        "## Tatoeba accuracy on held-apart languages (mean of xx→en and en→xx)",
+        markdown_table(retrieval),
+        "## SIB-200 test accuracy after fine-tuning on English (configs/finetune_sib200.yaml)",
+        markdown_table(sib),
+        "## Runs",
+        markdown_table(runs),
+    ]) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
+    parser.add_argument("--quick", action="store_true", help="32 pairs per language pair, 200 Tatoeba pairs, "
+                                                             "1 fine-tuning epoch on 64 examples per language")
+    parser.add_argument("--model", default=MODEL, help="the encoder to start from (tiny:bert to test the script)")
+    parser.add_argument("--storage", type=Path, help="default results/pretrain_alignment[-quick]")
+    parser.add_argument("--out", type=Path, help="default benchmarks/pretrain_alignment[_quick]")
+    args = parser.parse_args()
+    os.environ.setdefault("XLT_DATA_DIR", str(REPO.parent / "shared" / "data"))
+    suffix = "-quick" if args.quick else ""
+    storage = (args.storage or REPO / "results" / f"pretrain_alignment{suffix}").resolve()
+    out = args.out or REPO / "benchmarks" / f"pretrain_alignment{suffix.replace('-', '_')}"
+
+    import ray
+
+    from xlt.cli import quiet_libraries
+
+    quiet_libraries()
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    records = []
+    for variant in args.only:
+        print(f"== {variant}", flush=True)
+        records.append(run(variant, storage, args.quick, args.model))
+        print(f"   SIB-200 avg_target {accuracy(records[-1], AVG_TARGET):.3f}", flush=True)
+    out.with_suffix(".json").write_text(json.dumps({"command": command_line(), "records": records}, indent=2,
+                                                   default=str))
+    text = report(records, command_line(), args.quick)
+    out.with_suffix(".md").write_text(text, encoding="utf-8")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
