@@ -141,7 +141,8 @@ class PairAnnotator:
     def annotate(self, pairs: Sequence[ParallelPair]) -> dict[str, list[Any]]:
         """The annotation columns of ``pairs``, one entry per pair."""
         out: dict[str, list[Any]] = {name: [] for name in self.columns}
-        for pair in pairs if {"wps", "alignment", "spans"} & set(self.columns) else ():
+        looks_up = bool({"wps", "alignment", "spans"} & set(self.columns))  # noisy text alone needs no lexicon
+        for pair in pairs if looks_up else ():
             lexicon, aligner = self._lexicon(pair)
             if "wps" in out:
                 samples = parallel_wps(pair, lexicon, self.tokenization)

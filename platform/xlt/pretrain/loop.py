@@ -39,6 +39,7 @@ from ..models import TextEncoder
 from ..train.loop import (TRAIN_EPOCH, TRAIN_GLOBAL_STEP, TRAIN_LOSS, TRAIN_SAMPLES_PER_S, EpochStats, all_reduce_sums,
                           collect, epoch_metrics, param_groups)
 from ..train.reporting import checkpoint_name, write_state
+from .alignment import Tokenization
 from .batches import PretrainBatcher, as_rows
 from .config import PretrainConfig
 from .model import PretrainModel, build_model
@@ -197,7 +198,6 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     import ray.train.torch
 
     from ..train import reporting
-    from .batches import tokenization_of
 
     cfg = from_dict(PretrainConfig, config)
     context = ray.train.get_context()
@@ -209,8 +209,8 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     ddp = {"find_unused_parameters": cfg.model.layer != -1}
     training = build_pretraining(cfg, steps_per_epoch,
                                  prepare=lambda m: ray.train.torch.prepare_model(m, parallel_strategy_kwargs=ddp))
-    batcher = PretrainBatcher(tokenization_of(cfg.model), training.module.requires, cfg.batch.features or "pooled",
-                              cfg.batch.mlm_input, cfg.batch.mask_probability)
+    batcher = PretrainBatcher(Tokenization.from_encoder(training.module.encoder), training.module.requires,
+                              cfg.batch.features or "pooled", cfg.batch.mlm_input, cfg.batch.mask_probability)
     state = reporting.latest_state(PretrainConfig)
     resumed_from = training.restore(state) if state is not None else 0
     if rank == 0:

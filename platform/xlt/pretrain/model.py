@@ -97,7 +97,9 @@ class PretrainModel(nn.Module):
         super().__init__()
         self.encoder, self.objectives, self.features = encoder, objectives, features
         self.requires = objectives.requires
-        self.cce = ConcatenatedContextualEmbedding(encoder.dim) if features == "cce" else None
+        reads_features = any(k in self.requires for k in SENTENCE_KEYS)
+        # Only a module that every step uses: DDP fails on parameters without gradient.
+        self.cce = ConcatenatedContextualEmbedding(encoder.dim) if features == "cce" and reads_features else None
         needs_mlm = any(k in self.requires for k in MLM_KEYS)
         if needs_mlm and wrapper is None:
             raise ValueError("the mlm objective needs a masked-LM wrapper of the encoder (masked_lm)")
