@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from ..config import ConfigError, read_yaml
+from ..eval.classification import VAL_AVG_TARGET_ACC
 
 if TYPE_CHECKING:
     import optuna
@@ -61,11 +62,11 @@ if TYPE_CHECKING:
 Job = Literal["finetune", "cotrain"]
 ParamType = Literal["loguniform", "uniform", "int", "choice", "grid"]
 Searcher = Literal["optuna", "random"]
-JOBS: tuple[str, ...] = get_args(Job)
+JOB_NAMES: tuple[str, ...] = get_args(Job)
 PARAM_TYPES: tuple[str, ...] = get_args(ParamType)
 SEARCHERS: tuple[str, ...] = get_args(Searcher)
 TOP_LEVEL_KEYS: tuple[str, ...] = ("job", "preset", "sweep_only", "metric", "mode", "num_samples", "seed", "params")
-DEFAULT_METRIC = "val/acc/avg_target"
+DEFAULT_METRIC = VAL_AVG_TARGET_ACC
 # A dotted path of identifiers, each optionally indexed: objectives[0].params.temperature
 KEY_PATTERN = re.compile(r"[A-Za-z_]\w*(\[\d+\])?(\.[A-Za-z_]\w*(\[\d+\])?)*")
 Scalar = str | int | float | bool | None
@@ -124,8 +125,8 @@ def parse_space(data: Mapping[str, Any], source: str = "<space>") -> SearchSpace
     if unknown:
         raise _fail(source, ", ".join(unknown), f"unknown key; valid keys: {', '.join(TOP_LEVEL_KEYS)}")
     job = data.get("job")
-    if job not in JOBS:
-        raise _fail(source, "job", f"got {job!r}; expected one of {', '.join(JOBS)} (the job whose config the "
+    if job not in JOB_NAMES:
+        raise _fail(source, "job", f"got {job!r}; expected one of {', '.join(JOB_NAMES)} (the job whose config the "
                                    "keys address)")
     metric, mode = data.get("metric", DEFAULT_METRIC), data.get("mode", "max")
     if not isinstance(metric, str) or not metric.startswith("val/"):
