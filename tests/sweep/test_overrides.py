@@ -67,3 +67,14 @@ def test_conditional_entries_are_checked_with_their_condition_active():
     base = {"data": {"augment": {"languages": ["de"]}}}
     with pytest.raises(SpaceError, match=r"cond.yaml: data.augment.r_c: the value 1.5 .*r_c=1.5 is not valid"):
         check_space(space, base, JOBS["finetune"].config)
+
+
+def test_the_documented_example_is_a_valid_space():
+    import re
+
+    import yaml
+
+    block = re.search(r"```yaml\n(.*?)```", (REPO / "search_spaces" / "README.md").read_text(), re.S).group(1)
+    space = parse_space(yaml.safe_load(block), "search_spaces/README.md")
+    check_space(space, merge_presets(REPO / "configs" / "finetune_sib200_scl.yaml"), JOBS["finetune"].config)
+    assert [p.type for p in space.params] == ["loguniform", "uniform", "int", "choice", "grid", "uniform"]
