@@ -23,8 +23,8 @@ the functions ``jobs/sweep.py`` uses; two trials at a time, one thread each):
 
 Per arm and seed: the incumbent (``xlt.sweep.best.best_trial``: the best dev score among trials
 that ran all epochs) after each trial, the epochs spent, the wall time; and the incumbent's test
-accuracy, which no arm sees. Writes ``benchmarks/sweep_efficiency.md`` and ``.png`` and
-``results/sweep_efficiency/results.json``.
+accuracy, which no arm sees. Writes ``results/sweep_efficiency/sweep_efficiency.json``, then
+``benchmarks/sweep_efficiency.md`` and ``.png`` from it (``--report-only`` redoes only that).
 """
 
 from __future__ import annotations
@@ -273,43 +273,49 @@ def mean_sd(values: list[float]) -> str:
     return f"{a.mean():.4f} ± {a.std(ddof=1):.4f}" if len(a) > 1 else f"{a.mean():.4f}"
 
 
-def plot(runs: list[dict[str, Any]], path: Path, trials: int) -> None:
+def plot(runs: list[dict[str, Any]], references: dict[str, list[dict]], path: Path, trials: int) -> None:
+    """Incumbent vs trials (mean over seeds, min-max band) and vs epochs spent (one line per sweep);
+    the no-search references as dashed lines; the y range starts below the worst of them and of the
+    arms after three trials, so that the first trials' near-random scores do not flatten the rest."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (by_trial, by_epochs) = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
-    for color, arm in zip(plt.rcParams["axes.prop_cycle"].by_key()["color"], dict.fromkeys(r["arm"] for r in runs)):
+    fig, (by_trial, by_epochs) = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    floor = [np.mean([m[METRIC] for m in ms]) for ms in references.values()]
+    for color, arm in zip(colors, dict.fromkeys(r["arm"] for r in runs)):
         curves = [incumbents(r["records"]) for r in runs if r["arm"] == arm]
         dev = np.asarray([[c[1] for c in curve] for curve in curves])
-        by_trial.plot(np.arange(1, trials + 1), np.nanmean(dev, 0), color=color, label=arm)
-        by_trial.fill_between(np.arange(1, trials + 1), np.nanmin(dev, 0), np.nanmax(dev, 0), color=color, alpha=0.15)
+        floor.append(float(np.nanmean(dev, 0)[min(2, trials - 1)]))
+        x = np.arange(1, trials + 1)
+        by_trial.plot(x, np.nanmean(dev, 0), color=color, label=arm)
+        by_trial.fill_between(x, np.nanmin(dev, 0), np.nanmax(dev, 0), color=color, alpha=0.15)
         for curve in curves:
             by_epochs.step([c[0] for c in curve], [c[1] for c in curve], where="post", color=color, alpha=0.6,
                            label=arm if curve is curves[0] else None)
+    for style, (name, ms) in zip((":", "--"), references.items()):
+        for ax in (by_trial, by_epochs):
+            ax.axhline(np.mean([m[METRIC] for m in ms]), color="gray", linestyle=style, linewidth=1,
+                       label=f"no search: {name}" if ax is by_trial else None)
+    top = max(np.nanmax([c[1] for r in runs for c in incumbents(r["records"])]), *floor)
+    by_trial.set_ylim(min(floor) - 0.01, top + 0.005)
     by_trial.set_xlabel("trials")
-    by_trial.set_ylabel("best dev accuracy, average over targets")
+    by_trial.set_ylabel("incumbent dev accuracy, average over targets")
     by_trial.set_title("incumbent vs trials (mean over seeds, min-max band)")
     by_epochs.set_xlabel("epochs spent (all trials so far)")
-    by_epochs.set_title("incumbent vs compute (one line per seed)")
+    by_epochs.set_title("incumbent vs compute (one line per sweep)")
     for ax in (by_trial, by_epochs):
         ax.grid(alpha=0.3)
-        ax.legend()
+        ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(ARMS))
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    parser.add_argument("--trials", type=int, default=32, help="trials per sweep (the same budget for every arm)")
-    parser.add_argument("--data-dir", help="data root (default: $XLT_DATA_DIR)")
-    parser.add_argument("--output", default=str(REPO / "benchmarks" / "sweep_efficiency.md"))
-    args = parser.parse_args()
-
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """Encode (or read the cache), train the references, run every sweep; everything the report needs."""
     import ray
     import torch
 
@@ -317,7 +323,7 @@ def main() -> None:
     from xlt.data import resolve_data_dir
 
     quiet_libraries()
-    load_start, started = os.getloadavg(), time.perf_counter()
+    load_start, started = os.getloadavg()[0], time.perf_counter()
     data, encode_s = cache_embeddings(resolve_data_dir(args.data_dir), OUT / "embeddings")
     # One thread, as in the trials: a small MLP gains nothing from two, and on a shared machine
     # the second thread's spin-waits cost more than it computes.
@@ -328,10 +334,19 @@ def main() -> None:
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     runs = [run_arm(arm, seed, args.trials, data, OUT / "tune") for seed in args.seeds for arm in args.arms]
     ray.shutdown()
-    total_min = (time.perf_counter() - started) / 60
+    return {"command": command_line(), "date": time.strftime("%Y-%m-%d %H:%M %Z"), "load_start": load_start,
+            "load_end": os.getloadavg()[0], "minutes": (time.perf_counter() - started) / 60, "encode_s": encode_s,
+            "versions": {"torch": torch.__version__, "ray": ray.__version__}, "arms": args.arms, "seeds": args.seeds,
+            "trials": args.trials, "references": references,
+            "runs": [{**r, "records": [asdict(t) for t in r["records"]]} for r in runs]}
 
+
+def report(results: dict[str, Any], output: Path) -> str:
+    """The markdown (and its plot beside it) of a ``measure`` result."""
+    runs = [{**r, "records": [TrialRecord(**t) for t in r["records"]]} for r in results["runs"]]
+    trials, references = results["trials"], results["references"]
     rows = []
-    for arm in args.arms:
+    for arm in results["arms"]:
         mine = [r for r in runs if r["arm"] == arm]
         finals = [incumbents(r["records"])[-1] for r in mine]
         stopped = [sum(steps_run(t, TIME_ATTR) < HeadOptim.epochs for t in r["records"]) for r in mine]
@@ -339,33 +354,33 @@ def main() -> None:
                      "best dev (mean ± sd)": mean_sd([f[1] for f in finals]),
                      "its test (mean ± sd)": mean_sd([f[2] for f in finals]),
                      "epochs spent (mean)": float(np.mean([f[0] for f in finals])),
-                     "stopped early (mean)": float(np.mean(stopped)),
+                     "trials stopped early (mean)": float(np.mean(stopped)),
                      "wall s (mean)": float(np.mean([r["wall_s"] for r in mine])),
                      "trials to 99% of final (mean)": float(np.mean([_trials_to(incumbents(r["records"]), 0.99)
                                                                      for r in mine]))})
-    per_seed = [{"arm": r["arm"], "seed": r["seed"], **{f"dev after {k}": incumbents(r["records"])[k - 1][1]
-                                                        for k in sorted({max(1, args.trials // 4), args.trials // 2,
-                                                                         args.trials})},
+    checkpoints = sorted({max(1, trials // 4), trials // 2, trials})
+    per_seed = [{"arm": r["arm"], "seed": r["seed"],
+                 **{f"dev after {k}": incumbents(r["records"])[k - 1][1] for k in checkpoints},
                  "test of best": incumbents(r["records"])[-1][2], "epochs": incumbents(r["records"])[-1][0],
-                 "wall s": r["wall_s"]} for r in runs]
+                 "wall s": r["wall_s"],
+                 **{f"best {k.split('.')[-1]}": v for k, v in best_trial(r["records"], METRIC, "max", TIME_ATTR,
+                                                                          HeadOptim.epochs).values.items()}}
+                for r in runs]
     reference_rows = [{"reference (no search)": name, "dev (mean ± sd)": mean_sd([m[METRIC] for m in ms]),
                        "test (mean ± sd)": mean_sd([m[f"test/acc/{AVG_TARGET}"] for m in ms])}
                       for name, ms in references.items()]
-    png = Path(args.output).with_suffix(".png")
-    plot(runs, png, args.trials)
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "results.json").write_text(json.dumps({"command": command_line(), "runs": [
-        {**r, "records": [asdict(t) for t in r["records"]]} for r in runs]}, indent=1, default=str))
+    png = output.with_suffix(".png")
+    plot(runs, references, png, trials)
+    encoded = f"{results['encode_s']:.0f} s of it encoding" if results["encode_s"] else "embeddings read from the cache"
+    return f"""# Sweep efficiency: Optuna TPE + ASHA vs random search (same trial budget)
 
-    text = f"""# Sweep efficiency: Optuna TPE + ASHA vs random search (same trial budget)
-
-Command: `{command_line()}`
-Date: {time.strftime('%Y-%m-%d %H:%M %Z')}
-Machine: 2 CPU cores, no GPU, torch {torch.__version__}; Ray {ray.__version__} (`ray.init(num_cpus=2)`),
-two trials at a time with one torch thread each. 1-min load average {load_start[0]:.2f} at the start,
-{os.getloadavg()[0]:.2f} at the end (a background benchmark shared the machine when above ~2: wall
-times are inflated, epochs and scores are not). Whole run: {total_min:.1f} min
-({'embeddings read from the cache' if not encode_s else f'{encode_s:.0f} s of it encoding'}).
+Command: `{results['command']}`
+Date: {results['date']}
+Machine: 2 CPU cores, no GPU, torch {results['versions']['torch']}; Ray {results['versions']['ray']}
+(`ray.init(num_cpus=2)`), two trials at a time with one torch thread each. 1-min load average
+{results['load_start']:.2f} at the start, {results['load_end']:.2f} at the end (above ~2, other work shared
+the machine: wall times are inflated, epochs and scores are not). Whole run: {results['minutes']:.1f} min
+({encoded}).
 
 ## Objective
 
@@ -379,9 +394,10 @@ the head's learning rate and weight decay.
 - Trial: projection 384 → 256 → 256 (GELU), dropout 0.1, linear head; AdamW; batch 32 English
   examples, each with {HeadSettings.views} translations drawn per epoch (seeded); {HeadOptim.epochs} epochs (22 steps each).
 - Space (`xlt.sweep.space`): {', '.join(f'`{k}` {next(iter(v))} {list(next(iter(v.values())))}' for k, v in SPACE.items())}.
-- Budget: {args.trials} trials per sweep; seeds {args.seeds} (the searcher's seed and the trials' training seed).
+- Budget: {trials} trials per sweep; seeds {results['seeds']} (the searcher's seed and the trials' training seed;
+  `random` and `random-asha` of one seed draw the same configurations).
 - ASHA: `train/epoch`, max_t {HeadOptim.epochs}, grace 1, reduction factor 2 (rungs 1, 2, 4, 8, 16);
-  TPE: {min(10, max(2, args.trials // 3))} random start-up trials (`xlt.sweep.runner.startup_trials`).
+  TPE: {min(10, max(2, trials // 3))} random start-up trials (`xlt.sweep.runner.startup_trials`).
 - Score: dev accuracy averaged over the 9 target languages, at the trial's last epoch; the
   incumbent is the best trial that ran all epochs (`xlt.sweep.best.best_trial`); its test score
   is reported, never used.
@@ -391,19 +407,40 @@ the head's learning rate and weight decay.
 {markdown_table(rows, digits=4)}
 
 "Trials to 99% of final": trials until the incumbent came within 1% (relative) of the sweep's
-final incumbent. "Epochs spent": training epochs summed over all trials (random search without
-ASHA spends trials × {HeadOptim.epochs}).
+final incumbent. "Epochs spent": training epochs summed over all trials (without ASHA every trial
+runs {HeadOptim.epochs}).
 
-Without a search:
+Without a search (all {HeadOptim.epochs} epochs, lr 1e-3, weight decay 0.01):
 
 {markdown_table(reference_rows)}
 
-Per sweep:
+Per sweep (the last four columns: the incumbent's configuration):
 
 {markdown_table(per_seed, digits=4)}
 
 ![incumbent vs trials and vs epochs]({png.name})
 """
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(ARMS))
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--trials", type=int, default=32, help="trials per sweep (the same budget for every arm)")
+    parser.add_argument("--data-dir", help="data root (default: $XLT_DATA_DIR)")
+    parser.add_argument("--output", default=str(REPO / "benchmarks" / "sweep_efficiency.md"))
+    parser.add_argument("--report-only", action="store_true",
+                        help=f"rewrite the markdown and plot from {OUT.relative_to(REPO)}/<output stem>.json, "
+                             "run nothing")
+    args = parser.parse_args()
+    path = OUT / Path(args.output).with_suffix(".json").name
+    if args.report_only:
+        results = json.loads(path.read_text())
+    else:
+        results = measure(args)
+        OUT.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(results, indent=1, default=str))
+    text = report(results, Path(args.output))
     Path(args.output).write_text(text, encoding="utf-8")
     print(text)
 
