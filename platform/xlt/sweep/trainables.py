@@ -34,6 +34,7 @@ from typing import Any
 from ..config import check, from_dict
 from ..cotrain.config import CotrainConfig
 from ..eval.classification import ACC, AVG_TARGET, metric_name
+from ..train.batches import VIEW_COLUMNS
 from ..train.config import DataSettings, FinetuneConfig
 from ..train.loop import TRAIN_EPOCH, TRAIN_GLOBAL_STEP, TRAIN_LOSS
 from . import reporting
@@ -41,7 +42,6 @@ from .overrides import trial_data
 from .space import Job, Param, active_values
 
 TRAIN_ITERATION = metric_name("train", "iteration")  # co-training iterations completed (fits per learner)
-VIEW_COLUMNS = ("views", "view_kinds", "view_langs")
 
 
 @dataclass(frozen=True)
