@@ -21,7 +21,7 @@ import logging
 from dataclasses import asdict
 from pathlib import Path
 
-from xlt.cli import init_ray, job_parser, quiet_libraries
+from xlt.cli import init_ray, job_overrides, job_parser, quiet_libraries
 from xlt.cotrain import load_cotrain_config, load_data, run_cotraining
 from xlt.cotrain.report import iteration_rows, language_rows, plot_iterations
 from xlt.report import markdown_table, write_results
@@ -35,7 +35,7 @@ def main() -> None:
     args = job_parser(__doc__).parse_args()
     quiet_libraries()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
-    overrides = args.overrides + ([f"data.data_dir={args.data_dir}"] if args.data_dir else [])
+    overrides = job_overrides(args)
     cfg = load_cotrain_config(args.config or DEFAULT_PRESET, overrides, smoke=SMOKE_PRESET if args.smoke else None)
     init_ray(args.address)
     state = run_cotraining(cfg)

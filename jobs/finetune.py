@@ -24,26 +24,18 @@ from __future__ import annotations
 from dataclasses import asdict
 from pathlib import Path
 
-from xlt.cli import init_ray, job_parser, quiet_libraries
+from xlt.cli import init_ray, job_overrides, quiet_libraries, resumable_job_args
 from xlt.report import markdown_table, write_results
 from xlt.train import build_trainer, config_of, load_finetune_config, results_path, results_rows, resume_config
 
 SMOKE_PRESET = Path(__file__).resolve().parents[1] / "configs" / "smoke.yaml"
 
 
-def get_args():
-    parser = job_parser(__doc__)
-    parser.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR with its saved config")
-    args = parser.parse_args()
-    if args.resume and (args.config or args.smoke):
-        parser.error("--resume continues a run with its saved config; it takes no --config or --smoke")
-    return args
-
 
 def main() -> None:
-    args = get_args()
+    args = resumable_job_args(__doc__)
     quiet_libraries()
-    overrides = args.overrides + ([f"data.data_dir={args.data_dir}"] if args.data_dir else [])
+    overrides = job_overrides(args)
     if args.resume:
         cfg = resume_config(args.resume, overrides)
     else:

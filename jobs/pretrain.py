@@ -32,7 +32,7 @@ import logging
 from dataclasses import asdict
 from pathlib import Path
 
-from xlt.cli import init_ray, job_parser, quiet_libraries
+from xlt.cli import init_ray, job_overrides, quiet_libraries, resumable_job_args
 from xlt.pretrain.config import load_pretrain_config
 from xlt.pretrain.loop import AVG, tatoeba_metric
 from xlt.pretrain.trainer import build_trainer, encoder_dir, prepare, results_path, resume_config
@@ -43,20 +43,12 @@ DEFAULT_PRESET = CONFIGS / "pretrain_veco2.yaml"
 SMOKE_PRESET = CONFIGS / "pretrain_smoke.yaml"
 
 
-def get_args():
-    parser = job_parser(__doc__)
-    parser.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR with its saved config")
-    args = parser.parse_args()
-    if args.resume and (args.config or args.smoke):
-        parser.error("--resume continues a run with its saved config; it takes no --config or --smoke")
-    return args
-
 
 def main() -> None:
-    args = get_args()
+    args = resumable_job_args(__doc__)
     quiet_libraries()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
-    overrides = args.overrides + ([f"data.data_dir={args.data_dir}"] if args.data_dir else [])
+    overrides = job_overrides(args)
     if args.resume:
         cfg = resume_config(args.resume, overrides)
     else:

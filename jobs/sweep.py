@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from xlt.cli import init_ray, job_parser, quiet_libraries
+from xlt.cli import init_ray, job_overrides, job_parser, quiet_libraries
 from xlt.config import apply_overrides, merge_presets
 from xlt.sweep import load_space
 from xlt.sweep.results import BEST_CONFIG, PLOT, RESULTS, TABLE, write_outputs
@@ -59,7 +59,7 @@ def main() -> None:
     quiet_libraries()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     space = load_space(args.space or SMOKE_SPACE)
-    overrides = args.overrides + ([f"data.data_dir={args.data_dir}"] if args.data_dir else [])
+    overrides = job_overrides(args)
     base = apply_overrides(merge_presets(args.config or space.preset,
                                          SMOKE_PRESETS[space.job] if args.smoke else None), overrides)
     name = args.name or Path(space.source).stem + ("-smoke" if args.smoke else "")

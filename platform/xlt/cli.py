@@ -23,6 +23,22 @@ def job_parser(description: str) -> argparse.ArgumentParser:
     return parser
 
 
+def resumable_job_args(description: str):
+    """``job_parser`` + ``--resume RUN_DIR`` (continue a Ray Train run with its saved config),
+    parsed; ``--resume`` with ``--config`` or ``--smoke`` is an error."""
+    parser = job_parser(description)
+    parser.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR with its saved config")
+    args = parser.parse_args()
+    if args.resume and (args.config or args.smoke):
+        parser.error("--resume continues a run with its saved config; it takes no --config or --smoke")
+    return args
+
+
+def job_overrides(args: argparse.Namespace) -> list[str]:
+    """The ``--set`` overrides, with ``--data-dir`` as ``data.data_dir``."""
+    return args.overrides + ([f"data.data_dir={args.data_dir}"] if args.data_dir else [])
+
+
 def init_ray(address: str | None = None) -> None:
     """Connect to ``address`` or ``$RAY_ADDRESS``; otherwise start a local Ray. Not ``ray.init()``'s
     default, which attaches to whichever cluster this machine started last."""

@@ -13,11 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Literal
 
-from ..config import ConfigError, check, from_dict, load_config, read_yaml
-from ..data.languages import normalize_lang
+from ..config import check, from_dict, load_config, read_yaml
 from ..losses import ObjectiveConfig
 from ..models import EncoderConfig
-from ..train.config import OptimSettings
+from ..train.config import OptimSettings, normalized_langs
 from .selection import POLICIES
 
 Mode = Literal["cotrain", "self-train"]
@@ -78,11 +77,8 @@ class PoolData:
     max_examples: int = 0
 
     def __post_init__(self) -> None:
-        try:
-            object.__setattr__(self, "source_lang", normalize_lang(self.source_lang))
-            object.__setattr__(self, "target_langs", tuple(normalize_lang(x) for x in self.target_langs))
-        except ValueError as e:
-            raise ConfigError(f"data: {e}") from e
+        object.__setattr__(self, "source_lang", normalized_langs("data.source_lang", [self.source_lang])[0])
+        object.__setattr__(self, "target_langs", normalized_langs("data.target_langs", self.target_langs))
         check(self.source_lang not in self.target_langs, "data.target_langs", self.target_langs,
               f"languages other than the source language {self.source_lang!r}")
         check(self.max_examples >= 0, "data.max_examples", self.max_examples, "0 (all) or a positive integer")

@@ -41,23 +41,11 @@ def language_rows(history: Sequence[Mapping[str, Any]], split: str, langs: Seque
 
 def plot_iterations(history: Sequence[Mapping[str, Any]], split: str, path: str | Path, title: str) -> Path:
     """Average target accuracy against iteration, one line per learner; written to ``path`` (PNG)."""
-    import matplotlib
+    from ..report.plots import new_figure, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5, 3.5))
+    fig, ax = new_figure()
     for learner in dict.fromkeys(h["learner"] for h in history):
         points = [(h["iteration"], h[metric_name(split, ACC, AVG_TARGET)]) for h in history if h["learner"] == learner]
         ax.plot(*zip(*points), marker="o", label=learner)
-    ax.set_xlabel("iteration")
-    ax.set_ylabel(f"{split} accuracy, average over targets")
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, ax, path, xlabel="iteration", ylabel=f"{split} accuracy, average over targets",
+                       title=title)

@@ -34,13 +34,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable, Literal
 
-from ..config import ConfigError, check, load_config
-from ..data.languages import normalize_lang
+from ..config import check, load_config
 from ..losses import ObjectiveConfig
 from ..losses.mlm import MLM_WEIGHT
 from ..models import EncoderConfig
 from ..train.config import RESUMABLE_CHANGES as FINETUNE_RESUMABLE
-from ..train.config import OptimSettings, OutputSettings, ScalingSettings
+from ..train.config import OptimSettings, OutputSettings, ScalingSettings, normalized_langs
 
 Recipe = Literal["ml-ctl", "mgc", "veco2", "custom"]
 Features = Literal["pooled", "cce"]
@@ -83,12 +82,7 @@ RECIPE_NAMES: tuple[str, ...] = (*RECIPES, "custom")
 
 
 def _langs(key: str, codes: Iterable[str]) -> tuple[str, ...]:
-    out = []
-    for code in codes:
-        try:
-            out.append(normalize_lang(code))
-        except ValueError as e:
-            raise ConfigError(f"{key}: {e}") from e
+    out = normalized_langs(key, codes)
     check(len(set(out)) == len(out), key, list(codes), "each language once")
     return tuple(out)
 

@@ -36,7 +36,7 @@ from ..config import from_dict
 from ..eval.classification import metric_name
 from ..eval.retrieval import tatoeba_accuracy
 from ..models import TextEncoder
-from ..train.loop import (TRAIN_EPOCH, TRAIN_GLOBAL_STEP, TRAIN_LOSS, TRAIN_SAMPLES_PER_S, EpochStats, all_reduce_sums,
+from ..train.loop import (worker_setup, TRAIN_EPOCH, TRAIN_GLOBAL_STEP, TRAIN_LOSS, TRAIN_SAMPLES_PER_S, EpochStats, all_reduce_sums,
                           collect, epoch_metrics, param_groups)
 from ..train.reporting import checkpoint_name, write_state
 from .alignment import Tokenization
@@ -193,22 +193,14 @@ def write_checkpoint(directory: Path, training: Pretraining, cfg: PretrainConfig
 
 def train_loop_per_worker(config: dict[str, Any]) -> None:
     """Ray Train entry point: ``config`` is ``asdict`` of a resolved ``PretrainConfig``."""
-    import ray.data
     import ray.train
-    import ray.train.torch
 
     from ..train import reporting
 
     cfg = from_dict(PretrainConfig, config)
-    context = ray.train.get_context()
-    rank, world = context.get_world_rank(), context.get_world_size()
-    torch.set_num_threads(cfg.scaling.cpus_per_worker)
-    ray.data.DataContext.get_current().enable_progress_bars = False
+    rank, world, prepare = worker_setup(cfg)
     steps_per_epoch = cfg.steps_per_epoch(world)
-    # Pooling an intermediate layer leaves the layers above it without gradient.
-    ddp = {"find_unused_parameters": cfg.model.layer != -1}
-    training = build_pretraining(cfg, steps_per_epoch,
-                                 prepare=lambda m: ray.train.torch.prepare_model(m, parallel_strategy_kwargs=ddp))
+    training = build_pretraining(cfg, steps_per_epoch, prepare=prepare)
     batcher = PretrainBatcher(Tokenization.from_encoder(training.module.encoder), training.module.requires,
                               cfg.batch.features or "pooled", cfg.batch.mlm_input, cfg.batch.mask_probability)
     state = reporting.latest_state(PretrainConfig)

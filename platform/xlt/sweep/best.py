@@ -84,30 +84,17 @@ def best_so_far(records: Sequence[TrialRecord], metric: str, mode: Literal["max"
 def plot_best_so_far(records: Sequence[TrialRecord], metric: str, mode: Literal["max", "min"], path: str | Path,
                      title: str) -> Path:
     """Each trial's score (dots) and the best so far (line) against the trial number; a PNG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from ..report.plots import new_figure, save_figure
 
     ordered = sorted(records, key=lambda r: r.index)
-    fig, ax = plt.subplots(figsize=(5.5, 3.5))
+    fig, ax = new_figure((5.5, 3.5))
     points = [(i + 1, score(r, metric)) for i, r in enumerate(ordered) if score(r, metric) is not None]
     if points:
         ax.scatter(*zip(*points), s=14, alpha=0.5, label="trial (last report)")
     line = [(i + 1, v) for i, v in enumerate(best_so_far(ordered, metric, mode)) if v is not None]
     if line:
         ax.step(*zip(*line), where="post", label="best so far")
-    ax.set_xlabel("trial")
-    ax.set_ylabel(metric)
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, ax, path, xlabel="trial", ylabel=metric, title=title)
 
 
 def summary(records: Sequence[TrialRecord], time_attr: str) -> dict[str, Any]:

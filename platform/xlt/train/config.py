@@ -35,7 +35,8 @@ SETTINGS: tuple[str, ...] = ("zero-shot", "translate-train")
 PROVIDED_OUTPUTS: tuple[str, ...] = ("features", "logits", "labels", "group", "is_anchor")
 
 
-def _normalized(key: str, codes: Iterable[str]) -> tuple[str, ...]:
+def normalized_langs(key: str, codes: Iterable[str]) -> tuple[str, ...]:
+    """``codes`` through ``normalize_lang``; an unknown code is a ``ConfigError`` naming ``key``."""
     out = []
     for code in codes:
         try:
@@ -77,8 +78,8 @@ class DataSettings:
     train_rows: int = 0  # resolved: rows of the train dataset
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "source_lang", _normalized("data.source_lang", [self.source_lang])[0])
-        object.__setattr__(self, "target_langs", _normalized("data.target_langs", self.target_langs))
+        object.__setattr__(self, "source_lang", normalized_langs("data.source_lang", [self.source_lang])[0])
+        object.__setattr__(self, "target_langs", normalized_langs("data.target_langs", self.target_langs))
         check(self.source_lang not in self.target_langs, "data.target_langs", self.target_langs,
               f"languages other than the source language {self.source_lang!r}")
         check(self.augment is None or self.augment.source_lang == self.source_lang, "data.augment.source_lang",

@@ -275,24 +275,33 @@ def epoch_metrics(stats: EpochStats, seconds: float, training: Training, resumed
     return metrics
 
 
-def train_loop_per_worker(config: dict[str, Any]) -> None:
-    """Ray Train entry point: ``config`` is ``asdict`` of a resolved ``FinetuneConfig``."""
+def worker_setup(cfg: Any) -> tuple[int, int, Callable[[nn.Module], nn.Module]]:
+    """What every Ray Train worker of xlt does first (fine-tuning and pretraining): torch threads
+    = ``cfg.scaling.cpus_per_worker``, Ray Data progress bars off; returns (rank, world size,
+    ``prepare`` = ``ray.train.torch.prepare_model`` with the DDP options ``cfg.model`` needs)."""
     import ray.data
     import ray.train
     import ray.train.torch
 
+    context = ray.train.get_context()
+    torch.set_num_threads(cfg.scaling.cpus_per_worker)
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    # Pooling an intermediate layer leaves the layers above it without gradient.
+    ddp = {"find_unused_parameters": cfg.model.layer != -1}
+    return (context.get_world_rank(), context.get_world_size(),
+            lambda m: ray.train.torch.prepare_model(m, parallel_strategy_kwargs=ddp))
+
+
+def train_loop_per_worker(config: dict[str, Any]) -> None:
+    """Ray Train entry point: ``config`` is ``asdict`` of a resolved ``FinetuneConfig``."""
+    import ray.train
+
     from . import reporting
 
     cfg = from_dict(FinetuneConfig, config)
-    context = ray.train.get_context()
-    rank, world = context.get_world_rank(), context.get_world_size()
-    torch.set_num_threads(cfg.scaling.cpus_per_worker)
-    ray.data.DataContext.get_current().enable_progress_bars = False
+    rank, world, prepare = worker_setup(cfg)
     steps_per_epoch = cfg.steps_per_epoch(world)
-    # Pooling an intermediate layer leaves the layers above it without gradient.
-    ddp = {"find_unused_parameters": cfg.model.layer != -1}
-    training = build_training(cfg, steps_per_epoch,
-                              prepare=lambda m: ray.train.torch.prepare_model(m, parallel_strategy_kwargs=ddp))
+    training = build_training(cfg, steps_per_epoch, prepare=prepare)
     state = reporting.latest_state()
     resumed_from = training.restore(state) if state is not None else 0
     if rank == 0:
