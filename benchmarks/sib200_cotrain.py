@@ -87,7 +87,7 @@ def main() -> None:
 
     cfg = load_cotrain_config(PRESET)
     data = load_data(cfg)
-    split = cfg.data.eval_split
+    split = cfg.data.metric_split
     langs = [cfg.data.source_lang, *data.targets, AVG_TARGET]
     sections = [
         "# SIB-200 co-training (seed 002 Table 2 / Fig. 3 analogue)",

@@ -38,9 +38,9 @@ def main() -> None:
     overrides = job_overrides(args)
     cfg = load_cotrain_config(args.config or DEFAULT_PRESET, overrides, smoke=SMOKE_PRESET if args.smoke else None)
     init_ray(args.address)
-    state = run_cotraining(cfg)
-
     data = load_data(cfg)
+    state = run_cotraining(cfg, data=data)
+
     split, source = cfg.data.metric_split, cfg.data.source_lang
     label = "co-training" if cfg.mode == "cotrain" else "self-training"
     per_iteration = markdown_table(iteration_rows(state.history, split, source))

@@ -27,6 +27,7 @@ for training).
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -38,7 +39,7 @@ from ..data import read_sib200, resolve_data_dir, sib200_labels, sib200_language
 from ..train.config import changed_keys
 from ..train.data import eval_rows, evenly_spaced, example_row
 from .config import LEARNERS, RESUMABLE_CHANGES, CotrainConfig, read_config
-from .selection import PoolPredictions, default_size, label_counts, select
+from .selection import PoolPredictions, default_size, select
 from .state import LoopState
 
 logger = logging.getLogger(__name__)
@@ -89,7 +90,7 @@ def exchange(state: LoopState, preds: dict[str, PoolPredictions], cfg: CotrainCo
     applied. Returns per selecting learner: candidates, selected, pseudo-label accuracy."""
     by_id = {row["id"]: row for row in data.pool}
     size = cfg.selection.size or default_size(len(data.labeled))
-    prior = label_counts([row["label"] for row in data.labeled])
+    prior = dict(Counter(row["label"] for row in data.labeled))
     chosen: dict[str, PoolPredictions] = {}
     stats: dict[str, dict[str, float]] = {}
     for k, name in enumerate(LEARNERS):
@@ -125,13 +126,14 @@ def check_resumable(cfg: CotrainConfig, directory: Path) -> None:
                           "choose another output_dir, or resume it unchanged")
 
 
-def run_cotraining(cfg: CotrainConfig, *, stop_after: int | None = None,
+def run_cotraining(cfg: CotrainConfig, *, data: CotrainData | None = None, stop_after: int | None = None,
                    on_iteration: Callable[[int, list[dict[str, Any]]], None] | None = None) -> LoopState:
     """Run (or resume) ``cfg`` to the end, or until iteration ``stop_after`` is saved; returns the state.
 
     Needs a running Ray (``ray.init``). State, config and metrics go to ``cfg.output_dir``.
     ``on_iteration(iteration, records)`` is called after each iteration is saved, with one
-    metrics record per learner (e.g. to report to Ray Tune).
+    metrics record per learner (e.g. to report to Ray Tune). ``data``: ``load_data(cfg)``, when
+    the caller already read it.
     """
     import ray
 
@@ -139,7 +141,7 @@ def run_cotraining(cfg: CotrainConfig, *, stop_after: int | None = None,
 
     out = Path(cfg.output_dir)
     check_resumable(cfg, out)
-    data = load_data(cfg)
+    data = data or load_data(cfg)
     state = LoopState.load(out) or LoopState.fresh(LEARNERS, [row["id"] for row in data.pool])
     save_config(cfg, out / CONFIG_FILE)
     if state.iteration > cfg.iterations:

@@ -24,7 +24,6 @@ in pool order, so a policy is a pure function of its arguments.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -132,7 +131,3 @@ def select(policy: str, preds: PoolPredictions, *, threshold: float, size: int, 
         raise ValueError(f"size={size} must be >= 0")
     return POLICIES[policy](preds, threshold=threshold, size=size, seed=seed, class_prior=class_prior,
                             partner=partner)
-
-
-def label_counts(labels: Sequence[str]) -> dict[str, int]:
-    return dict(Counter(labels))
