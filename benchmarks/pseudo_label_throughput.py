@@ -156,8 +156,6 @@ def compare(a: Config, b: Config) -> str:
             f"{diff:.1e}; rows missing: {len(a.labels) - len(common)}, extra: {len(set(b.labels) - set(a.labels))}")
 
 
-
-
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     started, load_before = time.perf_counter(), os.getloadavg()
