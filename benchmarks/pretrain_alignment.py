@@ -2,6 +2,7 @@
 languages, SIB-200 zero-shot transfer after fine-tuning, InfoNCE vs CZ-NCE at a small batch, three recipes.
 
     python benchmarks/pretrain_alignment.py                        # every variant; hours on 2 cores
+    python benchmarks/pretrain_alignment.py --pairs 500            # 500 pairs per language pair (3,000 in all)
     python benchmarks/pretrain_alignment.py --quick                # 32 pairs per language pair, short eval
     python benchmarks/pretrain_alignment.py --only ml-ctl-cz ml-ctl-info
     python benchmarks/pretrain_alignment.py --quick --model tiny:bert --only veco2   # a sanity check of the script
@@ -66,14 +67,14 @@ def tatoeba(model_cfg, langs: tuple[str, ...], max_pairs: int) -> dict[str, floa
     return tatoeba_metrics(load_encoder(model_cfg), columns)
 
 
-def pretrain(variant: str, storage: Path, quick: bool, model: str) -> dict:
+def pretrain(variant: str, storage: Path, quick: bool, model: str, pairs: int) -> dict:
     """Pretrain one variant; returns the encoder source, Tatoeba before/per epoch/after and the run's numbers."""
     from xlt.pretrain.config import load_pretrain_config
     from xlt.pretrain.trainer import build_trainer, encoder_dir, prepare
 
     label, preset, overrides = VARIANTS[variant]
-    overrides = [*overrides, *(QUICK_PRETRAIN if quick else ()), f"model.source={model}",
-                 f"output.storage_path={storage}", f"output.name={variant}"]
+    overrides = [*overrides, *(QUICK_PRETRAIN if quick else ()), *([f"data.max_pairs={pairs}"] if pairs else ()),
+                 f"model.source={model}", f"output.storage_path={storage}", f"output.name={variant}"]
     cfg = load_pretrain_config(CONFIGS / preset, overrides)
     before = tatoeba(cfg.model, cfg.data.eval_langs, cfg.data.eval_max_pairs)
     prepared = prepare(cfg)
@@ -83,7 +84,12 @@ def pretrain(variant: str, storage: Path, quick: bool, model: str) -> dict:
     history = result.metrics_dataframe
     per_epoch = [{k: float(row[k]) for k in history.columns if k.startswith("val/tatoeba/")}
                  for _, row in history.iterrows()]
-    return {"source": f"local:{encoder}", "overrides": overrides, "minutes": (time.monotonic() - start) / 60,
+    o = cfg.optim
+    objectives = " + ".join(f"{x.weight:g}·{x.name}" for x in cfg.objectives)
+    settings = (f"{objectives}; lr {o.lr:g}, {o.batch_size} pairs x {o.grad_accum_steps} accumulated, "
+                f"{o.epochs} epoch(s), max_length {cfg.model.max_length}")
+    return {"source": f"local:{encoder}", "overrides": overrides, "settings": settings,
+            "minutes": (time.monotonic() - start) / 60,
             "train_pairs": prepared.config.data.train_rows, "excluded": prepared.mixture.excluded,
             "mixture": prepared.mixture.rows(), "steps": result.metrics["train/global_step"],
             "final_losses": {k: v for k, v in result.metrics.items() if k.startswith("train/loss")},
@@ -105,7 +111,7 @@ def finetune(variant: str, source: str, storage: Path, quick: bool) -> dict:
             "rows": results_rows(result.metrics, cfg.data.source_lang)}
 
 
-def run(variant: str, storage: Path, quick: bool, model: str) -> dict:
+def run(variant: str, storage: Path, quick: bool, model: str, pairs: int) -> dict:
     """Pretrain (unless ``base``) and fine-tune one variant, or read back its finished record."""
     done = storage / variant / "benchmark.json"
     if done.is_file():
@@ -117,7 +123,7 @@ def run(variant: str, storage: Path, quick: bool, model: str) -> dict:
         record["source"] = model
         record["tatoeba_before"] = tatoeba(EncoderConfig(source=model), HELD_APART, 200 if quick else 0)
     else:
-        record.update(pretrain(variant, storage, quick, model))
+        record.update(pretrain(variant, storage, quick, model, pairs))
     record.update(finetune(variant, record["source"], storage, quick))
     done.parent.mkdir(parents=True, exist_ok=True)
     done.write_text(json.dumps(record, indent=2, default=str))
@@ -148,6 +154,7 @@ def report(records: list[dict], command: str, quick: bool) -> str:
              "pretrain min": r.get("minutes"), "finetune min": r["finetune_minutes"],
              **{"loss" if k == "train/loss" else k.rsplit("/", 1)[1]: v for k, v in r.get("final_losses", {}).items()}}
             for r in records]
+    settings = [f"- {labels[r['variant']]}: {r['settings']}" for r in records if "settings" in r]
     return "\n\n".join([
         "# Alignment pretraining: Tatoeba and SIB-200 transfer" + (" (quick)" if quick else ""),
         f"Command: `{command}`  \nDate: {time.strftime('%Y-%m-%d')}.",
@@ -157,6 +164,7 @@ def report(records: list[dict], command: str, quick: bool) -> str:
         markdown_table(sib),
         "## Runs",
         markdown_table(runs),
+        *(["## Pretraining settings", "\n".join(settings)] if settings else []),
     ]) + "\n"
 
 
@@ -165,13 +173,17 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
     parser.add_argument("--quick", action="store_true", help="32 pairs per language pair, 200 Tatoeba pairs, "
                                                              "1 fine-tuning epoch on 64 examples per language")
+    parser.add_argument("--pairs", type=int, default=0, help="pairs per language pair (data.max_pairs; "
+                                                                 "default: the preset's, every pair)")
     parser.add_argument("--model", default=MODEL, help="the encoder to start from (tiny:bert to test the script)")
-    parser.add_argument("--storage", type=Path, help="default results/pretrain_alignment[-quick]")
+    parser.add_argument("--storage", type=Path, help="default results/pretrain_alignment[-quick][-pairs<N>]")
     parser.add_argument("--out", type=Path, help="default benchmarks/pretrain_alignment[_quick]")
     args = parser.parse_args()
     os.environ.setdefault("XLT_DATA_DIR", str(REPO.parent / "shared" / "data"))
     suffix = "-quick" if args.quick else ""
-    storage = (args.storage or REPO / "results" / f"pretrain_alignment{suffix}").resolve()
+    # finished variants are read back from storage: runs on other data must not share it
+    runs = f"pretrain_alignment{suffix}" + (f"-pairs{args.pairs}" if args.pairs else "")
+    storage = (args.storage or REPO / "results" / runs).resolve()
     out = args.out or REPO / "benchmarks" / f"pretrain_alignment{suffix.replace('-', '_')}"
 
     import ray
@@ -183,7 +195,7 @@ def main() -> None:
     records = []
     for variant in args.only:
         print(f"== {variant}", flush=True)
-        records.append(run(variant, storage, args.quick, args.model))
+        records.append(run(variant, storage, args.quick, args.model, args.pairs))
         print(f"   SIB-200 avg_target {accuracy(records[-1], AVG_TARGET):.3f}", flush=True)
     out.with_suffix(".json").write_text(json.dumps({"command": command_line(), "records": records}, indent=2,
                                                    default=str))

@@ -93,8 +93,7 @@ def main() -> None:
         "# SIB-200 co-training (seed 002 Table 2 / Fig. 3 analogue)",
         f"Command: `{command_line()}`  \nDate: {time.strftime('%Y-%m-%d')}. Seeds: "
         f"{', '.join(map(str, args.seeds))} (selection, head initialisation and shuffling; tables average over seeds).",
-        SETTINGS.format(labeled=len(data.labeled), pool=len(data.pool), iterations=cfg.iterations,
-                        threshold=cfg.selection.threshold, size=len(data.labeled) // 3),
+        settings(cfg, len(data.labeled), len(data.pool)),
         f"## {split.capitalize()} accuracy per language",
         markdown_table(language_table(records, langs, split)),
     ]
@@ -111,19 +110,30 @@ def main() -> None:
     print(text)
 
 
-SETTINGS = """## Settings (configs/cotrain_sib200.yaml; chosen to fit a 2-core CPU machine)
+def learner_line(name: str, learner, note: str = "") -> str:
+    """What a learner is and how it is fitted, read from its config."""
+    o = learner.optim
+    frozen = ", word embeddings frozen" if o.freeze_word_embeddings else ""
+    return (f"{name}: `{learner.model.source}`{frozen}; AdamW lr {o.lr:g}, weight decay {o.weight_decay:g}, "
+            f"linear schedule, batch {o.batch_size}, K = {o.epochs} epochs per fit, re-fitted from the "
+            f"pretrained weights every iteration{note}")
 
-- Labelled: the {labeled} English SIB-200 train sentences. Unlabelled pool: the train sentences of
-  the nine other languages ({pool} rows, labels hidden; they are the translations of the English
-  ones, as SIB-200 is parallel). Evaluation: every language's test split (204 each).
-- LM learner: `bundled:multilingual-e5-small` fine-tuned, word embeddings frozen, AdamW lr 5e-5,
-  weight decay 0.01, linear schedule, batch 16, K = 2 epochs per fit, re-fitted from the
-  pretrained weights every iteration. Embedding learner: `bundled:use-multilingual-v3` frozen
-  with a linear head, lr 1e-3, 2 epochs per fit.
-- Selection as seed 002 §4.2: threshold t = {threshold}, a uniform draw of n/3 = {size} of the
-  candidates per learner and iteration; {iterations} exchange rounds (iterations 0..{iterations};
-  iteration 0 is each learner alone). Self-training feeds each learner its own selection.
-- Pseudo-labels by the `xlt.inference` actor pool (one actor, 0.5 CPU); learners as Ray actors."""
+
+def settings(cfg, labeled: int, pool: int) -> str:
+    sel, size = cfg.selection, cfg.selection.size or labeled // 3
+    return "\n".join([
+        f"## Settings ({PRESET.relative_to(REPO)}; chosen to fit a 2-core CPU machine)", "",
+        f"- Labelled: the {labeled} {cfg.data.source_lang} SIB-200 train sentences. Unlabelled pool: the train "
+        f"sentences of the other languages ({pool} rows, labels hidden; they are translations of the labelled "
+        f"ones, as SIB-200 is parallel). Evaluation: every language's {cfg.data.metric_split} split.",
+        f"- {learner_line('LM learner', cfg.lm)}.",
+        f"- {learner_line('Embedding learner', cfg.emb, ' (USE has no trainable weights: its linear head learns)')}.",
+        f"- Selection `{sel.policy}` (seed 002 §4.2): threshold t = {sel.threshold:g}, at most {size} candidates "
+        f"per learner and iteration; {cfg.iterations} exchange rounds (iterations 0..{cfg.iterations}; iteration "
+        "0 is each learner alone). Self-training feeds each learner its own selection.",
+        f"- Pseudo-labels by the `xlt.inference` actor pool ({cfg.inference.num_actors} actor(s), "
+        f"{cfg.inference.num_cpus:g} CPU each); learners as Ray actors.",
+    ])
 
 
 if __name__ == "__main__":

@@ -45,6 +45,14 @@ def test_resume_after_a_stop_equals_an_uninterrupted_run(ray_cluster, data_dir, 
         run_cotraining(config(data_dir, tmp_path / "split", "iterations=1", "selection.threshold=0.5"))
 
 
+@pytest.mark.timeout(300)
+def test_an_iteration_completes_with_every_cpu_reserved(ray_cluster, data_dir, tmp_path):
+    # configs/cotrain_sib200.yaml reserves the whole 2-CPU machine (learners 1 + 0.5, inference
+    # 0.5): pseudo-labelling must not need a Ray Data task beyond the actor pool.
+    state = run_cotraining(config(data_dir, tmp_path, "iterations=1", "lm.num_cpus=1"), stop_after=0)
+    assert state.iteration == 1 and all(state.received[name] for name in LEARNERS)
+
+
 def test_learner_fits_evaluates_and_exports_its_state(data_dir):
     smoke = load_cotrain_config(None, [f"data.data_dir={data_dir}"], smoke=SMOKE).lm
     rows = [{"id": str(i), "text": f"{'good good good' if i % 2 else 'bad bad bad'} {i}", "label": "ab"[i % 2],

@@ -129,7 +129,7 @@ def test_pseudo_label_through_ray(ray_cluster, classifier: Classifier) -> None:
     assert len({label for label, _ in expected.values()}) > 1
     rows = [{"id": f"u{i}", "text": t, "lang": "xx"} for i, t in enumerate(texts)]
     ds = pseudo_label(ray.data.from_items(rows, override_num_blocks=5), share_classifier(classifier, MODEL),
-                      batch_size=4, encode_batch_size=3, num_actors=2, num_cpus=0.5)
+                      batch_size=4, encode_batch_size=3, num_actors=2, num_cpus=0.5, threads=1)
     got = ds.take_all()
     assert len(got) == 20 and sorted(r["id"] for r in got) == sorted(expected)
     for r in got:
@@ -148,6 +148,8 @@ def test_missing_text_column_is_named(ray_cluster, path_spec: ClassifierSpec) ->
     ds = ray.data.from_items([{"id": "a", "sentence": "hello"}])
     with pytest.raises(KeyError, match=r"no text column 'text'; columns: \['id', 'sentence'\]"):
         pseudo_label(ds, path_spec)  # caught on the driver when the schema is known
+    with pytest.raises(ValueError, match="threads=-1 is not valid"):
+        pseudo_label(ds, path_spec, text_column="sentence", threads=-1)
     out = PseudoLabelUDF(path_spec, text_column="sentence")(pa.table({"id": ["a"], "sentence": ["hello"]}))
     assert out.num_rows == 1 and out.column("pseudo_label")[0].as_py() in LABELS
 

@@ -92,18 +92,21 @@ class PoolData:
 @dataclass(frozen=True)
 class InferenceSettings:
     """The pseudo-labelling actor pool (``xlt.inference``): rows per Ray batch, texts per encoder
-    batch, actors and what each reserves."""
+    batch, actors, what each reserves and its torch ``threads`` (0 = ``max(1, num_cpus)``; the
+    learners' actors sit idle while the pool runs, so an actor may use their cores)."""
 
     batch_size: int = 256
     encode_batch_size: int = 64
     num_actors: int = 1
     num_cpus: float = 1.0
     num_gpus: float = 0.0
+    threads: int = 0
 
     def __post_init__(self) -> None:
         check(self.batch_size >= 1, "inference.batch_size", self.batch_size, "an integer >= 1")
         check(self.encode_batch_size >= 1, "inference.encode_batch_size", self.encode_batch_size, "an integer >= 1")
         check(self.num_actors >= 1, "inference.num_actors", self.num_actors, "an integer >= 1")
+        check(self.threads >= 0, "inference.threads", self.threads, "an integer >= 0 (0 = from num_cpus)")
 
 
 @dataclass(frozen=True)

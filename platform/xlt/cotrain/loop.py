@@ -203,9 +203,11 @@ def predict(cfg: CotrainConfig, name: str, state_ref: Any, data: CotrainData) ->
     inf = cfg.inference
     ds = pseudo_label(ray.data.from_items([{"id": r["id"], "text": r["text"]} for r in data.pool]), spec,
                       batch_size=inf.batch_size, encode_batch_size=inf.encode_batch_size,
-                      num_actors=inf.num_actors, num_cpus=inf.num_cpus, num_gpus=inf.num_gpus)
+                      num_actors=inf.num_actors, num_cpus=inf.num_cpus, num_gpus=inf.num_gpus, threads=inf.threads)
     ids, labels, confidence = [], [], []
-    for batch in ds.select_columns(["id", "pseudo_label", "confidence"]).iter_batches(batch_format="numpy"):
+    # Columns are picked here, not by select_columns: that adds a Ray Data task needing a CPU
+    # slot, which a preset reserving the whole machine for learners and actors never frees.
+    for batch in ds.iter_batches(batch_format="numpy"):
         ids.extend(batch["id"].tolist())
         labels.extend(batch["pseudo_label"].tolist())
         confidence.extend(batch["confidence"].tolist())

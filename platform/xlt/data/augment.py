@@ -759,7 +759,8 @@ def augment_report(data: ray.data.Dataset | dict[str, np.ndarray] | Iterable[Map
     report = AugmentReport()
     columns = ["view_kinds", "view_langs", "view_missing"]
     if isinstance(data, ray.data.Dataset):
-        for batch in data.select_columns(columns).iter_batches(batch_format="pyarrow"):
+        # not select_columns: its extra task needs a free CPU slot, which a busy cluster may not have
+        for batch in data.iter_batches(batch_format="pyarrow"):
             for kinds, langs, missing in zip(*(batch.column(c).to_pylist() for c in columns)):
                 report.add(kinds, langs, missing)
     elif isinstance(data, dict):

@@ -103,7 +103,7 @@ class PseudoLabelUDF:
 
 def pseudo_label(ds: ray.data.Dataset, spec: ClassifierSpec, *, text_column: str = "text", batch_size: int = 256,
                  encode_batch_size: int = 64, num_actors: int | tuple[int, int] = 1, num_cpus: float = 1.0,
-                 num_gpus: float = 0.0, sort_by_length: bool = True) -> ray.data.Dataset:
+                 num_gpus: float = 0.0, threads: int = 0, sort_by_length: bool = True) -> ray.data.Dataset:
     """``ds`` with ``pseudo_label``, ``confidence``, ``probabilities`` per row (seed 002 Alg. 1).
 
     Implements ``(y_u, c_u) = f_θ(x_u)`` for every x_u of the unlabelled pool: y_u is the
@@ -115,7 +115,8 @@ def pseudo_label(ds: ray.data.Dataset, spec: ClassifierSpec, *, text_column: str
     (a size, or ``(min, max)`` to autoscale) in batches of ``batch_size`` as the caller consumes
     the result (``iter_batches``, ``filter``, ``write_parquet``), so pools larger than memory
     never exist in full anywhere. Each actor loads ``spec`` once; it reserves ``num_cpus``
-    (torch gets ``max(1, int(num_cpus))`` threads) and ``num_gpus``. On a 2-CPU machine, two
+    and ``num_gpus``; torch gets ``threads`` threads (0 = ``max(1, int(num_cpus))``; more than
+    reserved when other actors holding CPUs sit idle meanwhile, as learners do). On a 2-CPU machine, two
     actors need ``num_cpus=0.5`` each or the tasks producing the input get no CPU slot and the
     pipeline stalls (see ``xlt.data.augment.build_augmented_dataset``).
 
@@ -127,6 +128,7 @@ def pseudo_label(ds: ray.data.Dataset, spec: ClassifierSpec, *, text_column: str
         raise TypeError(f"spec must be a ClassifierSpec (see share_classifier), got {type(spec).__name__}")
     check(batch_size >= 1, "batch_size", batch_size, "an integer >= 1")
     check(encode_batch_size >= 1, "encode_batch_size", encode_batch_size, "an integer >= 1")
+    check(threads >= 0, "threads", threads, "an integer >= 0 (0 = from num_cpus)")
     schema = ds.schema(fetch_if_missing=False)  # known without running anything, or None
     if schema is not None and text_column not in schema.names:
         raise KeyError(f"the dataset has no text column {text_column!r}; columns: {list(schema.names)} "
@@ -134,6 +136,6 @@ def pseudo_label(ds: ray.data.Dataset, spec: ClassifierSpec, *, text_column: str
     return map_with_actor_pool(
         ds, PseudoLabelUDF,
         dict(spec=spec, encode_batch_size=encode_batch_size, sort_by_length=sort_by_length,
-             text_column=text_column, num_threads=max(1, int(num_cpus))),
+             text_column=text_column, num_threads=threads or max(1, int(num_cpus))),
         batch_size=batch_size, num_actors=num_actors, num_cpus=num_cpus, num_gpus=num_gpus,
     )
