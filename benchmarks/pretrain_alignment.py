@@ -85,7 +85,8 @@ def pretrain(variant: str, storage: Path, quick: bool, model: str, pairs: int) -
     per_epoch = [{k: float(row[k]) for k in history.columns if k.startswith("val/tatoeba/")}
                  for _, row in history.iterrows()]
     o = cfg.optim
-    objectives = " + ".join(f"{x.weight:g}·{x.name}" for x in cfg.objectives)
+    objectives = " + ".join(f"{x.weight:g}·{x.name}" + (f"({', '.join(f'{k}={v}' for k, v in x.params.items())})"
+                                                         if x.params else "") for x in cfg.objectives)
     settings = (f"{objectives}; lr {o.lr:g}, {o.batch_size} pairs x {o.grad_accum_steps} accumulated, "
                 f"{o.epochs} epoch(s), max_length {cfg.model.max_length}")
     return {"source": f"local:{encoder}", "overrides": overrides, "settings": settings,
