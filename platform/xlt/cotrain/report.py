@@ -47,5 +47,6 @@ def plot_iterations(history: Sequence[Mapping[str, Any]], split: str, path: str 
     for learner in dict.fromkeys(h["learner"] for h in history):
         points = [(h["iteration"], h[metric_name(split, ACC, AVG_TARGET)]) for h in history if h["learner"] == learner]
         ax.plot(*zip(*points), marker="o", label=learner)
+    ax.set_xticks(sorted({h["iteration"] for h in history}))  # iterations are whole numbers
     return save_figure(fig, ax, path, xlabel="iteration", ylabel=f"{split} accuracy, average over targets",
                        title=title)
