@@ -164,7 +164,7 @@ def report(records: list[dict], command: str, quick: bool) -> str:
         "## SIB-200 test accuracy after fine-tuning on English (configs/finetune_sib200.yaml)",
         markdown_table(sib),
         "## Runs",
-        markdown_table(runs),
+        markdown_table(runs, columns=list(dict.fromkeys(k for r in runs for k in r))),  # base has no losses
         *(["## Pretraining settings", "\n".join(settings)] if settings else []),
     ]) + "\n"
 
