@@ -132,7 +132,7 @@ def settings(cfg, labeled: int, pool: int) -> str:
         f"per learner and iteration; {cfg.iterations} exchange rounds (iterations 0..{cfg.iterations}; iteration "
         "0 is each learner alone). Self-training feeds each learner its own selection.",
         f"- Pseudo-labels by the `xlt.inference` actor pool ({cfg.inference.num_actors} actor(s), "
-        f"{cfg.inference.num_cpus:g} CPU and {cfg.inference.threads or max(1, int(cfg.inference.num_cpus))} torch threads each); "
+        f"{cfg.inference.num_cpus:g} CPU and {cfg.inference.torch_threads} torch threads each); "
         "learners as Ray actors.",
     ])
 

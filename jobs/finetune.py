@@ -31,7 +31,6 @@ from xlt.train import build_trainer, config_of, load_finetune_config, results_pa
 SMOKE_PRESET = Path(__file__).resolve().parents[1] / "configs" / "smoke.yaml"
 
 
-
 def main() -> None:
     args = resumable_job_args(__doc__)
     quiet_libraries()

@@ -43,7 +43,6 @@ DEFAULT_PRESET = CONFIGS / "pretrain_veco2.yaml"
 SMOKE_PRESET = CONFIGS / "pretrain_smoke.yaml"
 
 
-
 def main() -> None:
     args = resumable_job_args(__doc__)
     quiet_libraries()

@@ -108,6 +108,10 @@ class InferenceSettings:
         check(self.num_actors >= 1, "inference.num_actors", self.num_actors, "an integer >= 1")
         check(self.threads >= 0, "inference.threads", self.threads, "an integer >= 0 (0 = from num_cpus)")
 
+    @property
+    def torch_threads(self) -> int:
+        return self.threads or max(1, int(self.num_cpus))
+
 
 @dataclass(frozen=True)
 class CotrainConfig:

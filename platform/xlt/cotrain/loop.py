@@ -141,7 +141,7 @@ def run_cotraining(cfg: CotrainConfig, *, data: CotrainData | None = None, stop_
 
     out = Path(cfg.output_dir)
     check_resumable(cfg, out)
-    data = data or load_data(cfg)
+    data = load_data(cfg) if data is None else data
     state = LoopState.load(out) or LoopState.fresh(LEARNERS, [row["id"] for row in data.pool])
     save_config(cfg, out / CONFIG_FILE)
     if state.iteration > cfg.iterations:
@@ -203,7 +203,8 @@ def predict(cfg: CotrainConfig, name: str, state_ref: Any, data: CotrainData) ->
     inf = cfg.inference
     ds = pseudo_label(ray.data.from_items([{"id": r["id"], "text": r["text"]} for r in data.pool]), spec,
                       batch_size=inf.batch_size, encode_batch_size=inf.encode_batch_size,
-                      num_actors=inf.num_actors, num_cpus=inf.num_cpus, num_gpus=inf.num_gpus, threads=inf.threads)
+                      num_actors=inf.num_actors, num_cpus=inf.num_cpus, num_gpus=inf.num_gpus,
+                      threads=inf.torch_threads)
     ids, labels, confidence = [], [], []
     # Columns are picked here, not by select_columns: that adds a Ray Data task needing a CPU
     # slot, which a preset reserving the whole machine for learners and actors never frees.

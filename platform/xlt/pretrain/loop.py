@@ -36,8 +36,8 @@ from ..config import from_dict
 from ..eval.classification import metric_name
 from ..eval.retrieval import tatoeba_accuracy
 from ..models import TextEncoder
-from ..train.loop import (worker_setup, TRAIN_EPOCH, TRAIN_GLOBAL_STEP, TRAIN_LOSS, TRAIN_SAMPLES_PER_S, EpochStats, all_reduce_sums,
-                          collect, epoch_metrics, param_groups)
+from ..train.loop import (TRAIN_EPOCH, TRAIN_GLOBAL_STEP, TRAIN_LOSS, TRAIN_SAMPLES_PER_S, EpochStats, all_reduce_sums,
+                          collect, epoch_metrics, param_groups, worker_setup)
 from ..train.reporting import checkpoint_name, write_state
 from .alignment import Tokenization
 from .batches import PretrainBatcher, as_rows
