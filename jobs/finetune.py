@@ -1,6 +1,9 @@
-"""Fine-tune an encoder + linear head on SIB-200 with Ray Train; evaluate transfer per language.
+"""Fine-tune an encoder + linear head on any task with Ray Train; evaluate transfer per language.
 
     python jobs/finetune.py --config configs/finetune_sib200.yaml
+    python jobs/finetune.py --config configs/finetune_xnli.yaml           # sentence pairs
+    python jobs/finetune.py --config configs/finetune_sib200.yaml --set 'task={include: tasks/nusax.yaml}'
+    python jobs/finetune.py --config my_task.yaml --set task.target_langs=[de,fr]
     python jobs/finetune.py --config configs/finetune_sib200_scl.yaml --set scaling.num_workers=2
     python jobs/finetune.py --config configs/finetune_sib200.yaml --set data.setting=translate-train \\
         --set output.name=sib200-e5-translate-train
@@ -12,11 +15,15 @@ The loss is CE + Σ λ_k·aux_k over the configured ``objectives``. Checkpoints 
 ``config.yaml`` go to ``<output.storage_path>/<output.name>/``; running the same command again
 resumes that run from its latest checkpoint (a finished run only prints its results), and
 ``--resume DIR`` continues a run from its saved config. ``--smoke`` merges configs/smoke.yaml
-over the preset: tiny:bert, 16 examples per language, 2 epochs, seconds after Ray starts.
+over the preset (default configs/finetune_sib200.yaml): tiny:bert, 16 examples per language,
+2 epochs, seconds after Ray starts.
 
-Prints one line per epoch (and every ``optim.log_every_steps`` steps) on stderr, then the
-per-language accuracy table on stdout, and writes ``results.json`` (rows, metrics, config,
-checkpoint) into the run directory. Ray: $RAY_ADDRESS or ``--address``, else a new local instance.
+The task (``task:``, ``xlt.tasks``) is read and checked before Ray starts: a bad file, column,
+label or language is one ``error: file:line: ...`` line and exit status 2 (``--debug`` for the
+traceback). Prints one line per epoch (and every ``optim.log_every_steps`` steps) on stderr, then
+the per-language accuracy / macro-F1 table on stdout, and writes ``results.json`` (rows, metrics,
+config, checkpoint) into the run directory. Ray: $RAY_ADDRESS or ``--address``, else a new local
+instance.
 """
 
 from __future__ import annotations
@@ -24,11 +31,13 @@ from __future__ import annotations
 from dataclasses import asdict
 from pathlib import Path
 
-from xlt.cli import init_ray, job_overrides, quiet_libraries, resumable_job_args
+from xlt.cli import init_ray, job_overrides, quiet_libraries, resumable_job_args, run_job
 from xlt.report import markdown_table, write_results
-from xlt.train import build_trainer, config_of, load_finetune_config, results_path, results_rows, resume_config
+from xlt.train import build_trainer, config_of, load_finetune_config, resolve, results_path, results_rows, resume_config
 
-SMOKE_PRESET = Path(__file__).resolve().parents[1] / "configs" / "smoke.yaml"
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+DEFAULT_PRESET = CONFIGS / "finetune_sib200.yaml"
+SMOKE_PRESET = CONFIGS / "smoke.yaml"
 
 
 def main() -> None:
@@ -38,15 +47,16 @@ def main() -> None:
     if args.resume:
         cfg = resume_config(args.resume, overrides)
     else:
-        cfg = load_finetune_config(args.config, overrides, smoke=SMOKE_PRESET if args.smoke else None)
+        cfg = load_finetune_config(args.config or DEFAULT_PRESET, overrides, smoke=SMOKE_PRESET if args.smoke else None)
+    resolved = resolve(cfg)  # every row read and checked before Ray starts
 
     init_ray(args.address)
-    trainer = build_trainer(cfg)
+    trainer = build_trainer(resolved)
     result = trainer.fit()
 
     cfg = config_of(trainer)  # resolved: absolute paths, target languages, labels
-    rows = results_rows(result.metrics, cfg.data.source_lang)
-    print(f"\n## {cfg.output.name}: {cfg.model.source}, {cfg.data.setting}, "
+    rows = results_rows(result.metrics, cfg.task.source_lang)
+    print(f"\n## {cfg.output.name}: {cfg.task.name}, {cfg.model.source}, {cfg.data.setting}, "
           f"objectives: {', '.join(['ce'] + [o.name for o in cfg.objectives])}\n")
     print(markdown_table(rows))
     path = write_results(results_path(cfg), {
@@ -55,4 +65,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_job(main)

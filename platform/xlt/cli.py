@@ -1,6 +1,8 @@
 """What every job and benchmark shares on the command line.
 
-``job_parser``: ``--config``, repeated ``--set key=value``, ``--data-dir``, ``--smoke``, ``--address``.
+``job_parser``: ``--config``, repeated ``--set key=value``, ``--data-dir``, ``--smoke``, ``--address``,
+``--debug``. ``run_job``: a job's ``main`` with bad input reported as one ``error: ...`` line and
+exit status 2 (the traceback with ``--debug``).
 ``init_ray``: the cluster of ``--address`` / ``$RAY_ADDRESS`` (``ray job submit`` sets it), else a
 new local Ray. ``quiet_libraries``: stdout is for results, not for library load reports.
 """
@@ -10,6 +12,15 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import sys
+from collections.abc import Callable
+
+from .config import ConfigError
+from .data.errors import DataError
+
+# What bad input raises: a config value, a data file, a missing path. A user fixes these from the
+# message alone; anything else is a bug and keeps its traceback.
+USER_ERRORS = (ConfigError, DataError, FileNotFoundError, LookupError, ValueError)
 
 
 def job_parser(description: str) -> argparse.ArgumentParser:
@@ -20,7 +31,22 @@ def job_parser(description: str) -> argparse.ArgumentParser:
     parser.add_argument("--data-dir", help="data root (default: $XLT_DATA_DIR)")
     parser.add_argument("--smoke", action="store_true", help="tiny model and a few examples: seconds, for tests")
     parser.add_argument("--address", help="Ray cluster address (default: $RAY_ADDRESS, else a new local Ray)")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     return parser
+
+
+def run_job(main: Callable[[], None]) -> None:
+    """Run a job's ``main``; bad input (``USER_ERRORS``) prints ``error: <message>`` on stderr and
+    exits with status 2, as argparse does for a bad flag; ``--debug`` shows the traceback instead."""
+    if "--debug" in sys.argv:
+        main()
+        return
+    try:
+        main()
+    except USER_ERRORS as e:
+        message = " ".join(str(e).split("\n")) if str(e) else type(e).__name__
+        print(f"error: {message}", file=sys.stderr)
+        sys.exit(2)
 
 
 def resumable_job_args(description: str):

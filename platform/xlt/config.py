@@ -120,7 +120,13 @@ def apply_overrides(data: dict[str, Any], overrides: typing.Iterable[str]) -> di
         key, sep, raw = item.partition("=")
         if not sep or not key:
             raise ConfigError(f"override {item!r} is not of the form key=value (e.g. model.pooling=cls)")
-        set_value(data, key.strip(), yaml.safe_load(raw) if raw.strip() else "", item)
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError as e:
+            problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+            raise ConfigError(f"override {item!r}: the value {raw!r} is not valid YAML ({problem}); quote it, "
+                              "e.g. --set 'key=[de, fr]' or --set \"key='a: b'\"") from e
+        set_value(data, key.strip(), value, item)
     return data
 
 
@@ -158,7 +164,12 @@ def set_value(data: dict[str, Any], key: str, value: Any, item: str | None = Non
 
 
 def read_yaml(path: str | Path) -> dict[str, Any]:
-    """Read a YAML mapping; an empty file is an empty mapping."""
+    """Read a YAML mapping; an empty file is an empty mapping.
+
+    A nested mapping with an ``include: FILE`` key is that file's mapping (a path relative to the
+    including file) with the other keys merged over it: ``task: {include: tasks/xnli.yaml,
+    target_langs: [de]}``. The result holds no ``include`` keys, so a saved config is whole.
+    """
     path = Path(path)
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -170,7 +181,21 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping of config keys at the top level, got {type(data).__name__}")
-    return data
+    return _expand_includes(data, path)
+
+
+def _expand_includes(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            value = _expand_includes(value, path)
+            if "include" in value:
+                target = path.parent / str(value.pop("include"))
+                if not target.is_file():
+                    raise ConfigError(f"{path}: {key}.include names {target}, which does not exist")
+                value = _merge(read_yaml(target), value)
+        out[key] = value
+    return out
 
 
 def load_config(cls: type[T], path: str | Path | None = None, overrides: typing.Iterable[str] = (),

@@ -16,7 +16,8 @@ from typing import Iterable, Literal
 from ..config import check, from_dict, load_config, read_yaml
 from ..losses import ObjectiveConfig
 from ..models import EncoderConfig
-from ..train.config import OptimSettings, normalized_langs
+from ..tasks import TaskConfig
+from ..train.config import OptimSettings
 from .selection import POLICIES
 
 Mode = Literal["cotrain", "self-train"]
@@ -66,26 +67,21 @@ class SelectionSettings:
 
 @dataclass(frozen=True)
 class PoolData:
-    """SIB-200: labelled source-language train split; the unlabelled pool = the ``target_langs``'
-    train text (labels dropped: kept only to score the pseudo-labels); evaluation on every
-    language's ``eval_split``. ``max_examples`` caps each language and split (0 = all)."""
+    """How the task's rows are used: the source language's labelled train split is D; the
+    unlabelled pool U is the ``pool`` split of every target language (labels dropped; a gold
+    label, where the data has one, only scores the pseudo-labels); evaluation on every language's
+    ``eval_split``. ``max_examples`` caps each language and split (0 = all)."""
 
-    data_dir: str | None = None
-    source_lang: str = "en"
-    target_langs: tuple[str, ...] = ()  # empty: every SIB-200 language on disk but the source
+    data_dir: str | None = None  # {data_dir} in the task's paths; else $XLT_DATA_DIR
     eval_split: Literal["dev", "test"] = "test"
     max_examples: int = 0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "source_lang", normalized_langs("data.source_lang", [self.source_lang])[0])
-        object.__setattr__(self, "target_langs", normalized_langs("data.target_langs", self.target_langs))
-        check(self.source_lang not in self.target_langs, "data.target_langs", self.target_langs,
-              f"languages other than the source language {self.source_lang!r}")
         check(self.max_examples >= 0, "data.max_examples", self.max_examples, "0 (all) or a positive integer")
 
     @property
     def metric_split(self) -> str:
-        """The split as metric names spell it (``<split>/acc/<lang>``): SIB-200's dev split is ``val``."""
+        """The split as metric names spell it (``<split>/acc/<lang>``): the dev split is ``val``."""
         return "val" if self.eval_split == "dev" else "test"
 
 
@@ -118,8 +114,10 @@ class CotrainConfig:
     """Seed 002 Alg. 1. ``iterations`` = s exchange rounds: fit → evaluate → pseudo-label →
     select → exchange, s times, then a last fit and evaluation (s + 1 fits per learner; the
     first is each learner alone). ``mode: self-train`` gives each learner its own selection
-    (the baseline of seed 002 §4.2, Dong and de Melo 2019)."""
+    (the baseline of seed 002 §4.2, Dong and de Melo 2019). ``task``: what is learnt
+    (``xlt.tasks``), single texts or sentence pairs."""
 
+    task: TaskConfig
     mode: Mode = "cotrain"
     iterations: int = 3
     lm: LearnerConfig = field(default_factory=LearnerConfig)
@@ -128,7 +126,7 @@ class CotrainConfig:
     selection: SelectionSettings = field(default_factory=SelectionSettings)
     data: PoolData = field(default_factory=PoolData)
     inference: InferenceSettings = field(default_factory=InferenceSettings)
-    output_dir: str = "results/cotrain/sib200"  # the loop state, metrics, table and plot
+    output_dir: str = "results/cotrain"  # the loop state, metrics, table and plot
 
     def __post_init__(self) -> None:
         check(self.iterations >= 0, "iterations", self.iterations, "an integer >= 0")

@@ -26,7 +26,8 @@ import torch
 
 from ..models import Classifier
 from ..models.encoder import CachedEncoder
-from ..train.config import DataSettings, FinetuneConfig
+from ..tasks import TaskConfig
+from ..train.config import FinetuneConfig
 from ..train.local import fit_in_process
 from ..train.loop import Training, evaluate
 from .config import LearnerConfig
@@ -35,11 +36,11 @@ logger = logging.getLogger(__name__)
 
 
 class Learner:
-    """``name`` ("lm" / "emb"), its ``LearnerConfig``, the class names and the source language."""
+    """``name`` ("lm" / "emb"), its ``LearnerConfig`` and the resolved task (labels, languages, pairs)."""
 
-    def __init__(self, name: str, cfg: LearnerConfig, labels: Sequence[str], source_lang: str) -> None:
+    def __init__(self, name: str, cfg: LearnerConfig, task: TaskConfig) -> None:
         torch.set_num_threads(cfg.torch_threads)
-        self.name, self.cfg, self.labels, self.source_lang = name, cfg, tuple(labels), source_lang
+        self.name, self.cfg, self.task = name, cfg, task
         self._cached: CachedEncoder | None = None  # a frozen encoder's embeddings, kept across fits
         self.training: Training | None = None
 
@@ -58,10 +59,10 @@ class Learner:
         return self.training.classifier
 
     def fit(self, rows: Sequence[Mapping[str, Any]], iteration: int = 0) -> dict[str, float]:
-        """Fine-tune from the pretrained weights on ``rows`` (``id, text, label, lang``) for K
-        epochs; returns ``{"train/loss": last epoch's mean, "train/rows": len(rows)}``."""
-        cfg = FinetuneConfig(model=self.cfg.model, objectives=self.cfg.objectives, optim=self.cfg.optim,
-                             data=DataSettings(labels=self.labels))
+        """Fine-tune from the pretrained weights on ``rows`` (``id, text, text_pair, label, lang``) for
+        K epochs; returns ``{"train/loss": last epoch's mean, "train/rows": len(rows)}``."""
+        cfg = FinetuneConfig(task=self.task, model=self.cfg.model, objectives=self.cfg.objectives,
+                             optim=self.cfg.optim)
         losses: list[float] = []
         self.training = fit_in_process(cfg, rows, prepare=self._cache_frozen_encoder,
                                        on_epoch=lambda _, loss: losses.append(loss))
@@ -69,8 +70,8 @@ class Learner:
         return {"train/loss": losses[-1], "train/rows": float(len(rows))}
 
     def evaluate(self, rows: Mapping[str, Sequence], split: str) -> dict[str, float]:
-        """``<split>/acc/<lang>``, ``<split>/acc/avg_target``, ``<split>/transfer_gap`` on ``rows``."""
-        return evaluate(self.classifier, rows, self.source_lang, split, self.cfg.optim.eval_batch_size)
+        """Accuracy and macro-F1 per language, target averages and gaps on ``rows`` (``xlt.train.loop.evaluate``)."""
+        return evaluate(self.classifier, rows, self.task.source_lang, split, self.cfg.optim.eval_batch_size)
 
     def state(self) -> dict[str, torch.Tensor]:
         """The fitted classifier's ``state_dict`` on CPU (for ``xlt.inference.ClassifierSpec``)."""

@@ -20,8 +20,9 @@ them. We follow the prose: it is what makes the method co-training and what §4.
 with self-training.
 
 Each selection also records how many candidates passed the threshold and the accuracy of the
-selected pseudo-labels against the pool's gold labels (SIB-200 has them; they are never used
-for training).
+selected pseudo-labels against the pool's gold labels where the task has them (they are never
+used for training). Rows are single texts or sentence pairs (``text_pair``), as the task says;
+a pair is pseudo-labelled, selected and exchanged as one row.
 """
 
 from __future__ import annotations
@@ -35,9 +36,9 @@ from typing import Any, Callable
 import numpy as np
 
 from ..config import ConfigError, save_config
-from ..data import read_sib200, resolve_data_dir, sib200_labels, sib200_languages
+from ..tasks import Task, load_task
 from ..train.config import changed_keys
-from ..train.data import eval_rows, evenly_spaced, example_row
+from ..train.data import eval_rows
 from .config import LEARNERS, RESUMABLE_CHANGES, CotrainConfig, read_config
 from .selection import PoolPredictions, default_size, select
 from .state import LoopState
@@ -48,31 +49,34 @@ CONFIG_FILE = "config.yaml"
 
 @dataclass(frozen=True)
 class CotrainData:
-    """Labelled rows (``id, text, label, lang, source_id``), the unlabelled pool (``id, text,
-    lang`` + ``gold``, for scoring only) and evaluation rows (``text, label, lang`` columns)."""
+    """Labelled rows (``xlt.tasks.row``), the unlabelled pool (``id, text, text_pair, lang`` + ``gold``,
+    for scoring only; ``None`` where the data has no label) and evaluation rows (columns ``text``,
+    ``text_pair``, ``label``, ``lang``)."""
 
-    labels: tuple[str, ...]
+    task: Task
     labeled: list[dict[str, Any]]
     pool: list[dict[str, Any]]
     evaluation: dict[str, list]
-    targets: tuple[str, ...]
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return self.task.labels
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        return self.task.target_langs
 
 
 def load_data(cfg: CotrainConfig) -> CotrainData:
-    """SIB-200 rows of ``cfg.data`` (see ``PoolData``); unknown languages fail naming the ones on disk."""
-    root = resolve_data_dir(cfg.data.data_dir)
-    on_disk = sib200_languages(root)
-    targets = cfg.data.target_langs or tuple(lang for lang in on_disk if lang != cfg.data.source_lang)
-    missing = [lang for lang in (cfg.data.source_lang, *targets) if lang not in on_disk]
-    if missing:
-        raise ConfigError(f"data: {', '.join(missing)} have no SIB-200 data under {root}; available: {', '.join(on_disk)}")
+    """The task's rows (see ``PoolData``), read and checked on the driver before any work starts."""
+    task = load_task(cfg.task, cfg.data.data_dir)
     n = cfg.data.max_examples
-    labeled = [example_row(ex) for ex in evenly_spaced(read_sib200(root, cfg.data.source_lang, "train"), n)]
-    pool = [{"id": ex.id, "text": ex.text, "lang": ex.lang, "gold": ex.label}
-            for lang in targets for ex in evenly_spaced(read_sib200(root, lang, "train"), n)]
-    rows = eval_rows(root, (cfg.data.source_lang, *targets), cfg.data.eval_split, n)
-    evaluation = {key: [r[key] for r in rows] for key in ("text", "label", "lang")}
-    return CotrainData(tuple(sib200_labels(root)), labeled, pool, evaluation, tuple(targets))
+    labeled = task.rows("train", [task.source_lang], n)
+    pool = [{"id": r["id"], "text": r["text"], "text_pair": r["text_pair"], "lang": r["lang"], "gold": r["label"]}
+            for r in task.rows("pool", task.target_langs, n)]
+    rows = eval_rows(task, cfg.data.eval_split, n)
+    evaluation = {key: [r[key] for r in rows] for key in ("text", "text_pair", "label", "lang")}
+    return CotrainData(task, labeled, pool, evaluation)
 
 
 def receiver(mode: str, selector: str) -> str:
@@ -100,17 +104,20 @@ def exchange(state: LoopState, preds: dict[str, PoolPredictions], cfg: CotrainCo
                      seed=[cfg.selection.seed, iteration, k], class_prior=prior, partner=partner)
         chosen[name] = PoolPredictions(own.ids[idx], own.labels[idx], own.confidence[idx])
         gold = np.asarray([by_id[i]["gold"] for i in chosen[name].ids], dtype=object)
+        scored = gold != None  # noqa: E711 (element-wise): pool rows without a gold label are not scored
         stats[name] = {"pseudo/candidates": float((own.confidence > cfg.selection.threshold).sum()),
                        "pseudo/selected": float(len(idx)),
-                       "pseudo/accuracy": float((gold == chosen[name].labels).mean()) if len(idx) else float("nan")}
+                       "pseudo/accuracy": float((gold[scored] == chosen[name].labels[scored]).mean())
+                       if scored.any() else float("nan")}
     for name, picked in chosen.items():
         taken = set(picked.ids.tolist())
         state.pool[name] = [i for i in state.pool[name] if i not in taken]
         to = receiver(cfg.mode, name)
         for row_id, label in zip(picked.ids.tolist(), picked.labels.tolist()):
             row = by_id[row_id]
-            state.received[to].append({"id": row_id, "text": row["text"], "label": label, "lang": row["lang"],
-                                       "iteration": iteration, "selected_by": name})
+            state.received[to].append({"id": row_id, "text": row["text"], "text_pair": row["text_pair"],
+                                       "label": label, "lang": row["lang"], "iteration": iteration,
+                                       "selected_by": name})
     return stats
 
 
@@ -151,7 +158,7 @@ def run_cotraining(cfg: CotrainConfig, *, data: CotrainData | None = None, stop_
         logger.info("resuming %s at iteration %d", out, state.iteration)
     actor = ray.remote(Learner)
     learners = {name: actor.options(num_cpus=cfg.learner(name).num_cpus, num_gpus=cfg.learner(name).num_gpus,
-                                    name=None).remote(name, cfg.learner(name), data.labels, cfg.data.source_lang)
+                                    name=None).remote(name, cfg.learner(name), data.task.config)
                 for name in LEARNERS}
     try:
         for iteration in range(state.iteration, cfg.iterations + 1):
@@ -187,7 +194,7 @@ def _avg_key(cfg: CotrainConfig) -> str:
 
 
 def _train_row(received: dict[str, Any]) -> dict[str, Any]:
-    return {key: received[key] for key in ("id", "text", "label", "lang")}
+    return {key: received.get(key) for key in ("id", "text", "text_pair", "label", "lang")}
 
 
 def predict(cfg: CotrainConfig, name: str, state_ref: Any, data: CotrainData) -> PoolPredictions:
@@ -199,9 +206,11 @@ def predict(cfg: CotrainConfig, name: str, state_ref: Any, data: CotrainData) ->
 
     ray.data.DataContext.get_current().enable_progress_bars = False
 
-    spec = ClassifierSpec(model=cfg.learner(name).model, labels=data.labels, state=state_ref)
+    spec = ClassifierSpec(model=cfg.learner(name).model, labels=data.labels, state=state_ref,
+                          paired=data.task.paired)
     inf = cfg.inference
-    ds = pseudo_label(ray.data.from_items([{"id": r["id"], "text": r["text"]} for r in data.pool]), spec,
+    columns = ("id", "text", "text_pair") if data.task.paired else ("id", "text")
+    ds = pseudo_label(ray.data.from_items([{k: r[k] for k in columns} for r in data.pool]), spec,
                       batch_size=inf.batch_size, encode_batch_size=inf.encode_batch_size,
                       num_actors=inf.num_actors, num_cpus=inf.num_cpus, num_gpus=inf.num_gpus,
                       threads=inf.torch_threads)

@@ -11,21 +11,17 @@ from xlt.data.dictionary import BilingualDictionary, read_muse
 from xlt.data.errors import DataError
 from xlt.data.files import read_examples, read_parallel
 from xlt.data.hf import read_hf_dataset, read_hf_parallel
-from xlt.data.languages import LANGUAGES, flores_code, normalize_lang, tatoeba_code
 from xlt.data.paths import resolve_data_dir
 from xlt.data.records import Example, ParallelPair, as_rows, to_ray_dataset
 from xlt.data.sib200 import read_sib200, sib200_labels, sib200_languages
 from xlt.data.tatoeba import read_tatoeba, tatoeba_languages
 
 __all__ = [
-    "LANGUAGES",
     "BilingualDictionary",
     "DataError",
     "Example",
     "ParallelPair",
     "as_rows",
-    "flores_code",
-    "normalize_lang",
     "read_examples",
     "read_hf_dataset",
     "read_hf_parallel",
@@ -36,7 +32,6 @@ __all__ = [
     "resolve_data_dir",
     "sib200_labels",
     "sib200_languages",
-    "tatoeba_code",
     "tatoeba_languages",
     "to_ray_dataset",
 ]

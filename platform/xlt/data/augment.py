@@ -67,7 +67,7 @@ import numpy as np
 
 from xlt.config import check
 from xlt.data.dictionary import BilingualDictionary
-from xlt.data.languages import normalize_lang
+from xlt.text.languages import normalize_lang
 from xlt.data.records import Example, to_ray_dataset
 from xlt.data.translate import (
     Translator,

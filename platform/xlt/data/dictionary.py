@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from xlt.data.errors import DataError
-from xlt.data.languages import normalize_lang
+from xlt.text.languages import normalize_lang
 from xlt.data.paths import dataset_dir
 from xlt.data.textfile import read_lines
 

@@ -9,6 +9,10 @@ its rows are reported by 0-based index.
 - ``.tsv``: one record per line, header first, no quoting rules except that fields which
   are CSV-quoted as a whole are unquoted (see ``xlt.data.tsv``).
 - ``.parquet``: any table readable by pyarrow.
+- ``.txt``: one text per line, no header (the column is ``text``); a format for ``load_rows`` only.
+
+``load_rows`` is the one loader under the readers; a task (``xlt.tasks``) uses it directly to
+read files without a header line (``columns=``) or in a format that their suffix does not name.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from xlt.data.textfile import read_lines
 from xlt.data.tsv import read_tsv
 
 FORMATS = (".jsonl", ".csv", ".tsv", ".parquet")
+Loaded = tuple[RowSource, "int | None", "list[str] | None", "list[tuple[int, Row]]"]
 
 
 def read_examples(
@@ -65,7 +70,7 @@ def read_examples(
         source_id=source_id_field,
     )
     path = Path(path)
-    source, header_pos, columns, rows = _load(path)
+    source, header_pos, columns, rows = load_rows(path)
     if columns is not None:
         check_columns(source, header_pos, columns, fields.required(per_row_lang=lang is None))
     return examples_from_rows(
@@ -95,7 +100,7 @@ def read_parallel(
     per-row ``src_lang_field`` / ``tgt_lang_field`` columns.
     """
     path = Path(path)
-    source, header_pos, columns, rows = _load(path)
+    source, header_pos, columns, rows = load_rows(path)
     if columns is not None:
         required = [src_field, tgt_field]
         required += [src_lang_field] if src_lang is None else []
@@ -115,23 +120,37 @@ def read_parallel(
     )
 
 
-def _load(path: Path) -> tuple[RowSource, int | None, list[str] | None, list[tuple[int, Row]]]:
-    """``(source, header position, columns or None for JSONL, rows)`` for any supported file."""
-    suffix = path.suffix.lower()
-    if suffix not in FORMATS:
-        raise ValueError(f"{path}: unsupported file type {path.suffix!r}; valid suffixes: {', '.join(FORMATS)}")
+def load_rows(path: str | Path, *, format: str | None = None, columns: Sequence[str] | None = None) -> Loaded:
+    """``(source, header position, columns or None for JSONL, rows)`` of any supported file.
+
+    ``format`` (``tsv``, ``csv``, ``jsonl``, ``parquet``, ``txt``) overrides the suffix. ``columns``
+    names the fields of a TSV or CSV file without a header line (its first line is then data).
+    Each row is ``(line number, or row index for Parquet, mapping of column -> value)``.
+    """
+    path = Path(path)
+    suffix = f".{format}" if format else path.suffix.lower()
+    if suffix not in (*FORMATS, ".txt"):
+        raise ValueError(f"{path}: unsupported file type {suffix!r}; valid: {', '.join(FORMATS)}, .txt")
     if not path.is_file():
         raise FileNotFoundError(f"{path} does not exist")
+    if columns is not None and suffix not in (".tsv", ".csv"):
+        raise ValueError(f"{path}: column names for a file without a header apply to .tsv and .csv, not {suffix}")
     if suffix == ".jsonl":
         return RowSource(str(path)), None, None, _jsonl_rows(path)
+    if suffix == ".txt":
+        # Blank lines stay rows: the line number of an empty text is its error, and a label file
+        # beside it (``label_path``) is aligned line by line.
+        return RowSource(str(path)), None, ["text"], [(n, {"text": line}) for n, line in
+                                                      enumerate(read_lines(path), start=1)]
     if suffix == ".csv":
-        header_line, header, rows = _csv_rows(path)
+        header_line, header, rows = _csv_rows(path, columns)
         return RowSource(str(path)), header_line, header, rows
     if suffix == ".tsv":
-        header, fields = read_tsv(path)
-        return RowSource(str(path)), 1, header, [(n, dict(zip(header, row, strict=True))) for n, row in fields]
-    columns, records = _parquet_rows(path)
-    return RowSource(str(path), unit="row"), None, columns, list(enumerate(records))
+        header, fields = read_tsv(path, columns)
+        return (RowSource(str(path)), 1 if columns is None else None, header,
+                [(n, dict(zip(header, row, strict=True))) for n, row in fields])
+    names, records = _parquet_rows(path)
+    return RowSource(str(path), unit="row"), None, names, list(enumerate(records))
 
 
 def _jsonl_rows(path: Path) -> list[tuple[int, Row]]:
@@ -151,11 +170,11 @@ def _jsonl_rows(path: Path) -> list[tuple[int, Row]]:
     return rows
 
 
-def _csv_rows(path: Path) -> tuple[int, list[str], list[tuple[int, Row]]]:
+def _csv_rows(path: Path, columns: Sequence[str] | None = None) -> tuple[int, list[str], list[tuple[int, Row]]]:
     # Lines are decoded first (bad bytes are reported by line); csv then re-joins quoted
     # fields that span lines, and ``line_num`` keeps the physical line numbers right.
     reader = csv.reader((line + "\n" for line in read_lines(path)), strict=True)
-    header: list[str] | None = None
+    header: list[str] | None = list(columns) if columns is not None else None
     header_line = 1
     rows: list[tuple[int, Row]] = []
     start = 1

@@ -51,17 +51,17 @@ def read_hf_dataset(
         text_pair=text_pair_field,
         source_id=source_id_field,
     )
-    ds = _load(name_or_path, split, config_name)
+    ds = load_split(name_or_path, split, config_name)
     source = RowSource(f"{name_or_path}[{split}]" if split else str(name_or_path), unit="row")
     check_columns(source, None, ds.column_names, fields.required(per_row_lang=lang is None))
 
-    class_names = _class_names(ds, label_field)
+    class_names = class_names_of(ds, label_field)
     if labels is None:
         labels = class_names
     optional = [c for c in (id_field, source_id_field) if c is not None and c in ds.column_names]
     columns = list(dict.fromkeys(fields.required(per_row_lang=lang is None) + optional))
     # with_format(None): plain Python values even if the dataset was saved with a torch/numpy format.
-    rows = _rows(ds.select_columns(columns).with_format(None), label_field, class_names, source)
+    rows = class_label_rows(ds.select_columns(columns).with_format(None), label_field, class_names, source)
     prefix = f"{Path(str(name_or_path)).name}/{split}" if split else Path(str(name_or_path)).name
     return examples_from_rows(rows, source, fields, lang=lang, labels=labels, id_prefix=prefix)
 
@@ -87,7 +87,7 @@ def read_hf_parallel(
     ``tgt_lang``) or read per row. ``name_or_path``, ``split``, ``config_name``: as
     ``read_hf_dataset``.
     """
-    ds = _load(name_or_path, split, config_name)
+    ds = load_split(name_or_path, split, config_name)
     source = RowSource(f"{name_or_path}[{split}]" if split else str(name_or_path), unit="row")
     fields = [src_field, tgt_field] + [f for f, fixed in ((src_lang_field, src_lang), (tgt_lang_field, tgt_lang))
                                        if fixed is None]
@@ -113,7 +113,11 @@ def _flatten_fields(row: Row, fields: Sequence[str]) -> Row:
     return out
 
 
-def _load(name_or_path: str | Path, split: str | None, config_name: str | None) -> datasets.Dataset:
+def load_split(name_or_path: str | Path, split: str | None, config_name: str | None = None,
+               data_files: str | None = None) -> datasets.Dataset:
+    """One split of a saved dataset (``save_to_disk``: a ``DatasetDict`` or a single ``Dataset``), or
+    of ``datasets.load_dataset(name_or_path, config_name, data_files=...)`` (hub, cache, or a builder
+    such as ``json`` over local ``data_files``)."""
     import datasets
 
     path = Path(name_or_path)
@@ -133,7 +137,7 @@ def _load(name_or_path: str | Path, split: str | None, config_name: str | None) 
         return ds
     if split is None:
         raise ValueError(f"{name_or_path}: pass split= (e.g. 'train') to read a dataset from the hub or data files")
-    return datasets.load_dataset(str(name_or_path), name=config_name, split=split)
+    return datasets.load_dataset(str(name_or_path), name=config_name, split=split, data_files=data_files)
 
 
 def _no_config(path: Path, config_name: str | None) -> None:
@@ -141,14 +145,14 @@ def _no_config(path: Path, config_name: str | None) -> None:
         raise ValueError(f"{path} is a saved dataset; config_name={config_name!r} applies only to hub datasets")
 
 
-def _class_names(ds: datasets.Dataset, label_field: str | None) -> list[str] | None:
+def class_names_of(ds: datasets.Dataset, label_field: str | None) -> list[str] | None:
     import datasets
 
     feature = ds.features.get(label_field) if label_field else None
     return list(feature.names) if isinstance(feature, datasets.ClassLabel) else None
 
 
-def _rows(
+def class_label_rows(
     ds: datasets.Dataset, label_field: str | None, class_names: list[str] | None, source: RowSource
 ) -> Iterator[tuple[int, Row]]:
     for index, row in enumerate(ds):

@@ -25,7 +25,7 @@ def _require_text(record: object, name: str, value: object) -> None:
 class Example:
     """One text (or text pair) to classify.
 
-    ``lang`` is a canonical code from ``xlt.data.languages.normalize_lang`` (``de``, ``zh``,
+    ``lang`` is a canonical code from ``xlt.text.languages.normalize_lang`` (``de``, ``zh``,
     ``zh-Hant``). ``source_id`` links a translation or augmentation to the example it came
     from; for SIB-200 it is the FLORES ``index_id``, shared by all translations of a sentence.
     ``label`` is ``None`` for unlabeled text.

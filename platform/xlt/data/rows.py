@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from xlt.data.errors import DataError
-from xlt.data.languages import normalize_lang
+from xlt.text.languages import normalize_lang
 from xlt.data.records import Example, ParallelPair
 
 Row = Mapping[str, Any]

@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Literal, get_args
 
 from xlt.data.errors import DataError
-from xlt.data.languages import flores_code, normalize_lang
 from xlt.data.paths import dataset_dir
 from xlt.data.records import Example
 from xlt.data.textfile import read_lines
 from xlt.data.tsv import read_tsv, unquote
+from xlt.text.languages import code_among, normalize_lang
 
 Split = Literal["train", "dev", "test"]
 SPLITS: tuple[str, ...] = get_args(Split)
@@ -91,14 +91,15 @@ def read_sib200(root: str | Path, lang: str, split: Split) -> list[Example]:
     if split not in SPLITS:
         raise ValueError(f"unknown SIB-200 split {split!r}; valid splits: {', '.join(SPLITS)}")
     canonical = normalize_lang(lang)
-    flores = flores_code(canonical)
     base = dataset_dir(root, "sib200")
+    folders = sorted(d.name for d in base.iterdir() if d.is_dir())
+    try:
+        flores = code_among(canonical, folders, "directories")
+    except LookupError as e:
+        raise FileNotFoundError(f"{base}: {e}; languages present: {', '.join(folders) or 'none'}") from e
     path = base / flores / f"{split}.tsv"
     if not path.is_file():
-        available = ", ".join(sorted(d.name for d in base.iterdir() if d.is_dir())) or "none"
-        raise FileNotFoundError(
-            f"{path} does not exist (language {lang!r} -> {flores}); languages present: {available}"
-        )
+        raise FileNotFoundError(f"{path} does not exist (language {lang!r} -> {flores})")
     labels = sib200_labels(base)
 
     header, rows = read_tsv(path)

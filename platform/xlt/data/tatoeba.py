@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from xlt.data.errors import DataError
-from xlt.data.languages import normalize_lang, tatoeba_code
+from xlt.text.languages import code_among, normalize_lang
 from xlt.data.paths import dataset_dir
 from xlt.data.records import ParallelPair
 from xlt.data.textfile import read_lines
@@ -40,10 +40,14 @@ def read_tatoeba(root: str | Path, lang: str) -> list[ParallelPair]:
     ``tatoeba/<xxx>-eng/<i>`` with ``i`` the 0-based line index, which retrieval
     evaluation uses as the gold match.
     """
-    code = tatoeba_code(lang)
-    if code == "eng":
+    if normalize_lang(lang) == "en":
         raise ValueError("Tatoeba pairs every language with English; pass the non-English language")
     base = dataset_dir(root, "tatoeba")
+    codes = [m.group(1) for path in sorted(base.iterdir()) if (m := _PAIR_FILE.fullmatch(path.name))]
+    try:
+        code = code_among(lang, codes, "Tatoeba files")
+    except LookupError as e:
+        raise FileNotFoundError(f"{base}: {e}; languages present: {', '.join(tatoeba_languages(base)) or 'none'}") from e
     src_path = base / f"tatoeba.{code}-eng.{code}"
     tgt_path = base / f"tatoeba.{code}-eng.eng"
     for path in (src_path, tgt_path):

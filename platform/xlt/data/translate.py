@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 import numpy as np
 
 from xlt.data.dictionary import BilingualDictionary
-from xlt.data.languages import flores_code, normalize_lang
+from xlt.text.languages import code_among, normalize_lang
 from xlt.data.records import Example
 
 if TYPE_CHECKING:
@@ -274,6 +274,16 @@ class DictionaryTranslator:
 # Hugging Face seq2seq models (MarianMT, NLLB)
 # --------------------------------------------------------------------------------------------
 
+def language_token(tokenizer: Any, lang: str, source: str = "the model") -> str:
+    """The language token of a multilingual seq2seq tokenizer (NLLB's FLORES-200 codes, ``deu_Latn``)
+    that normalises to ``lang``, found among its special tokens."""
+    try:
+        return code_among(lang, tokenizer.additional_special_tokens or (), "language tokens")
+    except LookupError as e:
+        raise ValueError(f"{source}: the tokenizer has no language token for {lang}; a multilingual model must "
+                         f"select targets by FLORES-200 code tokens (NLLB): {e}") from e
+
+
 class Seq2SeqTranslator:
     """Machine translation with Hugging Face seq2seq models, batched ``generate``.
 
@@ -353,15 +363,11 @@ class Seq2SeqTranslator:
                 except (OSError, ValueError) as e:
                     raise OSError(f"cannot load the seq2seq model {source!r} (for {self.src_lang}->{lang}): {e}") from e
                 if self.multilingual and hasattr(tokenizer, "src_lang"):
-                    tokenizer.src_lang = flores_code(self.src_lang)
+                    tokenizer.src_lang = language_token(tokenizer, self.src_lang, source)
                 cache[source] = (tokenizer, model)
             tokenizer, model = cache[source]
             if self.multilingual:
-                code = flores_code(lang)
-                token_id = tokenizer.convert_tokens_to_ids(code)
-                if token_id is None or token_id == tokenizer.unk_token_id:
-                    raise ValueError(f"{source}: the tokenizer has no language token {code!r} for {lang}; a "
-                                     "multilingual model must select targets by FLORES-200 code tokens (NLLB)")
+                language_token(tokenizer, lang, source)
             loaded[lang] = (tokenizer, model)
         self._loaded = loaded
         self._device = device
@@ -380,7 +386,7 @@ class Seq2SeqTranslator:
         kwargs: dict[str, Any] = {"max_new_tokens": self.max_new_tokens, "num_beams": self.num_beams,
                                   **self.generate_kwargs}
         if self.multilingual:
-            kwargs["forced_bos_token_id"] = tokenizer.convert_tokens_to_ids(flores_code(tgt_lang))
+            kwargs["forced_bos_token_id"] = tokenizer.convert_tokens_to_ids(language_token(tokenizer, tgt_lang))
         out: list[str | None] = [None] * len(texts)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # length-bucketed batches
         for start in range(0, len(order), self.batch_size):

@@ -9,6 +9,7 @@ is the sentence that was written, not its escaped form.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from xlt.data.errors import DataError
@@ -29,22 +30,26 @@ def unquote(field: str) -> str:
     return field
 
 
-def read_tsv(path: str | Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
+def read_tsv(path: str | Path, columns: Sequence[str] | None = None) -> tuple[list[str], list[tuple[int, list[str]]]]:
     """``(header, rows)`` where each row is ``(line_number, fields)``, fields unquoted.
 
-    The first line is the header. Empty lines are skipped. A row whose number of fields
-    differs from the header's raises ``DataError`` with its line number.
+    The first line is the header, unless ``columns`` names the fields of a file without one.
+    Empty lines are skipped. A row whose number of fields differs from the header's raises
+    ``DataError`` with its line number.
     """
     path = Path(path)
     lines = read_lines(path)
-    if not lines or not lines[0].strip():
+    if columns is not None:
+        header, first = list(columns), 1
+    elif not lines or not lines[0].strip():
         raise DataError(path, 1, "expected a header line of tab-separated column names, found an empty line")
-    header = [unquote(name) for name in lines[0].split("\t")]
+    else:
+        header, first = [unquote(name) for name in lines[0].split("\t")], 2
     duplicates = sorted({name for name in header if header.count(name) > 1})
     if duplicates:
         raise DataError(path, 1, f"duplicate column name(s) in the header: {', '.join(duplicates)}")
     rows: list[tuple[int, list[str]]] = []
-    for number, line in enumerate(lines[1:], start=2):
+    for number, line in enumerate(lines[first - 1:], start=first):
         if not line:
             continue
         fields = line.split("\t")

@@ -5,9 +5,13 @@ style.md, convention 7): ``<split>/<metric>[/<lang>]``, e.g. ``val/acc/de``,
 ``val/acc/avg_target``, ``val/transfer_gap``. Build them with :func:`metric_name` or use the
 constants below, never by hand, so that a sweep's ``metric=`` and a report's column agree.
 
-The transfer gap is the source-language score minus the average over the other (target)
-languages (seed 004 §4.6.1, after Hu et al. 2020, XTREME): 0 means perfect transfer, lower is
-better. Accuracies are fractions in [0, 1], not percentages.
+Two scores per language: accuracy (``acc``) and macro-averaged F1 (``f1``: the unweighted mean
+of the per-class F1 over the classes present in the gold or predicted labels of that language;
+the metric of sentiment tasks such as NusaX, whose classes are unbalanced). For each, the mean
+over target languages (``<split>/<score>/avg_target``) and the transfer gap: the source-language
+score minus that mean (seed 004 §4.6.1, after Hu et al. 2020, XTREME): 0 means perfect transfer,
+lower is better. The gap of accuracy is ``<split>/transfer_gap``, that of F1
+``<split>/transfer_gap_f1``. Scores are fractions in [0, 1], not percentages.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ import numpy as np
 
 SPLITS: tuple[str, ...] = ("train", "val", "test")
 ACC = "acc"
+F1 = "f1"
+SCORES: tuple[str, ...] = (ACC, F1)
 TRANSFER_GAP = "transfer_gap"
 # Takes the place of a language code in `<split>/acc/<lang>`: the mean over target languages.
 AVG_TARGET = "avg_target"
@@ -40,6 +46,22 @@ def metric_name(split: str, metric: str, lang: str | None = None) -> str:
         if not isinstance(part, str) or not part or "/" in part:
             raise ValueError(f"{what}={part!r} is not valid: expected a non-empty string without '/'")
     return "/".join([split, metric] + ([lang] if lang is not None else []))
+
+
+def gap_name(split: str, score: str = ACC) -> str:
+    """The transfer gap of ``score``: ``<split>/transfer_gap`` (accuracy), ``<split>/transfer_gap_f1``."""
+    return metric_name(split, TRANSFER_GAP if score == ACC else f"{TRANSFER_GAP}_{score}")
+
+
+def check_metric(key: str, name: str) -> None:
+    """A config value naming a metric (``val/acc/avg_target``, ``val/f1/de``, ``val/transfer_gap``)."""
+    from ..config import ConfigError
+
+    parts = name.split("/") if isinstance(name, str) else []
+    scores = {*SCORES, TRANSFER_GAP, *(f"{TRANSFER_GAP}_{s}" for s in SCORES if s != ACC)}
+    if not (2 <= len(parts) <= 3 and parts[0] in SPLITS and parts[1] in scores and all(parts)):
+        raise ConfigError(f"{key}={name!r} is not valid: expected <split>/<score>[/<lang>] with split in "
+                          f"{', '.join(SPLITS)} and score in {', '.join(sorted(scores))}, e.g. val/f1/avg_target")
 
 
 # The names a sweep optimises (`tune.run(metric=...)`) and reports sort by.
@@ -78,6 +100,25 @@ def accuracy_by_language(
     correct = np.bincount(lang_idx, weights=(y_true == y_pred).astype(np.float64))
     total = np.bincount(lang_idx)
     return {str(code): float(c / t) for code, c, t in zip(codes, correct, total)}
+
+
+def macro_f1_by_language(y_true: Sequence | np.ndarray, y_pred: Sequence | np.ndarray,
+                         langs: Sequence[str] | np.ndarray) -> dict[str, float]:
+    """Macro-F1 of ``y_pred`` against ``y_true`` within each language (see the module docstring);
+    inputs as :func:`accuracy_by_language`, which checks them."""
+    from sklearn.metrics import f1_score
+
+    accuracy_by_language(y_true, y_pred, langs)  # the same checks of shapes and label kinds
+    y_true, y_pred, langs = np.asarray(y_true), np.asarray(y_pred), np.asarray(langs)
+    return {str(lang): float(f1_score(y_true[langs == lang], y_pred[langs == lang], average="macro",
+                                      zero_division=0.0))
+            for lang in np.unique(langs)}
+
+
+def scores_by_language(y_true: Sequence | np.ndarray, y_pred: Sequence | np.ndarray,
+                       langs: Sequence[str] | np.ndarray) -> dict[str, dict[str, float]]:
+    """``{score: {lang: value}}`` for every score of :data:`SCORES`."""
+    return {ACC: accuracy_by_language(y_true, y_pred, langs), F1: macro_f1_by_language(y_true, y_pred, langs)}
 
 
 def _is_text(a: np.ndarray) -> bool:
@@ -139,10 +180,19 @@ def summarize_transfer(per_lang: Mapping[str, float], source_lang: str = "en") -
     )
 
 
-def to_metrics(summary: TransferSummary, split: str) -> dict[str, float]:
-    """Flat named metrics: ``<split>/acc/<lang>`` per language, ``<split>/acc/avg_target``
-    and ``<split>/transfer_gap``."""
-    metrics = {metric_name(split, ACC, lang): v for lang, v in summary.per_lang.items()}
-    metrics[metric_name(split, ACC, AVG_TARGET)] = summary.avg_target
-    metrics[metric_name(split, TRANSFER_GAP)] = summary.transfer_gap
+def to_metrics(summary: TransferSummary, split: str, score: str = ACC) -> dict[str, float]:
+    """Flat named metrics: ``<split>/<score>/<lang>`` per language, ``<split>/<score>/avg_target``
+    and the gap (:func:`gap_name`)."""
+    metrics = {metric_name(split, score, lang): v for lang, v in summary.per_lang.items()}
+    metrics[metric_name(split, score, AVG_TARGET)] = summary.avg_target
+    metrics[gap_name(split, score)] = summary.transfer_gap
+    return metrics
+
+
+def transfer_metrics(y_true: Sequence | np.ndarray, y_pred: Sequence | np.ndarray, langs: Sequence[str] | np.ndarray,
+                     source_lang: str, split: str) -> dict[str, float]:
+    """Every score per language, its target average and its gap, as named metrics of ``split``."""
+    metrics: dict[str, float] = {}
+    for score, per_lang in scores_by_language(y_true, y_pred, langs).items():
+        metrics.update(to_metrics(summarize_transfer(per_lang, source_lang), split, score))
     return metrics

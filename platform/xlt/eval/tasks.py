@@ -14,8 +14,9 @@ from typing import Any, Literal
 import numpy as np
 
 from ..config import check
-from ..data import normalize_lang, read_sib200, read_tatoeba, resolve_data_dir, sib200_labels, sib200_languages
+from ..data import read_sib200, read_tatoeba, resolve_data_dir, sib200_labels, sib200_languages
 from ..data.tatoeba import tatoeba_languages
+from ..text.languages import normalize_lang
 from ..models import EncoderConfig, TextEncoder, load_encoder
 from .classification import summarize_transfer
 from .retrieval import mine_bitext, tatoeba_accuracy

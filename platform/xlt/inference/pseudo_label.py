@@ -56,10 +56,12 @@ class PseudoLabelUDF:
 
     Runs on the GPU when the process sees one (Ray makes a GPU visible to actors that reserve
     ``num_gpus``), else on the CPU. Can be called by hand on a ``pyarrow.Table``.
+
+    A sentence-pair classifier (``ClassifierSpec.paired``) reads ``(text_column, pair_column)``.
     """
 
     def __init__(self, spec: ClassifierSpec, *, encode_batch_size: int = 64, sort_by_length: bool = True,
-                 text_column: str = "text", num_threads: int | None = None) -> None:
+                 text_column: str = "text", pair_column: str = "text_pair", num_threads: int | None = None) -> None:
         import torch
 
         check(encode_batch_size >= 1, "encode_batch_size", encode_batch_size, "an integer >= 1")
@@ -68,6 +70,7 @@ class PseudoLabelUDF:
             torch.set_num_threads(num_threads)
         self.classifier = load_classifier(spec).to("cuda" if torch.cuda.is_available() else "cpu")
         self.encode_batch_size, self.sort_by_length, self.text_column = encode_batch_size, sort_by_length, text_column
+        self.pair_column = pair_column if spec.paired else None
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         import pyarrow as pa
@@ -78,12 +81,17 @@ class PseudoLabelUDF:
         if self.text_column not in batch.column_names:
             raise KeyError(f"the batch has no text column {self.text_column!r}; columns: {batch.column_names} "
                            "(pass text_column= to name the column holding the texts)")
-        column = batch.column(self.text_column)
-        if column.null_count:
-            raise ValueError(f"{column.null_count} of {batch.num_rows} rows have a null {self.text_column!r}; "
-                             "drop them before pseudo-labelling (a null has no prediction)")
-        pred = self.classifier.predict(column.to_pylist(), batch_size=self.encode_batch_size,
-                                       sort_by_length=self.sort_by_length)
+        columns = [c for c in (self.text_column, self.pair_column) if c is not None]
+        for name in columns:
+            if name not in batch.column_names:
+                raise KeyError(f"the batch has no column {name!r} for the paired classifier; columns: "
+                               f"{batch.column_names}")
+            if batch.column(name).null_count:
+                raise ValueError(f"{batch.column(name).null_count} of {batch.num_rows} rows have a null {name!r}; "
+                                 "drop them before pseudo-labelling (a null has no prediction)")
+        sides = [batch.column(name).to_pylist() for name in columns]
+        items = sides[0] if len(sides) == 1 else list(zip(*sides))
+        pred = self.classifier.predict(items, batch_size=self.encode_batch_size, sort_by_length=self.sort_by_length)
         labels, confidence, probabilities = pred.labels, pred.confidence, pred.probabilities
         probabilities = np.asarray(probabilities, dtype=np.float32)  # (B, C)
         n, c = probabilities.shape

@@ -42,11 +42,13 @@ class ClassifierSpec:
         state: the classifier's ``state_dict`` (encoder and head) as a path to a ``torch.save``d
             file readable on every node, a ``ray.ObjectRef`` to it in the object store, or
             ``None`` for a fresh head (tests, throughput).
+        paired: the classifier reads ``(text, text_pair)`` items (``Classifier.paired``).
     """
 
     model: EncoderConfig
     labels: tuple[str, ...]
     state: str | ray.ObjectRef | None = None
+    paired: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, EncoderConfig):
@@ -82,10 +84,10 @@ def share_classifier(classifier: Classifier, model: EncoderConfig, *,
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         torch.save(state, path)
-        return ClassifierSpec(model, tuple(classifier.labels), str(path))
+        return ClassifierSpec(model, tuple(classifier.labels), str(path), classifier.paired)
     import ray
 
-    return ClassifierSpec(model, tuple(classifier.labels), ray.put(state))
+    return ClassifierSpec(model, tuple(classifier.labels), ray.put(state), classifier.paired)
 
 
 def load_state(spec: ClassifierSpec) -> dict[str, torch.Tensor] | None:
@@ -111,7 +113,7 @@ def load_classifier(spec: ClassifierSpec) -> Classifier:
     # is untouched, so that every actor of a pool builds the same head.
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(spec.model.seed)
-        classifier = Classifier(encoder, spec.labels)
+        classifier = Classifier(encoder, spec.labels, paired=spec.paired)
     if state is not None:
         try:
             classifier.load_state_dict(state)

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .encoder import TextEncoder
+from .encoder import Item, TextEncoder
 
 
 @dataclass(frozen=True)
@@ -25,17 +25,22 @@ class Predictions:
 
 
 class Classifier(nn.Module):
-    """Sequence classifier over any ``TextEncoder``; a frozen encoder trains only the head."""
+    """Sequence classifier over any ``TextEncoder``; a frozen encoder trains only the head.
 
-    def __init__(self, encoder: TextEncoder, labels: Sequence[str], dropout: float = 0.1) -> None:
+    ``paired``: the inputs are ``(text, text_pair)`` items; the head reads the encoder's pair
+    features (4D wide for a combining sentence encoder, see ``xlt.models.encoder``).
+    """
+
+    def __init__(self, encoder: TextEncoder, labels: Sequence[str], dropout: float = 0.1,
+                 paired: bool = False) -> None:
         super().__init__()
         if len(labels) < 2 or len(set(labels)) != len(labels):
             raise ValueError(f"labels must be at least two distinct names, got {list(labels)}")
-        self.encoder, self.labels = encoder, list(labels)
+        self.encoder, self.labels, self.paired = encoder, list(labels), paired
         self.dropout = nn.Dropout(dropout)
-        self.head = nn.Linear(encoder.dim, len(labels))
+        self.head = nn.Linear(encoder.feature_dim(paired), len(labels))
 
-    def forward(self, texts: list[str]) -> torch.Tensor:
+    def forward(self, texts: list[Item]) -> torch.Tensor:
         """Logits (B, C)."""
         if self.encoder.trainable:
             features = self.encoder.embed(texts)
@@ -45,7 +50,7 @@ class Classifier(nn.Module):
         return self.head(self.dropout(features.to(self.head.weight.device)))
 
     @torch.no_grad()
-    def predict(self, texts: Sequence[str], batch_size: int = 64, sort_by_length: bool = True) -> Predictions:
+    def predict(self, texts: Sequence[Item], batch_size: int = 64, sort_by_length: bool = True) -> Predictions:
         """Inference in batches (length-bucketed unless ``sort_by_length`` is false: the encoder's
         ``encode``), then the head."""
         was_training = self.training

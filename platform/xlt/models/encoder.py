@@ -1,9 +1,20 @@
 """Sentence encoders: a backbone plus pooling, behind one interface.
 
-Every encoder is a ``torch.nn.Module`` with ``dim``, ``trainable``, ``embed(texts) -> (B, D)``
-(differentiable when trainable) and ``encode(texts) -> np.ndarray`` for inference, which sorts
-texts by length so each batch pads to its own longest text (length bucketing), then restores
+Every encoder is a ``torch.nn.Module`` with ``dim``, ``trainable``, ``embed(items) -> (B, D')``
+(differentiable when trainable) and ``encode(items) -> np.ndarray`` for inference, which sorts
+items by length so each batch pads to its own longest item (length bucketing), then restores
 the input order.
+
+An item is a text or, for sentence-pair tasks (NLI, paraphrase), a ``(text, text_pair)`` tuple.
+How a pair becomes one vector is the encoder's ``pair_encoding``:
+
+- ``joint`` (transformer LMs: XLM-R, e5): both sides in one input, as the tokenizer's pair input
+  (``<s> a </s></s> b </s>``), the longer side truncated first (``truncation="longest_first"``);
+  pooled as a single text. D' = D.
+- ``combine`` (frozen sentence encoders: USE, LaBSE used as a fixed embedding): each side is
+  embedded alone and the two vectors u, v are combined as ``[u; v; |u − v|; u * v]``, the
+  feature of InferSent (Conneau et al. 2017) and Sentence-BERT's classification objective
+  (Reimers and Gurevych 2019). D' = 4D.
 
 Pooling (``Pooling``):
 - ``cls``: the first token's state of layer ``layer``;
@@ -19,13 +30,15 @@ from __future__ import annotations
 import json
 from abc import abstractmethod
 from pathlib import Path
-from typing import Literal, Sequence
+from typing import Literal, Sequence, Union
 
 import numpy as np
 import torch
 from torch import nn
 
+Item = Union[str, tuple[str, str]]  # a text, or (text, text_pair)
 Pooling = Literal["cls", "mean", "avg_first_last"]
+PairEncoding = Literal["joint", "combine"]
 POOLINGS: tuple[str, ...] = ("cls", "mean", "avg_first_last")
 ENCODER_DEFAULTS_FILE = "xlt_encoder.json"  # beside a saved checkpoint: its pooling and prefix
 
@@ -47,29 +60,79 @@ def pool(hidden_states: Sequence[torch.Tensor], attention_mask: torch.Tensor, po
     raise ValueError(f"pooling={pooling!r} is not valid; valid: {', '.join(POOLINGS)}")
 
 
+def combine_pair(u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """``[u; v; |u − v|; u * v]``: (B, D), (B, D) -> (B, 4D) (see the module docstring)."""
+    return torch.cat([u, v, (u - v).abs(), u * v], dim=-1)
+
+
+def is_pair(item: Item) -> bool:
+    return isinstance(item, tuple)
+
+
+def split_pairs(items: Sequence[Item]) -> tuple[list[str], list[str] | None]:
+    """``(texts, None)`` for single texts, ``(first sides, second sides)`` for pairs; mixed is an error."""
+    pairs = [is_pair(item) for item in items]
+    if not any(pairs):
+        return list(items), None  # type: ignore[arg-type]
+    if not all(pairs):
+        raise ValueError("a batch mixes single texts and (text, text_pair) tuples; a task is one or the other")
+    return [a for a, _ in items], [b for _, b in items]  # type: ignore[misc]
+
+
 class TextEncoder(nn.Module):
-    """The interface every encoder implements; ``encode`` is shared."""
+    """The interface every encoder implements; ``embed`` of pairs and ``encode`` are shared.
+
+    A subclass implements ``embed_texts`` (single texts), and ``embed_joint`` if its
+    ``pair_encoding`` can be ``joint``.
+    """
 
     dim: int
     trainable: bool
+    pair_encoding: PairEncoding = "combine"
 
     @abstractmethod
-    def embed(self, texts: list[str]) -> torch.Tensor:
+    def embed_texts(self, texts: list[str]) -> torch.Tensor:
         """(B,) texts -> (B, D) embeddings, with gradient when the encoder is trainable."""
 
-    def lengths(self, texts: Sequence[str]) -> list[int]:
+    def embed_joint(self, texts: list[str], pairs: list[str]) -> torch.Tensor:
+        """(B,) pairs encoded as one input each -> (B, D)."""
+        raise ValueError(f"{type(self).__name__} cannot encode a pair jointly; use pair_encoding: combine")
+
+    def embed(self, items: Sequence[Item]) -> torch.Tensor:
+        """(B,) items -> (B, feature_dim) (see the module docstring for pairs)."""
+        texts, pairs = split_pairs(items)
+        if pairs is None:
+            return self.embed_texts(texts)
+        if self.pair_encoding == "joint":
+            return self.embed_joint(texts, pairs)
+        both = self.embed_texts(texts + pairs)  # one pass over both sides: (2B, D)
+        return combine_pair(both[: len(texts)], both[len(texts):])
+
+    def feature_dim(self, paired: bool) -> int:
+        """The width of ``embed``'s output for single texts or for pairs."""
+        return 4 * self.dim if paired and self.pair_encoding == "combine" else self.dim
+
+    def text_lengths(self, texts: Sequence[str]) -> list[int]:
         """A per-text cost used to bucket batches; characters unless the encoder knows better."""
         return [len(t) for t in texts]
 
+    def lengths(self, items: Sequence[Item]) -> list[int]:
+        """A per-item cost used to bucket batches: a pair costs both its sides."""
+        texts, pairs = split_pairs(items)
+        if pairs is None:
+            return self.text_lengths(texts)
+        return [a + b for a, b in zip(self.text_lengths(texts), self.text_lengths(pairs))]
+
     @torch.no_grad()
-    def encode(self, texts: Sequence[str], batch_size: int = 64, sort_by_length: bool = True,
+    def encode(self, texts: Sequence[Item], batch_size: int = 64, sort_by_length: bool = True,
                normalize: bool = False, progress: bool = False) -> np.ndarray:
-        """Embed ``texts`` in inference mode -> float32 array (N, D), in input order."""
+        """Embed ``texts`` (items) in inference mode -> float32 array (N, D'), in input order."""
         texts = list(texts)
+        dim = self.feature_dim(bool(texts) and is_pair(texts[0]))
         if not texts:  # tokenizers reject an empty batch
-            return np.empty((0, self.dim), dtype=np.float32)
+            return np.empty((0, dim), dtype=np.float32)
         order = np.argsort(self.lengths(texts), kind="stable") if sort_by_length else np.arange(len(texts))
-        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        out = np.empty((len(texts), dim), dtype=np.float32)
         was_training = self.training
         self.eval()
         starts = range(0, len(texts), batch_size)
@@ -94,8 +157,9 @@ class TransformerEncoder(TextEncoder):
     trainable = True
 
     def __init__(self, backbone: nn.Module, tokenizer, pooling: str = "mean", layer: int = -1,
-                 max_length: int = 128, prefix: str = "") -> None:
+                 max_length: int = 128, prefix: str = "", pair_encoding: PairEncoding = "joint") -> None:
         super().__init__()
+        self.pair_encoding = pair_encoding
         if pooling not in POOLINGS:
             raise ValueError(f"pooling={pooling!r} is not valid; valid: {', '.join(POOLINGS)}")
         n_layers = backbone.config.num_hidden_layers
@@ -110,13 +174,24 @@ class TransformerEncoder(TextEncoder):
     def device(self) -> torch.device:
         return next(self.backbone.parameters()).device
 
-    def tokenize(self, texts: Sequence[str]) -> dict[str, torch.Tensor]:
-        """Pad to the longest text of this batch, truncate at ``max_length``."""
-        return self.tokenizer([self.prefix + t for t in texts], padding=True, truncation=True,
+    def tokenize(self, texts: Sequence[str], pairs: Sequence[str] | None = None) -> dict[str, torch.Tensor]:
+        """Pad to the longest input of this batch, truncate at ``max_length``; with ``pairs``, the
+        tokenizer's pair input, the longer side truncated first. The prefix (e5's "query: ") leads
+        the input, so it goes before the first side only."""
+        return self.tokenizer([self.prefix + t for t in texts], list(pairs) if pairs is not None else None,
+                              padding=True, truncation="longest_first" if pairs is not None else True,
                               max_length=self.max_length, return_tensors="pt")
 
-    def lengths(self, texts: Sequence[str]) -> list[int]:
+    def text_lengths(self, texts: Sequence[str]) -> list[int]:
         enc = self.tokenizer([self.prefix + t for t in texts], truncation=True, max_length=self.max_length)
+        return [len(ids) for ids in enc["input_ids"]]
+
+    def lengths(self, items: Sequence[Item]) -> list[int]:
+        texts, pairs = split_pairs(items)
+        if pairs is None or self.pair_encoding == "combine":
+            return super().lengths(items)
+        enc = self.tokenizer([self.prefix + t for t in texts], pairs, truncation="longest_first",
+                             max_length=self.max_length)
         return [len(ids) for ids in enc["input_ids"]]
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, **_: torch.Tensor) -> torch.Tensor:
@@ -126,8 +201,12 @@ class TransformerEncoder(TextEncoder):
         states = out.hidden_states if needs_all else (out.last_hidden_state,)
         return pool(states, attention_mask, self.pooling, self.layer if needs_all else -1)
 
-    def embed(self, texts: list[str]) -> torch.Tensor:
+    def embed_texts(self, texts: list[str]) -> torch.Tensor:
         batch = {k: v.to(self.device) for k, v in self.tokenize(texts).items()}
+        return self(batch["input_ids"], batch["attention_mask"])
+
+    def embed_joint(self, texts: list[str], pairs: list[str]) -> torch.Tensor:
+        batch = {k: v.to(self.device) for k, v in self.tokenize(texts, pairs).items()}
         return self(batch["input_ids"], batch["attention_mask"])
 
     def save(self, path, model: nn.Module | None = None) -> None:
@@ -160,7 +239,7 @@ class UseEncoder(TextEncoder):
 
         self.model = USE(threads=threads)
 
-    def embed(self, texts: list[str]) -> torch.Tensor:
+    def embed_texts(self, texts: list[str]) -> torch.Tensor:
         return torch.from_numpy(np.asarray(self.model.encode(list(texts)), dtype=np.float32))
 
 
@@ -180,15 +259,15 @@ class CachedEncoder(TextEncoder):
         super().__init__()
         if inner.trainable or any(True for _ in inner.parameters()) or any(True for _ in inner.buffers()):
             raise ValueError(f"{type(inner).__name__} has parameters: only frozen, parameter-free encoders are cached")
-        self.inner, self.dim = inner, inner.dim
+        self.inner, self.dim, self.pair_encoding = inner, inner.dim, inner.pair_encoding
         self._cache: dict[str, torch.Tensor] = {}
 
-    def lengths(self, texts: Sequence[str]) -> list[int]:
-        return self.inner.lengths(texts)
+    def text_lengths(self, texts: Sequence[str]) -> list[int]:
+        return self.inner.text_lengths(texts)
 
-    def embed(self, texts: list[str]) -> torch.Tensor:
+    def embed_texts(self, texts: list[str]) -> torch.Tensor:
         missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
         if missing:
-            for text, vector in zip(missing, self.inner.embed(missing)):
+            for text, vector in zip(missing, self.inner.embed_texts(missing)):
                 self._cache[text] = vector
         return torch.stack([self._cache[t] for t in texts])

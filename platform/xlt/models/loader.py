@@ -31,6 +31,10 @@ class EncoderConfig:
     max_length: int = 128
     prefix: str | None = None
     seed: int = 0  # initialisation of tiny: models
+    # How a sentence pair becomes one vector (``xlt.models.encoder``): ``auto`` encodes pairs jointly
+    # with a transformer and combines [u; v; |u-v|; u*v] with a fixed sentence encoder (USE).
+    # ``combine`` uses a transformer such as LaBSE as a sentence encoder of each side.
+    pair_encoding: Literal["auto", "joint", "combine"] = "auto"
 
     def __post_init__(self) -> None:
         parse_source(self.source)  # raises with the valid forms
@@ -60,15 +64,17 @@ def load_encoder(cfg: EncoderConfig | str) -> TextEncoder:
         cfg = EncoderConfig(source=cfg)
     spec = parse_source(cfg.source)
     if str(spec) == "bundled:use-multilingual-v3":
-        if cfg.pooling is not None or cfg.prefix:
-            raise ValueError("bundled:use-multilingual-v3 is a fixed sentence encoder: pooling and prefix "
-                             f"cannot be set (got pooling={cfg.pooling!r}, prefix={cfg.prefix!r})")
+        if cfg.pooling is not None or cfg.prefix or cfg.pair_encoding == "joint":
+            raise ValueError("bundled:use-multilingual-v3 is a fixed sentence encoder: pooling, prefix and joint "
+                             f"pair encoding cannot be set (got pooling={cfg.pooling!r}, prefix={cfg.prefix!r}, "
+                             f"pair_encoding={cfg.pair_encoding!r})")
         return UseEncoder()
     from .sources import load_transformer
 
     backbone, tokenizer = load_transformer(spec, seed=cfg.seed)
     r = cfg.resolved()
     return TransformerEncoder(backbone, tokenizer, pooling=r["pooling"], layer=cfg.layer,
-                              max_length=cfg.max_length, prefix=r["prefix"])
+                              max_length=cfg.max_length, prefix=r["prefix"],
+                              pair_encoding="combine" if cfg.pair_encoding == "combine" else "joint")
 
 

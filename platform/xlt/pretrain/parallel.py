@@ -29,7 +29,6 @@ from typing import Any
 
 from ..data import (BilingualDictionary, ParallelPair, read_hf_parallel, read_muse, read_parallel, read_sib200,
                     read_tatoeba, sib200_languages)
-from ..data.languages import flores_code
 from .config import BitextSource, PretrainData
 
 
@@ -41,7 +40,7 @@ def sib200_pairs(root: str | Path, lang: str, pivot: str = "en") -> list[Paralle
     for ex in read_sib200(root, lang, "train"):
         src = sources.get(ex.source_id)
         if src is not None:
-            pairs.append(ParallelPair(f"sib200/{flores_code(pivot)}-{flores_code(ex.lang)}/train/{ex.source_id}",
+            pairs.append(ParallelPair(f"sib200/{pivot}-{ex.lang}/train/{ex.source_id}",
                                       src.text, ex.text, src.lang, ex.lang))
     return pairs
 

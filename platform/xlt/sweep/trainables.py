@@ -35,6 +35,7 @@ from ..config import check, from_dict
 from ..cotrain.config import CotrainConfig
 from ..eval.classification import ACC, AVG_TARGET, metric_name
 from ..train.batches import VIEW_COLUMNS
+from ..tasks import Task
 from ..train.config import DataSettings, FinetuneConfig
 from ..train.loop import TRAIN_EPOCH, TRAIN_GLOBAL_STEP, TRAIN_LOSS
 from . import reporting
@@ -63,7 +64,7 @@ class TrialSetup:
 # Fine-tuning
 # --------------------------------------------------------------------------------------------
 
-def augmented_rows(data: DataSettings, root: Path, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def augmented_rows(data: DataSettings, task: Task, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """``rows`` with view columns: source-language rows through ``CrossLingualAugment`` (translators
     of ``augmentation_sources``), the others (translate-train) with none."""
     import pyarrow as pa
@@ -72,11 +73,11 @@ def augmented_rows(data: DataSettings, root: Path, rows: Sequence[Mapping[str, A
     from ..train.data import augmentation_sources
 
     assert data.augment is not None
-    augment = CrossLingualAugment.from_config(data.augment, **augmentation_sources(data.augment, root))
-    source = [dict(r) for r in rows if r["lang"] == data.source_lang]
+    augment = CrossLingualAugment.from_config(data.augment, **augmentation_sources(data, task))
+    source = [dict(r) for r in rows if r["lang"] == task.source_lang]
     views = augment(pa.Table.from_pylist(source)).select(list(VIEW_COLUMNS)).to_pylist()
     out = [{**row, **v} for row, v in zip(source, views)]
-    return out + [{**row, **{c: [] for c in VIEW_COLUMNS}} for row in rows if row["lang"] != data.source_lang]
+    return out + [{**row, **{c: [] for c in VIEW_COLUMNS}} for row in rows if row["lang"] != task.source_lang]
 
 
 def finetune_trial(config: dict[str, Any], setup: TrialSetup) -> None:
@@ -84,22 +85,20 @@ def finetune_trial(config: dict[str, Any], setup: TrialSetup) -> None:
     import torch
 
     from ..cli import quiet_libraries
-    from ..train.data import eval_rows
     from ..train.local import fit_in_process
     from ..train.loop import evaluate
     from ..train.trainer import resolve
 
     quiet_libraries()
-    cfg, rows = resolve(from_dict(FinetuneConfig, setup.data(config)))
+    resolved = resolve(from_dict(FinetuneConfig, setup.data(config)))
+    cfg, rows = resolved.config, resolved.train
     torch.set_num_threads(cfg.scaling.cpus_per_worker)
-    root = Path(cfg.data.data_dir)
     if cfg.data.augment is not None:
-        rows = augmented_rows(cfg.data, root, rows)
-    dev = eval_rows(root, (cfg.data.source_lang, *cfg.data.target_langs), "dev", cfg.data.max_examples)
-    dev_columns = {key: [r[key] for r in dev] for key in ("text", "label", "lang")}
+        rows = augmented_rows(cfg.data, resolved.task, rows)
+    dev_columns = {key: [r[key] for r in resolved.val] for key in ("text", "text_pair", "label", "lang")}
 
     def on_epoch(training: Any, loss: float) -> None:
-        metrics = evaluate(training.classifier, dev_columns, cfg.data.source_lang, "val", cfg.optim.eval_batch_size)
+        metrics = evaluate(training.classifier, dev_columns, cfg.task.source_lang, "val", cfg.optim.eval_batch_size)
         reporting.report({TRAIN_EPOCH: training.epoch, TRAIN_GLOBAL_STEP: training.global_step, TRAIN_LOSS: loss,
                           **metrics})
 

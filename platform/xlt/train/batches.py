@@ -1,10 +1,12 @@
 """Rows of examples (each with its views) -> one flat batch of N texts for one encoder pass.
 
-A train dataset holds one row per original example: ``text``, ``label``, ``lang`` and, when
-an augmentation ran (``xlt.data.augment``, ``DataSettings.augment``), the list columns
-``views`` / ``view_kinds`` / ``view_langs``. Rows without those columns, or with empty lists,
-are plain CE fine-tuning. An example and its views always travel in the same row, so a batch
-never separates them.
+A train dataset holds one row per original example: ``text`` (and ``text_pair`` for a
+sentence-pair task), ``label``, ``lang`` and, when an augmentation ran (``xlt.data.augment``,
+``DataSettings.augment``), the list columns ``views`` / ``view_pairs`` / ``view_kinds`` /
+``view_langs``. Rows without those columns, or with empty lists, are plain CE fine-tuning. An
+example and its views always travel in the same row, so a batch never separates them. The
+items of a pair task are ``(text, text_pair)`` tuples, its views ``(view, view_pair)``: the
+encoder encodes each pair as one input (``xlt.models.encoder``).
 
 ``flatten_batch`` lays out every example followed by its views::
 
@@ -27,7 +29,9 @@ from typing import Any
 import numpy as np
 import torch
 
-VIEW_COLUMNS: tuple[str, ...] = ("views", "view_kinds", "view_langs")
+from ..models.encoder import Item
+
+VIEW_COLUMNS: tuple[str, ...] = ("views", "view_pairs", "view_kinds", "view_langs")
 UNKNOWN_LABEL = -1  # the losses' marker for an unlabelled row
 
 
@@ -35,7 +39,7 @@ UNKNOWN_LABEL = -1  # the losses' marker for an unlabelled row
 class ViewBatch:
     """N = originals + views of one step; tensors on CPU (the step moves what it needs)."""
 
-    texts: list[str]  # (N,)
+    texts: list[Item]  # (N,) texts, or (text, text_pair) tuples
     labels: torch.Tensor  # (N,) long, -1 where unknown
     group: torch.Tensor  # (N,) long: row of the original
     is_anchor: torch.Tensor  # (N,) bool: the originals
@@ -73,7 +77,7 @@ def _as_list(value: Any, column: str, row: int) -> list[str]:
 
 def _missing(value: Any) -> bool:
     """``None``, or the NaN that pandas puts in a missing cell."""
-    return value is None or (isinstance(value, float) and np.isnan(value))
+    return value is None or (isinstance(value, (float, np.floating)) and bool(np.isnan(value)))
 
 
 def _label_id(value: Any, label_index: Mapping[str, int], row: int) -> int:
@@ -86,12 +90,33 @@ def _label_id(value: Any, label_index: Mapping[str, int], row: int) -> int:
     return label_index[label]
 
 
+def _pair_column(batch: Mapping[str, Any], n: int) -> list | None:
+    """The ``text_pair`` cells, or ``None`` when the batch holds single texts (no column, or all missing)."""
+    if "text_pair" not in batch:
+        return None
+    pairs = _cells(batch, "text_pair", n)
+    missing = [_missing(p) for p in pairs]
+    if all(missing):
+        return None
+    if any(missing):
+        raise ValueError(f"row {missing.index(True)} has no text_pair but other rows do; a task is single "
+                         "texts or sentence pairs, not both")
+    return pairs
+
+
+def items_of(batch: Mapping[str, Any]) -> list[Item]:
+    """The encoder inputs of a batch of rows: ``text``, or ``(text, text_pair)`` for a pair task."""
+    texts = list(batch["text"])
+    pairs = _pair_column(batch, len(texts))
+    return texts if pairs is None else [(str(t), str(p)) for t, p in zip(texts, pairs)]
+
+
 def flatten_batch(batch: Mapping[str, Any], label_index: Mapping[str, int]) -> ViewBatch:
     """One batch of rows (a Ray Data numpy batch or any mapping of column -> sequence) -> ``ViewBatch``.
 
     Required columns: ``text``; ``label`` (class names, ``None`` = unlabelled) unless every row
-    is unlabelled. Optional: ``views`` with ``view_kinds`` / ``view_langs`` aligned to it. A
-    non-empty ``text_pair`` is refused: the classifier encodes single texts.
+    is unlabelled. Optional: ``text_pair`` (a pair task); ``views`` with ``view_pairs`` (pairs) /
+    ``view_kinds`` / ``view_langs`` aligned to it.
     """
     if "text" not in batch:
         raise ValueError(f"a train batch needs a 'text' column; got columns {', '.join(batch) or 'none'}")
@@ -100,13 +125,12 @@ def flatten_batch(batch: Mapping[str, Any], label_index: Mapping[str, int]) -> V
     if n == 0:
         raise ValueError("empty batch: no rows")
     labels = _cells(batch, "label", n) if "label" in batch else [None] * n
-    if "text_pair" in batch and not all(_missing(p) for p in batch["text_pair"]):
-        raise ValueError("rows carry a text_pair: sentence-pair classification is not supported by the "
-                         "classifier (it encodes one text per example)")
+    pairs = _pair_column(batch, n)
     views = _cells(batch, "views", n) if "views" in batch else [None] * n
-    aligned = {c: _cells(batch, c, n) for c in VIEW_COLUMNS[1:] if c in batch}
+    view_pairs = _cells(batch, "view_pairs", n) if pairs is not None and "views" in batch else None
+    aligned = {c: _cells(batch, c, n) for c in VIEW_COLUMNS[2:] if c in batch}
 
-    flat_texts: list[str] = []
+    flat_texts: list[Item] = []
     flat_labels: list[int] = []
     group: list[int] = []
     is_anchor: list[bool] = []
@@ -114,7 +138,17 @@ def flatten_batch(batch: Mapping[str, Any], label_index: Mapping[str, int]) -> V
         text = texts[i]
         if not isinstance(text, str) or not text.strip():
             raise ValueError(f"row {i}: text {text!r} is not a non-empty string")
-        row_views = _as_list(views[i], "views", i)
+        row_views: list[Item] = list(_as_list(views[i], "views", i))
+        if pairs is not None:
+            pair = pairs[i]
+            if not isinstance(pair, str) or not pair.strip():
+                raise ValueError(f"row {i}: text_pair {pair!r} is not a non-empty string")
+            text = (text, pair)
+            sides = _as_list(view_pairs[i], "view_pairs", i) if view_pairs is not None else []
+            if len(sides) != len(row_views):
+                raise ValueError(f"row {i}: {len(sides)} view_pairs but {len(row_views)} views; a view of a pair "
+                                 "has both sides")
+            row_views = list(zip(row_views, sides))
         for column, cells in aligned.items():
             k = len(_as_list(cells[i], column, i))
             if k != len(row_views):

@@ -6,8 +6,9 @@ The job builds it from YAML + ``--set`` overrides (``load_finetune_config``), pa
 0.01, a linear schedule, batch 16, max sequence length 128 (``model.max_length``: the encoder
 config owns the truncation length, so there is exactly one such setting).
 
-Two fields of ``data`` are *resolved* by ``xlt.train.trainer.resolve`` on the driver, not
-written by hand: ``labels`` (the class names, from SIB-200's ``labels.txt``) and ``train_rows``
+``task`` (``xlt.tasks.TaskConfig``) says what is learnt: the rows, their label set, the source
+and target languages. ``xlt.train.trainer.resolve`` fills, on the driver, what is not written by
+hand: the task's target languages and labels (``xlt.tasks.load_task``) and ``data.train_rows``
 (the size of the train dataset, which fixes the length of the linear schedule). Workers cannot
 compute either without reading the data themselves, and the saved ``config.yaml`` then records
 exactly what ran.
@@ -22,9 +23,10 @@ from typing import Any, Iterable, Literal
 
 from ..config import ConfigError, check, load_config
 from ..data.augment import AugmentConfig
-from ..data.languages import normalize_lang
+from ..text.languages import normalize_lang
 from ..losses import ObjectiveConfig, build_objectives
 from ..models import EncoderConfig
+from ..tasks import TaskConfig
 
 Setting = Literal["zero-shot", "translate-train"]
 SETTINGS: tuple[str, ...] = ("zero-shot", "translate-train")
@@ -48,49 +50,39 @@ def normalized_langs(key: str, codes: Iterable[str]) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class DataSettings:
-    """SIB-200 data of the run.
+    """How the task's rows are used (the task itself is ``FinetuneConfig.task``).
 
     - ``setting``: ``zero-shot`` trains on the source language's labelled train split only;
-      ``translate-train`` adds the translations of those same sentences into every target
-      language (SIB-200's own human translations, joined on ``index_id``) as more labelled
-      rows (seed 000 §4.2: "fine-tuned on the concatenation of English training data and its
-      translation to all target languages", each translation with its source's label).
+      ``translate-train`` adds the translations of those same examples into every target
+      language (the task's own, through its links) as more labelled rows (seed 000 §4.2:
+      "fine-tuned on the concatenation of English training data and its translation to all
+      target languages").
     - ``augment``: cross-lingual views of each source-language train example for the alignment
       objectives (CL / SCL / MVA / LA), generated on the fly by the Ray Data augmentation UDF
-      (``xlt.data.augment.AugmentConfig``: t_f / t_p / t_c views, r_c, languages, seed). Offline,
-      full translations are SIB-200's own (train split, joined on ``index_id``); partial
-      translation glosses a span and code-switching switches words with the MUSE dictionaries
-      under ``<data_dir>/muse``. ``augment_cpus`` is what each augmentation actor reserves: it
-      must fit beside the training workers (0 lets it share their CPUs; it is cheap next to a
-      training step).
+      (``xlt.data.augment.AugmentConfig``: t_f / t_p / t_c views, r_c, languages, seed). Full
+      translations come from ``translator`` (see ``xlt.train.data``); partial translation glosses a
+      span and code-switching switches words with the MUSE dictionaries under ``<data_dir>/muse``.
+      ``augment_cpus`` is what each augmentation actor reserves: it must fit beside the training
+      workers (0 lets it share their CPUs; it is cheap next to a training step).
     - ``max_examples``: at most this many examples per language and split, evenly spaced
       (0 = all); smoke runs use a handful.
     """
 
-    data_dir: str | None = None  # the data root holding sib200/; else $XLT_DATA_DIR
-    source_lang: str = "en"
-    target_langs: tuple[str, ...] = ()  # empty: every SIB-200 language on disk but the source
+    data_dir: str | None = None  # the data root ({data_dir} in task paths; muse/); else $XLT_DATA_DIR
     setting: Setting = "zero-shot"
     augment: AugmentConfig | None = None
     augment_cpus: float = 0.0
+    translator: Literal["provided", "dictionary", "seq2seq"] = "provided"
+    translator_model: str = ""  # seq2seq: a MarianMT / NLLB name or path (a "{lang}" template per target)
     max_examples: int = 0
-    labels: tuple[str, ...] = ()  # resolved: class names in head order
     train_rows: int = 0  # resolved: rows of the train dataset
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "source_lang", normalized_langs("data.source_lang", [self.source_lang])[0])
-        object.__setattr__(self, "target_langs", normalized_langs("data.target_langs", self.target_langs))
-        check(self.source_lang not in self.target_langs, "data.target_langs", self.target_langs,
-              f"languages other than the source language {self.source_lang!r}")
-        check(self.augment is None or self.augment.source_lang == self.source_lang, "data.augment.source_lang",
-              self.augment and self.augment.source_lang, f"the source language {self.source_lang!r} of the data")
         check(self.augment_cpus >= 0, "data.augment_cpus", self.augment_cpus, "a number >= 0")
-        check(len(set(self.target_langs)) == len(self.target_langs), "data.target_langs", self.target_langs,
-              "each language once")
         check(self.max_examples >= 0, "data.max_examples", self.max_examples, "0 (all) or a positive integer")
-        check(not self.labels or len(set(self.labels)) == len(self.labels) >= 2, "data.labels", self.labels,
-              "at least two distinct class names (or empty: read from the data)")
         check(self.train_rows >= 0, "data.train_rows", self.train_rows, "0 (unresolved) or the train dataset size")
+        check(self.translator != "seq2seq" or bool(self.translator_model), "data.translator_model",
+              self.translator_model, "a seq2seq model (e.g. hf:Helsinki-NLP/opus-mt-en-de) with translator: seq2seq")
 
 
 @dataclass(frozen=True)
@@ -157,13 +149,14 @@ class OutputSettings:
 
 @dataclass(frozen=True)
 class FinetuneConfig:
-    """Fine-tune encoder + linear head with CE + Σ λ_k·aux_k (``objectives``, ``xlt.losses``).
+    """Fine-tune encoder + linear head with CE + Σ λ_k·aux_k (``objectives``, ``xlt.losses``) on ``task``.
 
     ``eval_every_epoch``: evaluate on every language's dev split after each epoch (``val/``
     metrics); otherwise only after the last one. The test split is evaluated once, after the
     last epoch (``test/`` metrics).
     """
 
+    task: TaskConfig
     model: EncoderConfig = field(default_factory=EncoderConfig)
     objectives: tuple[ObjectiveConfig, ...] = ()
     data: DataSettings = field(default_factory=DataSettings)
@@ -173,6 +166,9 @@ class FinetuneConfig:
     eval_every_epoch: bool = True
 
     def __post_init__(self) -> None:
+        check(self.data.augment is None or self.data.augment.source_lang == self.task.source_lang,
+              "data.augment.source_lang", self.data.augment and self.data.augment.source_lang,
+              f"the source language {self.task.source_lang!r} of the task")
         try:
             objectives = build_objectives(self.objectives)
         except ValueError as e:

@@ -16,11 +16,12 @@ from typing import Any
 import numpy as np
 import torch
 
+from .batches import VIEW_COLUMNS
 from .config import FinetuneConfig
 from .loop import Training, build_training, run_epoch
 
 logger = logging.getLogger(__name__)
-TRAIN_COLUMNS: tuple[str, ...] = ("id", "text", "label", "lang")
+TRAIN_COLUMNS: tuple[str, ...] = ("id", "text", "text_pair", "label", "lang")
 
 EpochCallback = Callable[[Training, float], None]  # (training after the epoch, the epoch's mean loss)
 
@@ -29,7 +30,7 @@ def shuffled_batches(rows: Sequence[Mapping[str, Any]], batch_size: int, seed: i
     """``rows`` shuffled with ``seed``, as column batches of ``batch_size`` (the last one smaller).
     The view columns of augmented rows travel with their example when present."""
     order = np.random.default_rng(seed).permutation(len(rows))
-    columns = [c for c in (*TRAIN_COLUMNS, "views", "view_kinds", "view_langs") if c in rows[0]]
+    columns = [c for c in (*TRAIN_COLUMNS, *VIEW_COLUMNS) if c in rows[0]]
     return [{key: [rows[i][key] for i in order[start:start + batch_size]] for key in columns}
             for start in range(0, len(rows), batch_size)]
 
@@ -39,7 +40,7 @@ def fit_in_process(cfg: FinetuneConfig, rows: Sequence[Mapping[str, Any]], *,
                    on_epoch: EpochCallback | None = None) -> Training:
     """Fine-tune from the pretrained weights on ``rows`` for ``cfg.optim.epochs`` epochs.
 
-    ``cfg.data.labels`` must be set (the head's classes). ``prepare`` may adjust the fresh
+    ``cfg.task.labels`` must be set (the head's classes). ``prepare`` may adjust the fresh
     ``Training`` before the first step (e.g. cache a frozen encoder); ``on_epoch`` is called
     after every epoch (e.g. to evaluate and report to Tune). Dropout masks and shuffling are
     functions of ``(optim.seed, epoch)`` only.

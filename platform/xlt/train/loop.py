@@ -32,11 +32,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..config import from_dict
-from ..eval.classification import (ACC, AVG_TARGET, TRANSFER_GAP, accuracy_by_language, metric_name,
-                                   summarize_transfer, to_metrics)
+from ..eval.classification import ACC, AVG_TARGET, F1, gap_name, metric_name, transfer_metrics
 from ..losses import WeightedObjectives, build_objectives
 from ..models import Classifier, TransformerEncoder, load_encoder
-from .batches import UNKNOWN_LABEL, ViewBatch, flatten_batch
+from ..models.encoder import Item
+from .batches import UNKNOWN_LABEL, ViewBatch, flatten_batch, items_of
 from .config import FinetuneConfig
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ def loss_metric(part: str) -> str:
 
 
 class FeaturesAndLogits(nn.Module):
-    """``Classifier.forward`` that also returns the features: ``texts -> (features (N, D), logits (N, C))``.
+    """``Classifier.forward`` that also returns the features: ``items -> (features (N, D), logits (N, C))``.
 
     The alignment objectives need the sentence embeddings that the head reads, from the same
     forward pass (one encoder call per step), and DDP must see that pass through its own
@@ -73,7 +73,7 @@ class FeaturesAndLogits(nn.Module):
         super().__init__()
         self.classifier = classifier
 
-    def forward(self, texts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, texts: list[Item]) -> tuple[torch.Tensor, torch.Tensor]:
         encoder, head = self.classifier.encoder, self.classifier.head
         with torch.set_grad_enabled(torch.is_grad_enabled() and encoder.trainable):
             features = encoder.embed(texts)  # (N, D)
@@ -139,15 +139,15 @@ class Training:
 
 
 def build_classifier(cfg: FinetuneConfig) -> Classifier:
-    """Encoder + head over ``cfg.data.labels``; word embeddings frozen if configured."""
-    if not cfg.data.labels:
-        raise ValueError("cfg.data.labels is empty: resolve the config first (xlt.train.trainer.resolve)")
+    """Encoder + head over the task's labels (pairs if the task has them); word embeddings frozen if configured."""
+    if not cfg.task.labels:
+        raise ValueError("cfg.task.labels is empty: resolve the config first (xlt.train.trainer.resolve)")
     encoder = load_encoder(cfg.model)
     if cfg.optim.freeze_word_embeddings:
         if not isinstance(encoder, TransformerEncoder):
             raise ValueError(f"optim.freeze_word_embeddings: {cfg.model.source} has no word embeddings to freeze")
         encoder.backbone.get_input_embeddings().weight.requires_grad_(False)
-    return Classifier(encoder, cfg.data.labels)
+    return Classifier(encoder, cfg.task.labels, paired=cfg.task.paired)
 
 
 def build_training(cfg: FinetuneConfig, steps_per_epoch: int,
@@ -164,7 +164,7 @@ def build_training(cfg: FinetuneConfig, steps_per_epoch: int,
     total = steps_per_epoch * cfg.optim.epochs
     scheduler = get_linear_schedule_with_warmup(optimizer, round(cfg.optim.warmup_ratio * total), total)
     return Training(classifier, model, objectives, optimizer, scheduler,
-                    label_index={label: i for i, label in enumerate(cfg.data.labels)})
+                    label_index={label: i for i, label in enumerate(cfg.task.labels)})
 
 
 def train_step(training: Training, batch: ViewBatch, max_grad_norm: float = 1.0) -> dict[str, float]:
@@ -184,13 +184,13 @@ def train_step(training: Training, batch: ViewBatch, max_grad_norm: float = 1.0)
 
 def evaluate(classifier: Classifier, rows: Mapping[str, Iterable], source_lang: str, split: str,
              batch_size: int = 64) -> dict[str, float]:
-    """``<split>/acc/<lang>``, ``<split>/acc/avg_target`` and ``<split>/transfer_gap`` on
-    ``rows`` (columns ``text``, ``label``, ``lang``)."""
-    texts, labels, langs = list(rows["text"]), list(rows["label"]), list(rows["lang"])
-    predictions = classifier.predict(texts, batch_size=batch_size)
-    per_lang = accuracy_by_language(np.asarray(labels, dtype=str), np.asarray(predictions.labels, dtype=str),
-                                    np.asarray(langs, dtype=str))
-    return to_metrics(summarize_transfer(per_lang, source_lang), split)
+    """Accuracy and macro-F1 per language, their target averages and transfer gaps
+    (``xlt.eval.classification.transfer_metrics``) on ``rows`` (columns ``text``, ``label``,
+    ``lang``, and ``text_pair`` for a pair task)."""
+    labels, langs = list(rows["label"]), list(rows["lang"])
+    predictions = classifier.predict(items_of(rows), batch_size=batch_size)
+    return transfer_metrics(np.asarray(labels, dtype=str), np.asarray(predictions.labels, dtype=str),
+                            np.asarray(langs, dtype=str), source_lang, split)
 
 
 @dataclass
@@ -231,12 +231,14 @@ def _progress(message: str) -> None:
     logger.info(message)
 
 
-def collect(iterator: Any, batch_size: int, columns: Sequence[str] = ("text", "label", "lang")) -> dict[str, list]:
-    """``columns`` of all rows of an (unsplit) evaluation dataset iterator, as lists."""
-    out: dict[str, list] = {key: [] for key in columns}
+def collect(iterator: Any, batch_size: int, columns: Sequence[str] = ("text", "text_pair", "label", "lang")
+            ) -> dict[str, list]:
+    """``columns`` (those present) of all rows of an (unsplit) evaluation dataset iterator, as lists."""
+    out: dict[str, list] = {}
     for batch in iterator.iter_batches(batch_size=batch_size, batch_format="numpy"):
-        for key in out:
-            out[key].extend(batch[key].tolist())
+        for key in columns:
+            if key in batch:
+                out.setdefault(key, []).extend(batch[key].tolist())
     return out
 
 
@@ -328,7 +330,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
             splits = (["val"] if cfg.eval_every_epoch or last else []) + (["test"] if last else [])
             for split in splits:
                 rows = collect(ray.train.get_dataset_shard(split), cfg.optim.eval_batch_size)
-                metrics.update(evaluate(training.classifier, rows, cfg.data.source_lang, split,
+                metrics.update(evaluate(training.classifier, rows, cfg.task.source_lang, split,
                                         cfg.optim.eval_batch_size))
             _progress(epoch_line(metrics))
         reporting.report_epoch(metrics, training if rank == 0 else None, cfg)
@@ -339,7 +341,8 @@ def epoch_line(metrics: Mapping[str, float]) -> str:
     parts = [f"epoch {int(metrics[TRAIN_EPOCH])}", f"step {int(metrics[TRAIN_GLOBAL_STEP])}",
              f"loss {metrics[TRAIN_LOSS]:.4f}", f"{metrics[TRAIN_SAMPLES_PER_S]:.1f} examples/s"]
     for split in ("val", "test"):
-        avg, gap = metric_name(split, ACC, AVG_TARGET), metric_name(split, TRANSFER_GAP)
-        if avg in metrics:
-            parts.append(f"{split} avg_target {metrics[avg]:.3f} gap {metrics[gap]:.3f}")
+        acc, f1 = metric_name(split, ACC, AVG_TARGET), metric_name(split, F1, AVG_TARGET)
+        if acc in metrics:
+            parts.append(f"{split} avg_target acc {metrics[acc]:.3f} f1 {metrics[f1]:.3f} "
+                         f"gap {metrics[gap_name(split)]:.3f}")
     return " | ".join(parts)

@@ -103,7 +103,8 @@ def load_classifier(directory: str | Path) -> Classifier:
     from ..models import Classifier, load_encoder
 
     state = read_checkpoint(directory)
-    classifier = Classifier(load_encoder(state.config.model), state.config.data.labels)
+    classifier = Classifier(load_encoder(state.config.model), state.config.task.labels,
+                            paired=state.config.task.paired)
     classifier.load_state_dict(state.model)
     return classifier.eval()
 

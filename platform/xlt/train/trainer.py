@@ -1,10 +1,11 @@
 """``FinetuneConfig`` -> ``TorchTrainer``; resuming; the per-language results of a finished run.
 
-``build_trainer(cfg)`` resolves the config on the driver (data root, target languages, labels,
-train size; see ``config``), builds the Ray datasets (``train`` split across workers; ``val`` =
-every language's dev split and ``test`` = every language's test split, unsplit, read by rank
-0), writes ``config.yaml`` into the run directory ``<storage_path>/<name>/`` and returns the
-trainer; ``.fit()`` runs it.
+``resolve(cfg)`` runs on the driver before Ray starts: it loads the task (``xlt.tasks``), fills the
+resolved fields (target languages, labels, train size; see ``config``) and reads every row the
+run will use, so that bad input fails before any work. ``build_trainer(resolved)`` builds the Ray
+datasets (``train`` split across workers; ``val`` = every language's dev split and ``test`` =
+every language's test split, unsplit, read by rank 0), writes ``config.yaml`` into the run
+directory ``<storage_path>/<name>/`` and returns the trainer; ``.fit()`` runs it.
 
 Resuming, Ray Train V2 (Ray 2.60): ``TorchTrainer.restore`` and ``resume_from_checkpoint`` are
 gone (they raise ``DeprecationWarning``). A run is identified by ``RunConfig(storage_path,
@@ -22,13 +23,14 @@ import dataclasses
 import os
 import tempfile
 from pathlib import Path
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
 from ..config import ConfigError, apply_overrides, from_dict, read_yaml, save_config
-from ..data import resolve_data_dir, sib200_labels, sib200_languages
-from ..eval.classification import ACC, AVG_TARGET, TRANSFER_GAP, metric_name
+from ..eval.classification import AVG_TARGET, SCORES, gap_name, metric_name
+from ..tasks import Task, load_task
 from .config import RESUMABLE_CHANGES, FinetuneConfig, OutputSettings, incompatible_changes
-from .data import eval_rows, train_dataset, train_rows
+from .data import check_augment_languages, eval_rows, train_dataset, train_rows
 from .reporting import CONFIG_FILE
 
 if TYPE_CHECKING:
@@ -55,48 +57,40 @@ def results_path(cfg: FinetuneConfig) -> Path:
     return Path(run_dir(cfg), RESULTS_FILE)
 
 
-def _resolve_languages(cfg: FinetuneConfig, root: Path) -> tuple[str, ...]:
-    on_disk = sib200_languages(root)
-    targets = cfg.data.target_langs or tuple(lang for lang in on_disk if lang != cfg.data.source_lang)
-    full_views = cfg.data.augment.languages_for("full") if cfg.data.augment and cfg.data.augment.t_f else ()
-    for key, langs in (("data.source_lang", (cfg.data.source_lang,)), ("data.target_langs", targets),
-                       ("data.augment.languages", full_views)):
-        missing = [lang for lang in langs if lang not in on_disk]
-        if missing:
-            raise ConfigError(f"{key}: {', '.join(missing)} have no SIB-200 data under {root}; "
-                              f"available: {', '.join(on_disk)}")
-    if not targets:
-        raise ConfigError(f"no target language: {root} has SIB-200 data only for the source language "
-                          f"{cfg.data.source_lang!r}; the transfer metrics need at least one target")
-    return targets
+@dataclass(frozen=True)
+class Resolved:
+    """A resolved config, its task and the rows it trains and evaluates on (see ``resolve``)."""
+
+    config: FinetuneConfig
+    task: Task
+    train: list[dict[str, Any]]
+    val: list[dict[str, Any]]
+    test: list[dict[str, Any]]
 
 
-def resolve(cfg: FinetuneConfig) -> tuple[FinetuneConfig, list[dict[str, Any]]]:
-    """Fill the resolved fields (absolute data root and storage path, target languages, labels,
-    train size) and return the config with the train rows it describes."""
-    root = resolve_data_dir(cfg.data.data_dir)
-    targets = _resolve_languages(cfg, root)
-    labels = tuple(sib200_labels(root))
-    if cfg.data.labels and cfg.data.labels != labels:
-        raise ConfigError(f"data.labels={list(cfg.data.labels)} differ from the labels of {root}: {list(labels)}; "
-                          "leave data.labels empty to read them from the data")
-    data = dataclasses.replace(cfg.data, data_dir=str(root), target_langs=targets, labels=labels)
-    rows = train_rows(data, root, targets)
-    return dataclasses.replace(cfg, data=dataclasses.replace(data, train_rows=len(rows)),
-                               output=absolute_storage(cfg.output)), rows
+def resolve(cfg: FinetuneConfig) -> Resolved:
+    """Load the task and every row of the run; fill the resolved fields (absolute storage path,
+    target languages, labels, train size). Bad input fails here, naming file and line."""
+    task = load_task(cfg.task, cfg.data.data_dir)
+    if cfg.data.augment is not None:
+        check_augment_languages(cfg.data.augment, task, cfg.data.translator)
+    train = train_rows(cfg.data, task)
+    val, test = (eval_rows(task, split, cfg.data.max_examples) for split in ("dev", "test"))
+    resolved = dataclasses.replace(cfg, task=task.config, output=absolute_storage(cfg.output),
+                                   data=dataclasses.replace(cfg.data, train_rows=len(train)))
+    resolved.steps_per_epoch(cfg.scaling.num_workers)  # fails now, not on the workers, if there are too few rows
+    return Resolved(resolved, task, train, val, test)
 
 
-def build_datasets(cfg: FinetuneConfig, rows: list[dict[str, Any]] | ray.data.Dataset) -> dict[str, ray.data.Dataset]:
-    """``train`` from ``rows`` (or a ready dataset), ``val`` (dev) and ``test`` of the source and targets."""
+def build_datasets(resolved: Resolved, train: ray.data.Dataset | None = None) -> dict[str, ray.data.Dataset]:
+    """``train`` (the resolved rows, through the augmentation UDF if configured, or a ready
+    dataset), ``val`` (dev) and ``test`` of the source and target languages."""
     import ray.data
 
     ray.data.DataContext.get_current().enable_progress_bars = False
-    langs = (cfg.data.source_lang, *cfg.data.target_langs)
-    root = Path(cfg.data.data_dir)
-    train = rows if isinstance(rows, ray.data.Dataset) else train_dataset(cfg.data, root, rows)
-    return {"train": train,
-            "val": ray.data.from_items(eval_rows(root, langs, "dev", cfg.data.max_examples)),
-            "test": ray.data.from_items(eval_rows(root, langs, "test", cfg.data.max_examples))}
+    cfg = resolved.config
+    return {"train": train if train is not None else train_dataset(cfg.data, resolved.task, resolved.train),
+            "val": ray.data.from_items(resolved.val), "test": ray.data.from_items(resolved.test)}
 
 
 def read_run_config(directory: str, config_cls: type[C] = FinetuneConfig) -> C | None:
@@ -130,19 +124,22 @@ def write_run_config(cfg: Any) -> None:
             f.write(Path(tmp, CONFIG_FILE).read_bytes())
 
 
-def build_trainer(cfg: FinetuneConfig, train_dataset: ray.data.Dataset | None = None) -> TorchTrainer:
-    """The ``TorchTrainer`` of ``cfg``; a run directory that already holds checkpoints is resumed.
+def build_trainer(cfg: FinetuneConfig | Resolved, train_dataset: ray.data.Dataset | None = None) -> TorchTrainer:
+    """The ``TorchTrainer`` of ``cfg`` (resolved here unless it already is); a run directory that
+    already holds checkpoints is resumed.
 
-    ``train_dataset``: rows to train on instead of SIB-200's (e.g. the output of an augmentation
+    ``train_dataset``: rows to train on instead of the task's (e.g. the output of an augmentation
     UDF: one row per original with ``views`` list columns); it is counted once for the schedule.
     """
     from .loop import train_loop_per_worker
 
-    cfg, rows = resolve(cfg)
+    resolved = cfg if isinstance(cfg, Resolved) else resolve(cfg)
     if train_dataset is not None:
-        cfg = dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, train_rows=train_dataset.count()))
-    cfg.steps_per_epoch(cfg.scaling.num_workers)  # fails now, not on the workers, if there are too few rows
-    return torch_trainer(train_loop_per_worker, cfg, build_datasets(cfg, rows if train_dataset is None else train_dataset))
+        config = resolved.config
+        config = dataclasses.replace(config, data=dataclasses.replace(config.data, train_rows=train_dataset.count()))
+        config.steps_per_epoch(config.scaling.num_workers)
+        resolved = dataclasses.replace(resolved, config=config)
+    return torch_trainer(train_loop_per_worker, resolved.config, build_datasets(resolved, train_dataset))
 
 
 def absolute_storage(output: OutputSettings) -> OutputSettings:
@@ -214,16 +211,17 @@ def resume_trainer(directory: str, overrides: Iterable[str] = ()) -> TorchTraine
 
 
 def results_rows(metrics: Mapping[str, float], source_lang: str) -> list[dict[str, Any]]:
-    """Per-language accuracy rows (``lang``, ``val``, ``test``) from a run's final metrics: the
-    source language first, then the targets, then ``avg_target`` and ``transfer_gap``."""
-    splits = ("val", "test")
-    names = [key.split("/") for key in metrics]  # <split>/acc/<lang>
-    langs = sorted({n[2] for n in names if len(n) == 3 and n[0] in splits and n[1] == ACC} - {AVG_TARGET})
+    """Per-language rows (``lang``, then ``<split> <score>`` for val/test × acc/f1) from a run's final
+    metrics: the source language first, then the targets, then ``avg_target`` and ``transfer_gap``."""
+    columns = [(split, score) for split in ("val", "test") for score in SCORES]
+    names = [key.split("/") for key in metrics]  # <split>/<score>/<lang>
+    langs = sorted({n[2] for n in names if len(n) == 3 and (n[0], n[1]) in columns} - {AVG_TARGET})
     if source_lang not in langs:
-        raise ValueError(f"metrics hold no accuracy for the source language {source_lang!r}; "
+        raise ValueError(f"metrics hold no score for the source language {source_lang!r}; "
                          f"keys: {', '.join(sorted(metrics))}")
     order = [source_lang] + [lang for lang in langs if lang != source_lang] + [AVG_TARGET]
-    rows = [{"lang": lang, **{split: metrics.get(metric_name(split, ACC, lang)) for split in splits}}
-            for lang in order]
-    rows.append({"lang": TRANSFER_GAP, **{split: metrics.get(metric_name(split, TRANSFER_GAP)) for split in splits}})
+    rows = [{"lang": lang, **{f"{split} {score}": metrics.get(metric_name(split, score, lang))
+                              for split, score in columns}} for lang in order]
+    rows.append({"lang": "transfer_gap", **{f"{split} {score}": metrics.get(gap_name(split, score))
+                                            for split, score in columns}})
     return rows

@@ -1,0 +1,1 @@
+"""Text: language tags (``languages``), one normaliser under every reader and config."""
