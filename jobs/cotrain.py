@@ -1,7 +1,9 @@
-"""Co-training on SIB-200 (seed 002 Alg. 1): an LM learner and a sentence-embedding learner
+"""Co-training on any task (seed 002 Alg. 1): an LM learner and a sentence-embedding learner
 exchange confident pseudo-labels on unlabelled target-language text; or self-training.
 
     python jobs/cotrain.py                                   # configs/cotrain_sib200.yaml, offline
+    python jobs/cotrain.py --config configs/cotrain_nusax.yaml
+    python jobs/cotrain.py --config configs/cotrain_xnli.yaml      # a pool of sentence pairs
     python jobs/cotrain.py --set mode=self-train --set output_dir=results/cotrain/self-train
     python jobs/cotrain.py --set selection.policy=agreement --set selection.threshold=0.8
     python jobs/cotrain.py --smoke
@@ -21,7 +23,7 @@ import logging
 from dataclasses import asdict
 from pathlib import Path
 
-from xlt.cli import init_ray, job_overrides, job_parser, quiet_libraries
+from xlt.cli import init_ray, job_overrides, job_parser, quiet_libraries, run_job
 from xlt.cotrain import load_cotrain_config, load_data, run_cotraining
 from xlt.cotrain.report import iteration_rows, language_rows, plot_iterations
 from xlt.report import markdown_table, write_results
@@ -37,15 +39,15 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     overrides = job_overrides(args)
     cfg = load_cotrain_config(args.config or DEFAULT_PRESET, overrides, smoke=SMOKE_PRESET if args.smoke else None)
+    data = load_data(cfg)  # every row read and checked before Ray starts
     init_ray(args.address)
-    data = load_data(cfg)
     state = run_cotraining(cfg, data=data)
 
-    split, source = cfg.data.metric_split, cfg.data.source_lang
+    split, source = cfg.data.metric_split, data.task.source_lang
     label = "co-training" if cfg.mode == "cotrain" else "self-training"
     per_iteration = markdown_table(iteration_rows(state.history, split, source))
     per_language = markdown_table(language_rows(state.history, split, (source, *data.targets), label))
-    text = (f"## {label}: lm {cfg.lm.model.source}, emb {cfg.emb.model.source}, policy {cfg.selection.policy}, "
+    text = (f"## {label} on {data.task.config.name}: lm {cfg.lm.model.source}, emb {cfg.emb.model.source}, policy {cfg.selection.policy}, "
             f"t = {cfg.selection.threshold}\n\n### Per iteration ({split} accuracy)\n\n{per_iteration}\n\n"
             f"### Per language ({split} accuracy)\n\n{per_language}\n")
     out = Path(cfg.output_dir)
@@ -57,4 +59,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_job(main)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xlt.cli import job_parser, quiet_libraries
+from xlt.cli import job_parser, quiet_libraries, run_job
 from xlt.config import apply_overrides, from_dict, read_yaml, save_config
 from xlt.eval.tasks import EvaluateConfig, run_evaluation
 from xlt.report import markdown_table, write_results
@@ -50,4 +50,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_job(main)

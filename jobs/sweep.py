@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from xlt.cli import init_ray, job_overrides, job_parser, quiet_libraries
+from xlt.cli import init_ray, job_overrides, job_parser, quiet_libraries, run_job
 from xlt.config import apply_overrides, merge_presets
 from xlt.sweep import load_space
 from xlt.sweep.results import BEST_CONFIG, PLOT, RESULTS, TABLE, write_outputs
@@ -75,4 +75,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_job(main)

@@ -174,7 +174,7 @@ def test_parquet_errors_name_the_row(tmp_path: Path) -> None:
 def test_unknown_suffix_lists_valid(tmp_path: Path) -> None:
     path = tmp_path / "data.xlsx"
     path.write_bytes(b"")
-    with pytest.raises(ValueError, match=r"unsupported file type '\.xlsx'; valid suffixes: \.jsonl, \.csv, \.tsv"):
+    with pytest.raises(ValueError, match=r"unsupported file type '\.xlsx'; valid: \.jsonl, \.csv, \.tsv"):
         read_examples(path)
 
 

@@ -37,7 +37,7 @@ def test_chinese_file_is_labelled_by_its_content(data_dir: Path) -> None:
 def test_english_and_missing_language(data_dir: Path) -> None:
     with pytest.raises(ValueError, match="non-English"):
         read_tatoeba(data_dir, "en")
-    with pytest.raises(FileNotFoundError, match=r"tatoeba\.ita-eng\.ita .*languages present: ar, de"):
+    with pytest.raises(FileNotFoundError, match=r"no Tatoeba files for language 'it' .*languages present: ar, de"):
         read_tatoeba(data_dir, "it")
 
 

@@ -148,7 +148,7 @@ def test_seq2seq_translator_multilingual_language_tokens(tiny_marian: Path) -> N
     t = Seq2SeqTranslator(tiny_marian, languages=["de", "fr"], max_new_tokens=4, generate_kwargs=GEN)
     assert t.languages == {"de", "fr"}
     assert all(isinstance(x, str) for x in t.translate(["Hello there."], "en", "fr"))
-    with pytest.raises(ValueError, match="no language token 'spa_Latn' for es"):
+    with pytest.raises(ValueError, match="no language token for es"):
         Seq2SeqTranslator(tiny_marian, languages=["es"]).load()
     with pytest.raises(ValueError, match="only if languages is given"):
         Seq2SeqTranslator(tiny_marian)

@@ -4,15 +4,22 @@ from __future__ import annotations
 
 from xlt.losses import ObjectiveConfig
 from xlt.models import EncoderConfig
+from xlt.tasks import Fields, TaskConfig
 from xlt.train.config import DataSettings, FinetuneConfig, OptimSettings
 
 LABELS = ("science", "sports", "travel")
 
 
-def tiny_config(objectives: tuple[ObjectiveConfig, ...] = (), **optim) -> FinetuneConfig:
+def tiny_task(paired: bool = False) -> TaskConfig:
+    """A resolved task config (labels and languages explicit) whose files are never read."""
+    return TaskConfig(type="files", name="tiny", path="unused/{lang}/{split}.tsv", labels=LABELS,
+                      target_langs=("de", "fr"), fields=Fields(text_pair="hypothesis" if paired else None))
+
+
+def tiny_config(objectives: tuple[ObjectiveConfig, ...] = (), paired: bool = False, **optim) -> FinetuneConfig:
     """A resolved config over tiny:bert with three labels (no data on disk needed)."""
-    return FinetuneConfig(model=EncoderConfig(source="tiny:bert", max_length=32), objectives=objectives,
-                          data=DataSettings(labels=LABELS, train_rows=4),
+    return FinetuneConfig(task=tiny_task(paired), model=EncoderConfig(source="tiny:bert", max_length=32),
+                          objectives=objectives, data=DataSettings(train_rows=4),
                           optim=OptimSettings(**{"batch_size": 4, "epochs": 1, **optim}))
 
 

@@ -54,7 +54,7 @@ def test_outputs_are_the_losses_vocabulary():
     (lambda r: r.update(view_langs=["de"]), "the view columns must be aligned"),
     (lambda r: r.update(views="not a list"), "expected a list of strings"),
     (lambda r: r.update(text=" "), "is not a non-empty string"),
-    (lambda r: r.update(text_pair="a second sentence"), "sentence-pair classification is not supported"),
+    (lambda r: r.update(text_pair="a second sentence"), "a task is single texts or sentence pairs, not both"),
 ])
 def test_bad_rows_are_named(change, message):
     rows = rows_with_views()

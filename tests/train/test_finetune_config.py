@@ -9,12 +9,13 @@ import pytest
 
 from xlt.config import ConfigError, from_dict
 from xlt.train.config import FinetuneConfig, incompatible_changes, load_finetune_config
-from xlt.train.data import train_dataset, train_rows
+from xlt.train.data import train_dataset
 from xlt.train.trainer import resolve, results_rows
 
 from .helpers import tiny_config
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+SIB200 = CONFIGS / "finetune_sib200.yaml"
 
 
 def test_round_trips_through_asdict_as_ray_passes_it():
@@ -28,14 +29,19 @@ def test_smoke_preset_merges_over_a_preset_and_set_wins():
     cfg = load_finetune_config(CONFIGS / "finetune_sib200_scl.yaml", ["optim.epochs=1"], smoke=CONFIGS / "smoke.yaml")
     assert cfg.model.source == "tiny:bert" and cfg.optim.epochs == 1 and cfg.data.max_examples == 16
     assert cfg.objectives == load_finetune_config(CONFIGS / "finetune_sib200_scl.yaml").objectives
-    assert load_finetune_config(CONFIGS / "finetune_sib200.yaml").data.setting == "zero-shot"
+    assert load_finetune_config(SIB200).data.setting == "zero-shot"
+    for name in ("xnli", "pawsx", "nusax"):  # every preset loads, with its task included
+        cfg = load_finetune_config(CONFIGS / f"finetune_{name}.yaml", smoke=CONFIGS / "smoke.yaml")
+        assert cfg.task.name == name and cfg.task.paired == (name != "nusax")
 
 
 @pytest.mark.parametrize("overrides, message", [
     (["objectives=[{name: parallel_info_nce}]"], "also needs src_features, tgt_features"),
     (["objectives=[{name: supcon}]"], "name='supcon' is not valid"),
-    (["data.target_langs=[en, de]"], "languages other than the source language 'en'"),
-    (["data.target_langs=[xx]"], "unknown language code 'xx'"),
+    (["task.target_langs=[en, de]"], "languages other than the source language 'en'"),
+    (["task.target_langs=[xx]"], "task.target_langs: unknown language code 'xx'"),
+    (["task.type=csv"], "task.type='csv' is not valid: expected one of files, hf"),
+    (["task.link=id", "task.fields.id=null"], "unless fields.id names an id column"),
     (["data.setting=few-shot"], "one of 'zero-shot', 'translate-train'"),
     (["optim.lr=0"], "optim.lr=0.0 is not valid"),
     (["optim.shuffle_buffer=4"], "at least the batch size 16"),
@@ -45,12 +51,17 @@ def test_smoke_preset_merges_over_a_preset_and_set_wins():
 ])
 def test_bad_values_are_named(overrides, message):
     with pytest.raises(ConfigError, match=message):
-        load_finetune_config(None, overrides)
+        load_finetune_config(SIB200, overrides)
+
+
+def test_a_config_without_a_task_says_so():
+    with pytest.raises(ConfigError, match="task"):
+        load_finetune_config(None, [])
 
 
 def test_codes_are_normalised():
-    cfg = load_finetune_config(None, ["data.source_lang=eng_Latn", "data.target_langs=[deu_Latn, zho_Hans]"])
-    assert (cfg.data.source_lang, cfg.data.target_langs) == ("en", ("de", "zh"))
+    cfg = load_finetune_config(SIB200, ["task.source_lang=eng_Latn", "task.target_langs=[deu_Latn, zho_Hans]"])
+    assert (cfg.task.source_lang, cfg.task.target_langs) == ("en", ("de", "zh"))
 
 
 def test_steps_per_epoch_follow_the_equal_split():
@@ -71,9 +82,9 @@ def test_resuming_may_change_length_not_content():
 
 
 def test_translate_train_adds_the_translations_of_the_same_sentences(data_dir):
-    cfg, _ = resolve(load_finetune_config(None, [f"data.data_dir={data_dir}", "data.max_examples=5",
-                                                 "data.target_langs=[de, zh]", "data.setting=translate-train"]))
-    rows = train_rows(cfg.data, data_dir, cfg.data.target_langs)
+    resolved = resolve(load_finetune_config(SIB200, [f"data.data_dir={data_dir}", "data.max_examples=5",
+                                                     "task.target_langs=[de, zh]", "data.setting=translate-train"]))
+    cfg, rows = resolved.config, resolved.train
     assert cfg.data.train_rows == len(rows) == 15 and [r["lang"] for r in rows] == ["en"] * 5 + ["de"] * 5 + ["zh"] * 5
     label_of = {r["source_id"]: r["label"] for r in rows[:5]}
     assert all(label_of[r["source_id"]] == r["label"] for r in rows[5:])
@@ -81,12 +92,13 @@ def test_translate_train_adds_the_translations_of_the_same_sentences(data_dir):
 
 
 def test_augmented_views_stream_from_the_train_split(data_dir, ray_cluster):
-    cfg, rows = resolve(load_finetune_config(None, [
-        f"data.data_dir={data_dir}", "data.max_examples=4", "data.target_langs=[de]",
+    resolved = resolve(load_finetune_config(SIB200, [
+        f"data.data_dir={data_dir}", "data.max_examples=4", "task.target_langs=[de]",
         "data.setting=translate-train", "data.augment={t_f: 2, t_p: 1, t_c: 1, languages: [fr, zh], partial_languages: [fr],"
         " codeswitch_languages: [zh-Hant], seed: 3}"]))
-    assert len(rows) == 8 and cfg.data.labels and cfg.data.data_dir == str(data_dir.resolve())
-    out = train_dataset(cfg.data, data_dir, rows).take_all()
+    cfg, rows = resolved.config, resolved.train
+    assert len(rows) == 8 and cfg.task.labels
+    out = train_dataset(cfg.data, resolved.task, rows).take_all()
     assert sorted(r["id"] for r in out) == sorted(r["id"] for r in rows)  # one row per example
     from xlt.data import read_sib200
 
@@ -104,26 +116,28 @@ def test_augmented_views_stream_from_the_train_split(data_dir, ray_cluster):
 
 def test_augmentation_languages_are_checked(data_dir):
     with pytest.raises(ConfigError, match=r"data\.augment\.t_c=-1"):
-        load_finetune_config(None, ["data.augment={t_c: -1, languages: [de]}"])
+        load_finetune_config(SIB200, ["data.augment={t_c: -1, languages: [de]}"])
     with pytest.raises(ConfigError, match="data.augment.source_lang"):
-        load_finetune_config(None, ["data.augment={languages: [de], source_lang: fr}"])
-    cfg, rows = resolve(load_finetune_config(None, [f"data.data_dir={data_dir}", "data.max_examples=2",
-                                                    "data.augment={t_f: 0, t_p: 0, t_c: 1, languages: [sw]}"]))
+        load_finetune_config(SIB200, ["data.augment={languages: [de], source_lang: fr}"])
+    resolved = resolve(load_finetune_config(SIB200, [f"data.data_dir={data_dir}", "data.max_examples=2",
+                                                     "data.augment={t_f: 0, t_p: 0, t_c: 1, languages: [sw]}"]))
     with pytest.raises(FileNotFoundError, match="en-sw.txt does not exist"):
-        train_dataset(cfg.data, data_dir, rows)
+        train_dataset(resolved.config.data, resolved.task, resolved.train)
 
 
 def test_missing_language_is_reported(data_dir):
-    with pytest.raises(ConfigError, match="have no SIB-200 data .* available: "):
-        resolve(load_finetune_config(None, [f"data.data_dir={data_dir}", "data.target_langs=[ko]"]))
+    with pytest.raises(ConfigError, match="no data for ko under .* languages found: ar, de"):
+        resolve(load_finetune_config(SIB200, [f"data.data_dir={data_dir}", "task.target_langs=[ko]"]))
 
 
 def test_results_rows_source_first_then_targets_then_summary():
     metrics = {"val/acc/en": 0.9, "val/acc/de": 0.8, "val/acc/zh": 0.6, "val/acc/avg_target": 0.7,
                "val/transfer_gap": 0.2, "test/acc/en": 0.85, "test/acc/de": 0.75, "test/acc/zh": 0.55,
                "test/acc/avg_target": 0.65, "test/transfer_gap": 0.2, "train/loss/ce": 0.1}
+    metrics |= {"val/f1/de": 0.7, "val/transfer_gap_f1": 0.3}
     rows = results_rows(metrics, "en")
     assert [r["lang"] for r in rows] == ["en", "de", "zh", "avg_target", "transfer_gap"]
-    assert rows[1] == {"lang": "de", "val": 0.8, "test": 0.75}
-    with pytest.raises(ValueError, match="no accuracy for the source language 'fr'"):
+    assert rows[1] == {"lang": "de", "val acc": 0.8, "val f1": 0.7, "test acc": 0.75, "test f1": None}
+    assert rows[-1]["val f1"] == 0.3 and rows[-1]["test acc"] == 0.2
+    with pytest.raises(ValueError, match="no score for the source language 'fr'"):
         results_rows(metrics, "fr")

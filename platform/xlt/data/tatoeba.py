@@ -44,8 +44,8 @@ def read_tatoeba(root: str | Path, lang: str) -> list[ParallelPair]:
         raise ValueError("Tatoeba pairs every language with English; pass the non-English language")
     base = dataset_dir(root, "tatoeba")
     codes = [m.group(1) for path in sorted(base.iterdir()) if (m := _PAIR_FILE.fullmatch(path.name))]
-    try:
-        code = code_among(lang, codes, "Tatoeba files")
+    try:  # a file holds a language in whatever scripts it is written in (cmn: both Chinese scripts)
+        code = code_among(normalize_lang(lang).split("-")[0], codes, "Tatoeba files")
     except LookupError as e:
         raise FileNotFoundError(f"{base}: {e}; languages present: {', '.join(tatoeba_languages(base)) or 'none'}") from e
     src_path = base / f"tatoeba.{code}-eng.{code}"

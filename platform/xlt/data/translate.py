@@ -20,6 +20,8 @@ count the ``None``s; nothing is dropped silently.
 
 from __future__ import annotations
 
+import re
+
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -274,11 +276,16 @@ class DictionaryTranslator:
 # Hugging Face seq2seq models (MarianMT, NLLB)
 # --------------------------------------------------------------------------------------------
 
+_FLORES_TOKEN = re.compile(r"[a-z]{3}_[A-Z][a-z]{3}")  # deu_Latn
+
+
 def language_token(tokenizer: Any, lang: str, source: str = "the model") -> str:
     """The language token of a multilingual seq2seq tokenizer (NLLB's FLORES-200 codes, ``deu_Latn``)
     that normalises to ``lang``, found among its special tokens."""
+    tokens = getattr(tokenizer, "additional_special_tokens", None) or [
+        t for t in tokenizer.get_vocab() if _FLORES_TOKEN.fullmatch(t)]
     try:
-        return code_among(lang, tokenizer.additional_special_tokens or (), "language tokens")
+        return code_among(lang, tokens, "language tokens")
     except LookupError as e:
         raise ValueError(f"{source}: the tokenizer has no language token for {lang}; a multilingual model must "
                          f"select targets by FLORES-200 code tokens (NLLB): {e}") from e

@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..config import ConfigError
 from ..data import resolve_data_dir
+from ..data.paths import ENV_VAR
+from ..tasks import load_task
 from .best import TrialRecord
 from .overrides import check_space, trial_data
 from .space import Param, SearchSpace, Searcher, active_values, to_tune
@@ -149,7 +151,7 @@ class Sweep:
     settings: SweepSettings
     config: Any  # the job's config of the preset with sweep_only: what resources and ASHA's max_t come from
     num_samples: int
-    data_dir: Path
+    data_dir: Path | None
 
     @property
     def job(self) -> JobSpec:
@@ -186,13 +188,15 @@ class Sweep:
 
 
 def prepare_sweep(space: SearchSpace, base: Mapping[str, Any], settings: SweepSettings) -> Sweep:
-    """Everything that can fail before Ray starts: the preset, every entry against it, the data
-    root, and the sweep directory (new, or the same sweep when resuming; see the module docstring)."""
+    """Everything that can fail before Ray starts: the preset, every entry against it, the task's
+    data, and the sweep directory (new, or the same sweep when resuming; see the module docstring)."""
     job = JOBS[space.job]
     cfg = job.config(trial_data(base, {}, space.sweep_only))
     job.check(cfg)
     check_space(space, base, job.config)
-    data_dir = resolve_data_dir(cfg.data.data_dir)
+    data_dir = resolve_data_dir(cfg.data.data_dir) if cfg.data.data_dir or os.environ.get(ENV_VAR) else None
+    task = load_task(cfg.task, data_dir)
+    task.check({"train": [task.source_lang], "dev": task.langs})  # a sweep selects on dev
     num_samples = settings.num_samples or space.num_samples
     _guard(settings.directory, _identity(space, base, settings, num_samples), settings.resume)
     return Sweep(space, dict(base), settings, cfg, num_samples, data_dir)

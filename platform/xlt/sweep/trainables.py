@@ -216,8 +216,8 @@ def max_concurrent(footprint: Mapping[str, float], cluster: Mapping[str, float])
     return max(1, min(fits, default=1))
 
 
-def with_data_dir(overrides: Sequence[str], root: Path) -> tuple[str, ...]:
-    """``overrides`` plus the data root resolved on the driver (trials may run where
+def with_data_dir(overrides: Sequence[str], root: Path | None) -> tuple[str, ...]:
+    """``overrides`` plus the data root resolved on the driver, if any (trials may run where
     ``$XLT_DATA_DIR`` is not set; the exported config keeps what the user wrote)."""
-    return (*overrides, f"data.data_dir={root}")
+    return (*overrides, f"data.data_dir={root}") if root is not None else tuple(overrides)
 
