@@ -2,7 +2,7 @@
 
     python jobs/finetune.py --config configs/finetune_sib200.yaml
     python jobs/finetune.py --config configs/finetune_xnli.yaml           # sentence pairs
-    python jobs/finetune.py --config configs/finetune_sib200.yaml --set 'task={include: tasks/nusax.yaml}'
+    python jobs/finetune.py --config configs/finetune_sib200.yaml --set 'task={include: configs/tasks/nusax.yaml}'
     python jobs/finetune.py --config my_task.yaml --set task.target_langs=[de,fr]
     python jobs/finetune.py --config configs/finetune_sib200_scl.yaml --set scaling.num_workers=2
     python jobs/finetune.py --config configs/finetune_sib200.yaml --set data.setting=translate-train \\

@@ -8,6 +8,10 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+# A resolved task (labels and languages explicit) for configs whose data is never read.
+TINY_TASK = {"type": "files", "name": "tiny", "path": "unused/{lang}/{split}.tsv", "labels": ["a", "b", "c"],
+             "target_langs": ["de"]}
+TINY_TASK_OVERRIDE = "task={type: files, name: tiny, path: 'unused/{lang}/{split}.tsv', labels: [a, b, c], target_langs: [de]}"
 
 
 @pytest.fixture(scope="session")

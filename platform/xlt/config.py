@@ -46,6 +46,13 @@ def from_dict(cls: type[T], data: dict[str, Any] | None, prefix: str = "") -> T:
             f"{', '.join(prefix + k for k in unknown)} for {cls.__name__}; "
             f"valid keys: {', '.join(prefix + k for k in fields)}"
         )
+    required = [name for name, f in fields.items()
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    missing = [name for name in required if name not in data]
+    if missing:
+        hint = " (e.g. task: {include: tasks/sib200.yaml}; presets in configs/tasks/)" if "task" in missing else ""
+        raise ConfigError(f"missing key{'s' if len(missing) > 1 else ''} {', '.join(prefix + m for m in missing)} "
+                          f"for {cls.__name__}{hint}")
     kwargs = {name: _coerce(hints[name], value, prefix + name) for name, value in data.items()}
     try:
         return cls(**kwargs)
@@ -114,7 +121,9 @@ def _parse_float(text: str) -> float | str:
 
 def apply_overrides(data: dict[str, Any], overrides: typing.Iterable[str]) -> dict[str, Any]:
     """Apply ``key.sub=value`` strings to a nested mapping; values are parsed as YAML scalars.
-    A list item is addressed by its index, as errors name it: ``objectives[0].weight=2``."""
+    A list item is addressed by its index, as errors name it: ``objectives[0].weight=2``. An
+    ``include`` in a value is a path relative to the current directory
+    (``--set 'task={include: configs/tasks/xnli.yaml}'``)."""
     data = _plain(data)
     for item in overrides:
         key, sep, raw = item.partition("=")
@@ -127,7 +136,7 @@ def apply_overrides(data: dict[str, Any], overrides: typing.Iterable[str]) -> di
             raise ConfigError(f"override {item!r}: the value {raw!r} is not valid YAML ({problem}); quote it, "
                               "e.g. --set 'key=[de, fr]' or --set \"key='a: b'\"") from e
         set_value(data, key.strip(), value, item)
-    return data
+    return _expand_includes(data, Path.cwd() / "--set")
 
 
 _INDEXED = re.compile(r"(?P<name>.+)\[(?P<index>\d+)\]")

@@ -5,8 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from conftest import TINY_TASK, TINY_TASK_OVERRIDE
+from xlt.config import from_dict
 from xlt.cotrain import LEARNERS, LoopState, PoolPredictions, exchange, load_cotrain_config, receiver
 from xlt.cotrain.loop import CotrainData
+from xlt.tasks import Task, TaskConfig
 
 LABELS = ("a", "b", "c")
 
@@ -14,7 +17,8 @@ LABELS = ("a", "b", "c")
 def data(n_pool: int = 60, n_labeled: int = 30) -> CotrainData:
     labeled = [{"id": f"l{i}", "text": f"labelled {i}", "label": LABELS[i % 3], "lang": "en"} for i in range(n_labeled)]
     pool = [{"id": f"u{i}", "text": f"pool {i}", "lang": "de", "gold": LABELS[i % 3]} for i in range(n_pool)]
-    return CotrainData(LABELS, labeled, pool, {"text": [], "label": [], "lang": []}, ("de",))
+    task = Task(from_dict(TaskConfig, {**TINY_TASK, "labels": list(LABELS)}), None, {})
+    return CotrainData(task, labeled, pool, {"text": [], "label": [], "lang": []})
 
 
 def random_predictions(d: CotrainData, seed: int) -> PoolPredictions:
@@ -25,7 +29,7 @@ def random_predictions(d: CotrainData, seed: int) -> PoolPredictions:
 
 @pytest.mark.parametrize("mode", ["cotrain", "self-train"])
 def test_exchange_over_iterations(mode):
-    cfg = load_cotrain_config(None, [f"mode={mode}", "selection.threshold=0.6", "selection.seed=3"])
+    cfg = load_cotrain_config(None, [TINY_TASK_OVERRIDE, f"mode={mode}", "selection.threshold=0.6", "selection.seed=3"])
     d = data()
     state = LoopState.fresh(LEARNERS, [r["id"] for r in d.pool])
     gold = {r["id"]: r["gold"] for r in d.pool}

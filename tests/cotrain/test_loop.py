@@ -13,13 +13,15 @@ from conftest import REPO
 from xlt.config import ConfigError
 from xlt.cotrain import LEARNERS, Learner, load_cotrain_config, run_cotraining
 from xlt.models.encoder import CachedEncoder, TextEncoder
+from xlt.tasks import TaskConfig
 
 SMOKE = REPO / "configs" / "cotrain_smoke.yaml"
 
 
 def config(data_dir: Path, out: Path, *overrides: str):
     return load_cotrain_config(REPO / "configs" / "cotrain_sib200.yaml",
-                               [f"data.data_dir={data_dir}", f"output_dir={out}", *overrides], smoke=SMOKE)
+                               [f"data.data_dir={data_dir}", f"output_dir={out}", "task.target_langs=[de, zh]",
+                                *overrides], smoke=SMOKE)
 
 
 def test_resume_after_a_stop_equals_an_uninterrupted_run(ray_cluster, data_dir, tmp_path):
@@ -54,7 +56,7 @@ def test_an_iteration_completes_with_every_cpu_reserved(ray_cluster, data_dir, t
 
 
 def test_learner_fits_evaluates_and_exports_its_state(data_dir):
-    smoke = load_cotrain_config(None, [f"data.data_dir={data_dir}"], smoke=SMOKE).lm
+    smoke = load_cotrain_config(REPO / "configs" / "cotrain_sib200.yaml", [f"data.data_dir={data_dir}"], smoke=SMOKE).lm
     rows = [{"id": str(i), "text": f"{'good good good' if i % 2 else 'bad bad bad'} {i}", "label": "ab"[i % 2],
              "lang": "en"} for i in range(16)]
     evaluation = {"text": [r["text"] for r in rows], "label": [r["label"] for r in rows],
@@ -62,7 +64,8 @@ def test_learner_fits_evaluates_and_exports_its_state(data_dir):
     losses = {}
     for epochs in (1, 20):
         cfg = dataclasses.replace(smoke, optim=dataclasses.replace(smoke.optim, epochs=epochs, lr=1e-3, batch_size=4))
-        learner = Learner("lm", cfg, ("a", "b"), "en")
+        learner = Learner("lm", cfg, TaskConfig(type="files", name="toy", path="unused/{lang}.tsv", labels=("a", "b"),
+                                                target_langs=("de",)))
         losses[epochs] = learner.fit(rows)["train/loss"]
     assert losses[20] < 0.5 * losses[1]  # each fit starts afresh: more epochs, lower loss
     metrics = learner.evaluate(evaluation, "test")
@@ -79,7 +82,7 @@ class Counting(TextEncoder):
         super().__init__()
         self.seen: list[str] = []
 
-    def embed(self, texts):
+    def embed_texts(self, texts):
         self.seen.extend(texts)
         return torch.tensor([[len(t), 1.0, 0.0] for t in texts])
 

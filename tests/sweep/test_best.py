@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from conftest import TINY_TASK
 from xlt.sweep.best import (TrialRecord, best_so_far, best_trial, export_config, plot_best_so_far, results_rows,
                             summary)
 from xlt.sweep.space import Param
@@ -56,7 +57,7 @@ def test_plot_is_a_png(tmp_path):
 
 def test_exported_config_is_what_jobs_finetune_reads(tmp_path):
     base = {"objectives": [{"name": "supervised_contrastive_alignment", "params": {"temperature": 1.0}}],
-            "optim": {"epochs": 3}, "output": {"name": "preset-run"}}
+            "optim": {"epochs": 3}, "output": {"name": "preset-run"}, "task": TINY_TASK}
     values = {"objectives[0].params.temperature": 0.25, "objectives[0].weight": 4.0, "optim.lr": 2e-5}
     job = JOBS["finetune"]
     export_config(job.config, base, values, job.renames("scl"), tmp_path / "best.yaml")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, TINY_TASK
 from xlt.config import apply_overrides, merge_presets
 from xlt.sweep.overrides import as_overrides, check_space, exported_data, trial_data
 from xlt.sweep.space import SpaceError, load_space, parse_space
@@ -44,19 +44,19 @@ def test_a_key_the_config_does_not_have_is_named_with_the_config_error():
     space = parse_space({"job": "finetune", "params": {"optim.lrr": {"uniform": [0.1, 0.2]}}}, "typo.yaml")
     with pytest.raises(SpaceError, match=r"typo.yaml: optim.lrr: the value 0.1 does not make a valid finetune config "
                                          r"from the preset: unknown key optim.lrr for OptimSettings"):
-        check_space(space, {}, JOBS["finetune"].config)
+        check_space(space, {"task": TINY_TASK}, JOBS["finetune"].config)
 
 
 def test_a_value_out_of_the_configs_range_is_named():
     space = parse_space({"job": "finetune", "params": {"optim.batch_size": {"int": [0, 8]}}}, "range.yaml")
     with pytest.raises(SpaceError, match=r"range.yaml: optim.batch_size: the value 0 .*optim.batch_size=0 is not valid"):
-        check_space(space, {}, JOBS["finetune"].config)
+        check_space(space, {"task": TINY_TASK}, JOBS["finetune"].config)
 
 
 def test_an_index_past_the_presets_list_is_named():
     space = parse_space({"job": "finetune", "params": {"objectives[0].weight": {"uniform": [0.1, 2]}}}, "idx.yaml")
     with pytest.raises(SpaceError, match=r"idx.yaml: objectives\[0\].weight: .*objectives has 0 item\(s\)"):
-        check_space(space, {}, JOBS["finetune"].config)
+        check_space(space, {"task": TINY_TASK}, JOBS["finetune"].config)
 
 
 def test_conditional_entries_are_checked_with_their_condition_active():
@@ -64,7 +64,7 @@ def test_conditional_entries_are_checked_with_their_condition_active():
     space = parse_space({"job": "finetune", "params": {
         "data.augment.t_c": {"choice": [1, 2]},
         "data.augment.r_c": {"uniform": [0.2, 1.5], "when": {"data.augment.t_c": 2}}}}, "cond.yaml")
-    base = {"data": {"augment": {"languages": ["de"]}}}
+    base = {"task": TINY_TASK, "data": {"augment": {"languages": ["de"]}}}
     with pytest.raises(SpaceError, match=r"cond.yaml: data.augment.r_c: the value 1.5 .*r_c=1.5 is not valid"):
         check_space(space, base, JOBS["finetune"].config)
 

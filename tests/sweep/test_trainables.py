@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
-from xlt.config import ConfigError, from_dict
+from conftest import REPO, TINY_TASK
+from xlt.config import ConfigError, from_dict, read_yaml
+from xlt.tasks import TaskConfig, load_task
 from xlt.cotrain.config import CotrainConfig
 from xlt.data.augment import AugmentConfig
 from xlt.sweep.space import parse_space
@@ -17,7 +21,8 @@ def test_trial_setup_applies_active_values_over_the_trial_overrides():
     params = parse_space({"job": "finetune", "params": {
         "data.augment.t_c": {"choice": [0, 1]},
         "data.augment.r_c": {"uniform": [0.2, 0.8], "when": {"data.augment.t_c": 1}}}}).params
-    setup = TrialSetup({"data": {"augment": {"r_c": 0.5, "languages": ["de"]}}}, params, ("optim.epochs=1",))
+    setup = TrialSetup({"task": TINY_TASK, "data": {"augment": {"r_c": 0.5, "languages": ["de"]}}}, params,
+                       ("optim.epochs=1",))
     # the random searcher samples r_c anyway; with t_c = 0 the preset's r_c stands
     cfg = from_dict(FinetuneConfig, setup.data({"data.augment.t_c": 0, "data.augment.r_c": 0.7}))
     assert (cfg.data.augment.t_c, cfg.data.augment.r_c, cfg.optim.epochs) == (0, 0.5, 1)
@@ -26,10 +31,12 @@ def test_trial_setup_applies_active_values_over_the_trial_overrides():
 
 
 def test_views_are_made_in_process_for_source_rows_only(data_dir):
-    data = DataSettings(data_dir=str(data_dir), target_langs=("de", "fr"), setting="translate-train", max_examples=4,
+    data = DataSettings(data_dir=str(data_dir), setting="translate-train", max_examples=4,
                         augment=AugmentConfig(t_f=1, t_p=0, t_c=1, r_c=1.0, languages=("de", "fr")))
-    rows = train_rows(data, data_dir, data.target_langs)
-    out = augmented_rows(data, data_dir, rows)
+    preset = from_dict(TaskConfig, read_yaml(REPO / "configs" / "tasks" / "sib200.yaml"), prefix="task.")
+    task = load_task(dataclasses.replace(preset, target_langs=("de", "fr")), data_dir)
+    rows = train_rows(data, task)
+    out = augmented_rows(data, task, rows)
     assert [r["id"] for r in out] == [r["id"] for r in rows]  # one row per example, source first
     for row in out:
         if row["lang"] == "en":
@@ -37,7 +44,7 @@ def test_views_are_made_in_process_for_source_rows_only(data_dir):
             assert row["views"][0] != row["text"] and set(row["view_langs"]) <= {"de", "fr"}
         else:
             assert row["views"] == [] and row["view_kinds"] == [] and row["view_langs"] == []
-    assert augmented_rows(data, data_dir, rows) == out  # views depend on (seed, kind, row id) only
+    assert augmented_rows(data, task, rows) == out  # views depend on (seed, kind, row id) only
 
 
 def test_cotrain_score_is_the_better_learners():
@@ -54,12 +61,12 @@ def test_cotrain_score_is_the_better_learners():
 
 def test_resources_and_concurrency():
     finetune = JOBS["finetune"]
-    cfg = from_dict(FinetuneConfig, {"scaling": {"cpus_per_worker": 2}})
-    assert finetune.resources(cfg) == {"CPU": 2} and finetune.max_t(from_dict(FinetuneConfig, {})) == 3
+    cfg = from_dict(FinetuneConfig, {"task": TINY_TASK, "scaling": {"cpus_per_worker": 2}})
+    assert finetune.resources(cfg) == {"CPU": 2} and finetune.max_t(from_dict(FinetuneConfig, {"task": TINY_TASK})) == 3
     assert max_concurrent(finetune.footprint(cfg), {"CPU": 8.0}) == 4
     assert max_concurrent(finetune.footprint(cfg), {"CPU": 1.0}) == 1  # never zero: Tune queues it
     cotrain = JOBS["cotrain"]
-    cfg = from_dict(CotrainConfig, {"lm": {"num_cpus": 1, "num_gpus": 1}, "emb": {"num_cpus": 0.5},
+    cfg = from_dict(CotrainConfig, {"task": TINY_TASK, "lm": {"num_cpus": 1, "num_gpus": 1}, "emb": {"num_cpus": 0.5},
                                     "inference": {"num_actors": 2, "num_cpus": 0.5}})
     # the learner actors go into the trial's placement group; the pseudo-labelling actors do not
     group = cotrain.resources(cfg)
@@ -71,7 +78,7 @@ def test_resources_and_concurrency():
 
 def test_jobs_refuse_what_a_sweep_cannot_run():
     with pytest.raises(ConfigError, match=r"scaling.num_workers=2 is not valid: expected 1 in a sweep"):
-        JOBS["finetune"].check(from_dict(FinetuneConfig, {"scaling": {"num_workers": 2}}))
+        JOBS["finetune"].check(from_dict(FinetuneConfig, {"task": TINY_TASK, "scaling": {"num_workers": 2}}))
     with pytest.raises(ConfigError, match=r"data.eval_split='test' is not valid: expected dev in a sweep"):
-        JOBS["cotrain"].check(from_dict(CotrainConfig, {}))
-    JOBS["cotrain"].check(from_dict(CotrainConfig, {"data": {"eval_split": "dev"}}))
+        JOBS["cotrain"].check(from_dict(CotrainConfig, {"task": TINY_TASK}))
+    JOBS["cotrain"].check(from_dict(CotrainConfig, {"task": TINY_TASK, "data": {"eval_split": "dev"}}))

@@ -5,17 +5,19 @@ from __future__ import annotations
 import pytest
 import torch
 
+from conftest import REPO
 from xlt.config import ConfigError
 from xlt.train import build_trainer, config_of, load_finetune_config, read_checkpoint, resume_trainer, run_dir
 from xlt.train.loop import build_training
 
 
 def config(data_dir, tmp_path, *overrides):
-    return load_finetune_config(None, [
-        "model.source=tiny:bert", "model.max_length=32", f"data.data_dir={data_dir}", "data.target_langs=[de]",
+    return load_finetune_config(REPO / "configs" / "finetune_sib200.yaml", [
+        "model.source=tiny:bert", "model.max_length=32", f"data.data_dir={data_dir}", "task.target_langs=[de]",
         "data.augment={t_f: 1, t_p: 0, t_c: 1, languages: [fr]}", "data.max_examples=8", "optim.batch_size=2", "optim.epochs=1",
         "optim.eval_batch_size=16", "objectives=[{name: supervised_contrastive_alignment}]",
-        "scaling.num_workers=2", f"output.storage_path={tmp_path}", "output.name=resume", *overrides])
+        "scaling.num_workers=2", "scaling.cpus_per_worker=1", f"output.storage_path={tmp_path}", "output.name=resume",
+        *overrides])
 
 
 def test_resume_continues_at_the_checkpoint_step(ray_cluster, data_dir, tmp_path):
@@ -25,7 +27,8 @@ def test_resume_continues_at_the_checkpoint_step(ray_cluster, data_dir, tmp_path
     assert steps == 2  # 8 rows, 4 per worker, batches of 2
     first = trainer.fit()
     assert first.metrics["train/global_step"] == steps and first.metrics["train/resumed_from_step"] == 0
-    assert {"val/acc/en", "val/acc/de", "val/acc/avg_target", "val/transfer_gap", "test/acc/de",
+    assert {"val/acc/en", "val/acc/de", "val/acc/avg_target", "val/transfer_gap", "test/acc/de", "test/f1/de",
+            "val/f1/avg_target", "val/transfer_gap_f1",
             "train/loss", "train/loss/ce", "train/loss/supervised_contrastive_alignment"} <= set(first.metrics)
     saved = read_checkpoint(first.checkpoint.path)
     assert (saved.epoch, saved.global_step) == (1, steps)

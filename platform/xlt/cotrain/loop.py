@@ -115,7 +115,7 @@ def exchange(state: LoopState, preds: dict[str, PoolPredictions], cfg: CotrainCo
         to = receiver(cfg.mode, name)
         for row_id, label in zip(picked.ids.tolist(), picked.labels.tolist()):
             row = by_id[row_id]
-            state.received[to].append({"id": row_id, "text": row["text"], "text_pair": row["text_pair"],
+            state.received[to].append({"id": row_id, "text": row["text"], "text_pair": row.get("text_pair"),
                                        "label": label, "lang": row["lang"], "iteration": iteration,
                                        "selected_by": name})
     return stats
