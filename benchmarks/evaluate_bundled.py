@@ -2,8 +2,8 @@
 
     XLT_DATA_DIR=../shared/data python benchmarks/evaluate_bundled.py
 
-Runs what ``jobs/evaluate.py --task sib200 --mode frozen-linear``, ``--task tatoeba`` and
-``--task mining`` run, and writes benchmarks/evaluate_bundled.md, with the SIB-200 reference of
+Runs what ``jobs/evaluate.py`` (the frozen-linear probe on SIB-200), ``--protocol tatoeba`` and
+``--protocol mining`` run, and writes benchmarks/evaluate_bundled.md, with the SIB-200 reference of
 ``../shared/data/README.md`` beside our numbers.
 """
 
@@ -13,10 +13,13 @@ import argparse
 import time
 from pathlib import Path
 
+from xlt.config import from_dict, merge_presets
 from xlt.eval.tasks import EvaluateConfig, run_evaluation
 from xlt.cli import quiet_libraries
 from xlt.report import markdown_table
 from xlt.report.tables import command_line
+
+REPO = Path(__file__).resolve().parents[1]
 
 # ../shared/data/README.md, "Measured reference": (en, average over the nine other languages).
 REFERENCE = {"bundled:multilingual-e5-small": (0.887, 0.835), "bundled:use-multilingual-v3": (0.873, 0.703)}
@@ -28,9 +31,10 @@ def main() -> None:
     parser.add_argument("--out", default=str(Path(__file__).with_suffix(".md")))
     args = parser.parse_args()
     quiet_libraries()
-    sib = run_evaluation(EvaluateConfig(task="sib200", data_dir=args.data_dir))
-    tat = run_evaluation(EvaluateConfig(task="tatoeba", data_dir=args.data_dir))
-    mining = run_evaluation(EvaluateConfig(task="mining", data_dir=args.data_dir))
+    preset = merge_presets(REPO / "configs" / "evaluate_sib200.yaml")
+    sib = run_evaluation(from_dict(EvaluateConfig, {**preset, "data_dir": args.data_dir}))
+    tat = run_evaluation(EvaluateConfig(protocol="tatoeba", data_dir=args.data_dir))
+    mining = run_evaluation(EvaluateConfig(protocol="mining", data_dir=args.data_dir))
 
     langs = [r["lang"] for r in sib["rows"] if r["model"] == sib["rows"][0]["model"]]
     sib_rows, check_rows = [], []

@@ -201,7 +201,8 @@ def _expand_includes(data: dict[str, Any], path: Path) -> dict[str, Any]:
             if "include" in value:
                 target = path.parent / str(value.pop("include"))
                 if not target.is_file():
-                    raise ConfigError(f"{path}: {key}.include names {target}, which does not exist")
+                    where = "--set" if path.name == "--set" else str(path)
+                    raise ConfigError(f"{where}: {key}.include names {target}, which does not exist")
                 value = _merge(read_yaml(target), value)
         out[key] = value
     return out

@@ -18,22 +18,27 @@ def run_job(*args: str, data_dir, tmp_path) -> subprocess.CompletedProcess:
                            "--set", f"output_dir={tmp_path}"], capture_output=True, text=True, env=env, timeout=600)
 
 
-@pytest.mark.parametrize("task, columns", [("sib200", "| lang "), ("tatoeba", "| xx->en "), ("mining", "| f1 ")])
-def test_smoke(task, columns, data_dir, tmp_path):
-    proc = run_job("--task", task, "--smoke", data_dir=data_dir, tmp_path=tmp_path)
+@pytest.mark.parametrize("protocol, task, columns", [
+    ("frozen-linear", "sib200", "| f1 "), ("frozen-linear", "xnli", "| f1 "), ("tatoeba", "tatoeba", "| xx->en "),
+    ("mining", "tatoeba", "| f1 ")])
+def test_smoke(protocol, task, columns, data_dir, tmp_path):
+    include = task if protocol == "frozen-linear" else "sib200"  # retrieval ignores the task
+    proc = run_job("--protocol", protocol, "--smoke", "--set", f"task={{include: configs/tasks/{include}.yaml}}",
+                   "--set", "task.target_langs=[de, zh]", data_dir=data_dir, tmp_path=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert f"## {task}" in proc.stdout and columns.split()[1] in proc.stdout
-    result = json.loads((tmp_path / f"{task}.json").read_text())
-    assert result["task"] == task and "evaluate.py" in result["command"]
+    assert f"## {protocol} on {task}" in proc.stdout and columns.split()[1] in proc.stdout
+    result = json.loads((tmp_path / f"{protocol}.json").read_text())
+    assert result["protocol"] == protocol and "evaluate.py" in result["command"]
     assert (tmp_path / "config.yaml").is_file()
     rows = result["rows"]
     assert {r["model"] for r in rows} == {"tiny:bert"}
-    if task == "sib200":
-        accs = {r["lang"]: r["acc"] for r in rows}
-        assert set(accs) == {"en", "de", "zh", "avg_target", "transfer_gap"}
-        assert accs["avg_target"] == pytest.approx((accs["de"] + accs["zh"]) / 2)
-        assert accs["transfer_gap"] == pytest.approx(accs["en"] - accs["avg_target"])
-    elif task == "tatoeba":
+    if protocol == "frozen-linear":  # sentence pairs (xnli) and single texts alike
+        for score in ("acc", "f1"):
+            by_lang = {r["lang"]: r[score] for r in rows}
+            assert set(by_lang) == {"en", "de", "zh", "avg_target", "transfer_gap"}
+            assert by_lang["avg_target"] == pytest.approx((by_lang["de"] + by_lang["zh"]) / 2)
+            assert by_lang["transfer_gap"] == pytest.approx(by_lang["en"] - by_lang["avg_target"])
+    elif protocol == "tatoeba":
         assert [r["lang"] for r in rows] == ["de", "zh", "avg"]
         assert all(0.0 <= r["mean"] <= 1.0 for r in rows)
     else:
@@ -42,12 +47,16 @@ def test_smoke(task, columns, data_dir, tmp_path):
         assert "Protocol: BUCC-style mining with the ratio margin" in proc.stdout and "k=4" in proc.stdout
 
 
-def test_bad_override_is_reported(data_dir, tmp_path):
+def test_bad_override_is_one_error_line(data_dir, tmp_path):
     proc = run_job("--smoke", "--set", "probe_c=[1, -1]", data_dir=data_dir, tmp_path=tmp_path)
-    assert proc.returncode != 0
-    assert "is not valid: expected a list of positive numbers" in proc.stderr
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == ["error: probe_c=(1.0, -1.0) is not valid: expected a list of "
+                                                "positive numbers"]
 
 
 def test_unknown_language_is_reported(data_dir, tmp_path):
-    proc = run_job("--smoke", "--set", "languages=[en, ko]", data_dir=data_dir, tmp_path=tmp_path)
-    assert proc.returncode != 0 and "have no sib200 data" in proc.stderr and "available:" in proc.stderr
+    proc = run_job("--smoke", "--set", "task.target_langs=[de, ko]", data_dir=data_dir, tmp_path=tmp_path)
+    assert proc.returncode == 2 and "no data for ko" in proc.stderr and "languages found: ar, de" in proc.stderr
+    proc = run_job("--smoke", "--protocol", "tatoeba", "--set", "languages=[de, ko]", data_dir=data_dir,
+                   tmp_path=tmp_path)
+    assert proc.returncode == 2 and "have no Tatoeba data" in proc.stderr

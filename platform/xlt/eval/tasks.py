@@ -1,8 +1,14 @@
-"""Evaluation tasks over the offline benchmarks: Tatoeba retrieval and SIB-200 frozen-linear probing.
+"""Evaluation protocols of frozen encoders: a frozen-linear probe on any task, Tatoeba retrieval, mining.
 
 ``run_evaluation(cfg)`` is what ``jobs/evaluate.py`` runs: for each configured model it embeds
-the task's sentences once, scores every language, and returns one table row per model and
-language. Nothing here is trained except the frozen-linear probe's logistic regression.
+the sentences once, scores every language, and returns one table row per model and language.
+Nothing here is trained except the frozen-linear probe's logistic regression.
+
+- ``frozen-linear``: logistic regression on the frozen embeddings of the task's (``xlt.tasks``)
+  source-language train split, its inverse regularisation C chosen on the source dev split;
+  accuracy and macro-F1 on every language's test split. Sentence pairs are embedded as the
+  encoder embeds pairs (``xlt.models.encoder``: jointly, or ``[u; v; |u−v|; u*v]``).
+- ``tatoeba``: top-1 retrieval both ways; ``mining``: BUCC-style mining on Tatoeba with distractors.
 """
 
 from __future__ import annotations
@@ -14,22 +20,25 @@ from typing import Any, Literal
 import numpy as np
 
 from ..config import check
-from ..data import read_sib200, read_tatoeba, resolve_data_dir, sib200_labels, sib200_languages
+from ..data import read_tatoeba, resolve_data_dir
 from ..data.tatoeba import tatoeba_languages
 from ..text.languages import normalize_lang
 from ..models import EncoderConfig, TextEncoder, load_encoder
-from .classification import summarize_transfer
+from ..models.encoder import Item
+from ..tasks import Task, TaskConfig, evenly_spaced, load_task
+from .classification import scores_by_language, summarize_transfer
 from .retrieval import mine_bitext, tatoeba_accuracy
 
-Task = Literal["tatoeba", "sib200", "mining"]
+Protocol = Literal["frozen-linear", "tatoeba", "mining"]
 
 
 @dataclass(frozen=True)
 class EvaluateConfig:
-    """What ``jobs/evaluate.py`` evaluates. Empty ``languages`` means every language on disk."""
+    """What ``jobs/evaluate.py`` evaluates. ``task``: the classification task of ``frozen-linear``
+    (its languages); ``languages``: those of Tatoeba and mining (empty = every one on disk)."""
 
-    task: Task = "sib200"
-    mode: Literal["frozen-linear"] = "frozen-linear"  # the SIB-200 protocol; other tasks ignore it
+    protocol: Protocol = "frozen-linear"
+    task: TaskConfig | None = None
     models: tuple[EncoderConfig, ...] = (
         EncoderConfig(source="bundled:multilingual-e5-small"),
         EncoderConfig(source="bundled:use-multilingual-v3"),
@@ -57,16 +66,11 @@ class EvaluateConfig:
               "a list of positive numbers")
         for lang in (self.source_lang, *self.languages):
             normalize_lang(lang)  # raises naming the code and the accepted forms
+        check(self.protocol != "frozen-linear" or self.task is not None, "task", self.task,
+              "a task for the frozen-linear probe, e.g. task: {include: tasks/xnli.yaml} (configs/tasks/)")
 
 
-def _limit(items: list, cfg: EvaluateConfig) -> list:
-    """At most ``max_examples`` items, evenly spaced: published splits are often sorted by label."""
-    if not cfg.max_examples or len(items) <= cfg.max_examples:
-        return items
-    return items[:: len(items) // cfg.max_examples][: cfg.max_examples]
-
-
-def _embed(encoder: TextEncoder, texts: list[str], cfg: EvaluateConfig) -> np.ndarray:
+def _embed(encoder: TextEncoder, texts: list[Item], cfg: EvaluateConfig) -> np.ndarray:
     return encoder.encode(texts, batch_size=cfg.batch_size, normalize=cfg.normalize, progress=cfg.progress)
 
 
@@ -74,7 +78,7 @@ def tatoeba_rows(encoder: TextEncoder, root: Path, langs: list[str], cfg: Evalua
     """Top-1 retrieval accuracy xx→en, en→xx and their mean for each language."""
     rows = []
     for lang in langs:
-        pairs = _limit(read_tatoeba(root, lang), cfg)
+        pairs = evenly_spaced(read_tatoeba(root, lang), cfg.max_examples)
         result = tatoeba_accuracy(_embed(encoder, [p.src for p in pairs], cfg), _embed(encoder, [p.tgt for p in pairs], cfg))
         rows.append({"lang": lang, "n": result.n, "xx->en": result.src_to_tgt, "en->xx": result.tgt_to_src,
                      "mean": result.mean})
@@ -90,7 +94,7 @@ def mining_rows(encoder: TextEncoder, root: Path, langs: list[str], cfg: Evaluat
     the *next* language pair (different sentences; exact copies of a gold sentence removed) is
     appended as unpaired English text, so that, as in BUCC, most candidates have no true partner.
     """
-    all_pairs = {lang: _limit(read_tatoeba(root, lang), cfg) for lang in langs}
+    all_pairs = {lang: evenly_spaced(read_tatoeba(root, lang), cfg.max_examples) for lang in langs}
     rows = []
     for i, lang in enumerate(langs):
         pairs = all_pairs[lang]
@@ -106,55 +110,66 @@ def mining_rows(encoder: TextEncoder, root: Path, langs: list[str], cfg: Evaluat
     return rows
 
 
-def sib200_frozen_linear_rows(encoder: TextEncoder, root: Path, langs: list[str], cfg: EvaluateConfig) -> list[dict[str, Any]]:
-    """Logistic regression on frozen embeddings of the source train split; accuracy on every test split."""
+def frozen_linear_rows(encoder: TextEncoder, task: Task, cfg: EvaluateConfig) -> list[dict[str, Any]]:
+    """Logistic regression on frozen embeddings of the task's source train split (C chosen on the
+    source dev split); accuracy and macro-F1 on every language's test split."""
     from sklearn.linear_model import LogisticRegression
 
-    labels = sib200_labels(root)
+    def features(role: str, lang: str) -> tuple[np.ndarray, np.ndarray]:
+        examples = task.examples(role, lang, cfg.max_examples)
+        items = [(ex.text, ex.text_pair) if task.paired else ex.text for ex in examples]
+        return _embed(encoder, items, cfg), np.array([task.labels.index(ex.label) for ex in examples])
 
-    def features(lang: str, split: str) -> tuple[np.ndarray, np.ndarray]:
-        examples = _limit(read_sib200(root, lang, split), cfg)
-        return _embed(encoder, [ex.text for ex in examples], cfg), np.array([labels.index(ex.label) for ex in examples])
-
-    x_train, y_train = features(cfg.source_lang, "train")
-    x_dev, y_dev = features(cfg.source_lang, "dev")
+    x_train, y_train = features("train", task.source_lang)
+    x_dev, y_dev = features("dev", task.source_lang)
     probes = [LogisticRegression(C=c, max_iter=cfg.probe_max_iter, random_state=cfg.seed).fit(x_train, y_train)
               for c in sorted(cfg.probe_c)]
     dev_acc = [float(np.mean(p.predict(x_dev) == y_dev)) for p in probes]
     probe = probes[int(np.argmax(dev_acc))]  # argmax takes the first (smallest C) of ties
-    per_lang, counts = {}, {}
-    for lang in langs:
-        x_test, y_test = features(lang, "test")
-        per_lang[lang] = float(np.mean(probe.predict(x_test) == y_test))
-        counts[lang] = len(y_test)
-    summary = summarize_transfer(per_lang, source_lang=cfg.source_lang)
-    rows = [{"lang": lang, "n": counts[lang], "acc": acc, "probe_c": probe.C} for lang, acc in per_lang.items()]
-    rows.append({"lang": "avg_target", "n": sum(n for l, n in counts.items() if l != cfg.source_lang),
-                 "acc": summary.avg_target})
-    rows.append({"lang": "transfer_gap", "n": None, "acc": summary.transfer_gap})
+    gold, pred, langs = [], [], []
+    for lang in task.langs:
+        x_test, y_test = features("test", lang)
+        gold += y_test.tolist()
+        pred += probe.predict(x_test).tolist()
+        langs += [lang] * len(y_test)
+    scores = scores_by_language(np.asarray(gold), np.asarray(pred), np.asarray(langs))
+    summaries = {score: summarize_transfer(per_lang, task.source_lang) for score, per_lang in scores.items()}
+    counts = {lang: langs.count(lang) for lang in task.langs}
+    rows = [{"lang": lang, "n": counts[lang], **{score: scores[score][lang] for score in scores}, "probe_c": probe.C}
+            for lang in task.langs]
+    rows.append({"lang": "avg_target", "n": sum(counts[lang] for lang in task.target_langs),
+                 **{score: s.avg_target for score, s in summaries.items()}})
+    rows.append({"lang": "transfer_gap", "n": None, **{score: s.transfer_gap for score, s in summaries.items()}})
     return rows
 
 
-def task_languages(cfg: EvaluateConfig, root: Path) -> list[str]:
-    """The configured languages, or all on disk; the source language first for SIB-200."""
-    on_disk = sib200_languages(root) if cfg.task == "sib200" else tatoeba_languages(root)
-    wanted = [normalize_lang(l) for l in cfg.languages] or on_disk
+def retrieval_languages(cfg: EvaluateConfig, root: Path) -> list[str]:
+    """The configured Tatoeba languages, or all on disk, without the source language."""
+    on_disk = tatoeba_languages(root)
+    wanted = [normalize_lang(lang) for lang in cfg.languages] or on_disk
     missing = sorted(set(wanted) - set(on_disk))
     if missing:
-        raise ValueError(f"languages {missing} have no {cfg.task} data under {root}; available: {', '.join(on_disk)}")
+        raise ValueError(f"languages {missing} have no Tatoeba data under {root}; available: {', '.join(on_disk)}")
     source = normalize_lang(cfg.source_lang)
-    if cfg.task == "sib200":
-        return [source] + [l for l in wanted if l != source]
-    return [l for l in wanted if l != source]
+    return [lang for lang in wanted if lang != source]
 
 
 def run_evaluation(cfg: EvaluateConfig) -> dict[str, Any]:
-    """Evaluate every model of ``cfg`` on its task; rows carry the model source."""
-    root = resolve_data_dir(cfg.data_dir)
-    langs = task_languages(cfg, root)
-    score = {"tatoeba": tatoeba_rows, "mining": mining_rows, "sib200": sib200_frozen_linear_rows}[cfg.task]
+    """Evaluate every model of ``cfg`` with its protocol; rows carry the model source. The data is
+    read and checked before any model loads."""
+    if cfg.protocol == "frozen-linear":
+        assert cfg.task is not None
+        task = load_task(cfg.task, cfg.data_dir)
+        task.check({"train": [task.source_lang], "dev": [task.source_lang], "test": task.langs})
+        langs, name = list(task.langs), task.config.name
+        score = lambda encoder: frozen_linear_rows(encoder, task, cfg)  # noqa: E731
+    else:
+        root = resolve_data_dir(cfg.data_dir)
+        langs, name = retrieval_languages(cfg, root), "tatoeba"
+        rows_of = {"tatoeba": tatoeba_rows, "mining": mining_rows}[cfg.protocol]
+        score = lambda encoder: rows_of(encoder, root, langs, cfg)  # noqa: E731
     rows = []
     for model_cfg in cfg.models:
         encoder = load_encoder(model_cfg)
-        rows += [{"model": model_cfg.source, **row} for row in score(encoder, root, langs, cfg)]
-    return {"task": cfg.task, "mode": cfg.mode if cfg.task == "sib200" else None, "languages": langs, "rows": rows}
+        rows += [{"model": model_cfg.source, **row} for row in score(encoder)]
+    return {"protocol": cfg.protocol, "task": name, "languages": langs, "rows": rows}
