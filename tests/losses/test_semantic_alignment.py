@@ -228,3 +228,37 @@ def test_layout_feeds_the_loss() -> None:
     assert torch.allclose(loss, expected)
     with pytest.raises(ValueError, match=r"label 'science' of example 'en-0' is not in label_ids \('sports'"):
         semantic_alignment_layout(batches, {"sports": 0})
+
+
+def test_two_b_batches_take_translations_as_positives_and_other_class_originals_as_negatives():
+    from xlt.losses.semantic_alignment import two_b_batches
+
+    # rows: 0 orig(y=0) 1 full view of 0  2 code-switched view of 0 | 3 orig(y=1) 4 full view of 3 | 5 orig(y=0)
+    labels = torch.tensor([0, 0, 0, 1, 1, 0])
+    group = torch.tensor([0, 0, 0, 3, 3, 5])
+    is_anchor = torch.tensor([True, False, False, True, False, True])
+    is_translation = torch.tensor([False, True, False, False, True, False])
+    index, y, g, a = two_b_batches(labels, group, is_anchor, is_translation, b=1)
+    # original 0: positive 1 (not the code-switched 2), negative 3; original 3: positive 4, negative 5
+    # (the next other-class original, cyclically); original 5 has no translation: no batch
+    assert index.tolist() == [0, 1, 3, 3, 4, 5]
+    assert y.tolist() == [0, 0, 1, 1, 1, 0] and g.tolist() == [0, 0, 0, 3, 3, 3]
+    assert a.tolist() == [True, False, False, True, False, False]
+    assert two_b_batches(labels, group, is_anchor, is_translation, b=2)[0].numel() == 0
+
+
+def test_view_batch_form_has_a_non_zero_loss_and_gradient():
+    torch.manual_seed(0)
+    features = torch.randn(6, 8, requires_grad=True)
+    outputs = {"features": features, "labels": torch.tensor([0, 0, 0, 1, 1, 0]),
+               "group": torch.tensor([0, 0, 0, 3, 3, 5]),
+               "is_anchor": torch.tensor([True, False, False, True, False, True]),
+               "is_translation": torch.tensor([False, True, False, False, True, False])}
+    loss = SemanticAlignment(b=1)(outputs)
+    loss.backward()
+    assert loss.item() > 0 and features.grad.abs().sum() > 0
+    assert features.grad[2].abs().sum() == 0  # the code-switched view is no SA positive
+    # the same batch read as 2b-batches as given (b=None) has no negatives: zero, as before
+    assert SemanticAlignment()({k: v for k, v in outputs.items() if k != "is_translation"}).item() == 0
+    with pytest.raises(ValueError, match="b=0 is invalid"):
+        SemanticAlignment(b=0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from xlt.data.augment import AugmentConfig
 from xlt.losses import ObjectiveConfig
 from xlt.models import EncoderConfig
 from xlt.tasks import Fields, TaskConfig
@@ -16,10 +17,11 @@ def tiny_task(paired: bool = False) -> TaskConfig:
                       target_langs=("de", "fr"), fields=Fields(text_pair="hypothesis" if paired else None))
 
 
-def tiny_config(objectives: tuple[ObjectiveConfig, ...] = (), paired: bool = False, **optim) -> FinetuneConfig:
+def tiny_config(objectives: tuple[ObjectiveConfig, ...] = (), paired: bool = False, augment: AugmentConfig | None = None,
+                **optim) -> FinetuneConfig:
     """A resolved config over tiny:bert with three labels (no data on disk needed)."""
     return FinetuneConfig(task=tiny_task(paired), model=EncoderConfig(source="tiny:bert", max_length=32),
-                          objectives=objectives, data=DataSettings(train_rows=4),
+                          objectives=objectives, data=DataSettings(train_rows=4, augment=augment),
                           optim=OptimSettings(**{"batch_size": 4, "epochs": 1, **optim}))
 
 

@@ -46,7 +46,7 @@ def test_rows_without_views_are_plain_fine_tuning():
 def test_outputs_are_the_losses_vocabulary():
     flat = flatten_batch(batches_of(rows_with_views(), 4)[0], INDEX)
     out = flat.outputs(torch.zeros(len(flat), 5), torch.zeros(len(flat), 3))
-    assert set(out) == {"features", "logits", "labels", "group", "is_anchor"}
+    assert set(out) == {"features", "logits", "labels", "group", "is_anchor", "is_translation"}
 
 
 @pytest.mark.parametrize("change, message", [

@@ -141,3 +141,38 @@ def test_results_rows_source_first_then_targets_then_summary():
     assert rows[-1]["val f1"] == 0.3 and rows[-1]["test acc"] == 0.2
     with pytest.raises(ValueError, match="no score for the source language 'fr'"):
         results_rows(metrics, "fr")
+
+
+def test_semantic_alignment_needs_b_full_views_and_translations():
+    sa = "objectives=[{name: semantic_alignment, params: {b: 1}}]"
+    with pytest.raises(ConfigError, match="params.b"):
+        load_finetune_config(SIB200, ["objectives=[{name: semantic_alignment}]"])
+    with pytest.raises(ConfigError, match="data.augment.t_f=0 is not valid: expected at least b=1 full-translation"):
+        load_finetune_config(SIB200, [sa])
+    with pytest.raises(ConfigError, match="task.link='none' is not valid"):
+        load_finetune_config(SIB200, [sa, "task.link=none", "data.augment={t_f: 1, t_p: 0, t_c: 0, languages: [de]}"])
+    cfg = load_finetune_config(SIB200, [sa, "data.augment={t_f: 1, t_p: 0, t_c: 0, languages: [de]}"])
+    assert cfg.objectives[0].params == {"b": 1}
+
+
+def test_semantic_alignment_gets_a_gradient_in_a_fine_tuning_step():
+    from xlt.losses import ObjectiveConfig
+    from xlt.train.batches import flatten_batch
+    from xlt.train.loop import build_training, compute_losses
+
+    from .helpers import LABELS, tiny_config
+
+    from xlt.data.augment import AugmentConfig
+
+    cfg = tiny_config((ObjectiveConfig("semantic_alignment", params={"b": 1}),),
+                      augment=AugmentConfig(t_f=1, t_p=0, t_c=0, languages=("de",)))
+    training = build_training(cfg, steps_per_epoch=1)
+    rows = [{"text": f"sentence {i} about {LABELS[i % 3]}", "label": LABELS[i % 3], "lang": "en",
+             "views": [f"Satz {i} über {LABELS[i % 3]}"], "view_kinds": ["full"], "view_langs": ["de"]}
+            for i in range(4)]
+    batch = flatten_batch({k: [r[k] for r in rows] for k in rows[0]}, training.label_index)
+    total, parts = compute_losses(training.model, training.objectives, batch)
+    assert parts["semantic_alignment"].item() > 0
+    parts["semantic_alignment"].backward()
+    grads = [p.grad for p in training.classifier.encoder.parameters() if p.grad is not None]
+    assert grads and sum(float(g.abs().sum()) for g in grads) > 0

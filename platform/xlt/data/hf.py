@@ -137,7 +137,9 @@ def load_split(name_or_path: str | Path, split: str | None, config_name: str | N
         return ds
     if split is None:
         raise ValueError(f"{name_or_path}: pass split= (e.g. 'train') to read a dataset from the hub or data files")
-    return datasets.load_dataset(str(name_or_path), name=config_name, split=split, data_files=data_files)
+    # A plain data_files string is the builder's "train" split: name it after the split asked for.
+    files = {split: data_files} if data_files is not None else None
+    return datasets.load_dataset(str(name_or_path), name=config_name, split=split, data_files=files)
 
 
 def _no_config(path: Path, config_name: str | None) -> None:

@@ -1,9 +1,15 @@
 """Semantic alignment (SA): a source text against b of its translations and b other-class sources.
 
 Seed 002 (Yu & Joty, *Effective Fine-tuning Methods for Cross-lingual Adaptation*) §3.2,
-Eq. 4–5. The loss reads 2b-batches; :func:`build_semantic_alignment_batches` (pure, seeded)
-forms them from examples, and :func:`semantic_alignment_layout` turns them into the rows to
-encode and the ``labels`` / ``group`` / ``is_anchor`` tensors the loss reads.
+Eq. 4–5. The loss reads 2b-batches, formed in one of two ways:
+
+- from examples: :func:`build_semantic_alignment_batches` (pure, seeded) and
+  :func:`semantic_alignment_layout` give the rows to encode and the ``labels`` / ``group`` /
+  ``is_anchor`` tensors the loss reads;
+- from a fine-tuning view batch (``SemanticAlignment(b=...)``): each labelled original with at
+  least b full-translation views (``is_translation``) takes b of them as positives and the
+  embeddings of b originals of the same batch with another label as negatives
+  (:func:`two_b_batches`), so no row is encoded twice.
 """
 
 from __future__ import annotations
@@ -152,6 +158,42 @@ def semantic_alignment_layout(
     }
 
 
+def two_b_batches(labels: torch.Tensor, group: torch.Tensor, is_anchor: torch.Tensor, is_translation: torch.Tensor,
+                  b: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """2b-batches of seed 002 Eq. 4 from a view batch: ``(index, labels, group, is_anchor)`` such that
+    ``features[index]`` with the other three is the layout :class:`SemanticAlignment` reads.
+
+    For each labelled original i (``is_anchor``, label ≥ 0), in batch order: positives = its first
+    b views with ``is_translation`` (translations keep the original's label); negatives = the
+    first b originals with another (known) label, scanning the batch cyclically from i. An
+    original short of either gets no batch. Deterministic: the batch order is already shuffled.
+    """
+    anchors = is_anchor.nonzero().squeeze(1).tolist()
+    labels_list, group_list, translation = labels.tolist(), group.tolist(), is_translation.tolist()
+    index: list[int] = []
+    out_labels: list[int] = []
+    out_group: list[int] = []
+    out_anchor: list[bool] = []
+    for position, i in enumerate(anchors):
+        y = labels_list[i]
+        if y < 0:
+            continue
+        positives = [k for k, g in enumerate(group_list) if g == i and k != i and translation[k]][:b]
+        ring = anchors[position + 1:] + anchors[:position]
+        negatives = [j for j in ring if labels_list[j] >= 0 and labels_list[j] != y][:b]
+        if len(positives) < b or len(negatives) < b:
+            continue
+        start = len(index)
+        index += [i, *positives, *negatives]
+        out_labels += [y] * (1 + b) + [labels_list[j] for j in negatives]
+        out_group += [start] * (2 * b + 1)
+        out_anchor += [True] + [False] * (2 * b)
+    device = labels.device
+    return (torch.tensor(index, dtype=torch.long, device=device), torch.tensor(out_labels, dtype=torch.long, device=device),
+            torch.tensor(out_group, dtype=torch.long, device=device),
+            torch.tensor(out_anchor, dtype=torch.bool, device=device))
+
+
 class SemanticAlignment(Objective):
     """Semantic alignment: a source text is pulled toward its translations and pushed away from
     source texts of other classes, each source in its own 2b-batch.
@@ -186,6 +228,10 @@ class SemanticAlignment(Objective):
 
     Args:
         temperature: τ > 0. Seed 002 gives no value; the default 1.0 is seed 000's (§5.3).
+        b: ``None`` reads 2b-batches as they are (above). An integer reads a fine-tuning view batch
+            (``xlt.train.batches``: originals with their views) and forms the 2b-batches itself
+            (:func:`two_b_batches`); it then also requires ``is_translation``. Seed 002 gives no b;
+            it is bounded by the full-translation views per example (``data.augment.t_f``).
 
     Inputs (``requires``):
         - ``features`` (N, D): embeddings of the rows of one or more SA batches
@@ -200,9 +246,23 @@ class SemanticAlignment(Objective):
     name: ClassVar[str] = "semantic_alignment"
     requires: ClassVar[tuple[str, ...]] = ("features", "labels", "group", "is_anchor")
 
-    def __init__(self, temperature: float = 1.0) -> None:
+    def __init__(self, temperature: float = 1.0, b: int | None = None) -> None:
         super().__init__()
         self.temperature = check_temperature(temperature)
+        if b is not None and (isinstance(b, bool) or not isinstance(b, int) or b < 1):
+            raise ValueError(f"b={b!r} is invalid; the translations (and negatives) per 2b-batch: an integer >= 1")
+        self.b = b
+        if b is not None:
+            self.requires = (*type(self).requires, "is_translation")
+
+    def forward(self, outputs: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        if self.b is None:
+            return super().forward(outputs)
+        features, labels, group, is_anchor, is_translation = self.inputs(outputs)
+        index, sa_labels, sa_group, sa_anchor = two_b_batches(labels, group, is_anchor, is_translation, self.b)
+        if index.numel() == 0:  # no original has b translations and b other-class partners
+            return features.sum() * 0
+        return self.compute_loss_from_embeddings(features[index], sa_labels, sa_group, sa_anchor)
 
     def compute_loss_from_embeddings(
         self, features: torch.Tensor, labels: torch.Tensor, group: torch.Tensor, is_anchor: torch.Tensor

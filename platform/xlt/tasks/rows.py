@@ -34,7 +34,10 @@ def to_examples(cfg: TaskConfig, source: RowSource, header_pos: int | None, colu
     ``lang`` (a file per language); otherwise ``fields.lang`` says which rows are.
     """
     fields = cfg.fields
-    has_label = labelled or (columns is not None and fields.label in columns)
+    # JSONL has no header (columns is None): a label counts as present when every row has one.
+    present = columns if columns is not None else [fields.label] if rows and all(
+        fields.label in row for _, row in rows) else []
+    has_label = labelled or fields.label in present
     if columns is not None:
         lang_column = None if one_language else fields.lang
         required = [c for c in (fields.text, fields.text_pair, fields.label if labelled else None, lang_column)
@@ -42,8 +45,11 @@ def to_examples(cfg: TaskConfig, source: RowSource, header_pos: int | None, colu
         check_columns(source, header_pos, columns, required)
     total = len(rows)
     rows = rows[split.start:split.stop]
+    first = range(total)[split.start:split.stop].start if rows else 0
+    prefix = f"{cfg.name}/{lang}/{split.name}"
+    if fields.id is None:  # the row's position in the split as published, so slices of one split never share ids
+        rows = [(pos, {**row, ID_COLUMN: f"{prefix}/{first + i}"}) for i, (pos, row) in enumerate(rows)]
     if cfg.link == "line":
-        first = range(total)[split.start:split.stop].start if rows else 0
         rows = [(pos, {**row, LINK_COLUMN: f"{split.name}#{first + i}"}) for i, (pos, row) in enumerate(rows)]
     if not one_language:
         assert fields.lang is not None
@@ -57,7 +63,6 @@ def to_examples(cfg: TaskConfig, source: RowSource, header_pos: int | None, colu
                                  f"and the dropped values {list(cfg.drop)}); expected at least one")
     # Ids are unique across the task's languages and splits (a co-training pool mixes languages whose
     # rows share the data's own id when they are translations): <task>/<lang>/<split>/<id or position>.
-    prefix = f"{cfg.name}/{lang}/{split.name}"
     if fields.id is not None:
         rows = [(pos, {**row, ID_COLUMN: f"{prefix}/{row[fields.id]}"} if row.get(fields.id) not in (None, "") else row)
                 for pos, row in rows]

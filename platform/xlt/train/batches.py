@@ -44,6 +44,7 @@ class ViewBatch:
     group: torch.Tensor  # (N,) long: row of the original
     is_anchor: torch.Tensor  # (N,) bool: the originals
     num_examples: int  # B originals
+    is_translation: torch.Tensor | None = None  # (N,) bool: full-translation views (None: no kinds given)
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -51,8 +52,10 @@ class ViewBatch:
     def outputs(self, features: torch.Tensor, logits: torch.Tensor) -> dict[str, torch.Tensor]:
         """The ``xlt.losses`` outputs of this batch, given the step's (N, D) features and (N, C) logits."""
         device = features.device
+        translation = self.is_translation if self.is_translation is not None else torch.zeros_like(self.is_anchor)
         return {"features": features, "logits": logits, "labels": self.labels.to(device),
-                "group": self.group.to(device), "is_anchor": self.is_anchor.to(device)}
+                "group": self.group.to(device), "is_anchor": self.is_anchor.to(device),
+                "is_translation": translation.to(device)}
 
 
 def _cells(batch: Mapping[str, Any], column: str, n: int) -> list:
@@ -134,6 +137,8 @@ def flatten_batch(batch: Mapping[str, Any], label_index: Mapping[str, int]) -> V
     flat_labels: list[int] = []
     group: list[int] = []
     is_anchor: list[bool] = []
+    is_translation: list[bool] = []
+    kinds = aligned.get("view_kinds")
     for i in range(n):
         text = texts[i]
         if not isinstance(text, str) or not text.strip():
@@ -156,17 +161,20 @@ def flatten_batch(batch: Mapping[str, Any], label_index: Mapping[str, int]) -> V
                                  "the view columns must be aligned")
         label = _label_id(labels[i], label_index, i)
         anchor = len(flat_texts)
+        row_kinds = _as_list(kinds[i], "view_kinds", i) if kinds is not None else [""] * len(row_views)
         for j, t in enumerate([text, *row_views]):
             flat_texts.append(t)
             flat_labels.append(label)
             group.append(anchor)
             is_anchor.append(j == 0)
+            is_translation.append(j > 0 and row_kinds[j - 1] == "full")
     return ViewBatch(
         texts=flat_texts,
         labels=torch.tensor(flat_labels, dtype=torch.long),
         group=torch.tensor(group, dtype=torch.long),
         is_anchor=torch.tensor(is_anchor, dtype=torch.bool),
         num_examples=n,
+        is_translation=torch.tensor(is_translation, dtype=torch.bool),
     )
 
 

@@ -34,7 +34,7 @@ SETTINGS: tuple[str, ...] = ("zero-shot", "translate-train")
 # What the fine-tuning step computes for every batch (``xlt.losses.base`` vocabulary). An
 # objective that needs anything else (parallel pairs, token states, MLM logits) belongs to
 # alignment pretraining, not here.
-PROVIDED_OUTPUTS: tuple[str, ...] = ("features", "logits", "labels", "group", "is_anchor")
+PROVIDED_OUTPUTS: tuple[str, ...] = ("features", "logits", "labels", "group", "is_anchor", "is_translation")
 
 
 def normalized_langs(key: str, codes: Iterable[str]) -> tuple[str, ...]:
@@ -178,11 +178,28 @@ class FinetuneConfig:
             check(not missing, "objectives", key,
                   f"an objective over the outputs fine-tuning computes ({', '.join(PROVIDED_OUTPUTS)}); "
                   f"{key} also needs {', '.join(missing)} (a pretraining objective: see xlt.pretrain)")
+        for sa in (o for o in self.objectives if o.name == "semantic_alignment"):
+            self._check_semantic_alignment(sa.params.get("b"))
         frozen_encoder = self.model.source == "bundled:use-multilingual-v3"
         check(not (frozen_encoder and self.objectives), "objectives", [o.name for o in self.objectives],
               "none with the frozen bundled:use-multilingual-v3 (its embeddings get no gradient)")
         check(not (frozen_encoder and self.optim.freeze_word_embeddings), "optim.freeze_word_embeddings", True,
               "false with bundled:use-multilingual-v3 (it is frozen as a whole)")
+
+    def _check_semantic_alignment(self, b: Any) -> None:
+        """SA (seed 002 Eq. 4) reads 2b-batches: b translations of each example, which fine-tuning
+        takes from its full-translation views, and b other-class examples of the same batch."""
+        check(b is not None, "objectives.semantic_alignment.params.b", b,
+              "the translations per 2b-batch (e.g. params: {b: 1}); fine-tuning forms the 2b-batches from each "
+              "example's full-translation views and the batch's other-class examples")
+        t_f = self.data.augment.t_f if self.data.augment is not None else 0
+        check(t_f >= b, "data.augment.t_f", t_f,
+              f"at least b={b} full-translation views per example for semantic_alignment (its positives)")
+        check(self.data.translator != "provided" or self.task.link != "none", "task.link", self.task.link,
+              "a link between translations (id, line or source_id) for semantic_alignment's provided "
+              "translations; or data.translator: dictionary / seq2seq")
+        check(self.optim.batch_size > b, "optim.batch_size", self.optim.batch_size,
+              f"more than b={b} examples per batch (the negatives of each example come from its batch)")
 
     def steps_per_epoch(self, num_workers: int) -> int:
         """Optimizer steps per epoch on every worker: Ray gives each worker an equal shard of

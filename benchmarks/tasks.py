@@ -1,0 +1,193 @@
+"""Tasks beyond SIB-200 with the bundled models: XNLI, PAWS-X, NusaX (issue 12).
+
+    python benchmarks/tasks.py                    # probe + fine-tuning, resumable; then the report
+    python benchmarks/tasks.py --only probe       # one part
+    python benchmarks/tasks.py --report-only      # rewrite benchmarks/tasks.md from the stored runs
+
+Parts, each a job of the platform run on a preset:
+
+- ``probe``: ``jobs/evaluate.py``'s frozen-linear probe (``configs/evaluate_sib200.yaml`` with the
+  task replaced) of both bundled models on each task: logistic regression on frozen embeddings of
+  the English train split, C chosen on English dev; accuracy and macro-F1 per language.
+- ``finetune``: ``jobs/finetune.py`` on ``configs/finetune_<task>.yaml``, CE against CE + SCL
+  (seed 000 §3.3, λ = 1, τ = 1.0) on full-translation views (the task's own translations of the
+  train split, one view per example into a target drawn per view; seed 000 §4.1's t_f = 1),
+  e5 only; sizes and seeds in ``FINETUNE``.
+
+Every run stores its result under ``results/benchmarks/tasks/`` as soon as it ends (fine-tuning
+runs also checkpoint every epoch), so a killed benchmark continues with what is missing.
+Writes ``benchmarks/tasks.md`` and ``benchmarks/tasks.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "platform"))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from machine import cpu_model  # noqa: E402
+from xlt.config import apply_overrides, from_dict, merge_presets  # noqa: E402
+from xlt.report import command_line, markdown_table  # noqa: E402
+
+STORE = REPO / "results" / "benchmarks" / "tasks"
+MODELS = ("bundled:multilingual-e5-small", "bundled:use-multilingual-v3")
+TASKS = ("xnli", "pawsx", "nusax")
+# Per task: the split overrides that fix the sizes (stated in the report) and the fine-tuning seeds.
+SIZES = {
+    "xnli": ["task.splits.train=validation[:1000]", "task.splits.test=test[:500]"],
+    "pawsx": [],
+    "nusax": [],
+}
+PROBE_SIZES = {"xnli": ["task.splits.test=test[:1000]"], "pawsx": [], "nusax": []}
+SEEDS = {"xnli": (0,), "pawsx": (0,), "nusax": (0, 1, 2)}
+SCL = ("objectives=[{name: supervised_contrastive_alignment, weight: 1.0, params: {temperature: 1.0}}]",)
+VARIANTS = {"ce": (), "scl": SCL}
+
+
+def _stored(name: str) -> Path:
+    return STORE / f"{name}.json"
+
+
+def _save(name: str, payload: dict) -> None:
+    STORE.mkdir(parents=True, exist_ok=True)
+    tmp = _stored(name).with_suffix(".tmp")
+    tmp.write_text(json.dumps(payload, indent=1), encoding="utf-8")
+    os.replace(tmp, _stored(name))
+
+
+def run_probe(task: str) -> None:
+    from xlt.eval.tasks import EvaluateConfig, run_evaluation
+
+    name = f"probe-{task}"
+    if _stored(name).is_file():
+        return
+    data = apply_overrides(merge_presets(REPO / "configs" / "evaluate_sib200.yaml"),
+                           [f"task={{include: configs/tasks/{task}.yaml}}", *PROBE_SIZES[task], "progress=false"])
+    start = time.perf_counter()
+    result = run_evaluation(from_dict(EvaluateConfig, data))
+    _save(name, {"rows": result["rows"], "seconds": time.perf_counter() - start, "overrides": PROBE_SIZES[task]})
+    print(f"{name}: {time.perf_counter() - start:.0f}s", flush=True)
+
+
+def views(task: str) -> str:
+    from xlt.tasks import TaskConfig, load_task
+
+    cfg = from_dict(TaskConfig, merge_presets(REPO / "configs" / "tasks" / f"{task}.yaml"), prefix="task.")
+    langs = ", ".join(load_task(cfg).target_langs)
+    return f"data.augment={{t_f: 1, t_p: 0, t_c: 0, languages: [{langs}]}}"
+
+
+def run_finetune(task: str, variant: str, seed: int) -> None:
+    from xlt.train import build_trainer, config_of, load_finetune_config, resolve, results_rows
+
+    name = f"finetune-{task}-{variant}-seed{seed}"
+    if _stored(name).is_file():
+        return
+    overrides = [*SIZES[task], f"optim.seed={seed}", f"output.storage_path={STORE / 'runs'}", f"output.name={name}",
+                 *((views(task), *VARIANTS[variant]) if variant != "ce" else ())]
+    start = time.perf_counter()
+    trainer = build_trainer(resolve(load_finetune_config(REPO / "configs" / f"finetune_{task}.yaml", overrides)))
+    result = trainer.fit()
+    cfg = config_of(trainer)
+    _save(name, {"rows": results_rows(result.metrics, cfg.task.source_lang), "seconds": time.perf_counter() - start,
+                 "overrides": overrides, "train_rows": cfg.data.train_rows})
+    print(f"{name}: {time.perf_counter() - start:.0f}s", flush=True)
+
+
+def _load(name: str) -> dict | None:
+    return json.loads(_stored(name).read_text()) if _stored(name).is_file() else None
+
+
+def _mean_std(values: list[float]) -> str:
+    if len(values) == 1:
+        return f"{values[0]:.3f}"
+    return f"{statistics.mean(values):.3f} ± {statistics.stdev(values):.3f}"
+
+
+def report(command: str, load: str) -> str:
+    out = ["# Tasks beyond SIB-200 with the bundled models (XNLI, PAWS-X, NusaX)", "",
+           f"Command: `{command}`. Machine: {cpu_model()}, 2 cores, {load}.", "",
+           "## Sizes and protocol", "",
+           "- XNLI (`configs/tasks/xnli.yaml`): English train = the first 2,000 rows of English validation "
+           "(no MultiNLI offline), dev = validation[2000:] (490 per language), test as stated per table. "
+           "PAWS-X: English train = dev[:1200], dev = dev[1200:1600], test = dev[1600:] (up to 400 per "
+           "language after dropping `NS` rows). NusaX: 500 English train reviews, 100 dev, 400 test per language.",
+           "- Probe: both bundled models, frozen; logistic regression (lbfgs) on the English train embeddings, "
+           "C in {0.1, 1, 10, 100} chosen on English dev. Pairs: e5 encodes each pair jointly (its tokenizer's "
+           "pair input), USE-m3 embeds the sides apart and the probe reads [u; v; |u−v|; u*v]. The probe is "
+           "deterministic (a convex objective solved by lbfgs), so seeds would only repeat the same numbers: "
+           "one run per model. XNLI test capped at its first 1,000 rows per language.",
+           "- Fine-tuning: `configs/finetune_<task>.yaml` (e5, word embeddings frozen, AdamW lr 5e-5, batch 16, "
+           "3 epochs, 1 Ray Train worker with 2 CPUs), CE against CE + SCL (λ = 1, τ = 1.0) on one "
+           "full-translation view per English example (the task's own translation into a target drawn per "
+           "view). XNLI: 1,000 English training pairs, test[:500] per language; PAWS-X and NusaX as above. "
+           "Seeds: NusaX 0, 1, 2 (mean ± std); XNLI and PAWS-X seed 0. Test split after the last epoch.", ""]
+    for task in TASKS:
+        probe = _load(f"probe-{task}")
+        out += [f"## {task}", ""]
+        if probe is None:
+            out += ["Probe: not run yet.", ""]
+        else:
+            langs = list(dict.fromkeys(r["lang"] for r in probe["rows"]))
+            rows = [{"model": m.split(":")[1], "score": score,
+                     **{lang: next(r[score] for r in probe["rows"] if r["model"] == m and r["lang"] == lang)
+                        for lang in langs}} for m in MODELS for score in ("acc", "f1")]
+            out += [f"### Frozen-linear probe (test; {probe['seconds'] / 60:.1f} min)", "", markdown_table(rows), ""]
+        rows = []
+        for variant in VARIANTS:
+            runs = [r for seed in SEEDS[task] if (r := _load(f"finetune-{task}-{variant}-seed{seed}"))]
+            if not runs:
+                continue
+            langs = [r["lang"] for r in runs[0]["rows"]]
+            for score in ("acc", "f1"):
+                rows.append({"variant": f"CE{' + SCL' if variant == 'scl' else ''}", "score": score,
+                             "seeds": len(runs),
+                             **{lang: _mean_std([next(x[f"test {score}"] for x in r["rows"] if x["lang"] == lang)
+                                                 for r in runs]) for lang in langs}})
+        if rows:
+            minutes = sum(_load(f"finetune-{task}-{v}-seed{s}")["seconds"] for v in VARIANTS for s in SEEDS[task]
+                          if _load(f"finetune-{task}-{v}-seed{s}")) / 60
+            out += [f"### Fine-tuning e5, CE vs CE + SCL (test; {minutes:.0f} min of runs)", "", markdown_table(rows), ""]
+        else:
+            out += ["Fine-tuning: not run yet.", ""]
+    return "\n".join(out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", nargs="+", choices=("probe", "finetune"), default=("probe", "finetune"))
+    parser.add_argument("--tasks", nargs="+", choices=TASKS, default=TASKS)
+    parser.add_argument("--report-only", action="store_true")
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    load = f"load average {os.getloadavg()[0]:.1f} at the start"
+    if not args.report_only:
+        from xlt.cli import init_ray, quiet_libraries
+
+        quiet_libraries()
+        if "probe" in args.only:
+            for task in args.tasks:
+                run_probe(task)
+        if "finetune" in args.only:
+            init_ray()
+            for task in sorted(args.tasks, key=lambda t: len(SEEDS[t])):
+                for seed in SEEDS[task]:
+                    for variant in VARIANTS:
+                        run_finetune(task, variant, seed)
+    text = report(command_line(), load)
+    (REPO / "benchmarks" / "tasks.md").write_text(text + "\n", encoding="utf-8")
+    results = {name.stem: json.loads(name.read_text()) for name in sorted(STORE.glob("*.json"))}
+    (REPO / "benchmarks" / "tasks.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
