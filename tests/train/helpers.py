@@ -14,7 +14,7 @@ LABELS = ("science", "sports", "travel")
 def tiny_task(paired: bool = False) -> TaskConfig:
     """A resolved task config (labels and languages explicit) whose files are never read."""
     return TaskConfig(type="files", name="tiny", path="unused/{lang}/{split}.tsv", labels=LABELS,
-                      target_langs=("de", "fr"), fields=Fields(text_pair="hypothesis" if paired else None))
+                      target_langs=("de", "fr"), fields=Fields(text_pair="hypothesis" if paired else None), link="line")
 
 
 def tiny_config(objectives: tuple[ObjectiveConfig, ...] = (), paired: bool = False, augment: AugmentConfig | None = None,
