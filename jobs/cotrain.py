@@ -26,6 +26,7 @@ from pathlib import Path
 from xlt.cli import init_ray, job_overrides, job_parser, quiet_libraries, run_job
 from xlt.cotrain import load_cotrain_config, load_data, run_cotraining
 from xlt.cotrain.report import iteration_rows, language_rows, plot_iterations
+from xlt.eval.classification import F1
 from xlt.report import markdown_table, write_results
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
@@ -46,10 +47,13 @@ def main() -> None:
     split, source = cfg.data.metric_split, data.task.source_lang
     label = "co-training" if cfg.mode == "cotrain" else "self-training"
     per_iteration = markdown_table(iteration_rows(state.history, split, source))
-    per_language = markdown_table(language_rows(state.history, split, (source, *data.targets), label))
+    langs = (source, *data.targets)
+    per_language = markdown_table(language_rows(state.history, split, langs, label))
+    per_language_f1 = markdown_table(language_rows(state.history, split, langs, label, score=F1))
     text = (f"## {label} on {data.task.config.name}: lm {cfg.lm.model.source}, emb {cfg.emb.model.source}, policy {cfg.selection.policy}, "
             f"t = {cfg.selection.threshold}\n\n### Per iteration ({split} accuracy)\n\n{per_iteration}\n\n"
-            f"### Per language ({split} accuracy)\n\n{per_language}\n")
+            f"### Per language ({split} accuracy)\n\n{per_language}\n\n"
+            f"### Per language ({split} macro-F1)\n\n{per_language_f1}\n")
     out = Path(cfg.output_dir)
     (out / "results.md").write_text(text, encoding="utf-8")
     plot = plot_iterations(state.history, split, out / "accuracy_per_iteration.png", label)

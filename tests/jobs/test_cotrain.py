@@ -13,7 +13,7 @@ from pathlib import Path
 
 from conftest import REPO
 
-JOB = [sys.executable, str(REPO / "jobs" / "cotrain.py"), "--smoke"]
+JOB = [sys.executable, str(REPO / "jobs" / "cotrain.py"), "--smoke", "--set", "task.target_langs=[de, zh]"]
 
 
 def environment(data_dir: Path) -> dict[str, str]:
@@ -58,3 +58,15 @@ def test_smoke_then_kill_and_resume(data_dir, tmp_path):
     assert after["received"] == before["received"] and after["pool"] == before["pool"]
     assert [(h["iteration"], h["learner"]) for h in after["history"]] == [(h["iteration"], h["learner"])
                                                                            for h in before["history"]]
+
+
+def test_a_pool_of_sentence_pairs_is_pseudo_labelled_and_exchanged(data_dir, tmp_path):
+    proc = subprocess.run([*JOB, "--config", str(REPO / "configs" / "cotrain_xnli.yaml"), "--set", "iterations=1",
+                           "--set", f"output_dir={tmp_path}"], capture_output=True, text=True,
+                          env=environment(data_dir), timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "## co-training on xnli" in proc.stdout
+    received = state(tmp_path)["received"]
+    rows = received["lm"] + received["emb"]
+    assert rows and all(r["text_pair"] and r["id"].startswith("xnli/") for r in rows)  # pairs travel whole
+    assert {r["lang"] for r in rows} <= {"de", "zh"}

@@ -1,4 +1,5 @@
-"""jobs/finetune.py --smoke end to end on a fresh 2-CPU local Ray: table on stdout, JSON + config on disk."""
+"""jobs/finetune.py --smoke end to end on a fresh 2-CPU local Ray: table on stdout, JSON + config on
+disk, for single texts (SIB-200) and sentence pairs (XNLI); bad input is one error line."""
 
 from __future__ import annotations
 
@@ -7,15 +8,22 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from conftest import REPO
 
 
-def test_smoke(data_dir, tmp_path):
+def run_job(data_dir, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "XLT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1"}
     env.pop("RAY_ADDRESS", None)
-    proc = subprocess.run([sys.executable, str(REPO / "jobs" / "finetune.py"), "--smoke",
-                           "--set", f"output.storage_path={tmp_path}", "--set", "output.name=smoke"],
+    return subprocess.run([sys.executable, str(REPO / "jobs" / "finetune.py"), *args],
                           capture_output=True, text=True, env=env, timeout=600)
+
+
+@pytest.mark.parametrize("preset", ["finetune_sib200.yaml", "finetune_xnli.yaml"])
+def test_smoke(preset, data_dir, tmp_path):
+    proc = run_job(data_dir, "--config", str(REPO / "configs" / preset), "--smoke", "--set", "task.target_langs=[de, zh]",
+                   "--set", f"output.storage_path={tmp_path}", "--set", "output.name=smoke")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "| lang " in proc.stdout and "| avg_target " in proc.stdout and "| transfer_gap " in proc.stdout
     assert "epoch 2 | step 4 | loss" in proc.stderr  # the per-epoch progress line of rank 0
@@ -23,13 +31,29 @@ def test_smoke(data_dir, tmp_path):
     run = tmp_path / "smoke"
     result = json.loads((run / "results.json").read_text())
     assert "finetune.py" in result["command"] and result["config"]["model"]["source"] == "tiny:bert"
+    assert result["config"]["task"]["name"] == preset.split("_")[1].split(".")[0]
     assert [r["lang"] for r in result["rows"]] == ["en", "de", "zh", "avg_target", "transfer_gap"]
     rows = {r["lang"]: r for r in result["rows"]}
-    for split in ("val", "test"):
-        assert all(0.0 <= rows[lang][split] <= 1.0 for lang in ("en", "de", "zh"))
-        assert abs(rows["avg_target"][split] - (rows["de"][split] + rows["zh"][split]) / 2) < 1e-9
-        assert abs(rows["transfer_gap"][split] - (rows["en"][split] - rows["avg_target"][split])) < 1e-9
+    for column in ("val acc", "val f1", "test acc", "test f1"):
+        assert all(0.0 <= rows[lang][column] <= 1.0 for lang in ("en", "de", "zh"))
+        assert abs(rows["avg_target"][column] - (rows["de"][column] + rows["zh"][column]) / 2) < 1e-9
+        assert abs(rows["transfer_gap"][column] - (rows["en"][column] - rows["avg_target"][column])) < 1e-9
     metrics = result["metrics"]
     assert metrics["train/epoch"] == 2 and metrics["train/global_step"] == 4  # 16 rows, batch 8, 2 epochs
     assert (run / "config.yaml").is_file()
     assert (run / "epoch002-step0000004" / "model.pt").is_file() and result["checkpoint"].endswith("epoch002-step0000004")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--set", "task.target_langs=[de, xx]"], "error: task.target_langs: unknown language code 'xx'"),
+    (["--set", "data.target_langs=[de]'"], "error: override \"data.target_langs=[de]'\": the value \"[de]'\" is not valid YAML"),
+    (["--set", "task.path={data_dir}/sib200/{lang}/{split}.csv"], "error: task 'sib200': no data for en under"),
+    (["--set", "task.fields.label=topic"], "missing column 'topic'; columns present: 'index_id', 'category', 'text'"),
+    (["--config", "nonexistent.yaml"], "error: config file nonexistent.yaml does not exist"),
+])
+def test_bad_input_is_one_error_line_before_ray_starts(args, message, data_dir, tmp_path):
+    proc = run_job(data_dir, "--smoke", "--set", f"output.storage_path={tmp_path}", *args)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message.removeprefix("error: ") in lines[0], lines
+    assert not any(tmp_path.iterdir())  # nothing half-written

@@ -99,3 +99,12 @@ def test_killed_sweep_resumes(data_dir, tmp_path):
     assert (out / f"trial_{finished}" / "result.json").read_text().splitlines() == lines
     assert load_finetune_config(out / "best.yaml").objectives[0].params["temperature"] == \
         result["best"]["values"][TEMPERATURE]
+
+
+def test_a_sweep_over_a_sentence_pair_task_selects_on_macro_f1(data_dir, tmp_path):
+    proc = run(["--space", str(REPO / "search_spaces" / "lr.yaml"), "--config", str(REPO / "configs" / "finetune_xnli.yaml"),
+                "--num-samples", "2", "--searcher", "random", "--scheduler", "none", "--storage", str(tmp_path),
+                "--set", "task.target_langs=[de, zh]"], data_dir)
+    assert "## Sweep lr-smoke: finetune, random + none, 2 trials" in proc.stdout and "val/f1/avg_target" in proc.stdout
+    best = load_finetune_config(tmp_path / "lr-smoke" / "best.yaml")
+    assert best.task.name == "xnli" and best.task.paired and best.task.target_langs == ("de", "zh")

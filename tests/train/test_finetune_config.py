@@ -176,3 +176,22 @@ def test_semantic_alignment_gets_a_gradient_in_a_fine_tuning_step():
     parts["semantic_alignment"].backward()
     grads = [p.grad for p in training.classifier.encoder.parameters() if p.grad is not None]
     assert grads and sum(float(g.abs().sum()) for g in grads) > 0
+
+
+def test_the_translator_of_full_views_is_chosen_in_config(data_dir):
+    from xlt.data.translate import DictionaryTranslator, ProvidedTranslations, Seq2SeqTranslator
+    from xlt.train.data import augmentation_sources
+
+    augment = "data.augment={t_f: 1, t_p: 0, t_c: 0, languages: [de, fr]}"
+    base = [f"data.data_dir={data_dir}", "data.max_examples=4", "task.target_langs=[de, fr]", augment]
+    chosen = {}
+    for translator in ("provided", "dictionary", "seq2seq"):
+        extra = ["data.translator_model=Helsinki-NLP/opus-mt-en-{lang}"] if translator == "seq2seq" else []
+        resolved = resolve(load_finetune_config(SIB200, [*base, f"data.translator={translator}", *extra]))
+        chosen[translator] = augmentation_sources(resolved.config.data, resolved.task)["translator"]
+    assert isinstance(chosen["provided"], ProvidedTranslations) and chosen["provided"].supports("en", "fr")
+    assert isinstance(chosen["dictionary"], DictionaryTranslator) and chosen["dictionary"].supports("en", "de")
+    seq2seq = chosen["seq2seq"]  # loads its models on first use only
+    assert isinstance(seq2seq, Seq2SeqTranslator) and seq2seq.supports("en", "fr") and not seq2seq.supports("en", "ja")
+    with pytest.raises(ConfigError, match="data.translator_model"):
+        load_finetune_config(SIB200, ["data.translator=seq2seq"])

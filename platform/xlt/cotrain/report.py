@@ -27,15 +27,16 @@ def iteration_rows(history: Sequence[Mapping[str, Any]], split: str, source_lang
 
 
 def language_rows(history: Sequence[Mapping[str, Any]], split: str, langs: Sequence[str],
-                  label: str) -> list[dict[str, Any]]:
-    """One row per (learner, first / last iteration): accuracy per language and the target average."""
+                  label: str, score: str = ACC) -> list[dict[str, Any]]:
+    """One row per (learner, first / last iteration): ``score`` (accuracy or macro-F1) per language
+    and the target average."""
     last = max(h["iteration"] for h in history)
     rows = []
     for h in history:
         if h["iteration"] not in (0, last):
             continue
         name = f"{h['learner']} alone" if h["iteration"] == 0 else f"{h['learner']} {label} (iteration {last})"
-        rows.append({"model": name, **{lang: h.get(metric_name(split, ACC, lang)) for lang in (*langs, AVG_TARGET)}})
+        rows.append({"model": name, **{lang: h.get(metric_name(split, score, lang)) for lang in (*langs, AVG_TARGET)}})
     return rows
 
 

@@ -73,7 +73,7 @@ class DataSettings:
     augment: AugmentConfig | None = None
     augment_cpus: float = 0.0
     translator: Literal["provided", "dictionary", "seq2seq"] = "provided"
-    translator_model: str = ""  # seq2seq: a MarianMT / NLLB name or path (a "{lang}" template per target)
+    translator_model: str = ""  # seq2seq: a multilingual (NLLB) name or path, or a "{lang}" template per target
     max_examples: int = 0
     train_rows: int = 0  # resolved: rows of the train dataset
 
@@ -81,8 +81,14 @@ class DataSettings:
         check(self.augment_cpus >= 0, "data.augment_cpus", self.augment_cpus, "a number >= 0")
         check(self.max_examples >= 0, "data.max_examples", self.max_examples, "0 (all) or a positive integer")
         check(self.train_rows >= 0, "data.train_rows", self.train_rows, "0 (unresolved) or the train dataset size")
+        # Translate-train rows are the task's own translations; machine-translated training rows
+        # (dictionary or seq2seq) are not built: those translators make views only.
+        check(self.setting != "translate-train" or self.translator == "provided", "data.translator", self.translator,
+              "provided with translate-train (the task's own translations, task.link); dictionary and seq2seq "
+              "translators make full-translation views (data.augment)")
         check(self.translator != "seq2seq" or bool(self.translator_model), "data.translator_model",
-              self.translator_model, "a seq2seq model (e.g. hf:Helsinki-NLP/opus-mt-en-de) with translator: seq2seq")
+              self.translator_model, "a seq2seq model with translator: seq2seq (Helsinki-NLP/opus-mt-en-{lang}, "
+              "or one multilingual model such as facebook/nllb-200-distilled-600M)")
 
 
 @dataclass(frozen=True)

@@ -73,7 +73,10 @@ def full_translator(data: DataSettings, task: Task, langs: Sequence[str], dictio
         return ProvidedTranslations(ex for lang in (task.source_lang, *langs) for ex in task.examples("train", lang))
     if data.translator == "dictionary":
         return DictionaryTranslator([dictionaries[lang] for lang in langs])
-    return Seq2SeqTranslator(data.translator_model, src_lang=task.source_lang)
+    if "{lang}" in data.translator_model:  # one model per direction (MarianMT: opus-mt-en-{lang})
+        return Seq2SeqTranslator({lang: data.translator_model.format(lang=lang) for lang in langs},
+                                 src_lang=task.source_lang)
+    return Seq2SeqTranslator(data.translator_model, src_lang=task.source_lang, languages=langs)  # NLLB-style
 
 
 def train_dataset(data: DataSettings, task: Task, rows: list[dict[str, Any]]) -> ray.data.Dataset:
