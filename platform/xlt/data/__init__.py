@@ -7,6 +7,7 @@ list of records to Ray Data.
 
 from __future__ import annotations
 
+from xlt.data.bucc import BuccCorpus, read_bucc
 from xlt.data.dictionary import BilingualDictionary, read_muse
 from xlt.data.errors import DataError
 from xlt.data.files import read_examples, read_parallel
@@ -18,10 +19,12 @@ from xlt.data.tatoeba import read_tatoeba, tatoeba_languages
 
 __all__ = [
     "BilingualDictionary",
+    "BuccCorpus",
     "DataError",
     "Example",
     "ParallelPair",
     "as_rows",
+    "read_bucc",
     "read_examples",
     "read_hf_dataset",
     "read_hf_parallel",

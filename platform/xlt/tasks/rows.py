@@ -53,7 +53,8 @@ def to_examples(cfg: TaskConfig, source: RowSource, header_pos: int | None, colu
         rows = [(pos, {**row, LINK_COLUMN: f"{split.name}#{first + i}"}) for i, (pos, row) in enumerate(rows)]
     if not one_language:
         assert fields.lang is not None
-        rows = [(pos, row) for pos, row in rows if _row_lang(source, pos, row, fields.lang) == lang]
+        by_name = {name: code for code, name in cfg.languages.items()}
+        rows = [(pos, row) for pos, row in rows if _row_lang(source, pos, row, fields.lang, by_name) == lang]
     if cfg.drop:
         rows = [(pos, row) for pos, row in rows if not _dropped(row, cfg)]
     if cfg.label_map and has_label:
@@ -73,9 +74,12 @@ def to_examples(cfg: TaskConfig, source: RowSource, header_pos: int | None, colu
                               id_prefix=prefix)
 
 
-def _row_lang(source: RowSource, pos: int, row: Row, column: str) -> str:
+def _row_lang(source: RowSource, pos: int, row: Row, column: str, by_name: dict[str, str]) -> str:
+    """The row's language: a name mapped in ``task.languages``, else a code normalised."""
     if column not in row:
         check_columns(source, pos, list(row), [column])
+    if str(row[column]) in by_name:
+        return by_name[str(row[column])]
     try:
         return normalize_lang(str(row[column]))
     except ValueError as e:
