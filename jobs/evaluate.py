@@ -4,6 +4,7 @@
     python jobs/evaluate.py --set 'task={include: configs/tasks/xnli.yaml}' --set output_dir=results/evaluate/xnli
     python jobs/evaluate.py --protocol tatoeba
     python jobs/evaluate.py --protocol mining --set mining_k=4
+    python jobs/evaluate.py --protocol bucc                              # BUCC 2018 zh-en, threshold held out
     python jobs/evaluate.py --set 'models=[{source: tiny:bert}]'
     python jobs/evaluate.py --smoke
 
@@ -29,14 +30,14 @@ SMOKE = ["models=[{source: 'tiny:bert'}]", "max_examples=16", "batch_size=8", "o
 
 def main() -> None:
     parser = job_parser(__doc__)
-    parser.add_argument("--protocol", choices=["frozen-linear", "tatoeba", "mining"])
+    parser.add_argument("--protocol", choices=["frozen-linear", "tatoeba", "mining", "bucc"])
     args = parser.parse_args()
     quiet_libraries()
 
     overrides = (SMOKE if args.smoke else []) + args.overrides
     overrides += [f"{k}={v}" for k, v in (("protocol", args.protocol), ("data_dir", args.data_dir)) if v]
     cfg = from_dict(EvaluateConfig, apply_overrides(merge_presets(args.config or DEFAULT_PRESET), overrides))
-    if args.smoke and cfg.protocol != "frozen-linear" and not cfg.languages:
+    if args.smoke and cfg.protocol in ("tatoeba", "mining") and not cfg.languages:
         cfg = from_dict(EvaluateConfig, apply_overrides(merge_presets(args.config or DEFAULT_PRESET),
                                                         [*overrides, "languages=[de, zh]"]))
 

@@ -20,7 +20,7 @@ def run_job(*args: str, data_dir, tmp_path) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("protocol, task, columns", [
     ("frozen-linear", "sib200", "| f1 "), ("frozen-linear", "xnli", "| f1 "), ("tatoeba", "tatoeba", "| xx->en "),
-    ("mining", "tatoeba", "| f1 ")])
+    ("mining", "tatoeba", "| f1 "), ("bucc", "bucc2018", "| held-out ")])
 def test_smoke(protocol, task, columns, data_dir, tmp_path):
     include = task if protocol == "frozen-linear" else "sib200"  # retrieval ignores the task
     proc = run_job("--protocol", protocol, "--smoke", "--set", f"task={{include: configs/tasks/{include}.yaml}}",
@@ -38,6 +38,12 @@ def test_smoke(protocol, task, columns, data_dir, tmp_path):
             assert set(by_lang) == {"en", "de", "zh", "avg_target", "transfer_gap"}
             assert by_lang["avg_target"] == pytest.approx((by_lang["de"] + by_lang["zh"]) / 2)
             assert by_lang["transfer_gap"] == pytest.approx(by_lang["en"] - by_lang["avg_target"])
+    elif protocol == "bucc":
+        assert [r["part"] for r in rows][0] == "held-out (threshold from the calibration half)"
+        calibration = next(r for r in rows if r["part"] == "oracle: calibration half")
+        assert rows[0]["threshold"] == calibration["threshold"]  # the held-out threshold is the calibration one
+        assert all(0.0 <= r["f1"] <= 1.0 and r["n_gold"] > 0 for r in rows)
+        assert "Protocol: BUCC 2018 tunes the threshold on training data" in proc.stdout
     elif protocol == "tatoeba":
         assert [r["lang"] for r in rows] == ["de", "zh", "avg"]
         assert all(0.0 <= r["mean"] <= 1.0 for r in rows)

@@ -1,0 +1,51 @@
+"""The BUCC 2018 reader: sides and gold on small files, and each malformed input named by file and line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from xlt.data import DataError, read_bucc
+
+
+def write(root: Path, zh: str, en: str, gold: str) -> Path:
+    base = root / "bucc2018"
+    base.mkdir()
+    for suffix, text in (("zh", zh), ("en", en), ("gold", gold)):
+        (base / f"zh-en.dev.{suffix}").write_text(text, encoding="utf-8")
+    return root
+
+
+def test_sides_and_gold_rows(tmp_path):
+    root = write(tmp_path, "zh-1\t你好\nzh-2\t再见\n", "en-1\tbye\nen-2\thello\nen-3\tnoise\n", "zh-1\ten-2\nzh-2\ten-1\n")
+    corpus = read_bucc(root)
+    assert corpus.src == ("你好", "再见") and corpus.tgt_ids == ("en-1", "en-2", "en-3")
+    assert corpus.gold == ((0, 1), (1, 0))
+    assert read_bucc(root / "bucc2018", "zho_Hans", "eng").gold == corpus.gold  # any code form, either root
+
+
+@pytest.mark.parametrize("zh, en, gold, message", [
+    ("zh-1 你好\n", "en-1\thello\n", "", r"zh-en.dev.zh:1: expected <id><TAB><sentence>, found 1"),
+    ("zh-1\t \n", "en-1\thello\n", "", r"zh-en.dev.zh:1: empty id or sentence"),
+    ("zh-1\ta\nzh-1\tb\n", "en-1\thello\n", "", r"zh-en.dev.zh:2: duplicate id 'zh-1' \(first at line 1\)"),
+    ("zh-1\ta\n", "en-1\thello\n", "zh-1\ten-9\n", r"zh-en.dev.gold:1: id 'en-9' is not in zh-en.dev.en"),
+    ("zh-1\ta\n", "en-1\thello\n", "zh-1 en-1\n", r"zh-en.dev.gold:1: expected <zh id><TAB><en id>"),
+])
+def test_malformed_input_is_named(tmp_path, zh, en, gold, message):
+    with pytest.raises(DataError, match=message):
+        read_bucc(write(tmp_path, zh, en, gold))
+
+
+def test_a_missing_file_lists_what_is_there(tmp_path):
+    write(tmp_path, "zh-1\ta\n", "en-1\tb\n", "")
+    (tmp_path / "bucc2018" / "zh-en.dev.gold").unlink()
+    with pytest.raises(FileNotFoundError, match=r"zh-en.dev.gold does not exist; files present .*zh-en.dev.en"):
+        read_bucc(tmp_path)
+
+
+def test_non_utf8_is_named_by_line(tmp_path):
+    root = write(tmp_path, "zh-1\ta\n", "en-1\tb\n", "")
+    (root / "bucc2018" / "zh-en.dev.en").write_bytes(b"en-1\tb\nen-2\t\xff\n")
+    with pytest.raises(DataError, match=r"zh-en.dev.en:2: not valid UTF-8"):
+        read_bucc(root)
