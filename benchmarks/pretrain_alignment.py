@@ -109,7 +109,7 @@ def finetune(variant: str, source: str, storage: Path, quick: bool) -> dict:
     result = trainer.fit()
     cfg = config_of(trainer)
     return {"finetune_overrides": overrides, "finetune_minutes": (time.monotonic() - start) / 60,
-            "rows": results_rows(result.metrics, cfg.data.source_lang)}
+            "rows": results_rows(result.metrics, cfg.task.source_lang)}
 
 
 def run(variant: str, storage: Path, quick: bool, model: str, pairs: int) -> dict:
@@ -132,7 +132,8 @@ def run(variant: str, storage: Path, quick: bool, model: str, pairs: int) -> dic
 
 
 def accuracy(record: dict, lang: str) -> float:
-    return next(row["test"] for row in record["rows"] if row["lang"] == lang)
+    # "test acc" since results tables carry macro-F1 too; runs stored before that have "test".
+    return next(row.get("test acc", row.get("test")) for row in record["rows"] if row["lang"] == lang)
 
 
 def report(records: list[dict], command: str, quick: bool) -> str:

@@ -88,7 +88,7 @@ def main() -> None:
     cfg = load_cotrain_config(PRESET)
     data = load_data(cfg)
     split = cfg.data.metric_split
-    langs = [cfg.data.source_lang, *data.targets, AVG_TARGET]
+    langs = [cfg.task.source_lang, *data.targets, AVG_TARGET]
     sections = [
         "# SIB-200 co-training (seed 002 Table 2 / Fig. 3 analogue)",
         f"Command: `{command_line()}`  \nDate: {time.strftime('%Y-%m-%d')}. Seeds: "
@@ -99,7 +99,7 @@ def main() -> None:
     ]
     for record in records:
         sections += [f"## {MODES[record['mode']]}, seed {record['seed']}: per iteration",
-                     markdown_table(iteration_rows(record["history"], split, cfg.data.source_lang))]
+                     markdown_table(iteration_rows(record["history"], split, cfg.task.source_lang))]
         plot_iterations(record["history"], split, args.out.parent / f"{args.out.name}_{record['mode']}_seed{record['seed']}.png",
                         f"{MODES[record['mode']]}, seed {record['seed']}")
     sections.append("Plots (average target accuracy per iteration, seed 002 Fig. 3 analogue): "
@@ -123,7 +123,7 @@ def settings(cfg, labeled: int, pool: int) -> str:
     sel, size = cfg.selection, cfg.selection.size or labeled // 3
     return "\n".join([
         f"## Settings ({PRESET.relative_to(REPO)}; chosen to fit a 2-core CPU machine)", "",
-        f"- Labelled: the {labeled} {cfg.data.source_lang} SIB-200 train sentences. Unlabelled pool: the train "
+        f"- Labelled: the {labeled} {cfg.task.source_lang} SIB-200 train sentences. Unlabelled pool: the train "
         f"sentences of the other languages ({pool} rows, labels hidden; they are translations of the labelled "
         f"ones, as SIB-200 is parallel). Evaluation: every language's {cfg.data.metric_split} split.",
         f"- {learner_line('LM learner', cfg.lm)}.",

@@ -42,6 +42,8 @@ from xlt.train import build_trainer, load_finetune_config, resolve
 from xlt.train.batches import batches_of
 from xlt.train.loop import TRAIN_DATA_WAIT_S, TRAIN_EPOCH_TIME_S, TRAIN_SAMPLES_PER_S, build_training, run_epoch
 
+REPO = Path(__file__).resolve().parents[1]
+
 
 def get_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -86,14 +88,15 @@ def main() -> None:
     args = get_args()
     quiet_libraries()
     storage = tempfile.mkdtemp(prefix="xlt-train-overhead-")
-    cfg = load_finetune_config(None, [
+    cfg = load_finetune_config(REPO / "configs" / "finetune_sib200.yaml", [
         f"model.source={args.model}", "model.max_length=128", f"data.data_dir={resolve_data_dir(args.data_dir)}",
-        "data.target_langs=[de]", f"data.max_examples={args.steps * args.batch_size}",
+        "task.target_langs=[de]", f"data.max_examples={args.steps * args.batch_size}",
         f"optim.batch_size={args.batch_size}", f"optim.epochs={args.epochs}", "optim.shuffle_buffer=0",
         "optim.freeze_word_embeddings=true", "optim.log_every_steps=0", "eval_every_epoch=false",
         "scaling.num_workers=1", f"scaling.cpus_per_worker={args.cpus}", f"output.storage_path={storage}",
         f"output.num_to_keep={args.epochs}"])  # Result.metrics_dataframe only covers the kept checkpoints
-    cfg, rows = resolve(cfg)
+    resolved = resolve(cfg)
+    cfg, rows = resolved.config, resolved.train
     steps = cfg.steps_per_epoch(1)
     assert steps == args.steps, f"{len(rows)} rows give {steps} steps, not {args.steps}"
 
