@@ -90,13 +90,13 @@ def read_sib200(root: str | Path, lang: str, split: Split) -> list[Example]:
     """
     if split not in SPLITS:
         raise ValueError(f"unknown SIB-200 split {split!r}; valid splits: {', '.join(SPLITS)}")
-    canonical = normalize_lang(lang)
     base = dataset_dir(root, "sib200")
     folders = sorted(d.name for d in base.iterdir() if d.is_dir())
     try:
-        flores = code_among(canonical, folders, "directories")
+        flores = code_among(lang, folders, "directories")
     except LookupError as e:
         raise FileNotFoundError(f"{base}: {e}; languages present: {', '.join(folders) or 'none'}") from e
+    folder_lang = normalize_lang(flores)  # the directory's language, not the caller's spelling
     path = base / flores / f"{split}.tsv"
     if not path.is_file():
         raise FileNotFoundError(f"{path} does not exist (language {lang!r} -> {flores})")
@@ -130,7 +130,7 @@ def read_sib200(root: str | Path, lang: str, split: Split) -> list[Example]:
             Example(
                 id=f"sib200/{flores}/{split}/{index_id}",
                 text=text,
-                lang=canonical,
+                lang=folder_lang,
                 label=label,
                 source_id=index_id,
             )

@@ -10,10 +10,10 @@ registry and CLDR's likely subtags) computes it:
   individual languages fold into their macrolanguage (``arb`` -> ``ar``, ``cmn`` -> ``zh``,
   ``swh`` -> ``sw``, ``pes`` -> ``fa``, ``zsm`` -> ``ms``); codes without a 639-1 code stay
   three letters (``ace``, ``bbc``);
-- a script is dropped when it is the language's likely one (``deu_Latn`` -> ``de``,
-  ``zho_Hans`` -> ``zh``: Simplified is the likely script of Chinese) and kept otherwise
-  (``zho_Hant`` -> ``zh-Hant``, ``sr-Latn``); this keeps MUSE's Traditional Chinese dictionaries
-  apart from SIB-200's Simplified text;
+- a script is dropped when it is the language's default (``deu_Latn`` -> ``de``, ``uzb_Latn`` ->
+  ``uz``) and kept otherwise (``sr-Latn``, ``zho_Hant`` -> ``zh-Hant``). The default is CLDR's
+  likely script (Latin for a language CLDR does not know: ``quy_Latn`` -> ``quy``, ``acm_Arab``
+  -> ``acm-Arab``), except for xlt's defaults (``XLT_SCRIPTS``): Chinese is Simplified, Korean Hangul;
 - a region is kept (``pt-BR``): it may name a variety a dataset distinguishes.
 
 Dataset folders named by language names (NusaX's ``javanese``) are mapped to codes in the task
@@ -30,6 +30,16 @@ import langcodes
 ACCEPTED = ("ISO 639-1 (de), ISO 639-3 (deu), BCP-47 (zh-Hant, pt-BR) or FLORES-200 (deu_Latn); a dataset "
             "folder named by a language name (javanese) is mapped to a code in the task config (task.languages)")
 
+# xlt's default scripts, where the datasets' convention is the rule rather than the registry's.
+# Chinese without a script is Simplified, as SIB-200 / FLORES (zho_Hans) write it; MUSE's
+# dictionaries are Traditional and stay ``zh-Hant``, so the two are never mixed up.
+# Korean without a script is Hangul, as FLORES (kor_Hang) writes it; the registry's default
+# ``Kore`` (Hangul and Hanja) would leave ``kor_Hang`` as ``ko-Hang``, apart from ``ko``.
+XLT_SCRIPTS = {"zh": "Hans", "ko": "Hang"}
+
+# ISO 639 codes that name no language (multiple, uncoded, none); ``und`` parses as no language.
+_NOT_LANGUAGES = {"mis", "mul", "zxx"}
+
 
 @lru_cache(maxsize=None)
 def normalize_lang(code: str) -> str:
@@ -42,21 +52,31 @@ def normalize_lang(code: str) -> str:
     except (ValueError, langcodes.LanguageTagError) as e:
         raise ValueError(f"unknown language code {code!r} ({e}): expected {ACCEPTED}") from e
     private = lang.language is not None and "qaa" <= lang.language <= "qtz"
-    if lang.language is None or private or not lang.is_valid():
+    if lang.language is None or private or lang.language in _NOT_LANGUAGES or not lang.is_valid():
         raise ValueError(f"unknown language code {code!r}: expected {ACCEPTED}")
-    likely = langcodes.Language.make(language=lang.language, territory=lang.territory).maximize().script
-    script = None if lang.script == likely else lang.script
+    script = None if lang.script == _default_script(lang.language, lang.territory) else lang.script
     return langcodes.Language.make(language=lang.language, script=script, territory=lang.territory).to_tag()
 
+
+def _default_script(language: str, territory: str | None) -> str | None:
+    """xlt's choice (``XLT_SCRIPTS``), else CLDR's likely script of the language (in ``territory``)."""
+    if territory is None and language in XLT_SCRIPTS:
+        return XLT_SCRIPTS[language]
+    return langcodes.Language.make(language=language, territory=territory).maximize().script
 
 
 def code_among(lang: str, names: Iterable[str], what: str = "names") -> str:
     """The one name of ``names`` (directory names, file codes, a tokenizer's language tokens) that
-    normalises to ``lang``: data is found by normalising what is on disk, never by a reverse table.
+    is ``lang`` or normalises to its tag: data is found by normalising what is on disk, never by a
+    reverse table.
 
-    Raises ``LookupError`` when none does, and ``ValueError`` when several do (Arabic varieties
-    ``arb_Arab`` / ``ars_Arab`` all fold into ``ar``): then name the one you mean instead.
+    Raises ``LookupError`` when none does, and ``ValueError`` when several do (FLORES-200's
+    ``aka_Latn`` and ``twi_Latn`` both fold into the macrolanguage ``ak``): then pass the name
+    itself (``twi_Latn``), which is matched as written before anything is normalised.
     """
+    names = list(names)
+    if lang in names:
+        return lang
     target = normalize_lang(lang)
     matches = []
     for name in names:
@@ -69,5 +89,5 @@ def code_among(lang: str, names: Iterable[str], what: str = "names") -> str:
         raise LookupError(f"no {what} for language {lang!r} ({target})")
     if len(matches) > 1:
         raise ValueError(f"{len(matches)} {what} normalise to {target!r} ({', '.join(matches)}); pass the one you "
-                         "mean instead of the macrolanguage")
+                         "mean as it is written")
     return matches[0]
