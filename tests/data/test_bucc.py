@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from xlt.data import DataError, read_bucc
+from xlt.eval.tasks import bucc_sample
 
 
 def write(root: Path, zh: str, en: str, gold: str) -> Path:
@@ -27,9 +28,11 @@ def test_sides_and_gold_rows(tmp_path):
 
 @pytest.mark.parametrize("zh, en, gold, message", [
     ("zh-1 你好\n", "en-1\thello\n", "", r"zh-en.dev.zh:1: expected <id><TAB><sentence>, found 1"),
+    ("zh-1\ta\n", "en-1\thello\ten-2\tbye\n", "", r"zh-en.dev.en:1: expected <id><TAB><sentence>, found 4"),
     ("zh-1\t \n", "en-1\thello\n", "", r"zh-en.dev.zh:1: empty id or sentence"),
     ("zh-1\ta\nzh-1\tb\n", "en-1\thello\n", "", r"zh-en.dev.zh:2: duplicate id 'zh-1' \(first at line 1\)"),
     ("zh-1\ta\n", "en-1\thello\n", "zh-1\ten-9\n", r"zh-en.dev.gold:1: id 'en-9' is not in zh-en.dev.en"),
+    ("zh-1\ta\n", "en-1\thello\n", "zh-1\ten-1\nzh-7\ten-1\n", r"zh-en.dev.gold:2: id 'zh-7' is not in zh-en.dev.zh"),
     ("zh-1\ta\n", "en-1\thello\n", "zh-1 en-1\n", r"zh-en.dev.gold:1: expected <zh id><TAB><en id>"),
 ])
 def test_malformed_input_is_named(tmp_path, zh, en, gold, message):
@@ -49,3 +52,19 @@ def test_non_utf8_is_named_by_line(tmp_path):
     (root / "bucc2018" / "zh-en.dev.en").write_bytes(b"en-1\tb\nen-2\t\xff\n")
     with pytest.raises(DataError, match=r"zh-en.dev.en:2: not valid UTF-8"):
         read_bucc(root)
+
+
+def test_capped_sample_keeps_gold_pairs_and_file_row_halves(tmp_path):
+    zh = "".join(f"zh-{i}\tz{i}\n" for i in range(10))
+    en = "".join(f"en-{i}\te{i}\n" for i in range(10))
+    corpus = read_bucc(write(tmp_path, zh, en, "zh-7\ten-9\nzh-4\ten-5\nzh-1\ten-0\n"))
+    sample = bucc_sample(corpus, max_examples=2)
+    # the first 2 gold pairs' sentences, the first 2 rows of each side; zh-1/en-0 is kept by both
+    assert sample.src == ["z0", "z1", "z4", "z7"] and sample.tgt == ["e0", "e1", "e5", "e9"]
+    assert sample.parts["calibration"] == ([0, 2], [(1, 2)])  # zh rows 0 and 4; zh-4 -> en-5
+    assert sample.parts["held-out"] == ([1, 3], [(1, 3), (0, 0)])  # zh rows 1 and 7
+    assert sample.parts["all"] == ([0, 1, 2, 3], [(3, 3), (2, 2), (1, 0)])
+    assert bucc_sample(corpus, 0).src == list(corpus.src)
+    (tmp_path / "one").mkdir()
+    with pytest.raises(ValueError, match=r"the held-out part of BUCC zh-en has no gold pair with max_examples=1"):
+        bucc_sample(read_bucc(write(tmp_path / "one", zh, en, "zh-4\ten-5\n")), max_examples=1)

@@ -22,7 +22,7 @@ from xlt.eval import (
     score_pairs,
     tatoeba_accuracy,
 )
-from xlt.eval.retrieval import _best_f1_cut
+from xlt.eval.retrieval import Extraction, _best_f1_cut, f1_at_threshold
 
 
 def orthonormal_rows(n: int, dim: int, seed: int) -> np.ndarray:
@@ -388,6 +388,45 @@ def test_best_f1_cut_never_splits_tied_scores():
     a, b = np.nextafter(1.0, 2.0), 1.0
     assert (a + b) / 2 == b
     assert _best_f1_cut(np.array([a, b]), np.array([True, False]), n_gold=1) == (1, a)
+
+
+def test_f1_at_threshold_known_answers():
+    scores, is_gold = np.array([0.2, 0.9, 0.3, 0.8]), np.array([False, True, False, True])  # any order
+    # perfectly separable: any threshold between 0.3 and 0.8 is perfect, and the tuned one is one of them
+    assert f1_at_threshold(scores, is_gold, 2, 0.5) == Extraction(2, 1.0, 1.0, 1.0)
+    n, thr = _best_f1_cut(np.sort(scores)[::-1], np.array([True, True, False, False]), n_gold=2)
+    assert (n, thr) == (2, 0.55) and f1_at_threshold(scores, is_gold, 2, thr).f1 == 1.0
+    # a score equal to the threshold is extracted
+    assert f1_at_threshold(scores, is_gold, 2, 0.3) == Extraction(3, 2 / 3, 1.0, 0.8)
+    # a threshold below every score extracts all; above every score (or inf) extracts nothing
+    assert f1_at_threshold(scores, is_gold, 2, -1.0) == Extraction(4, 0.5, 1.0, 2 / 3)
+    assert f1_at_threshold(scores, is_gold, 2, math.inf) == Extraction(0, 0.0, 0.0, 0.0)
+    # gold pairs that were never mined lower the recall: 2 of 8
+    assert f1_at_threshold(scores, is_gold, 8, 0.5) == Extraction(2, 1.0, 0.25, 0.4)
+    assert f1_at_threshold(np.array([]), np.array([], dtype=bool), 3, 0.0) == Extraction(0, 0.0, 0.0, 0.0)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_best_f1_cut_is_the_best_threshold(seed):
+    rng = np.random.default_rng(seed)
+    is_gold = rng.random(50) < 0.4
+    scores = np.sort(np.round(rng.normal(size=50) + is_gold, 1))[::-1]  # rounded: ties
+    n_gold = int(is_gold.sum()) + 5
+    n, thr = _best_f1_cut(scores, is_gold, n_gold)
+    tuned = f1_at_threshold(scores, is_gold, n_gold, thr)
+    assert tuned.n_extracted == n
+    assert tuned.f1 == pytest.approx(brute_force_f1(scores, is_gold, n_gold)[0], abs=1e-12)
+    assert all(f1_at_threshold(scores, is_gold, n_gold, t).f1 <= tuned.f1 + 1e-12 for t in scores)
+
+
+@pytest.mark.parametrize("args, match", [
+    ((np.array([1.0, 2.0]), np.array([True]), 1, 0.0), r"one length; got shapes \(2,\) and \(1,\)"),
+    ((np.array([1.0, 2.0]), np.array([True, True]), 1, 0.0), r"n_gold=1 is not valid: expected at least 1 and at least the 2"),
+    ((np.array([1.0]), np.array([False]), 0, 0.0), r"n_gold=0 is not valid"),
+])
+def test_f1_at_threshold_errors(args, match):
+    with pytest.raises(ValueError, match=match):
+        f1_at_threshold(*args)
 
 
 def test_mining_gold_pairs_never_mined_count_as_misses():

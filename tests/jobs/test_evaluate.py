@@ -39,11 +39,13 @@ def test_smoke(protocol, task, columns, data_dir, tmp_path):
             assert by_lang["avg_target"] == pytest.approx((by_lang["de"] + by_lang["zh"]) / 2)
             assert by_lang["transfer_gap"] == pytest.approx(by_lang["en"] - by_lang["avg_target"])
     elif protocol == "bucc":
-        assert [r["part"] for r in rows][0] == "held-out (threshold from the calibration half)"
+        assert [r["part"] for r in rows][0] == "held-out (threshold from calibration half)"
         calibration = next(r for r in rows if r["part"] == "oracle: calibration half")
         assert rows[0]["threshold"] == calibration["threshold"]  # the held-out threshold is the calibration one
         assert all(0.0 <= r["f1"] <= 1.0 and r["n_gold"] > 0 for r in rows)
+        assert all(r["n_tgt"] > r["n_gold"] for r in rows)  # distractors on the en side
         assert "Protocol: BUCC 2018 tunes the threshold on training data" in proc.stdout
+        assert "zh sentences on even rows of the dev file (0-based) calibrate" in proc.stdout
     elif protocol == "tatoeba":
         assert [r["lang"] for r in rows] == ["de", "zh", "avg"]
         assert all(0.0 <= r["mean"] <= 1.0 for r in rows)

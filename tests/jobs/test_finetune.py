@@ -47,7 +47,8 @@ def test_smoke(preset, data_dir, tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["--set", "task.target_langs=[de, xx]"], "error: task.target_langs: unknown language code 'xx'"),
     (["--set", "data.target_langs=[de]'"], "error: override \"data.target_langs=[de]'\": the value \"[de]'\" is not valid YAML"),
-    (["--set", "task.path={data_dir}/sib200/{lang}/{split}.csv"], "error: task 'sib200': no data for en under"),
+    (["--set", "task.path='{data_dir}/sib200/{lang}/{split}.csv'"], "error: task 'sib200': no data for en under"),
+    (["--set", "task.path={data_dir}/x.csv"], "is not valid YAML"),
     (["--set", "task.fields.label=topic"], "missing column 'topic'; columns present: 'index_id', 'category', 'text'"),
     (["--config", "nonexistent.yaml"], "error: config file nonexistent.yaml does not exist"),
 ])

@@ -51,8 +51,10 @@ class PoolPredictions:
             raise ValueError("pool ids must be unique")
 
     def restrict(self, ids: Sequence[str]) -> PoolPredictions:
-        """The predictions of the rows in ``ids`` (in this object's order)."""
-        keep = np.isin(self.ids, np.asarray(list(ids), dtype=object))
+        """The predictions of the rows in ``ids``, in the order of ``ids``: Ray Data hands predictions
+        back in no guaranteed order, and a seeded selection must see the same order every run."""
+        position = {row_id: i for i, row_id in enumerate(self.ids.tolist())}
+        keep = np.asarray([position[i] for i in ids if i in position], dtype=np.int64)
         return PoolPredictions(self.ids[keep], self.labels[keep], self.confidence[keep])
 
 

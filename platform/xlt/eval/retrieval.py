@@ -15,7 +15,8 @@ over L2-normalised float32 vectors, i.e. cosine similarity).
   where NN_k(x) are the k nearest neighbours of x among the *other* language's sentences
   (k = 4), mine one candidate per sentence (forward, backward, their intersection, or "max":
   their union made one-to-one), and report precision / recall / F1 at the margin threshold
-  that maximises F1 against the gold pairs. The margin discounts "hub" sentences that are close
+  that maximises F1 against the gold pairs (an oracle), or at a threshold chosen on other data
+  (:func:`f1_at_threshold`). The margin discounts "hub" sentences that are close
   to everything, which raw cosine cannot.
 
 When a set has fewer than k sentences, k is clipped to its size and the neighbourhood mean is
@@ -29,7 +30,7 @@ import math
 import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Literal, get_args
+from typing import Literal, NamedTuple, get_args
 
 import numpy as np
 
@@ -442,6 +443,39 @@ def _best_f1_cut(scores: np.ndarray, is_gold: np.ndarray, n_gold: int) -> tuple[
     return best + 1, mid if mid > scores[best + 1] else last
 
 
+class Extraction(NamedTuple):
+    """Extracting the candidates at or above a threshold, scored against the gold pairs."""
+
+    n_extracted: int
+    precision: float  # 0 when nothing is extracted
+    recall: float
+    f1: float  # 2PR / (P + R), 0 when nothing correct is extracted
+
+
+def f1_at_threshold(scores: np.ndarray, is_gold: np.ndarray, n_gold: int, threshold: float) -> Extraction:
+    """Precision, recall and F1 of extracting the candidates whose score is >= ``threshold``.
+
+    Args:
+        scores: ``(n,)`` candidate scores (margins), in any order.
+        is_gold: ``(n,)`` bool, whether each candidate is a gold pair; candidates are distinct.
+        n_gold: number of gold pairs, mined or not: the recall denominator, so gold pairs that
+            are no candidate count as misses.
+        threshold: ``inf`` extracts nothing.
+    """
+    scores, is_gold = np.asarray(scores, dtype=np.float64), np.asarray(is_gold, dtype=bool)
+    if scores.shape != is_gold.shape or scores.ndim != 1:
+        raise ValueError(f"scores and is_gold must be 1-D and of one length; got shapes {scores.shape} and "
+                         f"{is_gold.shape}")
+    n_correct_max = int(is_gold.sum())
+    if n_gold < max(1, n_correct_max):
+        raise ValueError(f"n_gold={n_gold} is not valid: expected at least 1 and at least the {n_correct_max} "
+                         "gold candidates")
+    extracted = scores >= threshold
+    n_extracted, n_correct = int(extracted.sum()), int((extracted & is_gold).sum())
+    precision = n_correct / n_extracted if n_extracted else 0.0
+    return Extraction(n_extracted, precision, n_correct / n_gold, 2 * n_correct / (n_extracted + n_gold))
+
+
 def mine_bitext(
     src_emb: np.ndarray,
     tgt_emb: np.ndarray,
@@ -490,7 +524,7 @@ def mine_bitext(
     n_gold = len(gold_codes)
 
     if threshold is None:
-        n_extracted, thr = _best_f1_cut(scores, is_gold, n_gold)
+        _, thr = _best_f1_cut(scores, is_gold, n_gold)
         how = (
             f"chosen to maximise F1 against the {n_gold} gold pairs over all {len(scores)} candidate "
             "margins (midpoint between the last extracted and the next margin; tuned on this gold "
@@ -501,10 +535,7 @@ def mine_bitext(
         n_extracted = int(np.count_nonzero(scores >= thr))
         how = f"fixed at {thr:.6g} (given, not tuned on this gold set)"
 
-    n_correct = int(is_gold[:n_extracted].sum())
-    precision = n_correct / n_extracted if n_extracted else 0.0
-    recall = n_correct / n_gold
-    f1 = 2 * n_correct / (n_extracted + n_gold)  # = 2PR / (P + R), and 0 when nothing is correct
+    n_extracted, precision, recall, f1 = f1_at_threshold(scores, is_gold, n_gold, thr)
 
     clipped = []
     if nb.k_xy < k:

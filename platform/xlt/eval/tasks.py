@@ -14,7 +14,6 @@ Nothing here is trained except the frozen-linear probe's logistic regression.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -37,7 +36,9 @@ Protocol = Literal["frozen-linear", "tatoeba", "mining", "bucc"]
 @dataclass(frozen=True)
 class EvaluateConfig:
     """What ``jobs/evaluate.py`` evaluates. ``task``: the classification task of ``frozen-linear``
-    (its languages); ``languages``: those of Tatoeba and mining (empty = every one on disk)."""
+    (its languages); ``languages``: those of Tatoeba and mining (empty = every one on disk). ``bucc``
+    ignores ``task``, ``languages`` and ``source_lang``: it mines zh→en, the one BUCC pair with gold
+    offline."""
 
     protocol: Protocol = "frozen-linear"
     task: TaskConfig | None = None
@@ -113,47 +114,67 @@ def mining_rows(encoder: TextEncoder, root: Path, langs: list[str], cfg: Evaluat
 
 
 BUCC_PROTOCOL = ("BUCC 2018 tunes the threshold on training data and reports test; offline only dev has gold, so "
-                 "dev is split by source sentence: even rows calibrate (the margin threshold with the best F1 "
-                 "there), odd rows are held out (F1 at that threshold). Each half's source sentences are mined "
-                 "against all target sentences: forward candidates (each source's best target by ratio margin, "
-                 "k={k}). Oracle rows choose the threshold on the rows they score.")
+                 "dev is split by source sentence: zh sentences on even rows of the dev file (0-based) calibrate "
+                 "(the margin threshold with the best F1 there), those on odd rows are held out (P/R/F1 at that "
+                 "threshold). Each half's zh sentences are mined against all en sentences: forward candidates "
+                 "(each zh sentence's best en by ratio margin among its k={k} nearest). Oracle rows choose the "
+                 "threshold on the rows they score.")
 
 
-def _subset(corpus: BuccCorpus, rows: list[int]) -> list[tuple[int, int]]:
-    """Gold pairs of the source ``rows``, re-indexed to positions in ``rows``."""
-    position = {row: i for i, row in enumerate(rows)}
-    return [(position[s], t) for s, t in corpus.gold if s in position]
+@dataclass(frozen=True, eq=False)
+class BuccSample:
+    """The sentences to mine and, per part, the source rows mined and the gold pairs among them.
+
+    ``parts[name] = (rows of src, gold pairs as (row in the part, row of tgt))`` for ``calibration``
+    (zh on even rows of the file, 0-based), ``held-out`` (odd rows) and ``all``."""
+
+    src: list[str]
+    tgt: list[str]
+    parts: dict[str, tuple[list[int], list[tuple[int, int]]]]
 
 
-def bucc_rows(encoder: TextEncoder, root: Path, cfg: EvaluateConfig) -> list[dict[str, Any]]:
-    """Precision / recall / F1 of mined zh-en pairs (``BUCC_PROTOCOL``): held out at the threshold
-    chosen on the calibration half, and the oracle of each part. ``max_examples`` (smoke) keeps the
-    sentences of the first ``max_examples`` gold pairs and as many others per side."""
-    corpus = read_bucc(root, "zh", "en", "dev")
+def bucc_sample(corpus: BuccCorpus, max_examples: int) -> BuccSample:
+    """All of ``corpus``, or (``max_examples`` > 0) the sentences of its first ``max_examples`` gold
+    pairs plus the first ``max_examples`` rows of each side, so a smoke run still has gold pairs among
+    distractors. Halves follow the zh row in the file: a capped run's halves are subsets of the full
+    run's. Raises if a part has no gold pair (F1 is undefined)."""
     src_rows, tgt_rows = list(range(len(corpus.src))), list(range(len(corpus.tgt)))
-    if cfg.max_examples:
-        kept = corpus.gold[: cfg.max_examples]
-        src_rows = sorted({s for s, _ in kept} | set(range(cfg.max_examples)))
-        tgt_rows = sorted({t for _, t in kept} | set(range(cfg.max_examples)))
-        tgt_pos = {t: i for i, t in enumerate(tgt_rows)}
-        corpus = dataclasses.replace(corpus, src=tuple(corpus.src[i] for i in src_rows),
-                                     tgt=tuple(corpus.tgt[i] for i in tgt_rows),
-                                     gold=tuple((src_rows.index(s), tgt_pos[t]) for s, t in kept))
-    src, tgt = _embed(encoder, list(corpus.src), cfg), _embed(encoder, list(corpus.tgt), cfg)
-    halves = {"calibration": list(range(0, len(corpus.src), 2)), "held-out": list(range(1, len(corpus.src), 2))}
+    if max_examples:
+        kept = corpus.gold[:max_examples]
+        src_rows = sorted({s for s, _ in kept} | set(src_rows[:max_examples]))
+        tgt_rows = sorted({t for _, t in kept} | set(tgt_rows[:max_examples]))
+    tgt_pos = {row: j for j, row in enumerate(tgt_rows)}
+    members = {"calibration": [i for i, row in enumerate(src_rows) if row % 2 == 0],
+               "held-out": [i for i, row in enumerate(src_rows) if row % 2 == 1], "all": list(range(len(src_rows)))}
+    parts = {}
+    for name, rows in members.items():
+        position = {src_rows[i]: n for n, i in enumerate(rows)}  # file row -> row of this part
+        gold = [(position[s], tgt_pos[t]) for s, t in corpus.gold if s in position and t in tgt_pos]
+        if not gold:
+            raise ValueError(f"the {name} part of BUCC {corpus.src_lang}-{corpus.tgt_lang} has no gold pair with "
+                             f"max_examples={max_examples}; use a larger max_examples (0 = all)")
+        parts[name] = (rows, gold)
+    return BuccSample([corpus.src[i] for i in src_rows], [corpus.tgt[j] for j in tgt_rows], parts)
 
-    def mine(rows: list[int], threshold: float | None = None) -> MiningResult:
-        return mine_bitext(src[rows], tgt, _subset(corpus, rows), k=cfg.mining_k, mode="forward",
-                           threshold=threshold)
 
-    calibration = mine(halves["calibration"])
-    results = {"held-out (threshold from the calibration half)": mine(halves["held-out"], calibration.threshold),
-               "oracle: held-out half": mine(halves["held-out"]), "oracle: calibration half": calibration,
-               "oracle: all of dev": mine(list(range(len(corpus.src))))}
+def bucc_rows(encoder: TextEncoder, sample: BuccSample, cfg: EvaluateConfig) -> list[dict[str, Any]]:
+    """Precision / recall / F1 of mined zh-en pairs (``BUCC_PROTOCOL``): held out at the threshold
+    chosen on the calibration half, and the oracle of each part. Each side is embedded once."""
+    src, tgt = _embed(encoder, sample.src, cfg), _embed(encoder, sample.tgt, cfg)
+
+    def mine(part: str, threshold: float | None = None) -> MiningResult:
+        rows, gold = sample.parts[part]
+        return mine_bitext(src[rows], tgt, gold, k=cfg.mining_k, mode="forward", threshold=threshold)
+
+    calibration = mine("calibration")
+    results = {"held-out (threshold from calibration half)": ("held-out", mine("held-out", calibration.threshold)),
+               "oracle: held-out half": ("held-out", mine("held-out")),
+               "oracle: calibration half": ("calibration", calibration), "oracle: all of dev": ("all", mine("all"))}
     protocol = BUCC_PROTOCOL.format(k=cfg.mining_k)
-    return [{"lang": "zh-en", "part": part, "n_src": int(r.n_candidates), "n_tgt": len(corpus.tgt), "n_gold": r.n_gold,
-             "precision": r.precision, "recall": r.recall, "f1": r.f1, "threshold": r.threshold, "protocol": protocol}
-            for part, r in results.items()]
+    # "part", not "split": benchmarks/tasks.py reads this key.
+    return [{"part": label, "precision": r.precision, "recall": r.recall, "f1": r.f1, "threshold": r.threshold,
+             "n_src": len(sample.parts[part][0]), "n_tgt": len(sample.tgt), "n_gold": r.n_gold, "protocol": protocol}
+            for label, (part, r) in results.items()]
 
 
 def frozen_linear_rows(encoder: TextEncoder, task: Task, cfg: EvaluateConfig) -> list[dict[str, Any]]:
@@ -211,12 +232,12 @@ def run_evaluation(cfg: EvaluateConfig) -> dict[str, Any]:
         score = lambda encoder: frozen_linear_rows(encoder, task, cfg)  # noqa: E731
     else:
         root = resolve_data_dir(cfg.data_dir)
-        langs, name = retrieval_languages(cfg, root), "tatoeba"
         if cfg.protocol == "bucc":
+            sample = bucc_sample(read_bucc(root, "zh", "en", "dev"), cfg.max_examples)
             langs, name = ["zh"], "bucc2018"
-            read_bucc(root, "zh", "en", "dev")  # bad input fails before a model loads
-            score = lambda encoder: bucc_rows(encoder, root, cfg)  # noqa: E731
+            score = lambda encoder: bucc_rows(encoder, sample, cfg)  # noqa: E731
         else:
+            langs, name = retrieval_languages(cfg, root), "tatoeba"
             rows_of = {"tatoeba": tatoeba_rows, "mining": mining_rows}[cfg.protocol]
             score = lambda encoder: rows_of(encoder, root, langs, cfg)  # noqa: E731
     rows = []
