@@ -7,6 +7,7 @@ from typing import Literal
 
 import pytest
 
+from conftest import REPO
 from xlt.config import ConfigError, apply_overrides, check, load_config, save_config
 
 
@@ -98,3 +99,31 @@ def test_overrides_address_list_items_by_index():
         apply_overrides(data, ["objectives[1].weight=2"])
     with pytest.raises(ConfigError, match=r"'model' is not a list"):
         apply_overrides({"model": {"layer": 1}}, ["model[0].layer=2"])
+
+
+def test_every_job_preset_loads_with_its_task_and_with_smoke():
+    from xlt.cotrain import load_cotrain_config
+    from xlt.train import load_finetune_config
+
+    configs = REPO / "configs"
+    for name in ("sib200", "xnli", "pawsx", "nusax"):
+        for load, smoke in ((load_finetune_config, "smoke.yaml"), (load_cotrain_config, "cotrain_smoke.yaml")):
+            job = "finetune" if load is load_finetune_config else "cotrain"
+            cfg = load(configs / f"{job}_{name}.yaml", smoke=configs / smoke)
+            assert cfg.task.name == name and cfg.task.paired == (name in ("xnli", "pawsx"))
+
+
+def test_include_merges_a_file_under_a_key_and_set_may_include_too(tmp_path, monkeypatch):
+    (tmp_path / "tasks").mkdir()
+    (tmp_path / "tasks" / "t.yaml").write_text("type: files\nname: t\nlabels: [a, b]\n", encoding="utf-8")
+    (tmp_path / "job.yaml").write_text("task: {include: tasks/t.yaml, name: mine}\nother: 1\n", encoding="utf-8")
+    from xlt.config import read_yaml
+
+    assert read_yaml(tmp_path / "job.yaml") == {"task": {"type": "files", "name": "mine", "labels": ["a", "b"]},
+                                                "other": 1}
+    monkeypatch.chdir(tmp_path)
+    assert apply_overrides({}, ["task={include: tasks/t.yaml}"])["task"]["name"] == "t"
+    with pytest.raises(ConfigError, match="--set: task.include names .*missing.yaml, which does not exist"):
+        apply_overrides({}, ["task={include: missing.yaml}"])
+    with pytest.raises(ConfigError, match="is not valid YAML"):
+        apply_overrides({}, ["data.target_langs=[de]'"])

@@ -63,3 +63,18 @@ def test_bad_rows_are_named(change, message):
     change(rows[0])
     with pytest.raises(ValueError, match=message):
         flatten_batch(batches_of(rows, 4)[0], INDEX)
+
+
+def test_pairs_and_their_views_become_tuples_in_one_layout():
+    rows = [{"text": "a man sleeps", "text_pair": "a person rests", "label": "science", "lang": "en",
+             "views": ["ein Mann schläft"], "view_pairs": ["eine Person ruht"], "view_kinds": ["full"],
+             "view_langs": ["de"]},
+            {"text": "it rains", "text_pair": "the sun shines", "label": "sports", "lang": "en",
+             "views": [], "view_pairs": [], "view_kinds": [], "view_langs": []}]
+    batch = flatten_batch({k: [r[k] for r in rows] for k in rows[0]}, {label: i for i, label in enumerate(LABELS)})
+    assert batch.texts == [("a man sleeps", "a person rests"), ("ein Mann schläft", "eine Person ruht"),
+                           ("it rains", "the sun shines")]
+    assert batch.group.tolist() == [0, 0, 2] and batch.is_translation.tolist() == [False, True, False]
+    broken = {**{k: [r[k] for r in rows] for k in rows[0]}, "view_pairs": [[], []]}
+    with pytest.raises(ValueError, match="row 0: 0 view_pairs but 1 views"):
+        flatten_batch(broken, {label: i for i, label in enumerate(LABELS)})
