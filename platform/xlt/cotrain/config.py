@@ -1,7 +1,7 @@
 """``CotrainConfig``: one co-training (or self-training) run, as frozen, validated dataclasses.
 
 Built from YAML + ``--set`` overrides by ``load_cotrain_config``, like ``FinetuneConfig``.
-Offline defaults (``configs/cotrain_sib200.yaml``): the LM learner is the bundled
+Offline presets (``configs/cotrain_<task>.yaml``): the LM learner is the bundled
 multilingual-e5-small, fine-tuned (word embeddings frozen); the embedding learner is the bundled
 USE-m3, frozen, with a trained head. Cluster preset (``configs/cotrain_cluster.yaml``):
 ``hf:xlm-roberta-base`` and ``hf:sentence-transformers/LaBSE``, as seed 002.

@@ -2,7 +2,7 @@
 
 - ``config``: ``FinetuneConfig`` (frozen, validated) and ``load_finetune_config``
 - ``batches``: rows with their views -> one flat batch (``group`` / ``is_anchor`` / ``labels``)
-- ``data``: SIB-200 train rows of a setting (zero-shot, translate-train, translation views)
+- ``data``: a task's train rows of a setting (zero-shot, translate-train, translation views)
 - ``loop``: the step, the evaluation and ``train_loop_per_worker``
 - ``reporting``: the one module that calls ``ray.train.report`` and reads/writes checkpoints
 - ``trainer``: ``build_trainer`` / ``resume_trainer`` -> ``TorchTrainer``; results table rows

@@ -144,7 +144,7 @@ class OutputSettings:
     same ``storage_path`` and ``name`` resumes that run from its latest checkpoint."""
 
     storage_path: str = "results/finetune"  # a local directory or a URI such as s3://bucket/path
-    name: str = "sib200-zero-shot"
+    name: str = "finetune"
     num_to_keep: int = 2  # checkpoints kept (the latest is always kept)
 
     def __post_init__(self) -> None:

@@ -5,9 +5,9 @@ source_id``):
 
 - zero-shot: the source language's train split;
 - translate-train: plus, for every target language, the translations of exactly those source
-  examples through the task's links (``task.link``: XNLI line by line, NusaX and PAWS-X by id,
-  SIB-200 by index_id), each with its own label as the data gives it (PAWS-X re-checked labels
-  per language).
+  examples through the task's links (``task.link``: line by line, by id, or by a linking column),
+  each with its own label as the data gives it (a translated dataset may re-check labels per
+  language).
 
 With ``data.augment``, ``train_dataset`` streams the source rows through the Ray Data
 augmentation UDF (``xlt.data.augment``): each gets its views in list columns, made on the fly
