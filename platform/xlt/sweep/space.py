@@ -8,7 +8,7 @@ sweep once, as data; ``to_tune`` is the one function that turns it into what the
 Schema (every key but ``job`` and ``params`` optional)::
 
     job: finetune                 # finetune | cotrain: the trainable, and the config the keys address
-    preset: ../configs/finetune_sib200_scl.yaml  # the job's YAML preset, relative to this file
+    preset: ../configs/finetune_<task>.yaml      # the job's YAML preset, relative to this file
     sweep_only: [optim.epochs=2]  # --set-style overrides for every trial, NOT in the exported best config
     metric: val/acc/avg_target    # what the searcher and the scheduler optimise (a val/ metric: dev)
     mode: max                     # max | min

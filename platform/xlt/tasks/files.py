@@ -99,20 +99,21 @@ def read_split(cfg: TaskConfig, data_dir: Path | None, split: SplitRef, lang: st
     fmt = None if cfg.format == "auto" else cfg.format
     source, header_pos, columns, rows = load_rows(path, format=fmt, columns=None if cfg.header else cfg.columns)
     if cfg.label_path is not None:
-        rows = _with_label_file(cfg, data_dir, name, split.name, path, rows, required=labelled)
-        columns = [*(columns or []), *([cfg.fields.label] if labelled or rows[0][1].get(cfg.fields.label) else [])]
+        rows, joined = _with_label_file(cfg, data_dir, name, split.name, path, rows, required=labelled)
+        columns = [*(columns or []), *([cfg.fields.label] if joined else [])]
     return to_examples(cfg, source, header_pos, columns, rows, split, lang, labels, labelled,
                        one_language="lang" in placeholders(cfg.path))
 
 
 def _with_label_file(cfg: TaskConfig, data_dir: Path | None, name: str, split: str, text_path: Path,
-                     rows: list[tuple[int, Row]], required: bool) -> list[tuple[int, Row]]:
-    """Join the labels of ``label_path`` (one per line) to the text rows, line by line."""
+                     rows: list[tuple[int, Row]], required: bool) -> tuple[list[tuple[int, Row]], bool]:
+    """Join the labels of ``label_path`` (one per line) to the text rows, line by line; the flag says
+    whether a label file was there (an unlabelled pool may have none)."""
     assert cfg.label_path is not None
     label_path = Path(fill(cfg.label_path, data_dir, lang=name, split=split))
     if not label_path.is_file():
         if not required:
-            return rows
+            return rows, False
         raise FileNotFoundError(f"{label_path} does not exist: the labels of {text_path} (task.label_path "
                                 f"{cfg.label_path!r})")
     labels = read_lines(label_path)
@@ -124,7 +125,7 @@ def _with_label_file(cfg: TaskConfig, data_dir: Path | None, name: str, split: s
         if not label.strip():
             raise DataError(label_path, pos, "empty label; expected one label per line")
         out.append((pos, {**row, cfg.fields.label: label.strip()}))
-    return out
+    return out, True
 
 
 def read(cfg: TaskConfig, data_dir: Path | None, role: str, lang: str, labels: Sequence[str] | None,

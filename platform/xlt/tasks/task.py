@@ -117,7 +117,7 @@ def load_task(cfg: TaskConfig, data_dir: str | Path | None = None) -> Task:
         if len(labels) < 2:
             raise ConfigError(f"task {cfg.name!r}: the source train split has {len(labels)} distinct label(s) "
                               f"{list(labels)}; a classifier needs at least two (task.labels lists them)")
+        # The train split read here defines the label set, so it needs no second reading; every
+        # split read from now on is checked against these labels.
         task.config = dataclasses.replace(task.config, labels=labels)
-        # Re-read with the closed label set, so every split is checked against the same labels.
-        task._cache.clear()
     return task
