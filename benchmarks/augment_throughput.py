@@ -8,7 +8,7 @@ competes for them):
 (``--data-dir DIR`` or ``$XLT_DATA_DIR`` selects the data root; without either, ``../shared/data``
 beside the checkout is used when it exists. ``--smoke`` runs a 1-minute version.)
 
-What is measured (seed 000 §3.1/§4.1 augmentation, t_f = t_p = t_c = 1, r_c = 0.5, into
+What is measured (Wang et al. 2022, §3.1/§4.1 augmentation, t_f = t_p = t_c = 1, r_c = 0.5, into
 ``--languages`` de fr es ru, all from MUSE dictionaries: ``CrossLingualAugment`` with a
 ``DictionaryTranslator`` for full and partial translation and the same dictionaries for
 code-switching):

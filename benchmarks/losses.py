@@ -43,7 +43,7 @@ def view_batch(b: int, seed: int) -> dict[str, torch.Tensor]:
 
 
 def alignment_batch(b: int, seed: int) -> dict[str, torch.Tensor]:
-    """SA layout (seed 002 Eq. 4): each anchor with 2 same-label translations and 2 other-label sources."""
+    """SA layout (Yu & Joty 2021, Eq. 4): each anchor with 2 same-label translations and 2 other-label sources."""
     g = torch.Generator().manual_seed(seed)
     y = torch.randint(7, (b,), generator=g)
     labels = torch.stack([y, y, y, (y + 1) % 7, (y + 2) % 7], dim=1).reshape(-1)  # (5B,)

@@ -40,7 +40,7 @@ CONFIGS = REPO / "configs"
 MODEL = "bundled:multilingual-e5-small"
 TARGETS = ("ar", "de", "es", "fr", "hi", "ja", "ru", "sw", "zh")
 HELD_APART = ("fr", "ar", "sw")
-SMALL_BATCH = ("optim.batch_size=8", "optim.grad_accum_steps=1")  # seed 001 §3: CZ-NCE is for small batches
+SMALL_BATCH = ("optim.batch_size=8", "optim.grad_accum_steps=1")  # Chen et al. 2022, §3: CZ-NCE is for small batches
 
 # name -> (label, pretraining preset or None, overrides)
 VARIANTS: dict[str, tuple[str, str | None, tuple[str, ...]]] = {

@@ -1,5 +1,5 @@
 """SIB-200 zero-shot transfer of fine-tuned e5: CE against CE + each alignment objective, and
-translate-train (issue 4; seed 000 Tables 1-2 analogue, seed 002 §3.2 for LA).
+translate-train (issue 4; Wang et al. 2022, Tables 1-2 analogue, Yu & Joty 2021, §3.2 for LA).
 
     python benchmarks/sib200_alignment.py                      # every variant, ~1 h on 2 cores
     python benchmarks/sib200_alignment.py --only ce scl        # some of them
@@ -32,7 +32,7 @@ from xlt.train import build_trainer, config_of, load_finetune_config, results_ro
 PRESET = REPO / "configs" / "finetune_sib200.yaml"
 MODEL = "bundled:multilingual-e5-small"
 TARGETS = ("ar", "de", "es", "fr", "hi", "ja", "ru", "sw", "zh")
-# Seed 000 §4.1, PAWS-X: one full, one partial and one code-switched view per example, r_c = 0.5,
+# Wang et al. 2022, §4.1, PAWS-X: one full, one partial and one code-switched view per example, r_c = 0.5,
 # into a target language drawn per view. Full views are SIB-200's human translations; partial
 # and code-switched views need MUSE, which has no Swahili and whose Chinese is Traditional.
 AUGMENT = ("data.augment={t_f: 1, t_p: 1, t_c: 1, r_c: 0.5, languages: [ar, de, es, fr, hi, ja, ru, sw, zh], "
@@ -45,19 +45,19 @@ SETTINGS = """## Settings (chosen to fit a 2-core CPU machine)
 - Model `bundled:multilingual-e5-small` (mean pooling, "query: " prefix, max length 128), word
   embeddings frozen unless stated (21.5M of 117.5M parameters trained), a linear head over the
   7 topics. One Ray Train worker with 2 CPUs.
-- Optimisation as seed 002 §4.2: AdamW, lr 5e-5, weight decay 0.01, linear schedule without
+- Optimisation as Yu & Joty 2021, §4.2: AdamW, lr 5e-5, weight decay 0.01, linear schedule without
   warmup, batch 16 English examples (their views on top), gradient clipping at 1.0.
 - Zero-shot variants: the 701 English train sentences, 3 epochs. Translate-train: the English
   sentences plus their SIB-200 human translations into the nine targets (7,010 rows), 1 epoch
   (438 steps against 132), since 3 epochs would take over an hour per run here.
-- Views (MVA, CL, SCL, LA, translate-train SCL): seed 000 §4.1's PAWS-X mix, t_f = t_p = t_c = 1,
+- Views (MVA, CL, SCL, LA, translate-train SCL): the PAWS-X mix of Wang et al. 2022, §4.1, t_f = t_p = t_c = 1,
   r_c = 0.5, target language drawn per view among the nine. Full translation = SIB-200's human
   translation of the same sentence (train split); partial translation = a span of half the
   words glossed word by word with MUSE; code-switching = MUSE (no Swahili in MUSE; its Chinese
   is Traditional, `zh-Hant`). Streamed by the Ray Data UDF each epoch, same views every epoch
   (seeded by row id).
-- Weights: MVA cosine λ = 10, CL / SCL λ = 1 with τ = 1.0 (seed 000 §5.2-5.3). LA: seed 002
-  gives no λ; its Eq. 2 sums over anchors, so λ_LA = 1/64 matches SCL's weight per anchor.
+- Weights: MVA cosine λ = 10, CL / SCL λ = 1 with τ = 1.0 (Wang et al. 2022, §5.2-5.3). LA: Yu & Joty (2021)
+  give no λ; their Eq. 2 sums over anchors, so λ_LA = 1/64 matches SCL's weight per anchor.
 - Accuracy on each language's test split after the last epoch (no checkpoint selection on dev)."""
 
 
@@ -66,8 +66,8 @@ def objective(name: str, weight: float, **params: float) -> str:
     return f"objectives=[{{name: {name}, weight: {weight}, params: {{{inner}}}}}]"
 
 
-# name -> (label, overrides). λ and τ as seed 000 §5.2-5.3 settle them: MVA cosine with λ = 10,
-# CL and SCL λ = 1, τ = 1.0. Seed 002 gives no λ_LA; LA sums over the batch's anchors (Eq. 2)
+# name -> (label, overrides). λ and τ as Wang et al. (2022, §5.2-5.3) settle them: MVA cosine with λ = 10,
+# CL and SCL λ = 1, τ = 1.0. Yu & Joty (2021) give no λ_LA; LA sums over the batch's anchors (Eq. 2)
 # where SCL averages, so λ_LA = 1/64 (a batch of 16 examples with 3 views each is 64 anchors)
 # gives it SCL's weight per anchor.
 VARIANTS: dict[str, tuple[str, tuple[str, ...]]] = {

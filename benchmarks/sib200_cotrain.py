@@ -1,4 +1,4 @@
-"""SIB-200 co-training vs self-training vs each learner alone (issue 5; seed 002 Table 2 / Fig. 3 analogue).
+"""SIB-200 co-training vs self-training vs each learner alone (issue 5; Yu & Joty 2021, Table 2 / Fig. 3 analogue).
 
     python benchmarks/sib200_cotrain.py                  # co-training and self-training, seed 0
     python benchmarks/sib200_cotrain.py --seeds 0 1
@@ -90,7 +90,7 @@ def main() -> None:
     split = cfg.data.metric_split
     langs = [cfg.task.source_lang, *data.targets, AVG_TARGET]
     sections = [
-        "# SIB-200 co-training (seed 002 Table 2 / Fig. 3 analogue)",
+        "# SIB-200 co-training (Yu & Joty 2021, Table 2 / Fig. 3 analogue)",
         f"Command: `{command_line()}`  \nDate: {time.strftime('%Y-%m-%d')}. Seeds: "
         f"{', '.join(map(str, args.seeds))} (selection, head initialisation and shuffling; tables average over seeds).",
         settings(cfg, len(data.labeled), len(data.pool)),
@@ -102,7 +102,7 @@ def main() -> None:
                      markdown_table(iteration_rows(record["history"], split, cfg.task.source_lang))]
         plot_iterations(record["history"], split, args.out.parent / f"{args.out.name}_{record['mode']}_seed{record['seed']}.png",
                         f"{MODES[record['mode']]}, seed {record['seed']}")
-    sections.append("Plots (average target accuracy per iteration, seed 002 Fig. 3 analogue): "
+    sections.append("Plots (average target accuracy per iteration, Yu & Joty 2021, Fig. 3 analogue): "
                     + ", ".join(f"`{args.out.name}_{r['mode']}_seed{r['seed']}.png`" for r in records) + ".")
     text = "\n\n".join(sections) + "\n"
     args.out.with_suffix(".md").write_text(text, encoding="utf-8")
@@ -128,7 +128,7 @@ def settings(cfg, labeled: int, pool: int) -> str:
         f"ones, as SIB-200 is parallel). Evaluation: every language's {cfg.data.metric_split} split.",
         f"- {learner_line('LM learner', cfg.lm)}.",
         f"- {learner_line('Embedding learner', cfg.emb, ' (USE has no trainable weights: its linear head learns)')}.",
-        f"- Selection `{sel.policy}` (seed 002 §4.2): threshold t = {sel.threshold:g}, at most {size} candidates "
+        f"- Selection `{sel.policy}` (Yu & Joty 2021, §4.2): threshold t = {sel.threshold:g}, at most {size} candidates "
         f"per learner and iteration; {cfg.iterations} exchange rounds (iterations 0..{cfg.iterations}; iteration "
         "0 is each learner alone). Self-training feeds each learner its own selection.",
         f"- Pseudo-labels by the `xlt.inference` actor pool ({cfg.inference.num_actors} actor(s), "

@@ -4,14 +4,14 @@
     python benchmarks/sweep_efficiency.py --trials 16 --arms tpe-asha random --seeds 0 1 2
 
 A cheap but real objective, so that many sweeps fit on a 2-core CPU: the SCL fine-tuning of
-seed 000 (§3.3, loss = CE + λ·L_SCL over an example and its translations) with the encoder
+Wang et al. 2022 (§3.3, loss = CE + λ·L_SCL over an example and its translations) with the encoder
 frozen. SIB-200 is encoded once with ``bundled:multilingual-e5-small`` (English train, its
 SIB-200 translations into the nine other languages as views joined on ``source_id``, every
 language's dev and test split) and cached under ``results/sweep_efficiency/``. A trial trains a
 small MLP projection + linear head on the cached embeddings: CE on the English examples, SCL
 (``xlt.losses.SupervisedContrastiveAlignment``) on the projections of each example and two
 translations drawn per epoch; it reports dev accuracy averaged over the nine targets after
-every epoch. The search space is seed 000's τ and λ plus learning rate and weight decay.
+every epoch. The search space is Wang et al. (2022)'s τ and λ plus learning rate and weight decay.
 
 Arms (each a ``tune.run`` built with ``xlt.sweep.runner.build_search_alg`` / ``build_scheduler``,
 the functions ``jobs/sweep.py`` uses; two trials at a time, one thread each):
@@ -55,7 +55,7 @@ SOURCE = "en"
 TARGETS = ("ar", "de", "es", "fr", "hi", "ja", "ru", "sw", "zh")
 OUT = REPO / "results" / "sweep_efficiency"
 METRIC, TIME_ATTR = f"val/acc/{AVG_TARGET}", "train/epoch"
-# Seed 000 §5.2-5.3 tunes λ and τ; the head's optimiser adds lr and weight decay.
+# Wang et al. (2022, §5.2-5.3) tune λ and τ; the head's optimiser adds lr and weight decay.
 SPACE = {
     "head.temperature": {"loguniform": [0.05, 2.0]},  # τ
     "head.weight": {"loguniform": [0.01, 10.0]},  # λ
@@ -70,8 +70,8 @@ ARMS = {"tpe-asha": ("optuna", "asha"), "random": ("random", "none"), "tpe": ("o
 class HeadSettings:
     hidden: int = 256
     dropout: float = 0.1
-    temperature: float = 1.0  # τ (seed 000 §5.3)
-    weight: float = 1.0  # λ (seed 000 §3.3)
+    temperature: float = 1.0  # τ (Wang et al. 2022, §5.3)
+    weight: float = 1.0  # λ (Wang et al. 2022, §3.3)
     views: int = 2  # translations per example and epoch
 
 
@@ -328,7 +328,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     # One thread, as in the trials: a small MLP gains nothing from two, and on a shared machine
     # the second thread's spin-waits cost more than it computes.
     torch.set_num_threads(1)
-    # References outside Tune: CE only (λ = 0) and seed 000's defaults (τ = 1, λ = 1), all epochs.
+    # References outside Tune: CE only (λ = 0) and Wang et al. (2022)'s defaults (τ = 1, λ = 1), all epochs.
     references = {name: [train_head(HeadConfig(head=HeadSettings(weight=w), optim=HeadOptim(seed=s)), data)
                          for s in args.seeds] for name, w in (("CE only (λ = 0)", 0.0), ("CE + SCL, τ = 1, λ = 1", 1.0))}
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
@@ -384,9 +384,9 @@ the machine: wall times are inflated, epochs and scores are not). Whole run: {re
 
 ## Objective
 
-Seed 000's SCL fine-tuning (§3.3: loss = CE + λ·L_SCL over each English example and its
+Wang et al. (2022)'s SCL fine-tuning (§3.3: loss = CE + λ·L_SCL over each English example and its
 translations; zero-shot: CE on English only) with the encoder frozen, so that a trial takes
-seconds and many sweeps fit on 2 cores. The search space is seed 000's τ and λ (§5.2–5.3) plus
+seconds and many sweeps fit on 2 cores. The search space is Wang et al. (2022)'s τ and λ (§5.2–5.3) plus
 the head's learning rate and weight decay.
 
 - Embeddings: `{MODEL}` (mean pooling, "query: " prefix, max length 128), 384-d, encoded once:

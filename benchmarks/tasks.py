@@ -12,8 +12,8 @@ Parts, each a job of the platform run on a preset:
 - ``bucc``: ``jobs/evaluate.py --protocol bucc`` for both bundled models: BUCC 2018 zh-en mining,
   the margin threshold chosen on one half of the source sentences and F1 reported on the other.
 - ``finetune``: ``jobs/finetune.py`` on ``configs/finetune_<task>.yaml``, CE against CE + SCL
-  (seed 000 §3.3, λ = 1, τ = 1.0) on full-translation views (the task's own translations of the
-  train split, one view per example into a target drawn per view; seed 000 §4.1's t_f = 1),
+  (Wang et al. 2022, §3.3, λ = 1, τ = 1.0) on full-translation views (the task's own translations of the
+  train split, one view per example into a target drawn per view; the t_f = 1 of Wang et al. 2022, §4.1),
   e5 only; sizes and seeds in ``FINETUNE``.
 
 Every run stores its result under ``results/benchmarks/tasks/`` as soon as it ends (fine-tuning

@@ -1,4 +1,4 @@
-"""Co-training on any task (seed 002 Alg. 1): an LM learner and a sentence-embedding learner
+"""Co-training on any task (Yu & Joty 2021, Alg. 1): an LM learner and a sentence-embedding learner
 exchange confident pseudo-labels on unlabelled target-language text; or self-training.
 
     python jobs/cotrain.py                                   # configs/cotrain_sib200.yaml, offline

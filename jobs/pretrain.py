@@ -7,9 +7,9 @@
     python jobs/pretrain.py --smoke
     ray job submit --working-dir . -- python jobs/pretrain.py --config configs/pretrain_veco2.yaml
 
-Recipes (``recipe:``): ``ml-ctl`` (seed 001: CZ-NCE or InfoNCE over concatenated contextual
-embeddings of word-positioned samples + α·MLM), ``mgc`` (seed 003: word hard/soft, span and
-noisy-sentence contrast + MLM on concatenated pairs), ``veco2`` (seed 004: sequence + token
+Recipes (``recipe:``): ``ml-ctl`` (Chen et al. 2022: CZ-NCE or InfoNCE over concatenated contextual
+embeddings of word-positioned samples + α·MLM), ``mgc`` (Li et al. 2021: word hard/soft, span and
+noisy-sentence contrast + MLM on concatenated pairs), ``veco2`` (Zhang et al. 2023: sequence + token
 contrast + TLM), or ``custom`` with any weighted ``objectives``. Parallel pairs come from
 Tatoeba, SIB-200 train rows joined on ``index_id``, JSONL/TSV/CSV/Parquet files or Hugging Face
 datasets, mixed with q_i ∝ p_i^α; Tatoeba accuracy on held-apart languages after every epoch.

@@ -1,8 +1,8 @@
 """Sweep a job's hyperparameters with Ray Tune: Optuna TPE (or random search) + ASHA early stopping.
 
-    python jobs/sweep.py --space search_spaces/scl.yaml                 # seed 000 §5.2–5.3: τ, λ, r_c, lr
+    python jobs/sweep.py --space search_spaces/scl.yaml                 # Wang et al. 2022, §5.2–5.3: τ, λ, r_c, lr
     python jobs/sweep.py --space search_spaces/scl.yaml --searcher random --scheduler none --num-samples 12
-    python jobs/sweep.py --space search_spaces/cotrain.yaml             # seed 002: threshold t, selection policy
+    python jobs/sweep.py --space search_spaces/cotrain.yaml             # Yu & Joty 2021: threshold t, selection policy
     python jobs/sweep.py --space search_spaces/scl.yaml --resume        # continue an interrupted sweep
     python jobs/sweep.py --smoke                                        # search_spaces/smoke.yaml, tiny models
     ray job submit --working-dir . -- python jobs/sweep.py --space search_spaces/scl.yaml

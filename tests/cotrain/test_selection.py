@@ -1,4 +1,4 @@
-"""Selection policies (seed 002 §4.2 and the class-balanced / agreement variants) against naive references."""
+"""Selection policies (Yu & Joty 2021, §4.2 and the class-balanced / agreement variants) against naive references."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Augmentation UDFs (seed 000 §3.1, §4.1), called by hand on numpy batches; one end-to-end Ray run."""
+"""Augmentation UDFs (Wang et al. 2022, §3.1, §4.1), called by hand on numpy batches; one end-to-end Ray run."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Per-language accuracy, transfer gap (seed 004 §4.6.1) and metric names, on hand-made inputs."""
+"""Per-language accuracy, transfer gap (Zhang et al. 2023, §4.6.1) and metric names, on hand-made inputs."""
 
 from __future__ import annotations
 

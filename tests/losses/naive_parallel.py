@@ -26,7 +26,7 @@ def _unit(a: torch.Tensor) -> torch.Tensor:
 
 
 def _eq1(u: torch.Tensor, v_pos: torch.Tensor, v_negs: list[torch.Tensor], temperature: float) -> torch.Tensor:
-    """Seed 003 Eq. 1 on already ℓ2-normalised vectors: -log(e^{u·v+/τ} / (e^{u·v+/τ} + Σ e^{u·v-/τ}))."""
+    """Li et al. 2021, Eq. 1 on already ℓ2-normalised vectors: -log(e^{u·v+/τ} / (e^{u·v+/τ} + Σ e^{u·v-/τ}))."""
     pos = torch.exp(u @ v_pos / temperature)
     return -torch.log(pos / (pos + sum(torch.exp(u @ k / temperature) for k in v_negs)))
 
@@ -37,7 +37,8 @@ def _zero(*tensors: torch.Tensor) -> torch.Tensor:
 
 def naive_parallel_info_nce(src_features: torch.Tensor, tgt_features: torch.Tensor, temperature: float = 0.07,
                             symmetric: bool = True, positive_in_denominator: bool = True) -> torch.Tensor:
-    """Seed 004 Eq. 1–3 literally (keys X\\x_i ∪ Y hold the positive); without the positive: seed 001 Eq. 5."""
+    """Zhang et al. 2023, Eq. 1–3 literally (keys X\\x_i ∪ Y hold the positive); without the positive:
+    Chen et al. 2022, Eq. 5."""
     n = len(src_features)
     terms = []
     directions = [(src_features, tgt_features)] + ([(tgt_features, src_features)] if symmetric else [])
@@ -55,7 +56,7 @@ def naive_parallel_info_nce(src_features: torch.Tensor, tgt_features: torch.Tens
 
 def naive_cross_zero_nce(src_features: torch.Tensor, tgt_features: torch.Tensor, temperature: float = 0.07,
                          symmetric: bool = True) -> torch.Tensor:
-    """Seed 001 Eq. 5 averaged as Eq. 2: -log(e^{s+} / Σ_{k ∈ X\\x_i ∪ Y\\y_i} e^{s(x_i, k)})."""
+    """Chen et al. 2022, Eq. 5 averaged as Eq. 2: -log(e^{s+} / Σ_{k ∈ X\\x_i ∪ Y\\y_i} e^{s(x_i, k)})."""
     n = len(src_features)
     terms = []
     directions = [(src_features, tgt_features)] + ([(tgt_features, src_features)] if symmetric else [])
@@ -72,7 +73,7 @@ def naive_cross_zero_nce(src_features: torch.Tensor, tgt_features: torch.Tensor,
 
 def naive_token_alignment(src_tokens: torch.Tensor, tgt_tokens: torch.Tensor, src_mask: torch.Tensor,
                           tgt_mask: torch.Tensor, alignment: torch.Tensor, temperature: float = 0.1) -> torch.Tensor:
-    """Seed 004 Eq. 4–7 literally: keys W \\ a_j over the real tokens of both sentences of the pair."""
+    """Zhang et al. 2023, Eq. 4–7 literally: keys W \\ a_j over the real tokens of both sentences of the pair."""
     per_pair: dict[int, list[torch.Tensor]] = {}
     for b, i, j in alignment.tolist():
         W = [("x", t) for t in range(src_tokens.shape[1]) if src_mask[b, t]] + \
@@ -94,7 +95,7 @@ def naive_token_alignment(src_tokens: torch.Tensor, tgt_tokens: torch.Tensor, sr
 
 def naive_word_hard_contrast(src_tokens: torch.Tensor, tgt_tokens: torch.Tensor, src_mask: torch.Tensor,
                              tgt_mask: torch.Tensor, alignment: torch.Tensor, temperature: float = 0.1) -> torch.Tensor:
-    """Seed 003 Eq. 1, 3, 4: per pair L_word(x) + L_word(y); mean over pairs that contribute."""
+    """Li et al. 2021, Eq. 1, 3, 4: per pair L_word(x) + L_word(y); mean over pairs that contribute."""
     per_pair: dict[int, list[torch.Tensor]] = {}
     for b, i, j in alignment.tolist():
         # L_word(x): u = h_x[i], v+ = h_y[j], v- = the other real words of y
@@ -133,7 +134,7 @@ def _mha(query: torch.Tensor, keys: list[torch.Tensor], attention: nn.MultiheadA
 def naive_word_soft_contrast(src_tokens: torch.Tensor, tgt_tokens: torch.Tensor, src_mask: torch.Tensor,
                              tgt_mask: torch.Tensor, attention: nn.MultiheadAttention,
                              temperature: float = 0.1) -> torch.Tensor:
-    """Seed 003 Eq. 1, 5: every real word against MHA soft equivalents; both directions, one attention."""
+    """Li et al. 2021, Eq. 1, 5: every real word against MHA soft equivalents; both directions, one attention."""
     per_pair: dict[int, list[torch.Tensor]] = {}
     for b in range(src_tokens.shape[0]):
         sides = ((src_tokens[b], src_mask[b], tgt_tokens[b], tgt_mask[b]),
@@ -155,7 +156,7 @@ def naive_word_soft_contrast(src_tokens: torch.Tensor, tgt_tokens: torch.Tensor,
 
 def naive_span_contrast(src_tokens: torch.Tensor, tgt_tokens: torch.Tensor, src_spans: torch.Tensor,
                         tgt_spans: torch.Tensor, temperature: float = 0.1) -> torch.Tensor:
-    """Seed 003 Eq. 1, 6: negatives = the set of the pair's other aligned spans on the other side."""
+    """Li et al. 2021, Eq. 1, 6: negatives = the set of the pair's other aligned spans on the other side."""
     def mp(tokens: torch.Tensor, b: int, start: int, end: int) -> torch.Tensor:
         return _unit(sum(tokens[b, t] for t in range(start, end)) / (end - start))
 
@@ -180,7 +181,7 @@ def naive_span_contrast(src_tokens: torch.Tensor, tgt_tokens: torch.Tensor, src_
 def naive_noisy_sentence_contrast(src_features: torch.Tensor, tgt_features: torch.Tensor,
                                   src_noisy_features: torch.Tensor, tgt_noisy_features: torch.Tensor,
                                   temperature: float = 0.1) -> torch.Tensor:
-    """Seed 003 Eq. 1, 7, 8: the four (x', y') of each pair, both directions, same-variant in-batch negatives."""
+    """Li et al. 2021, Eq. 1, 7, 8: the four (x', y') of each pair, both directions, same-variant in-batch negatives."""
     n = len(src_features)
     per_pair: dict[int, list[torch.Tensor]] = {}
     for xs in (src_features, src_noisy_features):

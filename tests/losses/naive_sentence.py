@@ -62,7 +62,7 @@ def _mean_or_zero(terms: list[torch.Tensor], x: torch.Tensor) -> torch.Tensor:
 def naive_multiview_alignment(
     values: torch.Tensor, group: torch.Tensor, is_anchor: torch.Tensor, similarity: str = "cosine"
 ) -> torch.Tensor:
-    """Seed 000 §3.2/§5.2: mean over (original, view) pairs of −s(Φ(x), Φ(x̂)); ``values`` are
+    """Wang et al. 2022, §3.2/§5.2: mean over (original, view) pairs of −s(Φ(x), Φ(x̂)); ``values`` are
     features (cosine, mse: Φ = x/‖x‖) or logits (kl, symmetric_kl: Φ = softmax)."""
     terms = []
     for v in range(len(group)):
@@ -113,7 +113,7 @@ def _view_contrast(
 def naive_contrastive_alignment(
     features: torch.Tensor, group: torch.Tensor, is_anchor: torch.Tensor, temperature: float = 1.0
 ) -> torch.Tensor:
-    """Seed 000 §3.2 L_CL with s = exp(cos/τ): per (anchor i, view v), the views of every other
+    """Wang et al. 2022, §3.2 L_CL with s = exp(cos/τ): per (anchor i, view v), the views of every other
     original are the negatives; mean over pairs with ≥ 1 negative."""
     return _view_contrast(features, group, is_anchor, temperature, labels=None)
 
@@ -125,12 +125,12 @@ def naive_supervised_contrastive_alignment(
     is_anchor: torch.Tensor,
     temperature: float = 1.0,
 ) -> torch.Tensor:
-    """Seed 000 §3.3 L_SCL: as CL, negatives only views with a known label ≠ the anchor's."""
+    """Wang et al. 2022, §3.3 L_SCL: as CL, negatives only views with a known label ≠ the anchor's."""
     return _view_contrast(features, group, is_anchor, temperature, labels=labels)
 
 
 def naive_label_alignment(features: torch.Tensor, labels: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
-    """Seed 002 Eq. 2: Σ_i 1/(N_{y_i}−1) Σ_{j≠i, y_j=y_i} −log exp(h_i·h_j/τ) / Σ_{k≠i} exp(h_i·h_k/τ);
+    """Yu & Joty 2021, Eq. 2: Σ_i 1/(N_{y_i}−1) Σ_{j≠i, y_j=y_i} −log exp(h_i·h_j/τ) / Σ_{k≠i} exp(h_i·h_k/τ);
     anchors without a positive or a negative (known other label) skipped; label −1 never an anchor
     or positive."""
     n = len(labels)
@@ -157,7 +157,7 @@ def naive_semantic_alignment(
     is_anchor: torch.Tensor,
     temperature: float = 1.0,
 ) -> torch.Tensor:
-    """Seed 002 Eq. 4 per anchor i: −Σ_{t ∈ positives} log exp(h_i·h_t/τ) / Σ_{k ∈ B_i} exp(h_i·h_k/τ),
+    """Yu & Joty 2021, Eq. 4 per anchor i: −Σ_{t ∈ positives} log exp(h_i·h_t/τ) / Σ_{k ∈ B_i} exp(h_i·h_k/τ),
     B_i = the rows with group i other than i, positives those with the anchor's label; mean over
     anchors with ≥ 1 positive and ≥ 1 negative."""
     n = len(labels)

@@ -9,7 +9,7 @@ from xlt.losses.contrastive import ContrastiveAlignment
 
 from .naive_sentence import naive_contrastive_alignment, random_view_batch
 
-# one view per original; the XNLI mix t_f + t_p + t_c = 5 views (seed 000 §4.1) beside originals
+# one view per original; the XNLI mix t_f + t_p + t_c = 5 views (Wang et al. 2022, §4.1) beside originals
 # with fewer or no views; two originals only
 COMPOSITIONS = [[1, 1, 1, 1], [5, 5, 2, 0, 3], [2, 3]]
 

@@ -7,7 +7,7 @@ from xlt.losses.multiview import SIMILARITIES, MultiViewAlignment
 
 from .naive_sentence import naive_multiview_alignment, random_view_batch
 
-# views per original: one view each; t_f + t_p + t_c = 2 + 2 + 1 (XNLI, seed 000 §4.1) mixed with
+# views per original: one view each; t_f + t_p + t_c = 2 + 2 + 1 (XNLI, Wang et al. 2022, §4.1) mixed with
 # originals without views; a single original with several views
 COMPOSITIONS = [[1, 1, 1, 1], [5, 5, 2, 0, 3], [3]]
 

@@ -47,7 +47,7 @@ def _inputs(batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, ...]:
     return batch["features"], batch["labels"], batch["group"], batch["is_anchor"]
 
 
-# --- the loss (seed 002 Eq. 4) --------------------------------------------------------------------
+# --- the loss (Yu & Joty 2021, Eq. 4) --------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("temperature", [1.0, 0.1])

@@ -16,7 +16,7 @@ def _scl_inputs(batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, ...]:
     return batch["features"], batch["labels"], batch["group"], batch["is_anchor"]
 
 
-# --- SCL (seed 000 §3.3) ------------------------------------------------------------------------
+# --- SCL (Wang et al. 2022, §3.3) ------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("n_labels", [2, 3])
@@ -130,7 +130,7 @@ def test_scl_aligned_views_beat_shuffled_views() -> None:
     assert aligned < shuffled
 
 
-# --- LA (seed 002 Eq. 2) ------------------------------------------------------------------------
+# --- LA (Yu & Joty 2021, Eq. 2) ------------------------------------------------------------------------
 
 
 LABELINGS = [

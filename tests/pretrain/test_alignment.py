@@ -1,4 +1,4 @@
-"""Words, token positions and dictionary-aligned token pairs / spans (seed 004 §3.2, seed 003 §2.3)."""
+"""Words, token positions and dictionary-aligned token pairs / spans (Zhang et al. 2023, §3.2; Li et al. 2021, §2.3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Bitext sources, orientation, held-apart evaluation and the q_i ∝ p_i^α mixture (seed 004 Eq. 9)."""
+"""Bitext sources, orientation, held-apart evaluation and the q_i ∝ p_i^α mixture (Zhang et al. 2023, Eq. 9)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Word-positioned samples (seed 001 Alg. 1): exactly which pairs, uniqueness, positions, CJK, real tokenizer."""
+"""Word-positioned samples (Chen et al. 2022, Alg. 1): exactly which pairs, uniqueness, positions, CJK, real tokenizer."""
 
 from __future__ import annotations
 

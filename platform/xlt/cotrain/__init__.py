@@ -1,4 +1,4 @@
-"""Co-training (seed 002 §3.1, Alg. 1): learner actors exchanging confident pseudo-labels."""
+"""Co-training (Yu & Joty 2021, §3.1, Alg. 1): learner actors exchanging confident pseudo-labels."""
 
 from .config import LEARNERS, CotrainConfig, LearnerConfig, load_cotrain_config
 from .learner import Learner

@@ -4,7 +4,7 @@ Built from YAML + ``--set`` overrides by ``load_cotrain_config``, like ``Finetun
 Offline presets (``configs/cotrain_<task>.yaml``): the LM learner is the bundled
 multilingual-e5-small, fine-tuned (word embeddings frozen); the embedding learner is the bundled
 USE-m3, frozen, with a trained head. Cluster preset (``configs/cotrain_cluster.yaml``):
-``hf:xlm-roberta-base`` and ``hf:sentence-transformers/LaBSE``, as seed 002.
+``hf:xlm-roberta-base`` and ``hf:sentence-transformers/LaBSE``, as in Yu & Joty (2021).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from ..train.config import OptimSettings
 from .selection import POLICIES
 
 Mode = Literal["cotrain", "self-train"]
-LEARNERS: tuple[str, str] = ("lm", "emb")  # seed 002's f^lm and f^emb
+LEARNERS: tuple[str, str] = ("lm", "emb")  # Yu & Joty (2021)'s f^lm and f^emb
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class LearnerConfig:
 
 @dataclass(frozen=True)
 class SelectionSettings:
-    """Seed 002 §4.2: confidence > ``threshold``, at most ``size`` rows per learner and iteration
+    """Yu & Joty 2021, §4.2: confidence > ``threshold``, at most ``size`` rows per learner and iteration
     (0 = n/3 of the labelled data), drawn by ``policy`` (``xlt.cotrain.selection``)."""
 
     policy: str = "threshold-random"
@@ -111,10 +111,10 @@ class InferenceSettings:
 
 @dataclass(frozen=True)
 class CotrainConfig:
-    """Seed 002 Alg. 1. ``iterations`` = s exchange rounds: fit → evaluate → pseudo-label →
+    """Yu & Joty 2021, Alg. 1. ``iterations`` = s exchange rounds: fit → evaluate → pseudo-label →
     select → exchange, s times, then a last fit and evaluation (s + 1 fits per learner; the
     first is each learner alone). ``mode: self-train`` gives each learner its own selection
-    (the baseline of seed 002 §4.2, Dong and de Melo 2019). ``task``: what is learnt
+    (the baseline of Yu & Joty 2021, §4.2, after Dong and de Melo 2019). ``task``: what is learnt
     (``xlt.tasks``), single texts or sentence pairs."""
 
     task: TaskConfig

@@ -8,7 +8,7 @@ Fitting is the fine-tuning of ``xlt.train`` run in the actor's process
 frozen if configured, CE + Σ λ·aux, K = ``optim.epochs`` epochs of shuffled batches). Ray
 Train is not involved: a learner is one process, and the loop parallelises across learners.
 
-Reading of seed 002 Alg. 1 ("fine-tune f on D" once per iteration): each fit starts again from
+Reading of Alg. 1 in Yu & Joty 2021 ("fine-tune f on D" once per iteration): each fit starts again from
 the pretrained encoder and a fresh head (seeded), on the original labelled data plus every
 pseudo-label received so far — the paper's "merged into the original labeled data D ... to
 re-train the model with" (§3.1). So a learner's state between iterations is its labelled set

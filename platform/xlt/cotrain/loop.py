@@ -1,4 +1,4 @@
-"""Seed 002 Alg. 1 on Ray: two learner actors, a pseudo-labelling actor pool, seeded exchange.
+"""Alg. 1 of Yu & Joty 2021 on Ray: two learner actors, a pseudo-labelling actor pool, seeded exchange.
 
 One iteration i = 0 .. s (s = ``cfg.iterations``):
 

@@ -3,7 +3,7 @@
 - per iteration: each learner's train rows, evaluation (source, average over targets) and what
   it selected (candidates, selected, pseudo-label accuracy);
 - per language: each learner alone (iteration 0) and at the last iteration;
-- a plot of average target accuracy per iteration and learner (seed 002 Fig. 3 analogue).
+- a plot of average target accuracy per iteration and learner (Yu & Joty 2021, Fig. 3 analogue).
 """
 
 from __future__ import annotations

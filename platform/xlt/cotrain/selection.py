@@ -1,6 +1,6 @@
-"""Which pseudo-labelled rows a learner hands on: pure, seeded selection policies (seed 002 §3.1, §4.2).
+"""Which pseudo-labelled rows a learner hands on: pure, seeded selection policies (Yu & Joty 2021, §3.1, §4.2).
 
-Seed 002, Alg. 1 and §4.2 ("Co-training"): the candidates of a learner are the pool rows its
+Yu & Joty 2021, Alg. 1 and §4.2 ("Co-training"): the candidates of a learner are the pool rows its
 prediction labels with confidence above a threshold t, C = {(x_u, y_u) | c_u > t}; "during each
 iteration ... we randomly choose n/3 pseudo labels from qualified candidates, where n is the raw
 size of labeled data. If the amount [of] qualified candidates is less than n/3, we then choose
@@ -59,7 +59,7 @@ class PoolPredictions:
 
 
 def default_size(num_labeled: int) -> int:
-    """Seed 002 §4.2: n/3 of the raw labelled data per iteration (rounded down)."""
+    """Yu & Joty 2021, §4.2: n/3 of the raw labelled data per iteration (rounded down)."""
     return num_labeled // 3
 
 
@@ -75,7 +75,7 @@ def _draw(rng: np.random.Generator, pool: np.ndarray, n: int) -> np.ndarray:
 def threshold_random(preds: PoolPredictions, *, threshold: float, size: int, seed: Seed,
                      class_prior: Mapping[str, int] | None = None,
                      partner: PoolPredictions | None = None) -> np.ndarray:
-    """Seed 002: a uniform draw of min(size, |C|) candidates."""
+    """Yu & Joty 2021: a uniform draw of min(size, |C|) candidates."""
     return np.sort(_draw(np.random.default_rng(seed), candidates(preds, threshold), size))
 
 

@@ -39,7 +39,7 @@ __all__ = [
     "to_ray_dataset",
 ]
 
-from xlt.data.augment import (  # noqa: E402  (appended: augmentation and translators, seed 000 §3.1)
+from xlt.data.augment import (  # noqa: E402  (appended: augmentation and translators, Wang et al. 2022, §3.1)
     AugmentConfig,
     AugmentReport,
     CodeSwitch,

@@ -1,6 +1,6 @@
-"""Cross-lingual data augmentation as Ray Data batch UDFs (seed 000 §3.1, §4.1–4.2).
+"""Cross-lingual data augmentation as Ray Data batch UDFs (Wang et al. 2022, §3.1, §4.1–4.2).
 
-Seed 000 §3.1 builds three kinds of cross-lingual *views* of every training example:
+Wang et al. (2022, §3.1) build three kinds of cross-lingual *views* of every training example:
 
 - full translation (sentence level): the example translated into a target language;
 - partial translation (segment level, after Singh et al. 2019): "a portion of input" replaced
@@ -12,7 +12,7 @@ Seed 000 §3.1 builds three kinds of cross-lingual *views* of every training exa
 each data augmentation method"; every example gets t_f full, t_p partial and t_c code-switched
 views (PAWS-X: t_f = t_p = t_c = 1, r_c = 0.5; XNLI: t_f = t_p = 2, t_c = 1, r_c = 0.75).
 
-Readings chosen where the seed leaves it open:
+Readings chosen where the paper leaves it open:
 
 1. Target language: drawn per *view*, uniformly from the configured languages; the t_k views
    of one kind use distinct languages while there are enough (draws without replacement,
@@ -36,7 +36,7 @@ Readings chosen where the seed leaves it open:
    sides into the same language.
 5. Missing views are reported, not hidden: languages with no dictionary / no translation
    direction are a ``ValueError`` at construction, naming the language and what is available
-   (seed 000 §4.2 drops languages MUSE lacks from code-switching: say so explicitly with
+   (Wang et al. 2022, §4.2, drop languages MUSE lacks from code-switching: say so explicitly with
    ``codeswitch_languages`` / ``partial_languages``); a view that cannot be made for one text
    (no provided translation for its ``source_id``, no dictionary word in it or in its span) is
    left out of ``views`` and recorded as ``"<kind>:<lang>"`` in ``view_missing``, which
@@ -109,9 +109,9 @@ _MISSING_REASON = {
 
 @dataclass(frozen=True)
 class AugmentConfig:
-    """The settings of ``CrossLingualAugment`` (seed 000 §4.1), validated; sweepable with Tune.
+    """The settings of ``CrossLingualAugment`` (Wang et al. 2022, §4.1), validated; sweepable with Tune.
 
-    Defaults are seed 000's PAWS-X settings (t_f = t_p = t_c = 1, r_c = 0.5).
+    Defaults are Wang et al. (2022)'s PAWS-X settings (t_f = t_p = t_c = 1, r_c = 0.5).
 
     Args:
         t_f, t_p, t_c: views per example by full translation, partial translation, code-switching.
@@ -120,7 +120,7 @@ class AugmentConfig:
         partial_languages, codeswitch_languages: the target languages of partial translation /
             code-switching when they differ from ``languages``: offline, full translation may
             come from SIB-200's human translations (all languages) while partial translation
-            and code-switching need a MUSE dictionary (none for Swahili; seed 000 §4.2 ignores
+            and code-switching need a MUSE dictionary (none for Swahili; Wang et al. 2022, §4.2, ignore
             languages MUSE lacks; MUSE's Chinese is ``zh-Hant``).
         partial_fraction: share of a single text's words that partial translation replaces.
         source_lang: the language of the examples (the dictionaries' and translators' source).
@@ -387,14 +387,15 @@ def check_dictionaries(languages: Sequence[str], dictionaries: Iterable[Bilingua
             raise ValueError(
                 f"code-switching into {lang!r}: no {source_lang}->{lang} dictionary (MUSE has none for it, or it "
                 f"was not passed); dictionaries given: {have}.{hint} Pass one, or leave {lang!r} out of the "
-                "code-switching languages (codeswitch_languages=...; seed 000 §4.2 ignores languages MUSE lacks)."
+                "code-switching languages (codeswitch_languages=...; Wang et al. 2022, §4.2, ignore languages MUSE "
+                "lacks)."
             )
         found[lang] = d
     return found
 
 
 class CodeSwitch(ViewAugmenter):
-    """Code-switched views (seed 000 §3.1 item 1; CoSDA-ML): ``n_views`` per row, each into one
+    """Code-switched views (Wang et al. 2022, §3.1 item 1; CoSDA-ML): ``n_views`` per row, each into one
     drawn target language, each dictionary word switched with probability ``r_c``.
 
     A view of a text with no switchable word is recorded as missing (``codeswitch:<lang>``);
@@ -481,7 +482,7 @@ class _Requests:
 
 
 class FullTranslation(ViewAugmenter):
-    """Fully translated views (seed 000 §3.1 item 2): ``n_views`` per row, each into one drawn
+    """Fully translated views (Wang et al. 2022, §3.1 item 2): ``n_views`` per row, each into one drawn
     language (both sides of a pair). All texts of a batch bound for one language go to the
     translator in one call (a seq2seq model batches them)."""
 
@@ -525,7 +526,7 @@ def partial_span(n_words: int, fraction: float, rng: random.Random) -> tuple[int
 
 
 class PartialTranslation(ViewAugmenter):
-    """Partially translated views (seed 000 §3.1 item 3; reading 3 of the module docstring):
+    """Partially translated views (Wang et al. 2022, §3.1 item 3; reading 3 of the module docstring):
     a pair gets one side translated whole, a single text a contiguous span of its words.
 
     ``segmenter``: the word ``Segmenter`` of the source language; the default knows no
@@ -598,12 +599,12 @@ def _load(translator: Translator) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# All three, as seed 000 mixes them
+# All three, as Wang et al. (2022) mix them
 # --------------------------------------------------------------------------------------------
 
 class CrossLingualAugment(ViewAugmenter):
     """t_f full-translation, t_p partial-translation and t_c code-switched views per example
-    (seed 000 §3.1, §4.1), in that order, as list columns of the example's own row.
+    (Wang et al. 2022, §3.1, §4.1), in that order, as list columns of the example's own row.
 
     Args:
         t_f, t_p, t_c, r_c, languages, seed: see ``AugmentConfig``.

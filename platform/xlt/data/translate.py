@@ -1,10 +1,10 @@
-"""Translators: the text -> text half of the cross-lingual augmentations (seed 000 §3.1, §4.2).
+"""Translators: the text -> text half of the cross-lingual augmentations (Wang et al. 2022, §3.1, §4.2).
 
 ``Translator`` is a protocol with three backends (design.md, "Augmentation"):
 
 - ``ProvidedTranslations``: translations that exist in the data, looked up by ``source_id``
-  (SIB-200 rows sharing a FLORES ``index_id`` are human translations of one another). Seed 000
-  §4.2 uses the translated training set of XTREME; SIB-200's own translations play that role
+  (SIB-200 rows sharing a FLORES ``index_id`` are human translations of one another). Wang et al. (2022,
+  §4.2) use the translated training set of XTREME; SIB-200's own translations play that role
   offline. Build it from the *train* split only (``from_sib200`` reads nothing else).
 - ``DictionaryTranslator``: word-by-word with a ``BilingualDictionary`` (MUSE), keeping unknown
   words, case and punctuation.

@@ -1,6 +1,6 @@
 """Evaluation: per-language classification metrics and cross-lingual retrieval.
 
-- ``classification``: accuracy per language, target average and transfer gap (seed 004
+- ``classification``: accuracy per language, target average and transfer gap (Zhang et al. 2023,
   §4.6.1), and metric names ``<split>/<metric>[/<lang>]``.
 - ``retrieval``: exact faiss kNN, Tatoeba top-1 accuracy, ratio-margin scoring and BUCC-style
   mining (Artetxe & Schwenk 2019; XTREME). faiss is imported only when a retrieval runs.

@@ -9,7 +9,7 @@ Two scores per language: accuracy (``acc``) and macro-averaged F1 (``f1``: the u
 of the per-class F1 over the classes present in the gold or predicted labels of that language;
 the metric of sentiment tasks such as NusaX, whose classes are unbalanced). For each, the mean
 over target languages (``<split>/<score>/avg_target``) and the transfer gap: the source-language
-score minus that mean (seed 004 §4.6.1, after Hu et al. 2020, XTREME): 0 means perfect transfer,
+score minus that mean (Zhang et al. 2023, §4.6.1, after Hu et al. 2020, XTREME): 0 means perfect transfer,
 lower is better. The gap of accuracy is ``<split>/transfer_gap``, that of F1
 ``<split>/transfer_gap_f1``. Scores are fractions in [0, 1], not percentages.
 """
@@ -127,7 +127,7 @@ def _is_text(a: np.ndarray) -> bool:
 
 @dataclass(frozen=True)
 class TransferSummary:
-    """Per-language scores summarised for cross-lingual transfer (seed 004 §4.6.1).
+    """Per-language scores summarised for cross-lingual transfer (Zhang et al. 2023, §4.6.1).
 
     Attributes:
         per_lang: ``{lang: score}`` for every evaluated language, source included.

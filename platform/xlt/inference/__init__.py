@@ -1,4 +1,4 @@
-"""Inference at scale: ship a trained classifier to Ray actors and pseudo-label a pool (seed 002 Alg. 1)."""
+"""Inference at scale: ship a trained classifier to Ray actors and pseudo-label a pool (Yu & Joty 2021, Alg. 1)."""
 
 from .pseudo_label import OUTPUT_COLUMNS, PseudoLabelUDF, pseudo_label
 from .spec import ClassifierSpec, load_classifier, share_classifier

@@ -1,6 +1,6 @@
 """Pseudo-labelling an unlabelled pool with a trained classifier, as a Ray Data actor pool.
 
-Seed 002 (``../shared/seeds/002_*.txt``, §3.1, Alg. 1) runs, in every co-training iteration,
+Yu & Joty (2021, §3.1, Alg. 1) run, in every co-training iteration,
 each classifier over the unlabelled target-language pool::
 
     for x_u in U:  (y_u, c_u) = f_θ(x_u)
@@ -9,7 +9,7 @@ and then keeps the items whose confidence score c_u exceeds a threshold t. ``pse
 is that loop: every row gets its pseudo label y_u and confidence c_u (selecting above t is a
 pure function of those columns, done downstream).
 
-Reading chosen: the seed says "confidence score" without defining it. We take c_u = the
+Reading chosen: the paper says "confidence score" without defining it. We take c_u = the
 maximum softmax probability of the classifier's dense + softmax head (the probability of the
 predicted label), the usual reading and what ``Classifier.predict`` reports. The whole
 distribution is kept too (``probabilities``), so a different score (margin, entropy) can be
@@ -112,10 +112,10 @@ class PseudoLabelUDF:
 def pseudo_label(ds: ray.data.Dataset, spec: ClassifierSpec, *, text_column: str = "text", batch_size: int = 256,
                  encode_batch_size: int = 64, num_actors: int | tuple[int, int] = 1, num_cpus: float = 1.0,
                  num_gpus: float = 0.0, threads: int = 0, sort_by_length: bool = True) -> ray.data.Dataset:
-    """``ds`` with ``pseudo_label``, ``confidence``, ``probabilities`` per row (seed 002 Alg. 1).
+    """``ds`` with ``pseudo_label``, ``confidence``, ``probabilities`` per row (Yu & Joty 2021, Alg. 1).
 
     Implements ``(y_u, c_u) = f_θ(x_u)`` for every x_u of the unlabelled pool: y_u is the
-    classifier's argmax label, c_u its softmax probability (our reading of the seed's undefined
+    classifier's argmax label, c_u its softmax probability (our reading of the paper's undefined
     "confidence score"; see the module docstring). Input columns pass through untouched; one
     output row per input row, in no guaranteed order (join on an id column, not on position).
 

@@ -16,7 +16,7 @@ The shared vocabulary of ``Outputs`` keys (shapes; B = batch rows, D = embedding
 - ``logits`` (N, C): classifier logits of each row (MVA with KL similarities)
 - ``src_features``, ``tgt_features`` (B, D): embeddings of the two sides of parallel pairs
 - ``src_noisy_features``, ``tgt_noisy_features`` (B, D): embeddings of their noisy versions
-  (back-translations, seed 003 §2.4)
+  (back-translations, Li et al. 2021, §2.4)
 - ``src_tokens`` (B, Ls, D), ``tgt_tokens`` (B, Lt, D), ``src_mask`` (B, Ls), ``tgt_mask`` (B, Lt):
   token states and attention masks of the two sides
 - ``alignment`` (P, 3) long: aligned token pairs ``(pair index, src position, tgt position)``

@@ -1,8 +1,8 @@
-"""Concatenated contextual embedding (CCE) of a word-positioned sample (seed 001 §2.2, Fig. 1a).
+"""Concatenated contextual embedding (CCE) of a word-positioned sample (Chen et al. 2022, §2.2, Fig. 1a).
 
 The ML-CTL encoder represents a sentence *and* one of its words: sentence avg-first-last ⊕
 word avg-first-last, then a fully connected layer. Its outputs are the ``src_features`` /
-``tgt_features`` that the InfoNCE or cross-zero NCE objective contrasts (seed 001 Eq. 1–2, 5).
+``tgt_features`` that the InfoNCE or cross-zero NCE objective contrasts (Chen et al. 2022, Eq. 1–2, 5).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def span_mask(spans: torch.Tensor, length: int) -> torch.Tensor:
 class ConcatenatedContextualEmbedding(nn.Module):
     """CCE = W [s ; w] + b, with s and w the avg-first-last sentence and word embeddings.
 
-    Seed 001 §2.2: "For the sentence-level representation, we choose the average of all tokens
+    Chen et al. 2022, §2.2: "For the sentence-level representation, we choose the average of all tokens
     from the first and last transformer layers (avg-first-last)"; for the word of a WPS "we also
     adapt avg-first-last pattern"; "these two embeddings are spliced and fed into the following
     FC layer to obtain the final CCE". So, with h_t = (h¹_t + h^last_t) / 2 per token t::

@@ -1,6 +1,6 @@
 """Contrastive alignment (CL): InfoNCE of every example against its cross-lingual views.
 
-Seed 000 (Wang et al., *Supervised Contrastive Learning for Cross-lingual Transfer*) §3.2–3.3,
+Wang et al. 2022 (*Supervised Contrastive Learning for Cross-lingual Transfer Learning*), §3.2–3.3:
 the "vanilla" contrastive learning that SCL (``supcon.py``) modifies. This module also holds
 the pieces every contrastive objective of ``xlt.losses`` shares: the temperature check and
 :func:`masked_info_nce`, the log-softmax-over-a-candidate-set that CL, SCL, LA and SA are
@@ -76,7 +76,7 @@ class ContrastiveAlignment(Objective):
     """Vanilla contrastive alignment: each original against its own view, the views of every
     other original in the batch as negatives.
 
-    Seed 000 §3.2 (equation of L_CL) with the InfoNCE similarity of §3.3,
+    Wang et al. 2022, §3.2 (equation of L_CL) with the InfoNCE similarity of §3.3,
     s(a, b) = exp(cos(a, b) / τ)::
 
         ℓ(i, v) = −log  s(Φ(x_i), Φ(v)) / ( s(Φ(x_i), Φ(v)) + Σ_{j≠i} Σ_{u ∈ views(j)} s(Φ(x_i), Φ(u)) )
@@ -98,8 +98,8 @@ class ContrastiveAlignment(Objective):
     - Only views are contrasted (the sum runs over x̂_j): other originals x_j are not negatives.
 
     Args:
-        temperature: τ > 0 of s(a, b) = exp(cos(a, b)/τ). Default 1.0, the value seed 000 §5.3
-            uses in all experiments.
+        temperature: τ > 0 of s(a, b) = exp(cos(a, b)/τ). Default 1.0, the value Wang et al. (2022, §5.3)
+            use in all experiments.
 
     Inputs (``requires``):
         - ``features`` (N, D): embeddings of the originals and their views, any row order
@@ -113,7 +113,8 @@ class ContrastiveAlignment(Objective):
     (float64 stays float64); the denominator is a logsumexp, so fp16/bf16 inputs and small τ are safe.
 
     References:
-        - Wang et al., Supervised Contrastive Learning for Cross-lingual Transfer (seed 000).
+        - Wang et al. 2022, Supervised Contrastive Learning for Cross-lingual Transfer Learning, CCL 2022
+          (docs/references.md).
         - van den Oord et al., Representation Learning with Contrastive Predictive Coding (InfoNCE), 2018.
     """
 

@@ -1,4 +1,5 @@
-"""In-batch InfoNCE over parallel pairs (seed 001 Eq. 1–2, seed 004 Eq. 1–3) and cross-zero NCE (seed 001 Eq. 5).
+"""In-batch InfoNCE over parallel pairs (Chen et al. 2022, Eq. 1–2; Zhang et al. 2023, Eq. 1–3) and cross-zero NCE
+(Chen et al. 2022, Eq. 5).
 
 Also the masked-contrast helpers the other parallel-text objectives (``token_alignment``,
 ``noisy_sentence``) share: ``contrast_rows`` (one InfoNCE term per anchor, stable, masked) and
@@ -25,8 +26,8 @@ def contrast_rows(positive: torch.Tensor, candidates: torch.Tensor, negative_mas
         candidates: (..., K) logits of each anchor against K candidate keys.
         negative_mask: (..., K) bool, which candidates are negatives of the anchor. The positive
             is passed separately and must not be marked here.
-        positive_in_denominator: InfoNCE (True, seed 001 Eq. 1/4, seed 003 Eq. 1, seed 004 Eq. 1)
-            or cross-zero NCE (False, seed 001 Eq. 5).
+        positive_in_denominator: InfoNCE (True; Chen et al. 2022, Eq. 1/4; Li et al. 2021, Eq. 1;
+            Zhang et al. 2023, Eq. 1) or cross-zero NCE (False; Chen et al. 2022, Eq. 5).
 
     Returns:
         (loss (...,), has_negative (...,) bool). An anchor without a negative has loss exactly 0
@@ -66,29 +67,31 @@ def check_pairs(src_features: torch.Tensor, tgt_features: torch.Tensor) -> None:
 
 
 class ParallelInfoNCE(Objective):
-    """Symmetric in-batch InfoNCE over parallel pairs: seed 001 Eq. 1–2 (ML-CTL) = seed 004 Eq. 1–3 (VECO 2.0).
+    """Symmetric in-batch InfoNCE over parallel pairs: Chen et al. 2022, Eq. 1–2 (ML-CTL) = Zhang et al. 2023,
+    Eq. 1–3 (VECO 2.0).
 
     For a batch of n parallel pairs (x_i, y_i), with s(a, b) = cos(a, b) / τ::
 
         l(x_i) = -log  e^{s(x_i, y_i)} / ( [e^{s(x_i, y_i)}] + Σ_{k ∈ X\\x_i ∪ Y\\y_i} e^{s(x_i, k)} )
         l(y_i) = -log  e^{s(y_i, x_i)} / ( [e^{s(y_i, x_i)}] + Σ_{k ∈ X\\x_i ∪ Y\\y_i} e^{s(y_i, k)} )
-        L      = 1/(2n) Σ_i ( l(x_i) + l(y_i) )                      (seed 001 Eq. 2, seed 004 Eq. 3)
+        L      = 1/(2n) Σ_i ( l(x_i) + l(y_i) )        (Chen et al. 2022, Eq. 2; Zhang et al. 2023, Eq. 3)
 
     Negatives of an anchor are every other sentence of the batch on *both* sides: the other
-    translations (cross-language) and the other same-language sentences. Both seeds say so:
-    seed 001 §2.3 takes {X_c/x_ci ∪ Y_c/y_ci} as negatives; seed 004 Eq. 1 sums over the keys
-    X\\x_i ∪ Y. Rows are not deduplicated: a sentence repeated in the batch is a (false) negative.
+    translations (cross-language) and the other same-language sentences. Both papers say so:
+    Chen et al. (2022, §2.3) take {X_c/x_ci ∪ Y_c/y_ci} as negatives; Eq. 1 of Zhang et al. (2023)
+    sums over the keys X\\x_i ∪ Y. Rows are not deduplicated: a sentence repeated in the batch is a
+    (false) negative.
 
     The bracketed positive term in the denominator (``positive_in_denominator``):
 
-    - ``True`` (default): InfoNCE as both seed 001 Eq. 1 (e^{s+} + Σ e^{s-}) and seed 004 Eq. 1
-      (keys X\\x_i ∪ Y contain y_i) write it. The two papers do *not* differ here: their
-      equations are the same loss (seed 004 adds nothing to seed 001 Eq. 1–2).
-    - ``False``: the positive removed from the denominator, which is seed 001's cross-zero NCE
+    - ``True`` (default): InfoNCE as both Chen et al. 2022, Eq. 1 (e^{s+} + Σ e^{s-}) and
+      Zhang et al. 2023, Eq. 1 (keys X\\x_i ∪ Y contain y_i) write it. The two papers do *not* differ here: their
+      equations are the same loss (Zhang et al. 2023 add nothing to Eq. 1–2 of Chen et al. 2022).
+    - ``False``: the positive removed from the denominator, which is Chen et al. (2022)'s cross-zero NCE
       (§3, Eq. 5); ``CrossZeroNCE`` is this setting under its own name.
 
     Args:
-        temperature: τ > 0; 0.07 as in seed 001 §2.3 (seed 004 does not state its τ).
+        temperature: τ > 0; 0.07 as in Chen et al. 2022, §2.3 (Zhang et al. 2023 do not state theirs).
         symmetric: average over both directions (Eq. 2/3); False keeps only the source anchors
             x_i (L = 1/n Σ_i l(x_i)).
         positive_in_denominator: see above.
@@ -134,7 +137,7 @@ class ParallelInfoNCE(Objective):
 
 
 class CrossZeroNCE(ParallelInfoNCE):
-    """Cross-zero NCE (CZ-NCE), seed 001 §3 Eq. 5, over the in-batch parallel setting of Eq. 1–2.
+    """Cross-zero NCE (CZ-NCE) of Chen et al. 2022, §3, Eq. 5, over the in-batch parallel setting of Eq. 1–2.
 
     Per anchor, the positive is removed from the InfoNCE denominator::
 
@@ -151,7 +154,7 @@ class CrossZeroNCE(ParallelInfoNCE):
     This is ``ParallelInfoNCE(positive_in_denominator=False)`` under its own name.
 
     Args:
-        temperature: τ > 0; 0.07 (seed 001 §2.3).
+        temperature: τ > 0; 0.07 (Chen et al. 2022, §2.3).
         symmetric: both directions (Eq. 2 averaging) or source anchors only.
 
     Inputs and edge cases as ``ParallelInfoNCE``: an anchor without a negative (batch of one)

@@ -1,14 +1,14 @@
 """Masked and translation language modeling: BERT masking and the loss over the masked tokens.
 
 - ``mask_tokens``: choose 15% of the maskable tokens; of those 80% become the mask token, 10% a
-  random token, 10% stay (Devlin et al. 2019 §3.1; the same recipe in seed 003 §2.4, last
+  random token, 10% stay (Devlin et al. 2019 §3.1; the same recipe in Li et al. 2021, §2.4, last
   paragraph). Seeded through a ``torch.Generator``, vectorised over the batch.
 - ``tlm_inputs``: a parallel pair concatenated into one sequence, ``<s> src </s></s> tgt </s>``
-  for XLM-R tokenizers, for TLM (seed 004 §3.3 and Eq. 8, seed 003 §2.4). TLM *is* ``mask_tokens``
+  for XLM-R tokenizers, for TLM (Zhang et al. 2023, §3.3 and Eq. 8; Li et al. 2021, §2.4). TLM *is* ``mask_tokens``
   on these inputs followed by ``MaskedLanguageModeling``.
 - ``MaskedLanguageModeling``: cross-entropy over the masked positions only. In ML-CTL it is the
-  auxiliary term α·L_MLM with α = 0.1 (seed 001 Eq. 3 and 8, §4.1): ``MLM_WEIGHT``, the weight
-  to give it in ``WeightedObjectives``. In VECO 2.0 (seed 004 Eq. 8) L_TLM has weight 1 on
+  auxiliary term α·L_MLM with α = 0.1 (Chen et al. 2022, Eq. 3 and 8, §4.1): ``MLM_WEIGHT``, the weight
+  to give it in ``WeightedObjectives``. In VECO 2.0 (Zhang et al. 2023, Eq. 8) L_TLM has weight 1 on
   bilingual batches.
 """
 
@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from .base import Objective
 
 IGNORE_INDEX = -100  # label of positions that are not predicted (``mlm_labels``)
-MLM_WEIGHT = 0.1  # α of seed 001 Eq. 3 / Eq. 8 (§4.1: "set α as 0.1")
+MLM_WEIGHT = 0.1  # α of Chen et al. 2022, Eq. 3 / Eq. 8 (§4.1: "set α as 0.1")
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def mask_tokens(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """BERT masking of a batch: ``(B, L)`` ids -> ``(masked_ids (B, L), labels (B, L))``.
 
-    Devlin et al. 2019 §3.1, as seed 003 §2.4 restates it for concatenated pairs: "randomly
+    Devlin et al. 2019 §3.1, as Li et al. (2021, §2.4) restate it for concatenated pairs: "randomly
     select 15% tokens as candidates ... 80% are replaced with [MASK], 10% are kept unchanged,
     and the remaining are replaced by randomly selected vocabulary tokens".
 
@@ -140,14 +140,14 @@ def mask_tokens(
 
 def tlm_inputs(tokenizer: Any, src: Sequence[str], tgt: Sequence[str],
                max_length: int = 128) -> dict[str, torch.Tensor]:
-    """Parallel pairs -> one concatenated sequence each, the TLM input (seed 004 §3.3, seed 003 §2.4).
+    """Parallel pairs -> one concatenated sequence each, the TLM input (Zhang et al. 2023, §3.3; Li et al. 2021, §2.4).
 
     Row b is the tokenizer's pair template over ``src[b]`` and ``tgt[b]``: ``<s> src </s></s>
     tgt </s>`` for XLM-R (``[CLS] src [SEP] tgt [SEP]`` for BERT), right-padded to the longest
     row, truncated longest-first to ``max_length``. Mask it with ``mask_tokens``.
 
-    Positions: seed 003 says only "we concatenate a parallel bilingual sentence pair into a
-    single sentence" and seed 004 "concatenates parallel sentences"; neither resets the target
+    Positions: Li et al. (2021) say only "we concatenate a parallel bilingual sentence pair into a
+    single sentence" and Zhang et al. (2023) "concatenates parallel sentences"; neither resets the target
     side's positions or adds language embeddings as the original TLM of XLM (Lample & Conneau
     2019) does, and VECO 2.0 states it uses no language embeddings (§4.2). So positions run on
     through the pair: no ``position_ids`` are returned and the model numbers them 0..L−1 (from
@@ -173,8 +173,8 @@ class MaskedLanguageModeling(Objective):
 
     over the set M of predicted positions (``mlm_labels != -100``), averaged over all of them in
     the batch (token-level mean, as BERT and Hugging Face's MLM heads do, not a mean of
-    per-sentence means). Seed 001 Eq. 3/8 (auxiliary α·L_MLM, α = ``MLM_WEIGHT`` = 0.1),
-    seed 004 Eq. 8 (L_MLM on monolingual, L_TLM on bilingual batches), seed 003 §2.4.
+    per-sentence means). Chen et al. 2022, Eq. 3/8 (auxiliary α·L_MLM, α = ``MLM_WEIGHT`` = 0.1);
+    Zhang et al. 2023, Eq. 8 (L_MLM on monolingual, L_TLM on bilingual batches); Li et al. 2021, §2.4.
 
     Inputs:
         - ``mlm_logits`` (B, L, V): the LM head's scores of every position

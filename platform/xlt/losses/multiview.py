@@ -1,6 +1,6 @@
 """Multi-view alignment (MVA): pull every example toward its cross-lingual augmentations.
 
-Seed 000 (Wang et al., *Supervised Contrastive Learning for Cross-lingual Transfer*) §3.2 and
+Wang et al. 2022 (*Supervised Contrastive Learning for Cross-lingual Transfer Learning*), §3.2 and
 §5.2. This module also holds :func:`view_pairs`, the reading of the shared view-batch layout
 (``group``, ``is_anchor``) that CL and SCL (``contrastive.py``, ``supcon.py``) use as well.
 """
@@ -65,13 +65,13 @@ def view_pairs(
 class MultiViewAlignment(Objective):
     """Multi-view alignment: every view is pulled toward the example it was made from.
 
-    Seed 000 §3.2 (equation of L_MVA) with the similarities of §5.2::
+    Wang et al. 2022, §3.2 (equation of L_MVA) with the similarities of §5.2::
 
         L_MVA = 1/P Σ_(x, x̂) −s(Φ(x), Φ(x̂))
 
     averaged over the P (original x, view x̂) pairs of the batch, where x̂ is an augmentation of
     x (code-switching, partial or full translation: t_c + t_p + t_f views per original, §3.1).
-    The similarities, written as losses −s (seed 000 §5.2)::
+    The similarities, written as losses −s (Wang et al. 2022, §5.2)::
 
         cosine        −cos(Φ(x), Φ(x̂)) = −Φ(x)·Φ(x̂) / (‖Φ(x)‖ ‖Φ(x̂)‖)     ∈ [−1, 1]
         mse           ‖Φ(x) − Φ(x̂)‖²  (squared L2 distance, summed over D)  ∈ [0, 4]
@@ -107,7 +107,8 @@ class MultiViewAlignment(Objective):
     inputs stay float64), so fp16/bf16 inputs give a float32 loss.
 
     References:
-        - Wang et al., Supervised Contrastive Learning for Cross-lingual Transfer (seed 000).
+        - Wang et al. 2022, Supervised Contrastive Learning for Cross-lingual Transfer Learning, CCL 2022
+          (docs/references.md).
         - Zheng et al., Consistency Regularization for Cross-Lingual Fine-Tuning (xTune), ACL 2021.
     """
 

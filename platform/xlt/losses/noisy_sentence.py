@@ -1,4 +1,4 @@
-"""MGC sentence-level contrast with noisy (back-translated) positives (seed 003 §2.4, Eq. 1, 7, 8)."""
+"""MGC sentence-level contrast with noisy (back-translated) positives (Li et al. 2021, §2.4, Eq. 1, 7, 8)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from .numerics import check_temperature, full_precision, upcast
 
 
 class NoisySentenceContrast(Objective):
-    """Sentence contrast over the four clean/noisy combinations of each parallel pair (seed 003 §2.4).
+    """Sentence contrast over the four clean/noisy combinations of each parallel pair (Li et al. 2021, §2.4).
 
     Clean parallel pairs separate positives from negatives too easily and the contrastive signal
     vanishes; back-translation x̂ of x (and ŷ of y) blurs the boundary. The semantic equivalents
@@ -36,7 +36,7 @@ class NoisySentenceContrast(Objective):
       also an anchor against x' and the x'_j of the other pairs.
     - A pair's loss is the sum over its 4 combinations × 2 directions (as Eq. 4 sums over a
       pair's semantic-equivalent set); the batch loss averages it over the contributing pairs.
-    - MP: pass mean-pooled sentence states (the encoder's ``mean`` pooling). τ = 0.1 (seed 003 §3.1).
+    - MP: pass mean-pooled sentence states (the encoder's ``mean`` pooling). τ = 0.1 (Li et al. 2021, §3.1).
 
     Inputs (``requires``): ``src_features`` (B, D), ``tgt_features`` (B, D), ``src_noisy_features``
     (B, D) (row i: a back-translation x̂_i of x_i, encoded), ``tgt_noisy_features`` (B, D) (ŷ_i).

@@ -30,6 +30,6 @@ def full_precision(x: torch.Tensor) -> torch.autocast:
     """A context that turns autocast off on ``x``'s device.
 
     Under ``torch.autocast`` a float32 matmul still runs in fp16/bf16; cosines of 3 significant
-    digits divided by τ = 0.07 are too coarse for a loss near 0 (the failure seed 001 §3 describes).
+    digits divided by τ = 0.07 are too coarse for a loss near 0 (the failure Chen et al. (2022, §3) describe).
     """
     return torch.autocast(device_type=x.device.type, enabled=False)

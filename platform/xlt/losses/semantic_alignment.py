@@ -1,6 +1,6 @@
 """Semantic alignment (SA): a source text against b of its translations and b other-class sources.
 
-Seed 002 (Yu & Joty, *Effective Fine-tuning Methods for Cross-lingual Adaptation*) §3.2,
+Yu & Joty 2021 (*Effective Fine-tuning Methods for Cross-lingual Adaptation*), §3.2,
 Eq. 4–5. The loss reads 2b-batches, formed in one of two ways:
 
 - from examples: :func:`build_semantic_alignment_batches` (pure, seeded) and
@@ -31,7 +31,7 @@ from .numerics import check_temperature, full_precision, upcast
 
 @dataclass(frozen=True)
 class SemanticAlignmentBatch:
-    """One 2b-batch of seed 002 Eq. 4: the source ``anchor`` x_i, its ``translations``
+    """One 2b-batch of Yu & Joty 2021, Eq. 4: the source ``anchor`` x_i, its ``translations``
     x_i^(1..b) (positives, b distinct languages) and ``negatives``, b source-language examples
     with a label other than the anchor's."""
 
@@ -48,7 +48,7 @@ class SemanticAlignmentBatch:
 def build_semantic_alignment_batches(
     examples: Sequence[Example], b: int, *, seed: int = 0, source_lang: str = "en"
 ) -> list[SemanticAlignmentBatch]:
-    """Forms the SA batches of seed 002 §3.2 from D^bi: sources in ``source_lang`` and their
+    """Forms the SA batches of Yu & Joty 2021, §3.2 from D^bi: sources in ``source_lang`` and their
     translations (linked by a shared ``source_id``). Pure: same inputs and seed, same batches.
 
     Construction, one batch per eligible source, in input order:
@@ -160,7 +160,7 @@ def semantic_alignment_layout(
 
 def two_b_batches(labels: torch.Tensor, group: torch.Tensor, is_anchor: torch.Tensor, is_translation: torch.Tensor,
                   b: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """2b-batches of seed 002 Eq. 4 from a view batch: ``(index, labels, group, is_anchor)`` such that
+    """2b-batches of Yu & Joty 2021, Eq. 4 from a view batch: ``(index, labels, group, is_anchor)`` such that
     ``features[index]`` with the other three is the layout :class:`SemanticAlignment` reads.
 
     For each labelled original i (``is_anchor``, label ≥ 0), in batch order: positives = its first
@@ -198,7 +198,7 @@ class SemanticAlignment(Objective):
     """Semantic alignment: a source text is pulled toward its translations and pushed away from
     source texts of other classes, each source in its own 2b-batch.
 
-    Seed 002 §3.2, Eq. 4 (combined with CE in Eq. 5)::
+    Yu & Joty 2021, §3.2, Eq. 4 (combined with CE in Eq. 5)::
 
         L_SA^i = −Σ_{t=1}^{b} log  exp(h_i·h_i^(t) / τ) / Σ_{k ∈ B_i} 𝕀_{i≠k} exp(h_i·h_k / τ)
 
@@ -227,10 +227,10 @@ class SemanticAlignment(Objective):
     stays float64), logsumexp denominator: fp16/bf16-safe.
 
     Args:
-        temperature: τ > 0. Seed 002 gives no value; the default 1.0 is seed 000's (§5.3).
+        temperature: τ > 0. Yu & Joty (2021) give no value; the default 1.0 is Wang et al. (2022)'s (§5.3).
         b: ``None`` reads 2b-batches as they are (above). An integer reads a fine-tuning view batch
             (``xlt.train.batches``: originals with their views) and forms the 2b-batches itself
-            (:func:`two_b_batches`); it then also requires ``is_translation``. Seed 002 gives no b;
+            (:func:`two_b_batches`); it then also requires ``is_translation``. Yu & Joty (2021) give no b;
             it is bounded by the full-translation views per example (``data.augment.t_f``).
 
     Inputs (``requires``):
@@ -240,7 +240,7 @@ class SemanticAlignment(Objective):
         - ``is_anchor`` (N,) bool: the anchors x_i
 
     References:
-        - Yu & Joty, Effective Fine-tuning Methods for Cross-lingual Adaptation, EMNLP 2021 (seed 002).
+        - Yu & Joty 2021, Effective Fine-tuning Methods for Cross-lingual Adaptation, EMNLP 2021 (docs/references.md).
     """
 
     name: ClassVar[str] = "semantic_alignment"

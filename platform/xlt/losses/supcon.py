@@ -1,7 +1,7 @@
-"""Label-aware contrast: SCL (seed 000 §3.3) and label alignment LA (seed 002 Eq. 2–3).
+"""Label-aware contrast: SCL (Wang et al. 2022, §3.3) and label alignment LA (Yu & Joty 2021, Eq. 2–3).
 
 Both keep the contrast of ``contrastive.py`` but let the class labels decide what is pushed
-apart: SCL removes same-class views from an anchor's negatives ("false negatives", seed 000
+apart: SCL removes same-class views from an anchor's negatives ("false negatives", Wang et al. 2022,
 Fig. 2); LA treats every same-class example of the batch as a positive (Gunel et al. 2020).
 """
 
@@ -20,7 +20,7 @@ from .numerics import check_temperature, full_precision, upcast
 class SupervisedContrastiveAlignment(Objective):
     """Supervised contrastive alignment: CL whose negatives are only views of another class.
 
-    Seed 000 §3.3 (equation of L_SCL) with s(a, b) = exp(cos(a, b) / τ)::
+    Wang et al. 2022, §3.3 (equation of L_SCL) with s(a, b) = exp(cos(a, b) / τ)::
 
         ℓ(i, v) = −log  s(Φ(x_i), Φ(v)) / ( s(Φ(x_i), Φ(v)) + Σ_j 𝕀_{y_j≠y_i} Σ_{u ∈ views(j)} s(Φ(x_i), Φ(u)) )
 
@@ -41,7 +41,7 @@ class SupervisedContrastiveAlignment(Objective):
     loss).
 
     Args:
-        temperature: τ > 0. Default 1.0 (seed 000 §5.3, Table 5; design.md).
+        temperature: τ > 0. Default 1.0 (Wang et al. 2022, §5.3, Table 5; design.md).
 
     Inputs (``requires``):
         - ``features`` (N, D): embeddings of the originals and their views, any row order
@@ -56,7 +56,8 @@ class SupervisedContrastiveAlignment(Objective):
     Similarities in float32 (float64 stays float64), logsumexp denominator: fp16/bf16-safe.
 
     References:
-        - Wang et al., Supervised Contrastive Learning for Cross-lingual Transfer (seed 000).
+        - Wang et al. 2022, Supervised Contrastive Learning for Cross-lingual Transfer Learning, CCL 2022
+          (docs/references.md).
         - Khosla et al., Supervised Contrastive Learning, NeurIPS 2020.
     """
 
@@ -76,8 +77,8 @@ class SupervisedContrastiveAlignment(Objective):
 class LabelAlignment(Objective):
     """Label alignment: every pair of same-class examples in the batch is a positive pair.
 
-    Seed 002 (Yu & Joty, *Effective Fine-tuning Methods for Cross-lingual Adaptation*) §3.2,
-    Eq. 2, the supervised contrastive loss of Gunel et al. (2020), combined with CE in Eq. 3::
+    Yu & Joty 2021 (*Effective Fine-tuning Methods for Cross-lingual Adaptation*), §3.2,
+    Eq. 2: the supervised contrastive loss of Gunel et al. (2020), combined with CE in Eq. 3::
 
         L_LA = Σ_{i ∈ B} 1/(N_{y_i} − 1) Σ_{j ∈ B} 𝕀_{i≠j} 𝕀_{y_i=y_j} ℓ_ij
 
@@ -100,7 +101,7 @@ class LabelAlignment(Objective):
     loss. Similarities in float32 (float64 stays float64), logsumexp denominator: fp16/bf16-safe.
 
     Args:
-        temperature: τ > 0. Seed 002 gives no value; the default 1.0 is seed 000's (§5.3) for
+        temperature: τ > 0. Yu & Joty (2021) give no value; the default 1.0 is Wang et al. (2022)'s (§5.3) for
             its label-aware contrast. A sweep parameter.
 
     Inputs (``requires``):
@@ -108,7 +109,7 @@ class LabelAlignment(Objective):
         - ``labels`` (N,) long: class of each row, ``-1`` where unknown
 
     References:
-        - Yu & Joty, Effective Fine-tuning Methods for Cross-lingual Adaptation, EMNLP 2021 (seed 002).
+        - Yu & Joty 2021, Effective Fine-tuning Methods for Cross-lingual Adaptation, EMNLP 2021 (docs/references.md).
         - Gunel et al., Supervised Contrastive Learning for Pre-trained Language Model Fine-tuning, ICLR 2021.
     """
 

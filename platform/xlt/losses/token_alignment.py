@@ -1,9 +1,9 @@
 """Token- and span-level contrast within parallel pairs.
 
-- ``TokenAlignment``: VECO 2.0 token-to-token contrast (seed 004 §3.2, Eq. 4–7)
-- ``WordHardContrast``: MGC word-level hard contrast on aligned word pairs (seed 003 §2.2, Eq. 1, 3, 4)
-- ``WordSoftContrast``: MGC word-level soft contrast through multi-head attention (seed 003 §2.2, Eq. 1, 5)
-- ``SpanContrast``: MGC span-level contrast on aligned spans (seed 003 §2.3, Eq. 1, 6)
+- ``TokenAlignment``: VECO 2.0 token-to-token contrast (Zhang et al. 2023, §3.2, Eq. 4–7)
+- ``WordHardContrast``: MGC word-level hard contrast on aligned word pairs (Li et al. 2021, §2.2, Eq. 1, 3, 4)
+- ``WordSoftContrast``: MGC word-level soft contrast through multi-head attention (Li et al. 2021, §2.2, Eq. 1, 5)
+- ``SpanContrast``: MGC span-level contrast on aligned spans (Li et al. 2021, §2.3, Eq. 1, 6)
 
 Shared conventions. Token states ``src_tokens`` (B, Ls, D) and ``tgt_tokens`` (B, Lt, D) with
 attention masks ``src_mask`` (B, Ls) and ``tgt_mask`` (B, Lt) (bool or 0/1; False/0 = padding);
@@ -96,7 +96,7 @@ def aligned_token_contrast(src_tokens: torch.Tensor, tgt_tokens: torch.Tensor, s
 
 
 class TokenAlignment(Objective):
-    """VECO 2.0 token-to-token contrast within each parallel pair (seed 004 §3.2, Eq. 4–7).
+    """VECO 2.0 token-to-token contrast within each parallel pair (Zhang et al. 2023, §3.2, Eq. 4–7).
 
     For pair (x_i, y_i) with aligned ("synonym") token pairs S_i = {(a_j, b_j)} and W the set of
     tokens of x_i *and* y_i, s = cosine::
@@ -114,7 +114,7 @@ class TokenAlignment(Objective):
       same a_j is still in W\\a_j, i.e. a negative of the pair (a_j, b_j) — the literal Eq. 4.
     - Eq. 6's 2|S_i| is the number of contributing anchors of the pair (all 2|S_i| of them
       unless some anchor has no negative), and n in Eq. 7 counts the contributing pairs.
-    - τ: seed 004 does not state it; 0.1 per the design table.
+    - τ: Zhang et al. (2023) do not state it; 0.1 per the design table.
 
     Inputs (``requires``): ``src_tokens`` (B, Ls, D), ``tgt_tokens`` (B, Lt, D), ``src_mask`` (B, Ls),
     ``tgt_mask`` (B, Lt), ``alignment`` (P, 3) long rows (pair, src pos, tgt pos) on real tokens.
@@ -144,7 +144,7 @@ class TokenAlignment(Objective):
 
 
 class WordHardContrast(TokenAlignment):
-    """MGC word-level hard contrast on aligned word pairs (seed 003 §2.2 "Hard contrasting", Eq. 1, 3, 4).
+    """MGC word-level hard contrast on aligned word pairs (Li et al. 2021, §2.2 "Hard contrasting", Eq. 1, 3, 4).
 
     For each pair (x, y) and each aligned word pair (x, y) ∈ N_word(x, y)::
 
@@ -164,7 +164,7 @@ class WordHardContrast(TokenAlignment):
     - The loss of a pair is L_word(x) + L_word(y) (sums, per Eq. 4 and "the final objective is the
       sum of the contrastive losses"); the batch loss averages it over the contributing pairs
       (the paper does not state the batch reduction).
-    - τ = 0.1 (seed 003 §3.1).
+    - τ = 0.1 (Li et al. 2021, §3.1).
 
     Inputs (``requires``) and edge cases as ``TokenAlignment``.
     """
@@ -175,7 +175,7 @@ class WordHardContrast(TokenAlignment):
 
 
 class WordSoftContrast(Objective):
-    """MGC word-level soft contrast through multi-head attention (seed 003 §2.2 "Soft contrasting", Eq. 1, 5).
+    """MGC word-level soft contrast through multi-head attention (Li et al. 2021, §2.2 "Soft contrasting", Eq. 1, 5).
 
     For each pair (x, y) and *every* word x of x (no aligner), with MHA(h_x, h_y) the multi-head
     attention of query h_x over keys/values h_y (the soft semantic equivalent of x in y)::
@@ -191,7 +191,7 @@ class WordSoftContrast(Objective):
       (z ∈ x \\ x), per Eq. 5 — not raw target tokens.
     - One attention module serves both directions (x→y and y→x); the paper does not say.
     - Pair loss = Σ over the words of both sentences (as Eq. 4 sums); batch = mean over
-      contributing pairs. τ = 0.1 (seed 003 §3.1).
+      contributing pairs. τ = 0.1 (Li et al. 2021, §3.1).
     - The head count of this attention is not given; the default 12 matches the paper's encoder
       (12 heads, model dim 768). ``embed_dim`` must be divisible by ``num_heads``.
     - The attention runs in its parameters' dtype (inputs are cast to it); similarities in float32.
@@ -254,7 +254,7 @@ class WordSoftContrast(Objective):
 
 
 def mean_pool_spans(tokens: torch.Tensor, spans: torch.Tensor) -> torch.Tensor:
-    """MP of seed 003 Eq. 6: the mean of ``tokens`` (B, L, D) over each span (pair, start, end): (S, D)."""
+    """MP of Li et al. 2021, Eq. 6: the mean of ``tokens`` (B, L, D) over each span (pair, start, end): (S, D)."""
     pair, start, end = spans.long().unbind(1)
     length = end - start  # (S,)
     span_id = torch.repeat_interleave(torch.arange(len(spans), device=tokens.device), length)  # (T,) one per token
@@ -288,7 +288,7 @@ def distinct_others(spans: torch.Tensor) -> torch.Tensor:
 
 
 class SpanContrast(Objective):
-    """MGC span-level contrast on aligned spans (seed 003 §2.3, Eq. 1, 6).
+    """MGC span-level contrast on aligned spans (Li et al. 2021, §2.3, Eq. 1, 6).
 
     For each pair (x, y) and each aligned span pair (x̄, ȳ) ∈ N_span(x, y) (from a phrase table),
     with MP the mean over the span's token states::
@@ -305,7 +305,7 @@ class SpanContrast(Objective):
       one target span is aligned to two source spans it is the positive of both and a negative
       of neither. The reverse direction reads x \\ x̄ the same way.
     - Pair loss = Σ over spans of both directions; batch = mean over contributing pairs (the
-      paper states neither the direction nor the batch reduction). τ = 0.1 (seed 003 §3.1).
+      paper states neither the direction nor the batch reduction). τ = 0.1 (Li et al. 2021, §3.1).
 
     Inputs (``requires``): ``src_tokens`` (B, Ls, D), ``tgt_tokens`` (B, Lt, D), ``src_spans`` and
     ``tgt_spans`` (S, 3) long rows (pair, start, end), end exclusive; row s of ``src_spans`` is

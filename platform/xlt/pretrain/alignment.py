@@ -1,7 +1,7 @@
 """Words, dictionary lookups and token positions inside parallel pairs; dictionary-aligned token pairs.
 
-The shared layer under word-positioned samples (``wps.py``, seed 001 Alg. 1) and the aligned
-token pairs and spans of the token-level objectives (seed 004 §3.2, seed 003 §2.2–2.3):
+The shared layer under word-positioned samples (``wps.py``, Chen et al. 2022, Alg. 1) and the aligned
+token pairs and spans of the token-level objectives (Zhang et al. 2023, §3.2; Li et al. 2021, §2.2–2.3):
 
 - ``segment_words``: the words of a sentence with their character spans. Runs of letters,
   marks and digits are words (punctuation, hyphens and apostrophes separate them), lowercased
@@ -120,7 +120,7 @@ class Lexicon:
       construction, but also false friends (en "will" / de "will" = want, en "man" / de "man" =
       one). Identical strings get identical sub-tokens in a shared vocabulary, so as positives
       they teach a contrastive loss little, and the false friends teach it wrong alignments.
-    - ``stop_words`` (either side, case-insensitive): seed 001 §2.1 builds WPSs with "a bilingual
+    - ``stop_words`` (either side, case-insensitive): Chen et al. (2022, §2.1) build WPSs with "a bilingual
       dictionary that has been removed stop words". No list is built in; pass one (e.g.
       ``sklearn.feature_extraction.text.ENGLISH_STOP_WORDS`` for an English source side).
 
@@ -261,9 +261,9 @@ class AlignedWords:
 
 
 class DictionaryAligner:
-    """Dictionary-aligned token pairs (seed 004 §3.2) and aligned spans (seed 003 §2.3) of a batch.
+    """Dictionary-aligned token pairs (Zhang et al. 2023, §3.2) and aligned spans (Li et al. 2021, §2.3) of a batch.
 
-    Seed 004 §3.2: "for parallel corpus (x_i, y_i), we assume that there are several synonym
+    Zhang et al. 2023, §3.2: "for parallel corpus (x_i, y_i), we assume that there are several synonym
     pairs that can be exploited via the mapping and filter from thesaurus dictionary" (MUSE,
     §4.2); the synonym pairs S_i are the positives of the token contrast (Eq. 4–7). The paper
     does not spell out mapping or filter. Reading chosen:
@@ -271,7 +271,7 @@ class DictionaryAligner:
     1. mapping: source word a and target word b are linked when b is a translation of a in the
        ``Lexicon`` (lowercase; identity and stop-word entries filtered there).
     2. filter (``one_to_one``, default): keep a link only if it is the only link of a *and* of
-       b — the "mutually aligned word pairs" of seed 003 §2.2 for a dictionary, which has no
+       b — the "mutually aligned word pairs" of Li et al. 2021, §2.2 for a dictionary, which has no
        alignment scores to break ties. A repeated or ambiguous word ("the" -> die/der/das, a
        word occurring twice) has no reliable partner and is dropped rather than guessed.
     3. tokens: a word counts only if it has tokens of its own (``TokenizedText.word_tokens``);
@@ -280,7 +280,7 @@ class DictionaryAligner:
        and the word's other sub-tokens act as negatives; ``"all"`` aligns every source
        sub-token of the word with every target sub-token.
 
-    Spans (seed 003 §2.3, ``consistent_phrase_pairs``): MGC takes span pairs from "the phrase
+    Spans (Li et al. 2021, §2.3, ``consistent_phrase_pairs``): MGC takes span pairs from "the phrase
     table via statistical machine translation tools", i.e. the phrase pairs consistent with a
     word alignment. They are extracted from the one-to-one word links of step 2 (whatever
     ``one_to_one`` says for token pairs, as the extraction takes a one-to-one alignment;
@@ -355,7 +355,7 @@ class DictionaryAligner:
 def consistent_phrase_pairs(links: Iterable[tuple[int, int]], max_words: int = 4) -> list[tuple[int, int, int, int]]:
     """Span pairs ``(i1, i2, j1, j2)`` (word indices, inclusive) consistent with a one-to-one alignment.
 
-    Seed 003 §2.3 takes span pairs from a phrase table induced by SMT tools; those tools
+    Li et al. (2021, §2.3) take span pairs from a phrase table induced by SMT tools; those tools
     extract the phrase pairs consistent with a word alignment (Och & Ney 2004; Koehn et al.
     2003): every link with one end inside a range has its other end inside the other range.
     Reading chosen: only minimal pairs — both ranges begin and end on linked words; unlinked

@@ -4,21 +4,21 @@
    per pair, what a bilingual dictionary provides, in the token positions of the encoder's own
    tokenization (``Tokenization``: prefix, special tokens and truncation included):
 
-   - ``wps``: every admissible word-positioned sample pair (seed 001 Alg. 1; ``wps.parallel_wps``)
+   - ``wps``: every admissible word-positioned sample pair (Chen et al. 2022, Alg. 1; ``wps.parallel_wps``)
      as flat ``[src start, src end, tgt start, tgt end, ...]`` token spans, for the concatenated
      contextual embedding. A pair with none cannot be a sample: ``keep_row`` is False for it.
-   - ``alignment``: dictionary-aligned token pairs (seed 004 §3.2, seed 003 §2.2;
+   - ``alignment``: dictionary-aligned token pairs (Zhang et al. 2023, §3.2; Li et al. 2021, §2.2;
      ``DictionaryAligner``) as flat ``[src pos, tgt pos, ...]``.
-   - ``spans``: aligned span pairs (seed 003 §2.3) as flat ``[src start, src end, tgt start, tgt end, ...]``.
-   - ``src_noisy`` / ``tgt_noisy``: the noisy positives x̂, ŷ of seed 003 §2.4 (Eq. 7).
+   - ``spans``: aligned span pairs (Li et al. 2021, §2.3) as flat ``[src start, src end, tgt start, tgt end, ...]``.
+   - ``src_noisy`` / ``tgt_noisy``: the noisy positives x̂, ŷ of Li et al. 2021, §2.4 (Eq. 7).
 
 2. ``PretrainBatcher`` (on each worker, per micro-batch): rows -> the tensors the model reads
    (``xlt.pretrain.model``): token ids, masks, the drawn word spans, alignment and span rows
    with their pair index, and the masked MLM / TLM inputs.
 
-Readings where the seeds leave a choice:
+Readings where the papers leave a choice:
 
-- Noisy positives. Seed 003 obtains x̂ "by pre-training the target→source translation model"
+- Noisy positives. Li et al. (2021) obtain x̂ "by pre-training the target→source translation model"
   (footnote 3): x̂ is y translated back into x's language, ŷ is x translated into y's. Offline
   the translator is the dictionary (``DictionaryTranslator``, a word-by-word gloss with a random
   choice among a word's translations, seeded per text): noisier than beam search but the same
@@ -26,14 +26,14 @@ Readings where the seeds leave a choice:
   version (so that combination is the clean pair once more).
 - Token masks. ``token_mask`` marks the tokens of the sentence itself: not special tokens, not
   the encoder's text prefix (e5's "query: "), not content-less tokens (XLM-R's lone "▁"). It is
-  the ``src_mask`` / ``tgt_mask`` of the token objectives (seed 004's "tokens of x_i and y_i",
-  seed 003's words) and the set of positions MLM may mask.
-- Word-positioned samples. One admissible word pair is drawn per pair and epoch (seed 001 §4.1
-  "randomly construct[s]" its WPSs), seeded by (seed, epoch, pair id).
+  the ``src_mask`` / ``tgt_mask`` of the token objectives (Zhang et al. (2023)'s "tokens of x_i and y_i",
+  Li et al. (2021)'s words) and the set of positions MLM may mask.
+- Word-positioned samples. One admissible word pair is drawn per pair and epoch (Chen et al. 2022, §4.1,
+  "randomly construct" their WPSs), seeded by (seed, epoch, pair id).
 - MLM input. ``monolingual``: each sentence alone, as the encoder sees it (ML-CTL's auxiliary
-  MLM, seed 001 Eq. 3); ``concatenated``: the pair in the tokenizer's pair template without the
-  text prefix (TLM, seed 003 §2.4, seed 004 §3.3; ``xlt.losses.mlm.tlm_inputs``). No segment or
-  language embeddings (seed 004 §4.2 uses none).
+  MLM, Chen et al. 2022, Eq. 3); ``concatenated``: the pair in the tokenizer's pair template without the
+  text prefix (TLM, Li et al. 2021, §2.4; Zhang et al. 2023, §3.3; ``xlt.losses.mlm.tlm_inputs``). No segment or
+  language embeddings (Zhang et al. 2023, §4.2, use none).
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ class PairAnnotator:
         features: ``pooled`` or ``cce`` (word-positioned samples).
         dictionaries: one per language direction of the pairs (``parallel.load_dictionaries``);
             a pair whose direction has none raises, naming the directions there are.
-        stop_words: words left out of the lexicons (seed 001 §2.1).
+        stop_words: words left out of the lexicons (Chen et al. 2022, §2.1).
         subword, max_span_words: ``DictionaryAligner`` settings.
         seed: of the dictionary back-translations.
     """
@@ -159,7 +159,7 @@ class PairAnnotator:
         return out
 
     def _noisy(self, pairs: Sequence[ParallelPair]) -> tuple[list[str], list[str]]:
-        """x̂ = y translated into x's language, ŷ = x into y's (seed 003 footnote 3); the clean text if none."""
+        """x̂ = y translated into x's language, ŷ = x into y's (Li et al. 2021, footnote 3); the clean text if none."""
         assert self.translator is not None
         src_noisy, tgt_noisy = [p.src for p in pairs], [p.tgt for p in pairs]
         directions: dict[tuple[str, str], list[int]] = {}

@@ -8,14 +8,14 @@ The job builds it from YAML + ``--set`` overrides (``load_pretrain_config``), pa
 
 A *recipe* names a published combination of objectives and the batch construction it needs:
 
-- ``ml-ctl`` (seed 001): cross-zero NCE (Eq. 5, τ = 0.07) over concatenated contextual
+- ``ml-ctl`` (Chen et al. 2022): cross-zero NCE (Eq. 5, τ = 0.07) over concatenated contextual
   embeddings of word-positioned samples (Alg. 1, §2.2) + α·MLM with α = 0.1 (Eq. 8), MLM on
   each sentence alone. InfoNCE instead of CZ-NCE (Eq. 1–3): the objective ``parallel_info_nce``.
-- ``mgc`` (seed 003): word-level hard contrast (Eq. 1, 3, 4) + span contrast (Eq. 6) + sentence
+- ``mgc`` (Li et al. 2021): word-level hard contrast (Eq. 1, 3, 4) + span contrast (Eq. 6) + sentence
   contrast with noisy positives (Eq. 7–8), all τ = 0.1 and weight 1 (§3.1), + MLM on the
   concatenated pair with weight 1 (§2.4: "the sum of ... contrastive losses as well as the
   cross-entropy of MLM"). Soft word contrast (Eq. 5) instead of hard: ``word_soft_contrast``.
-- ``veco2`` (seed 004): sequence contrast (Eq. 1–3) + token contrast (Eq. 4–7) + TLM, each with
+- ``veco2`` (Zhang et al. 2023): sequence contrast (Eq. 1–3) + token contrast (Eq. 4–7) + TLM, each with
   weight 1 (Eq. 8, bilingual case).
 - ``custom``: any weighted combination of the objectives in ``objectives``.
 
@@ -138,7 +138,7 @@ class PretrainData:
 
     - ``sources`` are read, oriented so that ``pivot_lang`` is the source side whenever a pair
       has it (MUSE dictionaries are ``en-xx``), grouped by language pair, each group cut to
-      ``max_pairs`` (evenly spaced; 0 = all) and mixed with q_i ∝ p_i^α (seed 004 Eq. 9, α = 0.5
+      ``max_pairs`` (evenly spaced; 0 = all) and mixed with q_i ∝ p_i^α (Zhang et al. 2023, Eq. 9, α = 0.5
       as in §4.1) into ``pairs_per_epoch`` pairs (0 = as many as there are).
     - ``eval_langs``: Tatoeba languages evaluated after every epoch (``val/tatoeba/<lang>``);
       held apart: no training pair may be in one of them. ``exclude_eval_sentences`` drops every
@@ -147,7 +147,7 @@ class PretrainData:
     - ``dictionary_dir``: bilingual dictionaries ``<src>-<tgt>.txt`` in MUSE format (default
       ``<data_dir>/muse``), for word-positioned samples, aligned tokens and spans, and the
       dictionary back-translations of noisy positives. ``english_stop_words``: leave English
-      stop words (scikit-learn's list) out of them (seed 001 §2.1).
+      stop words (scikit-learn's list) out of them (Chen et al. 2022, §2.1).
     - ``annotate_cpus``: CPUs the annotation actor reserves (it runs before training starts).
     """
 
@@ -171,7 +171,7 @@ class PretrainData:
         object.__setattr__(self, "eval_langs", _langs("data.eval_langs", self.eval_langs))
         check(self.pivot_lang not in self.eval_langs, "data.eval_langs", self.eval_langs,
               f"languages other than the pivot {self.pivot_lang!r} (Tatoeba pairs each language with English)")
-        check(0 < self.alpha <= 1, "data.alpha", self.alpha, "a smoothing exponent in (0, 1] (seed 004 Eq. 9)")
+        check(0 < self.alpha <= 1, "data.alpha", self.alpha, "a smoothing exponent in (0, 1] (Zhang et al. 2023, Eq. 9)")
         for name in ("pairs_per_epoch", "max_pairs", "eval_max_pairs", "train_rows"):
             check(getattr(self, name) >= 0, f"data.{name}", getattr(self, name), "0 or a positive integer")
         check(self.annotate_cpus >= 0, "data.annotate_cpus", self.annotate_cpus, "a number >= 0")
@@ -182,10 +182,10 @@ class BatchSettings:
     """How batches are built (``xlt.pretrain.batches``); ``None`` takes the recipe's choice.
 
     - ``features``: what ``src_features`` / ``tgt_features`` are: the encoder's pooled sentence
-      embedding, or the concatenated contextual embedding of a word-positioned sample (seed 001
+      embedding, or the concatenated contextual embedding of a word-positioned sample (Chen et al. 2022,
       §2.2; pairs without an admissible word pair are left out, as Alg. 1 yields none).
-    - ``mlm_input``: MLM over each sentence alone (seed 001: an auxiliary task on the encoder's
-      own inputs) or over the concatenated pair (TLM: seed 003 §2.4, seed 004 §3.3).
+    - ``mlm_input``: MLM over each sentence alone (Chen et al. 2022: an auxiliary task on the encoder's
+      own inputs) or over the concatenated pair (TLM: Li et al. 2021, §2.4; Zhang et al. 2023, §3.3).
     - ``mask_probability``: the 15% of BERT (80/10/10 replacement, ``xlt.losses.mlm``).
     - ``subword``, ``max_span_words``: ``DictionaryAligner`` settings for aligned tokens and spans.
     """
@@ -206,7 +206,7 @@ class PretrainOptim(OptimSettings):
     """``OptimSettings`` (AdamW, linear schedule; ``batch_size`` = parallel pairs per micro-batch and
     worker) + ``grad_accum_steps`` micro-batches per optimizer step.
 
-    Accumulation enlarges the batch the gradient averages over (seed 003 §3.1 simulates a batch
+    Accumulation enlarges the batch the gradient averages over (Li et al. 2021, §3.1, simulate a batch
     of 512 this way), not the set of in-batch negatives: each micro-batch contrasts within itself.
     """
 

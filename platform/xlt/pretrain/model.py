@@ -9,7 +9,7 @@ Outputs from one encoder pass over the stacked rows [x; y; (x̂; ŷ)] (all hidde
 
 - ``src_features`` / ``tgt_features`` (and the noisy ones): the encoder's pooling (its
   ``pooling`` and ``layer``), or the concatenated contextual embedding of the rows' WPS words
-  (``features="cce"``, seed 001 §2.2, ``xlt.losses.cce``)
+  (``features="cce"``, Chen et al. 2022, §2.2, ``xlt.losses.cce``)
 - ``src_tokens`` / ``tgt_tokens``: last-layer token states; ``src_mask`` / ``tgt_mask``: the
   batch's ``token_mask`` (the sentence's own tokens)
 - ``alignment``, ``src_spans``, ``tgt_spans``: passed through from the batch
@@ -78,7 +78,7 @@ def lm_head(wrapper: nn.Module) -> nn.Module:
 def build_objectives(configs: Sequence[ObjectiveConfig], encoder: TransformerEncoder) -> WeightedObjectives:
     """``Σ λ_k·L_k``; sizes an objective takes from the encoder (``embed_dim``, ``num_heads`` of
     ``word_soft_contrast``) are filled in when the config leaves them out. Reading for the
-    soft contrast's head count, which seed 003 does not give: the encoder's own (its 12 heads
+    soft contrast's head count, which Li et al. (2021) do not give: the encoder's own (its 12 heads
     match the paper's 12-head encoder)."""
     sizes = {"embed_dim": encoder.dim, "num_heads": encoder.backbone.config.num_attention_heads}
     terms = {}

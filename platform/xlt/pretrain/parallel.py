@@ -7,7 +7,7 @@
 - ``evaluation_sentences`` / ``exclude_sentences``: no training pair may contain a sentence the
   evaluations score (Tatoeba of the held-apart languages, SIB-200 dev and test).
 - ``sampling_probabilities`` / ``mixture_counts`` / ``mix``: language pairs mixed with
-  q_i = p_i^α / Σ_j p_j^α, p_i = n_i / Σ_k n_k (seed 004 Eq. 9, after XLM).
+  q_i = p_i^α / Σ_j p_j^α, p_i = n_i / Σ_k n_k (Zhang et al. 2023, Eq. 9, after XLM).
 - ``load_dictionaries``: the bilingual dictionaries of the mixture's language pairs.
 
 Reading chosen for Eq. 9, which VECO 2.0 states for sampling monolingual languages and XLM for
@@ -61,7 +61,7 @@ def read_bitext(source: BitextSource, root: str | Path, pivot: str = "en") -> li
 def orient(pair: ParallelPair, pivot: str) -> ParallelPair:
     """``pair`` with ``pivot`` as its source language if its target is the pivot; else as it is.
     Every objective here is symmetric in the two sides except where a direction is named
-    (word-positioned samples iterate source words, seed 001 Alg. 1)."""
+    (word-positioned samples iterate source words, Chen et al. 2022, Alg. 1)."""
     if pair.tgt_lang == pivot and pair.src_lang != pivot:
         return replace(pair, src=pair.tgt, tgt=pair.src, src_lang=pair.tgt_lang, tgt_lang=pair.src_lang)
     return pair
@@ -101,7 +101,7 @@ def evenly_spaced(items: Sequence[Any], n: int) -> list[Any]:
 
 
 def sampling_probabilities(counts: Mapping[str, int], alpha: float) -> dict[str, float]:
-    """q_i = p_i^α / Σ_j p_j^α with p_i = n_i / Σ_k n_k (seed 004 Eq. 9). α = 1 keeps the data's
+    """q_i = p_i^α / Σ_j p_j^α with p_i = n_i / Σ_k n_k (Zhang et al. 2023, Eq. 9). α = 1 keeps the data's
     proportions; smaller α moves towards uniform, favouring low-resource pairs."""
     if not counts or any(n < 1 for n in counts.values()):
         raise ValueError(f"counts must be positive numbers of pairs per group, got {dict(counts)}")

@@ -50,7 +50,7 @@ class PreparedData:
 
 
 def english_stop_words() -> frozenset[str]:
-    """scikit-learn's English stop-word list (seed 001 §2.1 removes stop words from its dictionary)."""
+    """scikit-learn's English stop-word list (Chen et al. 2022, §2.1, remove stop words from their dictionary)."""
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
     return frozenset(ENGLISH_STOP_WORDS)

@@ -1,9 +1,9 @@
-"""Parallel word-positioned samples (WPS), seed 001 §2.1 and Algorithm 1.
+"""Parallel word-positioned samples (WPS): Chen et al. 2022, §2.1 and Algorithm 1.
 
 A WPS is a sentence plus the position of one of its words; a parallel WPS pair holds a
 sentence, its translation and a word of each that translate each other. The ML-CTL encoder
 turns each side into a concatenated contextual embedding (``xlt.losses.cce``) and the pair is
-a positive of the contrastive loss (seed 001 §2.3).
+a positive of the contrastive loss (Chen et al. 2022, §2.3).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def _token_condition(enc: TokenizedText | None, word: Word) -> tuple[bool, tuple
 
 
 def parallel_wps(pair: ParallelPair, lexicon: Lexicon, tokenization: Tokenization | None = None) -> list[ParallelWPS]:
-    """Every parallel WPS pair Algorithm 1 of seed 001 admits for one parallel pair, in source order.
+    """Every parallel WPS pair Algorithm 1 of Chen et al. (2022) admits for one parallel pair, in source order.
 
     Algorithm 1, for each dictionary word a_i (in the dictionary without stop words)::
 
@@ -89,7 +89,7 @@ def parallel_wps(pair: ParallelPair, lexicon: Lexicon, tokenization: Tokenizatio
       count is over the truncated sequence, i.e. what the encoder sees.
     - Without a ``tokenization`` only the word-count conditions apply and ``token_span`` is None.
     - "return" yields one pair where Alg. 1 stops; all admissible pairs are returned here and
-      ``word_positioned_samples`` draws from them (seed 001 §4.1 "randomly construct" WPSs).
+      ``word_positioned_samples`` draws from them (Chen et al. 2022, §4.1 "randomly construct" WPSs).
     """
     lexicon.check_pair(pair)
     src_words, tgt_words = lexicon.segment(pair.src, "src"), lexicon.segment(pair.tgt, "tgt")
@@ -118,7 +118,7 @@ def word_positioned_samples(pairs: Sequence[ParallelPair], lexicon: Lexicon, tok
                             *, per_pair: int | None = 1, seed: int = 0) -> list[ParallelWPS]:
     """Parallel WPSs of a list of pairs: up to ``per_pair`` drawn at random per pair (``None``: all).
 
-    Seed 001 §4.1 "randomly construct[s]" its WPSs; Alg. 1 returns one per sentence pair, hence
+    Chen et al. (2022, §4.1) "randomly construct" their WPSs; Alg. 1 returns one per sentence pair, hence
     ``per_pair=1``. The draw for a pair depends only on ``seed`` and the pair's ``id`` (its own
     ``random.Random``), so it is the same whatever the batch, shard or order the pair arrives in.
     Pairs with no admissible word pair yield nothing. Output: in input order, then source order.

@@ -1,6 +1,6 @@
 """Search-space files (``search_spaces/*.yaml``) -> a Ray Tune space or an Optuna define-by-run space.
 
-Seed 000 tunes its alignment term by hand: λ "that we tune for each downstream task" (§3.3),
+Wang et al. (2022) tune their alignment term by hand: λ "that we tune for each downstream task" (§3.3),
 λ ∈ {1, 10} against the similarity measure (§5.2, Table 4), τ ∈ {0.1, 0.3, 1.0} (§5.3,
 Table 5), r_c and the view counts t_f / t_p / t_c per task (§4.1). A space file states such a
 sweep once, as data; ``to_tune`` is the one function that turns it into what the searcher needs.

@@ -1,6 +1,6 @@
 """Tune trainables: one fine-tuning run or one co-training run per trial, reporting as they go.
 
-Fine-tuning (``finetune_trial``) sweeps what seed 000 tunes per task — τ and λ of each alignment
+Fine-tuning (``finetune_trial``) sweeps what Wang et al. (2022) tune per task — τ and λ of each alignment
 objective (§3.3, §5.2–5.3), the view counts t_f / t_p / t_c and the code-switching ratio r_c
 (§4.1), the learning rate. A trial fits in its own process with ``xlt.train.local.fit_in_process``
 (the Ray Train loop's pieces without Ray Train: a trial owns a slice of the cluster, and sweeps
@@ -12,7 +12,7 @@ evaluates on every language's dev split and reports ``val/acc/avg_target`` etc.,
 stop it at a rung.
 
 Co-training (``cotrain_trial``) sweeps the confidence threshold t and the selection policy of
-seed 002 §3.1 / §4.2: ``run_cotraining`` with ``on_iteration`` reporting each iteration. Its loop
+Yu & Joty 2021, §3.1 / §4.2: ``run_cotraining`` with ``on_iteration`` reporting each iteration. Its loop
 state lives in the trial's directory, so a trial restarted by a resumed sweep continues at its
 next iteration. The score of an iteration is the better learner's dev average (the learner one
 would keep; each learner's metrics are reported too, as ``lm/…`` and ``emb/…``).

@@ -2,7 +2,7 @@
 
 The job builds it from YAML + ``--set`` overrides (``load_finetune_config``), passes
 ``asdict(cfg)`` to Ray as ``train_loop_config``, and each worker rebuilds it with
-``from_dict(FinetuneConfig, config)``. Defaults are seed 002 §4.2: AdamW, lr 5e-5, weight decay
+``from_dict(FinetuneConfig, config)``. Defaults are those of Yu & Joty 2021, §4.2: AdamW, lr 5e-5, weight decay
 0.01, a linear schedule, batch 16, max sequence length 128 (``model.max_length``: the encoder
 config owns the truncation length, so there is exactly one such setting).
 
@@ -54,7 +54,7 @@ class DataSettings:
 
     - ``setting``: ``zero-shot`` trains on the source language's labelled train split only;
       ``translate-train`` adds the translations of those same examples into every target
-      language (the task's own, through its links) as more labelled rows (seed 000 §4.2:
+      language (the task's own, through its links) as more labelled rows (Wang et al. 2022, §4.2:
       "fine-tuned on the concatenation of English training data and its translation to all
       target languages").
     - ``augment``: cross-lingual views of each source-language train example for the alignment
@@ -93,13 +93,13 @@ class DataSettings:
 
 @dataclass(frozen=True)
 class OptimSettings:
-    """AdamW + linear schedule (seed 002 §4.2). ``warmup_ratio`` of all steps warm up linearly."""
+    """AdamW + linear schedule (Yu & Joty 2021, §4.2). ``warmup_ratio`` of all steps warm up linearly."""
 
     lr: float = 5e-5
     weight_decay: float = 0.01  # not applied to biases and LayerNorm weights (the usual BERT recipe)
     batch_size: int = 16  # original examples per step and worker; their views come on top
     epochs: int = 3
-    warmup_ratio: float = 0.0  # seed 002 states a linear schedule and no warmup
+    warmup_ratio: float = 0.0  # Yu & Joty (2021) state a linear schedule and no warmup
     max_grad_norm: float = 1.0  # 0 = no clipping
     seed: int = 0
     # The word embeddings of the bundled e5 are 96M of its 118M parameters; freezing them makes
@@ -193,7 +193,7 @@ class FinetuneConfig:
               "false with bundled:use-multilingual-v3 (it is frozen as a whole)")
 
     def _check_semantic_alignment(self, b: Any) -> None:
-        """SA (seed 002 Eq. 4) reads 2b-batches: b translations of each example, which fine-tuning
+        """SA (Yu & Joty 2021, Eq. 4) reads 2b-batches: b translations of each example, which fine-tuning
         takes from its full-translation views, and b other-class examples of the same batch."""
         check(b is not None, "objectives.semantic_alignment.params.b", b,
               "the translations per 2b-batch (e.g. params: {b: 1}); fine-tuning forms the 2b-batches from each "

@@ -82,7 +82,7 @@ class FeaturesAndLogits(nn.Module):
 
 
 def supervised_ce(logits: torch.Tensor, labels: torch.Tensor, is_anchor: torch.Tensor) -> torch.Tensor:
-    """Mean CE over the labelled originals; views carry no CE (seed 000 §3: CE on the training
+    """Mean CE over the labelled originals; views carry no CE (Wang et al. 2022, §3: CE on the training
     data, the views enter through the alignment term). Zero (with gradient) if none is labelled."""
     mask = is_anchor & (labels != UNKNOWN_LABEL)  # (N,)
     if not bool(mask.any()):
