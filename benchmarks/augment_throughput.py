@@ -309,11 +309,11 @@ def run_plain(args: argparse.Namespace, make_rows: RowMaker, dicts: list, config
 def segmentation_share(args: argparse.Namespace, make_rows: RowMaker, dicts: list, config: AugmentConfig,
                        n: int = 4096) -> tuple[float, float]:
     """(share of the UDF's CPU time spent in ``Segmenter.__call__``, calls per sentence), measured
-    on ``n`` sentences by timing every call of the word segmenter of xlt.pretrain.alignment."""
-    from xlt.pretrain import alignment
+    on ``n`` sentences by timing every call of the word segmenter of xlt.text.words."""
+    from xlt.text import words
 
     udf = CrossLingualAugment.from_config(config, translator=DictionaryTranslator(dicts), dictionaries=dicts)
-    original = alignment.Segmenter.__call__
+    original = words.Segmenter.__call__
     spent, calls = 0.0, 0
 
     def timed(self, text):  # type: ignore[no-untyped-def]
@@ -324,14 +324,14 @@ def segmentation_share(args: argparse.Namespace, make_rows: RowMaker, dicts: lis
         calls += 1
         return out
 
-    alignment.Segmenter.__call__ = timed
+    words.Segmenter.__call__ = timed
     try:
         t0 = time.process_time()
         for lo in range(0, n, args.batch_size):
             udf(make_rows(pa.table({"id": pa.array(np.arange(lo, min(lo + args.batch_size, n)))})))
         total = time.process_time() - t0
     finally:
-        alignment.Segmenter.__call__ = original
+        words.Segmenter.__call__ = original
     return spent / total, calls / n
 
 
@@ -397,11 +397,10 @@ def notes(runs: list[Run], plain: Run, segmentation: tuple[float, float], actors
                 f"sentences and {big.memory.peak_total:,.0f} MiB at {big.n:,} ({growth:+.0%}) while the output "
                 f"streamed grew {big.output_mib / small.output_mib:.0f}x to {big.output_mib:,.0f} MiB; the object "
                 f"store (in the raylet's PSS) peaked at {big.memory.peak.get('raylet', 0):,.0f} MiB. {verdict}; "
-                "most of the memory is fixed cost: per actor the Python worker, torch (imported by "
-                "xlt.pretrain.alignment, whose Segmenter the UDF reuses) and the dictionaries' lookup tables.")
+                "most of the memory is fixed cost: per actor the Python worker and the dictionaries' lookup tables.")
     share, calls = segmentation
     out.append(
-        f"Where the CPU goes: word segmentation (xlt.pretrain.alignment.Segmenter, {calls:.1f} calls per "
+        f"Where the CPU goes: word segmentation (xlt.text.words.Segmenter, {calls:.1f} calls per "
         "sentence: the text once, shared by code-switching and the partial-translation span, then the "
         f"DictionaryTranslator's own segmentation of the full text and of the span) is {share:.0%} of the UDF's "
         "CPU time on a 4,096-sentence profile pass (process CPU time inside Segmenter.__call__ over that of "

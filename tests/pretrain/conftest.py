@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from xlt.data import BilingualDictionary, ParallelPair
+from xlt.data import BilingualDictionary, Lexicon, ParallelPair
 from xlt.models.tiny import tiny_tokenizer
-from xlt.pretrain import Lexicon, Tokenization
+from xlt.pretrain import Tokenization
 
 EN_DE = [("the", "die"), ("the", "das"), ("cat", "katze"), ("sees", "sieht"), ("red", "rote"),
          ("red", "rot"), ("house", "haus"), ("house", "gebäude"), ("dog", "hund"), ("big", "groß"), ("paris", "paris"),

@@ -1,42 +1,21 @@
-"""Words, token positions and dictionary-aligned token pairs / spans (Zhang et al. 2023, §3.2; Li et al. 2021, §2.3)."""
+"""Token positions and dictionary-aligned token pairs / spans (Zhang et al. 2023, §3.2; Li et al. 2021, §2.3)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from xlt.data import read_muse, read_sib200
+from xlt.data import Lexicon, read_muse, read_sib200
 from xlt.models import load_encoder
 from xlt.models.tiny import tiny_tokenizer
-from xlt.pretrain import DictionaryAligner, Lexicon, Tokenization, Word, consistent_phrase_pairs, segment_words
+from xlt.pretrain import DictionaryAligner, Tokenization, consistent_phrase_pairs
+from xlt.text.words import Word
 
 from .conftest import pair
 
 CAT = pair("The cat sees the red house.", "Die Katze sieht das rote Haus.")
 #           0123456789012345678901234567   0123456789012345678901234567890
 # Tiny tokenizer: position = character + 1 for ASCII text.
-
-
-def texts(words: list[Word]) -> list[str]:
-    return [w.text for w in words]
-
-
-def test_segment_words_spaced_scripts():
-    assert texts(segment_words("Well-known, isn't it? (Yes) l'homme 2014!")) == \
-        ["well", "known", "isn", "t", "it", "yes", "l", "homme", "2014"]
-    ws = segment_words("Die Katze, schläft.")
-    assert [(w.text, w.start, w.end) for w in ws] == [("die", 0, 3), ("katze", 4, 9), ("schläft", 11, 18)]
-    # Combining marks (Devanagari vowel signs, virama) stay inside the word.
-    assert texts(segment_words("हिन्दी भाषा।")) == ["हिन्दी", "भाषा"]
-
-
-def test_segment_words_unspaced_scripts_longest_match_first():
-    vocab = ["日本", "日本語", "文", "本語の", "nasa"]
-    # 日本語 (3) before 本語の (3, further right, overlapping) before 日本 (2); Latin runs are words.
-    assert [(w.text, w.start, w.end) for w in segment_words("NASAの日本語の文です", vocab)] == \
-        [("nasa", 0, 4), ("日本語", 5, 8), ("文", 9, 10)]
-    assert segment_words("水平", ["水"]) == [Word("水", 0, 1)]
-    assert segment_words("水平", ["水", "水平"]) == [Word("水平", 0, 2)]
 
 
 def test_tokenized_text_positions_prefix_and_truncation(tiny):

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from xlt.data import BilingualDictionary
+from xlt.data import BilingualDictionary, Lexicon
 from xlt.losses.cce import ConcatenatedContextualEmbedding
 from xlt.models import load_encoder
-from xlt.pretrain import Lexicon, Tokenization, parallel_wps, word_positioned_samples, word_spans
+from xlt.pretrain import Tokenization, parallel_wps, word_positioned_samples, word_spans
 
 from .conftest import EN_DE, pair
 

@@ -8,7 +8,7 @@ list of records to Ray Data.
 from __future__ import annotations
 
 from xlt.data.bucc import BuccCorpus, read_bucc
-from xlt.data.dictionary import BilingualDictionary, read_muse
+from xlt.data.dictionary import BilingualDictionary, Lexicon, read_muse
 from xlt.data.errors import DataError
 from xlt.data.files import read_examples, read_parallel
 from xlt.data.hf import read_hf_dataset, read_hf_parallel
@@ -22,6 +22,7 @@ __all__ = [
     "BuccCorpus",
     "DataError",
     "Example",
+    "Lexicon",
     "ParallelPair",
     "as_rows",
     "read_bucc",

@@ -85,7 +85,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     import ray.data
 
-    from xlt.pretrain.alignment import Segmenter, Word
+    from xlt.text.words import Segmenter, Word
 
 ViewKind = Literal["full", "partial", "codeswitch"]
 VIEW_KINDS: tuple[str, ...] = ("full", "partial", "codeswitch")

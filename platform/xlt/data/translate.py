@@ -32,12 +32,11 @@ import numpy as np
 from xlt.data.dictionary import BilingualDictionary
 from xlt.text.languages import code_among, normalize_lang
 from xlt.data.records import Example
+from xlt.text.words import Segmenter, Word
 
 if TYPE_CHECKING:
     import pyarrow as pa
     import ray.data
-
-    from xlt.pretrain.alignment import Segmenter, Word
 
 WordChoice = Literal["first", "random"]
 
@@ -115,12 +114,7 @@ def source_segmenter(vocabularies: Iterable[Iterable[str]]) -> Segmenter:
     """A word ``Segmenter`` whose vocabulary (used for unspaced scripts, e.g. a Chinese or Japanese
     source sentence) is the union of ``vocabularies``; a ``BilingualDictionary`` iterates over its
     source words, so dictionaries can be passed as they are.
-
-    The segmenter is ``xlt.pretrain.alignment``'s, imported here rather than at module level:
-    that module imports torch, which ``import xlt.data`` should not pay for.
     """
-    from xlt.pretrain.alignment import Segmenter
-
     vocabulary: set[str] = set()
     for words in vocabularies:
         vocabulary.update(words)
@@ -212,7 +206,7 @@ class ProvidedTranslations:
 class DictionaryTranslator:
     """Word-by-word translation with bilingual dictionaries (one per direction).
 
-    Each word (``xlt.pretrain.alignment.Segmenter``: runs of letters/marks/digits; dictionary
+    Each word (``xlt.text.words.Segmenter``: runs of letters/marks/digits; dictionary
     words inside unspaced scripts) with an entry is replaced by a translation — the first one
     (MUSE's most frequent; ``choice="first"``) or one drawn with a generator seeded by
     ``(seed, direction, text)`` (``choice="random"``), so the same text always translates the

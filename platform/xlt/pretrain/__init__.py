@@ -2,30 +2,21 @@
 Zhang et al. 2023).
 
 - ``wps``: word-positioned samples from a dictionary (Chen et al. 2022, §2.1, Algorithm 1)
-- ``alignment``: words and token positions inside a pair; dictionary-aligned token pairs
+- ``alignment``: token positions inside a pair (words: ``xlt.text.words``; dictionary lookups:
+  ``xlt.data.dictionary.Lexicon``); dictionary-aligned token pairs
   (Zhang et al. 2023, §3.2) and span pairs (Li et al. 2021, §2.3) in the ``alignment`` / ``src_spans`` /
   ``tgt_spans`` formats of ``xlt.losses.base``
 - ``config``: ``PretrainConfig`` and the recipes ``ml-ctl``, ``mgc``, ``veco2`` (or ``custom``)
 - ``parallel``: bitext sources, held-apart evaluation, the q_i ∝ p_i^α mixture (Zhang et al. 2023, Eq. 9)
 - ``batches``: per-pair annotation (Ray Data UDF) and per-micro-batch tensors for every recipe
 - ``model``: encoder + CCE / LM heads + objectives -> the ``Outputs`` the objectives require
-- ``loop``: gradient accumulation, Tatoeba after every epoch, ``train_loop_per_worker``
+- ``loop``: the ``PRETRAIN`` workload for ``xlt.engine`` (batcher, step, Tatoeba after every epoch)
 - ``trainer``: ``prepare`` / ``build_trainer`` / ``resume_trainer``; ``encoder_dir`` of a checkpoint
 """
 
 from __future__ import annotations
 
-from .alignment import (
-    AlignedWords,
-    DictionaryAligner,
-    Lexicon,
-    Segmenter,
-    TokenizedText,
-    Tokenization,
-    Word,
-    consistent_phrase_pairs,
-    segment_words,
-)
+from .alignment import AlignedWords, DictionaryAligner, TokenizedText, Tokenization, consistent_phrase_pairs
 from .config import RECIPES, BitextSource, PretrainConfig, load_pretrain_config
 from .wps import ParallelWPS, WordPositionedSample, parallel_wps, word_positioned_samples, word_spans
 
@@ -34,18 +25,14 @@ __all__ = [
     "AlignedWords",
     "BitextSource",
     "DictionaryAligner",
-    "Lexicon",
     "ParallelWPS",
     "PretrainConfig",
-    "Segmenter",
     "TokenizedText",
     "Tokenization",
-    "Word",
     "WordPositionedSample",
     "consistent_phrase_pairs",
     "load_pretrain_config",
     "parallel_wps",
-    "segment_words",
     "word_positioned_samples",
     "word_spans",
 ]

@@ -1,15 +1,10 @@
-"""Words, dictionary lookups and token positions inside parallel pairs; dictionary-aligned token pairs.
+"""Token positions inside parallel pairs; dictionary-aligned token pairs.
 
 The shared layer under word-positioned samples (``wps.py``, Chen et al. 2022, Alg. 1) and the aligned
-token pairs and spans of the token-level objectives (Zhang et al. 2023, §3.2; Li et al. 2021, §2.2–2.3):
+token pairs and spans of the token-level objectives (Zhang et al. 2023, §3.2; Li et al. 2021, §2.2–2.3),
+on top of the words of a sentence (``xlt.text.words``) and the dictionary lookups of a
+``Lexicon`` (``xlt.data.dictionary``):
 
-- ``segment_words``: the words of a sentence with their character spans. Runs of letters,
-  marks and digits are words (punctuation, hyphens and apostrophes separate them), lowercased
-  for lookup since MUSE is lowercase. Scripts written without spaces (Han, kana, Thai, Lao,
-  Khmer, Myanmar, Tibetan) have no such words: inside a run of them, the words are the
-  dictionary words found as substrings, longest match first, non-overlapping.
-- ``Lexicon``: a ``BilingualDictionary`` prepared for lookups in sentences (lowercased, identity
-  and stop-word entries filtered, one segmenter per side).
 - ``Tokenization`` / ``TokenizedText``: the tokenizer settings of the encoder and, through the
   fast tokenizer's ``offset_mapping``, the token positions of a character span, indexing the
   same sequence the encoder sees (prefix, special tokens, truncation included).
@@ -19,150 +14,17 @@ token pairs and spans of the token-level objectives (Zhang et al. 2023, §3.2; L
 
 from __future__ import annotations
 
-import unicodedata
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import torch
 
-from xlt.data.dictionary import BilingualDictionary
+from xlt.data.dictionary import Lexicon
 from xlt.data.records import ParallelPair
+from xlt.text.words import Word
 
-Side = Literal["src", "tgt"]
 Subword = Literal["first", "all"]
-
-# Scripts written without spaces between words: Han (+ compatibility ideographs and extensions),
-# kana (+ halfwidth), Thai, Lao, Tibetan, Myanmar, Khmer, and the ideographic iteration marks 々〆〇.
-_UNSPACED_RANGES: tuple[tuple[int, int], ...] = (
-    (0x0E00, 0x0EFF), (0x0F00, 0x0FFF), (0x1000, 0x109F), (0x1780, 0x17FF), (0x3005, 0x3007),
-    (0x3040, 0x30FF), (0x31F0, 0x31FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF),
-    (0xFF66, 0xFF9F), (0x20000, 0x3FFFF),
-)
-
-
-def is_unspaced(char: str) -> bool:
-    """True for a character of a script written without spaces between words."""
-    code = ord(char)
-    return any(lo <= code <= hi for lo, hi in _UNSPACED_RANGES)
-
-
-def _is_word_char(char: str) -> bool:
-    return unicodedata.category(char)[0] in "LMN"  # letters, combining marks (Devanagari vowel signs), digits
-
-
-@dataclass(frozen=True)
-class Word:
-    """A word of a sentence: ``text`` lowercased for lookup, ``[start, end)`` its characters in the sentence."""
-
-    text: str
-    start: int
-    end: int
-
-
-class Segmenter:
-    """Splits sentences into ``Word``s; ``vocabulary`` supplies the words of unspaced scripts.
-
-    Spaced scripts: a word is a maximal run of letters, combining marks and digits (Unicode
-    categories L*, M*, N*), so punctuation is stripped and "well-known" / "l'homme" are two
-    words each. Unspaced scripts: inside a maximal run of their characters, every substring
-    that is a vocabulary word is a candidate; candidates are taken longest first (ties: leftmost)
-    and kept if they overlap none taken before. Characters matched by no vocabulary word belong
-    to no word: 水 inside 水平 is not the word 水 when 水平 is in the vocabulary.
-    """
-
-    def __init__(self, vocabulary: Iterable[str]) -> None:
-        self.unspaced = {w for w in (v.lower() for v in vocabulary) if w and all(is_unspaced(c) for c in w)}
-        self.max_len = max(map(len, self.unspaced), default=0)
-
-    def __call__(self, text: str) -> list[Word]:
-        words: list[Word] = []
-        i, n = 0, len(text)
-        while i < n:
-            if not _is_word_char(text[i]):
-                i += 1
-                continue
-            unspaced = is_unspaced(text[i])
-            j = i + 1
-            while j < n and _is_word_char(text[j]) and is_unspaced(text[j]) == unspaced:
-                j += 1
-            if unspaced:
-                words.extend(self._match(text, i, j))
-            else:
-                words.append(Word(text[i:j].lower(), i, j))
-            i = j
-        return sorted(words, key=lambda w: w.start)
-
-    def _match(self, text: str, start: int, end: int) -> list[Word]:
-        found = [(s, e) for s in range(start, end) for e in range(s + 1, min(end, s + self.max_len) + 1)
-                 if text[s:e] in self.unspaced]
-        taken: list[Word] = []
-        used = [False] * (end - start)
-        for s, e in sorted(found, key=lambda se: (se[0] - se[1], se[0])):  # longest first, then leftmost
-            if not any(used[s - start:e - start]):
-                used[s - start:e - start] = [True] * (e - s)
-                taken.append(Word(text[s:e], s, e))
-        return taken
-
-
-def segment_words(text: str, vocabulary: Iterable[str] = ()) -> list[Word]:
-    """The words of ``text`` in order (see ``Segmenter``); ``vocabulary`` for unspaced scripts."""
-    return Segmenter(vocabulary)(text)
-
-
-class Lexicon:
-    """A bilingual dictionary prepared for finding translations inside a parallel pair.
-
-    Lookups are lowercase (MUSE is). Filtered out of the translation table, each for a reason:
-
-    - identity entries ``w -> w`` unless ``keep_identity``: half of MUSE en-de (48,738 of
-      101,931 lines) maps a word to itself — names, numbers, loanwords copied by MUSE's
-      construction, but also false friends (en "will" / de "will" = want, en "man" / de "man" =
-      one). Identical strings get identical sub-tokens in a shared vocabulary, so as positives
-      they teach a contrastive loss little, and the false friends teach it wrong alignments.
-    - ``stop_words`` (either side, case-insensitive): Chen et al. (2022, §2.1) build WPSs with "a bilingual
-      dictionary that has been removed stop words". No list is built in; pass one (e.g.
-      ``sklearn.feature_extraction.text.ENGLISH_STOP_WORDS`` for an English source side).
-
-    Segmentation of unspaced scripts uses every word of that side, filtered or not, so that a
-    filtered word still blocks a shorter word inside it.
-    """
-
-    def __init__(self, dictionary: BilingualDictionary, *, keep_identity: bool = False,
-                 stop_words: Collection[str] = ()) -> None:
-        self.src_lang, self.tgt_lang = dictionary.src_lang, dictionary.tgt_lang
-        stop = {w.lower() for w in stop_words}
-        table: dict[str, dict[str, None]] = {}
-        src_vocab, tgt_vocab = set(), set()
-        for source, target in dictionary.pairs():
-            source, target = source.lower(), target.lower()
-            src_vocab.add(source)
-            tgt_vocab.add(target)
-            if (source == target and not keep_identity) or source in stop or target in stop:
-                continue
-            table.setdefault(source, {})[target] = None
-        self._table = {w: frozenset(ts) for w, ts in table.items()}
-        self._segmenters = {"src": Segmenter(src_vocab), "tgt": Segmenter(tgt_vocab)}
-
-    def translations(self, word: str) -> frozenset[str]:
-        """The (lowercase) translations of ``word`` after filtering; empty if none."""
-        return self._table.get(word.lower(), frozenset())
-
-    def segment(self, text: str, side: Side) -> list[Word]:
-        """The words of a ``side`` ("src" or "tgt") sentence."""
-        return self._segmenters[side](text)
-
-    def check_pair(self, pair: ParallelPair) -> None:
-        """A pair in the dictionary's direction, else a ValueError saying what differs."""
-        if (pair.src_lang, pair.tgt_lang) != (self.src_lang, self.tgt_lang):
-            hint = (" (MUSE's Chinese is Traditional, zh-Hant; SIB-200's zho_Hans is Simplified, zh: to match "
-                    "anyway, relabel it, BilingualDictionary(d.pairs(), 'en', 'zh'), and expect fewer matches)"
-                    if "zh-Hant" in (self.src_lang, self.tgt_lang) else "")
-            raise ValueError(f"pair {pair.id!r} is {pair.src_lang}->{pair.tgt_lang} but the dictionary is "
-                             f"{self.src_lang}->{self.tgt_lang}{hint}; use a dictionary of the pair's direction")
-
-    def __repr__(self) -> str:
-        return f"Lexicon({self.src_lang}->{self.tgt_lang}, {len(self._table)} source words)"
 
 
 @dataclass(frozen=True)

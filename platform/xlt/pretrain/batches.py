@@ -45,12 +45,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from ..data import BilingualDictionary, ParallelPair
+from ..data import BilingualDictionary, Lexicon, ParallelPair
 from ..data.translate import DictionaryTranslator, batch_column, object_array
 from ..losses.mlm import MaskingVocabulary, mask_tokens, tlm_inputs
 from ..models import EncoderConfig
 from ..models.sources import load_tokenizer, parse_source
-from .alignment import DictionaryAligner, Lexicon, TokenizedText, Tokenization
+from .alignment import DictionaryAligner, TokenizedText, Tokenization
 from .parallel import invert
 from .wps import parallel_wps
 

@@ -15,9 +15,11 @@ from dataclasses import dataclass
 
 import torch
 
+from xlt.data.dictionary import Lexicon
 from xlt.data.records import ParallelPair
+from xlt.text.words import Word
 
-from .alignment import Lexicon, TokenizedText, Tokenization, Word
+from .alignment import TokenizedText, Tokenization
 
 
 @dataclass(frozen=True)
