@@ -6,7 +6,7 @@ import pickle
 import pytest
 
 from xlt.data.errors import DataError
-from xlt.data.records import Example, ParallelPair, as_rows, to_ray_dataset
+from xlt.data.records import Example, ParallelPair, as_rows
 
 
 def test_example_is_frozen_and_validated() -> None:
@@ -33,11 +33,6 @@ def test_as_rows() -> None:
         as_rows([Example(id="a/0", text="Hallo", lang="de"), pair])
     with pytest.raises(TypeError, match="record 0 is dict"):
         as_rows([{"text": "x"}])  # type: ignore[list-item]
-
-
-def test_to_ray_dataset_rejects_empty_before_importing_ray() -> None:
-    with pytest.raises(ValueError, match="no records"):
-        to_ray_dataset([])
 
 
 def test_data_error_format_and_pickle() -> None:

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from xlt.data.dictionary import BilingualDictionary
-from xlt.data.records import Example, to_ray_dataset
+from xlt.data.ray_data import to_ray_dataset
+from xlt.data.records import Example
 from xlt.data.sib200 import read_sib200
 from xlt.data.translate import (
     DictionaryTranslator,

@@ -68,18 +68,10 @@ import numpy as np
 from xlt.config import check
 from xlt.data.dictionary import BilingualDictionary
 from xlt.text.languages import normalize_lang
-from xlt.data.records import Example, to_ray_dataset
-from xlt.data.translate import (
-    Translator,
-    batch_column,
-    describe_support,
-    map_with_actor_pool,
-    match_case,
-    object_array,
-    optional_str,
-    replace_words,
-    source_segmenter,
-)
+from xlt.data.ray_data import (batch_column, column_names, map_with_actor_pool, object_array, optional_str,
+                               to_ray_dataset)
+from xlt.data.records import Example
+from xlt.data.translate import Translator, describe_support, match_case, replace_words, source_segmenter
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -224,9 +216,8 @@ def _read_rows(batch: dict[str, np.ndarray] | pa.Table, source_lang: str) -> lis
     columns = {name: batch_column(batch, name) for name in ("id", "text", "text_pair", "lang", "source_id")}
     for name in ("id", "text", "lang"):
         if columns[name] is None:
-            present = batch.column_names if hasattr(batch, "column_names") else list(batch)
-            raise KeyError(f"the batch has no {name!r} column (columns: {', '.join(present)}); augmentation "
-                           "needs the Example columns id, text, lang (text_pair, source_id optional)")
+            raise KeyError(f"the batch has no {name!r} column (columns: {', '.join(column_names(batch))}); "
+                           "augmentation needs the Example columns id, text, lang (text_pair, source_id optional)")
     n = len(columns["text"])
     pairs = columns["text_pair"] or [None] * n
     source_ids = columns["source_id"] or [None] * n

@@ -1,4 +1,4 @@
-"""The record types every reader produces, and their hand-off to Ray Data.
+"""The record types every reader produces, and their rows (``as_rows``; ``ray_data`` hands them to Ray Data).
 
 One schema for every source (design.md, "Records"): a classification ``Example`` and a
 ``ParallelPair``. Records are frozen so that an augmentation cannot edit an example in
@@ -8,12 +8,9 @@ place and silently change the data another view was built from.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    import ray.data
+from typing import Any
 
 
 def _require_text(record: object, name: str, value: object) -> None:
@@ -86,16 +83,3 @@ def as_rows(records: Iterable[Record]) -> list[dict[str, Any]]:
         rows.append(dataclasses.asdict(record))
     return rows
 
-
-def to_ray_dataset(records: Sequence[Record]) -> ray.data.Dataset:
-    """Records -> ``ray.data.Dataset`` with one column per record field.
-
-    Ray is imported here, not at module level: reading data must not pay Ray's import
-    cost (or need a cluster) in tools and tests that never build a dataset.
-    """
-    rows = as_rows(records)
-    if not rows:
-        raise ValueError("no records to put in a Ray Dataset; the reader returned an empty list")
-    import ray.data
-
-    return ray.data.from_items(rows)

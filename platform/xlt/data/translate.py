@@ -31,6 +31,7 @@ import numpy as np
 
 from xlt.data.dictionary import BilingualDictionary
 from xlt.text.languages import code_among, normalize_lang
+from xlt.data.ray_data import batch_column, column_names, map_with_actor_pool, object_array, optional_str
 from xlt.data.records import Example
 from xlt.text.words import Segmenter, Word
 
@@ -409,31 +410,6 @@ class Seq2SeqTranslator:
 # Ray Data: translation as a batch UDF / actor pool
 # --------------------------------------------------------------------------------------------
 
-def optional_str(value: Any) -> str | None:
-    """A cell as ``str`` or ``None``: numpy batches turn an all-null Arrow column into float NaN."""
-    return value if isinstance(value, str) else None
-
-
-def batch_column(batch: dict[str, np.ndarray] | pa.Table, name: str) -> list[Any] | None:
-    """Column ``name`` of a numpy-dict or pyarrow batch as a Python list; ``None`` if absent."""
-    import pyarrow as pa
-
-    if isinstance(batch, pa.Table):
-        return batch.column(name).to_pylist() if name in batch.column_names else None
-    if isinstance(batch, dict):
-        return list(batch[name]) if name in batch else None
-    raise TypeError(f"expected a batch as dict of numpy arrays or pyarrow.Table, got {type(batch).__name__}; "
-                    "use map_batches(..., batch_format='numpy') or batch_format='pyarrow'")
-
-
-def object_array(values: Sequence[Any]) -> np.ndarray:
-    """A 1-D object array holding ``values`` as they are (lists stay lists, one per row)."""
-    out = np.empty(len(values), dtype=object)
-    for i, value in enumerate(values):  # element-wise: ``out[:] = values`` would broadcast equal-length lists
-        out[i] = value
-    return out
-
-
 class TranslateUDF:
     """Ray Data batch UDF: adds ``output_column`` = translation of ``input_column`` (``None`` where
     the translator has none). Loads the translator once in ``__init__`` (``Seq2SeqTranslator.load``).
@@ -460,7 +436,7 @@ class TranslateUDF:
 
         texts = batch_column(batch, self.input_column)
         if texts is None:
-            raise KeyError(f"the batch has no column {self.input_column!r}; columns: {list(_columns(batch))}")
+            raise KeyError(f"the batch has no column {self.input_column!r}; columns: {column_names(batch)}")
         ids = batch_column(batch, self.source_id_column)
         source_ids = [optional_str(x) for x in ids] if ids is not None else [None] * len(texts)
         present = [i for i, t in enumerate(texts) if optional_str(t) is not None]
@@ -476,10 +452,6 @@ class TranslateUDF:
                 return batch.set_column(batch.column_names.index(self.output_column), self.output_column, column)
             return batch.append_column(self.output_column, column)
         return {**batch, self.output_column: object_array(translations)}
-
-
-def _columns(batch: dict[str, np.ndarray] | pa.Table) -> Iterable[str]:
-    return batch.column_names if hasattr(batch, "column_names") else batch.keys()
 
 
 def translate_dataset(ds: ray.data.Dataset, translator: Translator, src_lang: str, tgt_lang: str, *,
@@ -499,26 +471,4 @@ def translate_dataset(ds: ray.data.Dataset, translator: Translator, src_lang: st
         dict(translator=translator, src_lang=src_lang, tgt_lang=tgt_lang,
              input_column=input_column, output_column=output_column),
         batch_size=batch_size, num_actors=num_actors, num_cpus=num_cpus, num_gpus=num_gpus,
-    )
-
-
-def map_with_actor_pool(ds: ray.data.Dataset, udf: type, constructor_kwargs: dict, *, batch_size: int,
-                        num_actors: int | tuple[int, int], num_cpus: float, num_gpus: float) -> ray.data.Dataset:
-    """``ds.map_batches(udf)`` on an actor pool (a size, or ``(min, max)`` to autoscale), one output
-    row per input row, pyarrow batches so that the other columns pass through untouched."""
-    import ray.data
-
-    if isinstance(num_actors, tuple):
-        compute = ray.data.ActorPoolStrategy(min_size=num_actors[0], max_size=num_actors[1])
-    else:
-        compute = ray.data.ActorPoolStrategy(size=num_actors)
-    return ds.map_batches(
-        udf,
-        fn_constructor_kwargs=constructor_kwargs,
-        batch_format="pyarrow",
-        batch_size=batch_size,
-        compute=compute,
-        num_cpus=num_cpus,
-        num_gpus=num_gpus,
-        udf_modifying_row_count=False,
     )

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..config import check
-from ..data.translate import map_with_actor_pool
+from ..data.ray_data import map_with_actor_pool
 from .spec import ClassifierSpec, load_classifier
 
 if TYPE_CHECKING:

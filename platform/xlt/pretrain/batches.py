@@ -46,7 +46,8 @@ import numpy as np
 import torch
 
 from ..data import BilingualDictionary, Lexicon, ParallelPair
-from ..data.translate import DictionaryTranslator, batch_column, object_array
+from ..data.ray_data import batch_column, object_array
+from ..data.translate import DictionaryTranslator
 from ..losses.mlm import MaskingVocabulary, mask_tokens, tlm_inputs
 from ..models import EncoderConfig
 from ..models.sources import load_tokenizer, parse_source

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from ..config import ConfigError, from_dict
 from ..data import as_rows, resolve_data_dir
-from ..data.translate import map_with_actor_pool
+from ..data.ray_data import map_with_actor_pool
 from ..train.trainer import RESULTS_FILE, absolute_storage, run_dir, torch_trainer
 from ..train.trainer import resume_config as resume_run_config
 from .batches import PairAnnotator, keep_row, needs_dictionary
