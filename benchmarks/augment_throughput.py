@@ -33,7 +33,7 @@ driver and of each descendant process (raylet, which holds the shared-memory obj
 workers); PSS splits shared pages among the processes mapping them, so the sum does not count
 the object store twice. The peak of the sum at 100k vs 1M sentences shows whether streaming keeps
 memory flat. A checksum of the views of the first ``n`` rows checks that the Ray pipeline
-produced exactly the plain loop's views (determinism per row id, reading 6 of xlt.data.augment).
+produced exactly the plain loop's views (determinism per row id, reading 6 of xlt.augment).
 
 Linux only (/proc). Prints the tables and writes them, with the command line, machine facts and
 date, to ``--out`` (``benchmarks/augment_throughput.md``).
@@ -57,9 +57,10 @@ import numpy as np
 import pyarrow as pa
 
 from machine import cpu_model  # noqa: E402  (benchmarks/machine.py)
-from xlt.data import AugmentConfig, CrossLingualAugment, DictionaryTranslator, read_muse, read_sib200
-from xlt.data.augment import build_augmented_dataset
+from xlt.augment import AugmentConfig, CrossLingualAugment, build_augmented_dataset
+from xlt.data import read_muse, read_sib200
 from xlt.data.paths import resolve_data_dir
+from xlt.translate import DictionaryTranslator
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 REPO = Path(__file__).resolve().parents[1]

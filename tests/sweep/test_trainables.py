@@ -10,7 +10,7 @@ from conftest import REPO, TINY_TASK
 from xlt.config import ConfigError, from_dict, read_yaml
 from xlt.tasks import TaskConfig, load_task
 from xlt.cotrain.config import CotrainConfig
-from xlt.data.augment import AugmentConfig
+from xlt.augment import AugmentConfig
 from xlt.sweep.space import parse_space
 from xlt.sweep.trainables import JOBS, TrialSetup, augmented_rows, cotrain_metrics, max_concurrent
 from xlt.train.config import DataSettings, FinetuneConfig

@@ -1,8 +1,8 @@
-"""``xlt.text.words``: the words of spaced scripts, and longest-match dictionary words in unspaced ones."""
+"""``xlt.text.words``: words of spaced scripts, longest-match dictionary words in unspaced ones; case carried over."""
 
 from __future__ import annotations
 
-from xlt.text.words import Word, segment_words
+from xlt.text.words import Word, match_case, segment_words
 
 
 def texts(words: list[Word]) -> list[str]:
@@ -25,3 +25,11 @@ def test_segment_words_unspaced_scripts_longest_match_first():
         [("nasa", 0, 4), ("日本語", 5, 8), ("文", 9, 10)]
     assert segment_words("水平", ["水"]) == [Word("水", 0, 1)]
     assert segment_words("水平", ["水", "水平"]) == [Word("水平", 0, 2)]
+
+
+def test_match_case() -> None:
+    assert match_case("the", "die") == "die"
+    assert match_case("The", "die") == "Die"
+    assert match_case("THE", "die") == "DIE"
+    assert match_case("I", "ich") == "Ich"  # one capital letter: capitalised, not all caps
+    assert match_case("Cat", "猫") == "猫"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from xlt.data.augment import AugmentConfig
+from xlt.augment import AugmentConfig
 from xlt.losses import ObjectiveConfig
 from xlt.models import EncoderConfig
 from xlt.tasks import Fields, TaskConfig

@@ -162,7 +162,7 @@ def test_semantic_alignment_gets_a_gradient_in_a_fine_tuning_step():
 
     from .helpers import LABELS, tiny_config
 
-    from xlt.data.augment import AugmentConfig
+    from xlt.augment import AugmentConfig
 
     cfg = tiny_config((ObjectiveConfig("semantic_alignment", params={"b": 1}),),
                       augment=AugmentConfig(t_f=1, t_p=0, t_c=0, languages=("de",)))
@@ -179,7 +179,7 @@ def test_semantic_alignment_gets_a_gradient_in_a_fine_tuning_step():
 
 
 def test_the_translator_of_full_views_is_chosen_in_config(data_dir):
-    from xlt.data.translate import DictionaryTranslator, ProvidedTranslations, Seq2SeqTranslator
+    from xlt.translate import DictionaryTranslator, ProvidedTranslations, Seq2SeqTranslator
     from xlt.train.data import augmentation_sources
 
     augment = "data.augment={t_f: 1, t_p: 0, t_c: 0, languages: [de, fr]}"

@@ -40,39 +40,3 @@ __all__ = [
     "tatoeba_languages",
     "to_ray_dataset",
 ]
-
-from xlt.data.augment import (  # noqa: E402  (appended: augmentation and translators, Wang et al. 2022, §3.1)
-    AugmentConfig,
-    AugmentReport,
-    CodeSwitch,
-    CrossLingualAugment,
-    FullTranslation,
-    PartialTranslation,
-    augment_report,
-    build_augmented_dataset,
-)
-from xlt.data.translate import (  # noqa: E402
-    DictionaryTranslator,
-    ProvidedTranslations,
-    Seq2SeqTranslator,
-    TranslateUDF,
-    Translator,
-    translate_dataset,
-)
-
-__all__ += [
-    "AugmentConfig",
-    "AugmentReport",
-    "CodeSwitch",
-    "CrossLingualAugment",
-    "DictionaryTranslator",
-    "FullTranslation",
-    "PartialTranslation",
-    "ProvidedTranslations",
-    "Seq2SeqTranslator",
-    "TranslateUDF",
-    "Translator",
-    "augment_report",
-    "build_augmented_dataset",
-    "translate_dataset",
-]

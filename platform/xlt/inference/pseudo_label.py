@@ -126,7 +126,7 @@ def pseudo_label(ds: ray.data.Dataset, spec: ClassifierSpec, *, text_column: str
     and ``num_gpus``; torch gets ``threads`` threads (0 = ``max(1, int(num_cpus))``; more than
     reserved when other actors holding CPUs sit idle meanwhile, as learners do). On a 2-CPU machine, two
     actors need ``num_cpus=0.5`` each or the tasks producing the input get no CPU slot and the
-    pipeline stalls (see ``xlt.data.augment.build_augmented_dataset``).
+    pipeline stalls (see ``xlt.augment.build_augmented_dataset``).
 
     Each batch is encoded in sub-batches of ``encode_batch_size``; ``sort_by_length`` buckets
     them by token length within the batch (less padding; the same predictions). Parallelism

@@ -47,7 +47,7 @@ import torch
 
 from ..data import BilingualDictionary, Lexicon, ParallelPair
 from ..data.ray_data import batch_column, object_array
-from ..data.translate import DictionaryTranslator
+from ..translate import DictionaryTranslator
 from ..losses.mlm import MaskingVocabulary, mask_tokens, tlm_inputs
 from ..models import EncoderConfig
 from ..models.sources import load_tokenizer, parse_source

@@ -69,7 +69,7 @@ def augmented_rows(data: DataSettings, task: Task, rows: Sequence[Mapping[str, A
     of ``augmentation_sources``), the others (translate-train) with none."""
     import pyarrow as pa
 
-    from ..data.augment import CrossLingualAugment
+    from ..augment import CrossLingualAugment
     from ..train.data import augmentation_sources
 
     assert data.augment is not None

@@ -1,19 +1,21 @@
 """The words of a sentence, with their character spans: one segmentation for every room.
 
-Code-switching and dictionary translation (``xlt.data.augment``, ``xlt.data.translate``) and the
-dictionary lookups of pretraining (``xlt.data.dictionary.Lexicon``, ``xlt.pretrain``) all use it.
+Code-switching and partial translation (``xlt.augment``), dictionary translation (``xlt.translate``)
+and the dictionary lookups of pretraining (``xlt.data.dictionary.Lexicon``, ``xlt.pretrain``) all use it.
 
 - ``segment_words`` / ``Segmenter``: runs of letters, marks and digits are words (punctuation,
   hyphens and apostrophes separate them), lowercased for lookup since MUSE is lowercase. Scripts
   written without spaces (Han, kana, Thai, Lao, Khmer, Myanmar, Tibetan) have no such words:
   inside a run of them, the words are the dictionary words found as substrings, longest match
-  first, non-overlapping.
+  first, non-overlapping. ``source_segmenter``: one for the source words of several dictionaries.
+- ``replace_words`` / ``match_case``: a sentence with some of its words replaced (by their
+  translations), case and everything between words kept.
 """
 
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 # Scripts written without spaces between words: Han (+ compatibility ideographs and extensions),
@@ -92,3 +94,41 @@ class Segmenter:
 def segment_words(text: str, vocabulary: Iterable[str] = ()) -> list[Word]:
     """The words of ``text`` in order (see ``Segmenter``); ``vocabulary`` for unspaced scripts."""
     return Segmenter(vocabulary)(text)
+
+
+def match_case(surface: str, translation: str) -> str:
+    """``translation`` in the case pattern of the source word ``surface``.
+
+    MUSE entries are lowercase, so the source word's case is carried over: ``THE`` -> ``DIE``
+    (all caps, two letters or more), ``The`` -> ``Die`` (capitalised), anything else unchanged.
+    Caseless scripts (Han, Arabic, Devanagari) are unaffected by ``upper()``.
+    """
+    if len(surface) > 1 and surface.isupper():
+        return translation.upper()
+    if surface[:1].isupper():
+        return translation[:1].upper() + translation[1:]
+    return translation
+
+
+def replace_words(text: str, replacements: Sequence[tuple[Word, str]]) -> str:
+    """``text`` with each word's characters replaced, everything between words (spaces,
+    punctuation, words not listed) kept as it is. ``replacements`` in sentence order."""
+    parts: list[str] = []
+    at = 0
+    for word, new in replacements:
+        parts.append(text[at:word.start])
+        parts.append(new)
+        at = word.end
+    parts.append(text[at:])
+    return "".join(parts)
+
+
+def source_segmenter(vocabularies: Iterable[Iterable[str]]) -> Segmenter:
+    """A word ``Segmenter`` whose vocabulary (used for unspaced scripts, e.g. a Chinese or Japanese
+    source sentence) is the union of ``vocabularies``; a ``BilingualDictionary`` iterates over its
+    source words, so dictionaries can be passed as they are.
+    """
+    vocabulary: set[str] = set()
+    for words in vocabularies:
+        vocabulary.update(words)
+    return Segmenter(vocabulary)

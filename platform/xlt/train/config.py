@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Iterable, Literal
 
 from ..config import ConfigError, check, load_config
-from ..data.augment import AugmentConfig
+from ..augment import AugmentConfig
 from ..text.languages import normalize_lang
 from ..losses import ObjectiveConfig, build_objectives
 from ..models import EncoderConfig

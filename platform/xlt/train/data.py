@@ -26,8 +26,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..data import read_muse, resolve_data_dir
-from ..data.augment import VIEW_COLUMNS, AugmentConfig, build_augmented_dataset
-from ..data.translate import DictionaryTranslator, ProvidedTranslations, Seq2SeqTranslator
+from ..augment import VIEW_COLUMNS, AugmentConfig, build_augmented_dataset
+from ..translate import DictionaryTranslator, ProvidedTranslations, Seq2SeqTranslator
 from ..tasks import Task, row
 from .config import DataSettings
 
