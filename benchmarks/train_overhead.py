@@ -3,7 +3,7 @@
     python benchmarks/train_overhead.py                       # bundled e5, 10 steps × 3 epochs, 2 repeats
     python benchmarks/train_overhead.py --model tiny:bert --steps 20
 
-Both loops run the same code on the same batches: ``xlt.train.loop.run_epoch`` (flatten →
+Both loops run the same code on the same batches: ``xlt.engine.run_epoch`` with the ``FINETUNE`` workload (flatten →
 ``train_step``) over SIB-200 English train rows, batch 16, max length 128, the same seed and
 ``torch.set_num_threads(--cpus)``. They differ only in what feeds them and what runs around
 them: the bare loop iterates a Python list of column batches in this process; the Ray loop is
@@ -40,7 +40,8 @@ from xlt.data import resolve_data_dir
 from xlt.report import markdown_table, write_results
 from xlt.train import build_trainer, load_finetune_config, resolve
 from xlt.train.batches import batches_of
-from xlt.train.loop import TRAIN_DATA_WAIT_S, TRAIN_EPOCH_TIME_S, TRAIN_SAMPLES_PER_S, build_training, run_epoch
+from xlt.engine import TRAIN_DATA_WAIT_S, TRAIN_EPOCH_TIME_S, TRAIN_SAMPLES_PER_S, epoch_seed, run_epoch
+from xlt.train.loop import FINETUNE, build_training
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -64,8 +65,8 @@ def bare_epochs(cfg, rows, steps: int) -> list[tuple[float, float]]:
     training = build_training(cfg, steps)
     out = []
     for epoch in range(cfg.optim.epochs):
-        torch.manual_seed(cfg.optim.seed + 1000 * epoch)
-        stats, seconds = run_epoch(training, batches_of(rows, cfg.optim.batch_size), cfg, log=False,
+        torch.manual_seed(epoch_seed(cfg.optim.seed, epoch, 0))
+        stats, seconds = run_epoch(training, FINETUNE, batches_of(rows, cfg.optim.batch_size), cfg, epoch=epoch,
                                    steps_per_epoch=steps)
         training.epoch = epoch + 1
         out.append((stats.examples / seconds, stats.data_wait_s))

@@ -9,7 +9,8 @@ from xlt.data import BilingualDictionary, as_rows
 from xlt.losses import ObjectiveConfig
 from xlt.models import EncoderConfig
 from xlt.pretrain.batches import PairAnnotator
-from xlt.pretrain.config import BitextSource, PretrainConfig, PretrainData, PretrainOptim
+from xlt.engine import OptimSettings
+from xlt.pretrain.config import BitextSource, PretrainConfig, PretrainData
 
 from .conftest import EN_DE, pair
 
@@ -23,7 +24,7 @@ def tiny_config(recipe: str = "veco2", objectives: tuple[ObjectiveConfig, ...] =
     """A resolved config over tiny:bert (no data on disk needed)."""
     return PretrainConfig(model=TINY, recipe=recipe, objectives=objectives,
                           data=PretrainData(sources=(BitextSource("tatoeba", langs=("de",)),), train_rows=4),
-                          optim=PretrainOptim(**{"batch_size": 2, "epochs": 1, "freeze_word_embeddings": False, **optim}))
+                          optim=OptimSettings(**{"batch_size": 2, "epochs": 1, "freeze_word_embeddings": False, **optim}))
 
 
 def annotated(cfg: PretrainConfig, pairs=(CAT, DOG, NONE)) -> list[dict]:

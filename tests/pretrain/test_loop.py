@@ -12,7 +12,8 @@ from torch import nn
 
 from xlt.models import TextEncoder
 from xlt.pretrain.batches import PretrainBatcher, keep_row, tokenization_of
-from xlt.pretrain.loop import accumulation_step, build_pretraining, grouped, run_epoch, tatoeba_metrics
+from xlt.engine import accumulation_step, grouped, run_epoch
+from xlt.pretrain.loop import PRETRAIN, build_pretraining, tatoeba_metrics
 
 from .conftest import pair
 from .helpers import annotated, tiny_config, with_rows
@@ -23,6 +24,11 @@ def micro_batches(cfg, training, k):
     batcher = PretrainBatcher(tokenization_of(cfg.model), training.module.requires, cfg.batch.features,
                               cfg.batch.mlm_input)
     return [batcher(rows[i % len(rows):][:2], generator=torch.Generator().manual_seed(i)) for i in range(k)]
+
+
+def step(training, batches, **kwargs):
+    """One optimizer step over ``batches`` with pretraining's loss (the model's own total and parts)."""
+    return accumulation_step(training, lambda model, batch: PRETRAIN.loss(training, model, batch), batches, **kwargs)
 
 
 def gradients(module):
@@ -37,7 +43,7 @@ def test_accumulated_gradient_is_the_mean_over_micro_batches():
     seen = {}
     training.optimizer.register_step_pre_hook(lambda *_: seen.update(gradients(training.module)))
     torch.manual_seed(1)  # the same dropout masks for both computations
-    losses = accumulation_step(training, batches, max_grad_norm=0.0)
+    losses = step(training, batches, max_grad_norm=0.0)
     assert training.global_step == 1 and training.scheduler.last_epoch == 1
     training.module.load_state_dict(before)
     training.module.zero_grad(set_to_none=True)
@@ -77,9 +83,9 @@ class Syncing(nn.Module):
 def test_ddp_syncs_on_the_last_micro_batch_only():
     cfg = with_rows(tiny_config("ml-ctl"), 4)
     training = build_pretraining(cfg, steps_per_epoch=2, prepare=Syncing)
-    accumulation_step(training, micro_batches(cfg, training, 4))
+    step(training, micro_batches(cfg, training, 4))
     assert (training.model.synced, training.model.skipped) == (1, 3)
-    accumulation_step(training, micro_batches(cfg, training, 1))
+    step(training, micro_batches(cfg, training, 1))
     assert (training.model.synced, training.model.skipped) == (2, 3)
 
 
@@ -89,8 +95,7 @@ def test_an_epoch_groups_micro_batches_into_steps():
     assert cfg.steps_per_epoch(1) == 3  # 5 micro-batches of one pair, 2 per step
     training = build_pretraining(cfg, cfg.steps_per_epoch(1))
     rows = annotated(cfg, [pair(f"The cat {i}.", f"Die Katze {i}.", id=str(i)) for i in range(5)])
-    batcher = PretrainBatcher(tokenization_of(cfg.model), training.module.requires, "pooled", "concatenated")
-    stats, _ = run_epoch(training, [[r] for r in rows], batcher, cfg, epoch=0)
+    stats, _ = run_epoch(training, PRETRAIN, [[r] for r in rows], cfg, epoch=0)
     assert (stats.steps, stats.examples, training.global_step) == (3, 5, 3)
     assert set(stats.sums) == {"loss", "parallel_info_nce", "token_alignment", "mlm"}
 

@@ -13,8 +13,7 @@ from xlt.models import load_encoder
 from xlt.pretrain.config import load_pretrain_config
 from xlt.pretrain.trainer import build_trainer, config_of, encoder_dir, prepare, resume_trainer
 from xlt.train import read_checkpoint
-from xlt.train.reporting import read_state
-from xlt.train.trainer import run_dir
+from xlt.engine import read_state, run_dir
 
 
 def config(data_dir, tmp_path, *overrides):

@@ -6,7 +6,8 @@ from xlt.augment import AugmentConfig
 from xlt.losses import ObjectiveConfig
 from xlt.models import EncoderConfig
 from xlt.tasks import Fields, TaskConfig
-from xlt.train.config import DataSettings, FinetuneConfig, OptimSettings
+from xlt.engine import OptimSettings
+from xlt.train.config import DataSettings, FinetuneConfig
 
 LABELS = ("science", "sports", "travel")
 

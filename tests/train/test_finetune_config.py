@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from xlt.config import ConfigError, from_dict
-from xlt.train.config import FinetuneConfig, incompatible_changes, load_finetune_config
+from xlt.engine import incompatible_changes
+from xlt.train.config import FinetuneConfig, load_finetune_config
 from xlt.train.data import train_dataset
 from xlt.train.trainer import resolve, results_rows
 

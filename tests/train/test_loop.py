@@ -9,7 +9,8 @@ import torch
 from xlt.losses import ObjectiveConfig
 from xlt.train.batches import batches_of, flatten_batch
 from xlt.train.loop import build_training, compute_losses, supervised_ce, train_step
-from xlt.train.reporting import load_classifier, read_checkpoint, write_checkpoint
+from xlt.engine import write_state
+from xlt.train.checkpoint import load_classifier, read_checkpoint
 
 from .helpers import LABELS, rows_with_views, tiny_config
 
@@ -75,7 +76,7 @@ def test_checkpoint_round_trip_restores_weights_optimizer_and_schedule(tmp_path)
     for _ in range(2):
         train_step(training, batch())
     training.epoch = 1
-    write_checkpoint(tmp_path, training, cfg)
+    write_state(tmp_path, training, cfg)
 
     state = read_checkpoint(tmp_path)
     assert (state.epoch, state.global_step, state.config) == (1, 2, cfg)
@@ -98,7 +99,7 @@ def test_load_classifier_gives_the_checkpointed_model(tmp_path):
     cfg = tiny_config()
     training = build_training(cfg, steps_per_epoch=1)
     train_step(training, batch())
-    write_checkpoint(tmp_path, training, cfg)
+    write_state(tmp_path, training, cfg)
     texts = [r["text"] for r in rows_with_views()]
     expected = training.classifier.predict(texts)
     loaded = load_classifier(tmp_path)

@@ -7,7 +7,8 @@ import torch
 
 from conftest import REPO
 from xlt.config import ConfigError
-from xlt.train import build_trainer, config_of, load_finetune_config, read_checkpoint, resume_trainer, run_dir
+from xlt.engine import run_dir
+from xlt.train import build_trainer, config_of, load_finetune_config, read_checkpoint, resume_trainer
 from xlt.train.loop import build_training
 
 

@@ -17,7 +17,7 @@ from ..config import check, from_dict, load_config, read_yaml
 from ..losses import ObjectiveConfig
 from ..models import EncoderConfig
 from ..tasks import TaskConfig
-from ..train.config import OptimSettings
+from ..engine import OptimSettings
 from .selection import POLICIES
 
 Mode = Literal["cotrain", "self-train"]

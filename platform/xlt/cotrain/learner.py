@@ -29,7 +29,7 @@ from ..models.encoder import CachedEncoder
 from ..tasks import TaskConfig
 from ..train.config import FinetuneConfig
 from ..train.local import fit_in_process
-from ..train.loop import Training, evaluate
+from ..train.loop import FinetuneTraining, evaluate
 from .config import LearnerConfig
 
 logger = logging.getLogger(__name__)
@@ -42,9 +42,9 @@ class Learner:
         torch.set_num_threads(cfg.torch_threads)
         self.name, self.cfg, self.task = name, cfg, task
         self._cached: CachedEncoder | None = None  # a frozen encoder's embeddings, kept across fits
-        self.training: Training | None = None
+        self.training: FinetuneTraining | None = None
 
-    def _cache_frozen_encoder(self, training: Training) -> None:
+    def _cache_frozen_encoder(self, training: FinetuneTraining) -> None:
         """A frozen encoder embeds each text once for the learner's lifetime (``CachedEncoder``)."""
         encoder = training.classifier.encoder
         if not encoder.trainable:

@@ -37,7 +37,7 @@ import numpy as np
 
 from ..config import ConfigError, save_config
 from ..tasks import Task, load_task
-from ..train.config import changed_keys
+from ..engine import changed_keys
 from ..train.data import eval_rows
 from .config import LEARNERS, RESUMABLE_CHANGES, CotrainConfig, read_config
 from .selection import PoolPredictions, default_size, select

@@ -3,8 +3,8 @@
 The job builds it from YAML + ``--set`` overrides (``load_pretrain_config``), passes
 ``asdict(cfg)`` to Ray as ``train_loop_config``, and each worker rebuilds it with
 ``from_dict(PretrainConfig, config)``. Sections shared with fine-tuning are the same classes
-(``EncoderConfig``, ``ScalingSettings``, ``OutputSettings``; ``PretrainOptim`` extends
-``OptimSettings`` with gradient accumulation).
+(``EncoderConfig``, and the engine's ``OptimSettings`` (with gradient accumulation),
+``ScalingSettings`` and ``OutputSettings``).
 
 A *recipe* names a published combination of objectives and the batch construction it needs:
 
@@ -39,7 +39,8 @@ from ..losses import ObjectiveConfig
 from ..losses.mlm import MLM_WEIGHT
 from ..models import EncoderConfig
 from ..train.config import RESUMABLE_CHANGES as FINETUNE_RESUMABLE
-from ..train.config import OptimSettings, OutputSettings, ScalingSettings, normalized_langs
+from ..engine import OptimSettings, OutputSettings, ScalingSettings, steps_per_epoch
+from ..train.config import normalized_langs
 
 Recipe = Literal["ml-ctl", "mgc", "veco2", "custom"]
 Features = Literal["pooled", "cce"]
@@ -202,22 +203,6 @@ class BatchSettings:
 
 
 @dataclass(frozen=True)
-class PretrainOptim(OptimSettings):
-    """``OptimSettings`` (AdamW, linear schedule; ``batch_size`` = parallel pairs per micro-batch and
-    worker) + ``grad_accum_steps`` micro-batches per optimizer step.
-
-    Accumulation enlarges the batch the gradient averages over (Li et al. 2021, §3.1, simulate a batch
-    of 512 this way), not the set of in-batch negatives: each micro-batch contrasts within itself.
-    """
-
-    grad_accum_steps: int = 1
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check(self.grad_accum_steps >= 1, "optim.grad_accum_steps", self.grad_accum_steps, "an integer >= 1")
-
-
-@dataclass(frozen=True)
 class PretrainConfig:
     """Alignment pretraining of an encoder on parallel text; the result is a ``local:`` encoder."""
 
@@ -226,7 +211,7 @@ class PretrainConfig:
     objectives: tuple[ObjectiveConfig, ...] = ()
     batch: BatchSettings = field(default_factory=BatchSettings)
     data: PretrainData = field(default_factory=lambda: PretrainData(sources=(BitextSource("tatoeba", langs=("de",)),)))
-    optim: PretrainOptim = field(default_factory=PretrainOptim)
+    optim: OptimSettings = field(default_factory=OptimSettings)
     scaling: ScalingSettings = field(default_factory=ScalingSettings)
     output: OutputSettings = field(default_factory=lambda: OutputSettings(storage_path="results/pretrain",
                                                                           name="pretrain"))
@@ -272,15 +257,9 @@ class PretrainConfig:
         return {key for name in self.objective_names for key in OBJECTIVES[name].requires}
 
     def steps_per_epoch(self, num_workers: int) -> int:
-        """Optimizer steps per epoch on every worker: each worker's equal shard of ``train_rows //
-        num_workers`` pairs in micro-batches of ``batch_size`` (the last one smaller), grouped by
-        ``grad_accum_steps`` (the last group may be shorter)."""
-        check(self.data.train_rows > 0, "data.train_rows", self.data.train_rows,
-              "the training set size (resolve the config with xlt.pretrain.trainer.resolve first)")
-        rows = self.data.train_rows // num_workers
-        check(rows >= 1, "scaling.num_workers", num_workers, f"at most the number of train pairs ({self.data.train_rows})")
-        micro_batches = -(-rows // self.optim.batch_size)
-        return -(-micro_batches // self.optim.grad_accum_steps)
+        """Optimizer steps per epoch on every worker (``xlt.engine.steps_per_epoch``): ``batch_size``
+        pairs per micro-batch, ``grad_accum_steps`` micro-batches per step."""
+        return steps_per_epoch(self.data.train_rows, num_workers, self.optim)
 
 
 # Keys a resumed run may change: as for fine-tuning (how long, where, on what), plus where the

@@ -5,7 +5,7 @@ with the dictionary information its recipe needs (``batches.PairAnnotator`` on a
 pool, pairs without a word-positioned sample dropped when the recipe needs one), materialises
 it and resolves the config (absolute paths, ``data.train_rows``). ``build_trainer`` hands the
 datasets — ``train`` split across the workers, ``tatoeba`` (the held-apart evaluation pairs)
-whole — to ``xlt.train.trainer.torch_trainer``, which also saves ``config.yaml`` in the run
+whole — to ``xlt.engine.torch_trainer`` with the ``PRETRAIN`` workload, which also saves ``config.yaml`` in the run
 directory and refuses to continue a run directory whose saved config trains something else.
 
 Resuming works as for fine-tuning (Ray Train V2 finds the run's checkpoints by
@@ -26,11 +26,12 @@ from typing import TYPE_CHECKING, Iterable
 from ..config import ConfigError, from_dict
 from ..data import as_rows, resolve_data_dir
 from ..data.ray_data import map_with_actor_pool
-from ..train.trainer import RESULTS_FILE, absolute_storage, run_dir, torch_trainer
-from ..train.trainer import resume_config as resume_run_config
+from ..engine import absolute_storage, torch_trainer
+from ..engine import results_path as run_results_path
+from ..engine import resume_config as resume_run_config
 from .batches import PairAnnotator, keep_row, needs_dictionary
 from .config import RESUMABLE_CHANGES, PretrainConfig
-from .loop import ENCODER_DIR, TATOEBA
+from .loop import ENCODER_DIR, PRETRAIN, TATOEBA
 from .parallel import Mixture, build_mixture, load_dictionaries, tatoeba_rows
 
 if TYPE_CHECKING:
@@ -99,11 +100,9 @@ def prepare(cfg: PretrainConfig) -> PreparedData:
 def build_trainer(cfg: PretrainConfig | PreparedData) -> TorchTrainer:
     """The ``TorchTrainer`` of ``cfg`` (prepared here unless already); a run directory that already
     holds checkpoints of the same config is resumed."""
-    from .loop import train_loop_per_worker
-
     prepared = cfg if isinstance(cfg, PreparedData) else prepare(cfg)
     prepared.config.steps_per_epoch(prepared.config.scaling.num_workers)  # too few pairs fail here, not on workers
-    return torch_trainer(train_loop_per_worker, prepared.config, prepared.datasets, resumable=RESUMABLE_CHANGES)
+    return torch_trainer(PRETRAIN, prepared.config, prepared.datasets, resumable=RESUMABLE_CHANGES)
 
 
 def config_of(trainer: TorchTrainer) -> PretrainConfig:
@@ -123,9 +122,7 @@ def resume_trainer(directory: str, overrides: Iterable[str] = ()) -> TorchTraine
 
 def results_path(cfg: PretrainConfig) -> Path:
     """The results JSON: in the run directory when storage is local, else under ``results/pretrain/``."""
-    if "://" in cfg.output.storage_path:
-        return Path("results", "pretrain", cfg.output.name, RESULTS_FILE)
-    return Path(run_dir(cfg), RESULTS_FILE)
+    return run_results_path(cfg, "pretrain")
 
 
 def encoder_dir(checkpoint: str | Path) -> Path:

@@ -37,7 +37,7 @@ from ..eval.classification import ACC, AVG_TARGET, metric_name
 from ..train.batches import VIEW_COLUMNS
 from ..tasks import Task
 from ..train.config import DataSettings, FinetuneConfig
-from ..train.loop import TRAIN_EPOCH, TRAIN_GLOBAL_STEP, TRAIN_LOSS
+from ..engine import TRAIN_EPOCH, TRAIN_GLOBAL_STEP, TRAIN_LOSS
 from . import reporting
 from .overrides import trial_data
 from .space import Job, Param, active_values

@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any, Iterable, Literal
 
 from ..config import ConfigError, check, load_config
+from ..engine.settings import RESUMABLE_CHANGES as ENGINE_RESUMABLE
+from ..engine.settings import OptimSettings, OutputSettings, ScalingSettings, steps_per_epoch
 from ..augment import AugmentConfig
 from ..text.languages import normalize_lang
 from ..losses import ObjectiveConfig, build_objectives
@@ -92,68 +94,6 @@ class DataSettings:
 
 
 @dataclass(frozen=True)
-class OptimSettings:
-    """AdamW + linear schedule (Yu & Joty 2021, §4.2). ``warmup_ratio`` of all steps warm up linearly."""
-
-    lr: float = 5e-5
-    weight_decay: float = 0.01  # not applied to biases and LayerNorm weights (the usual BERT recipe)
-    batch_size: int = 16  # original examples per step and worker; their views come on top
-    epochs: int = 3
-    warmup_ratio: float = 0.0  # Yu & Joty (2021) state a linear schedule and no warmup
-    max_grad_norm: float = 1.0  # 0 = no clipping
-    seed: int = 0
-    # The word embeddings of the bundled e5 are 96M of its 118M parameters; freezing them makes
-    # a CPU step much cheaper and keeps the embeddings of languages never seen in fine-tuning
-    # where pretraining put them.
-    freeze_word_embeddings: bool = False
-    shuffle_buffer: int = 256  # rows of the local shuffle buffer per worker; 0 = data order
-    eval_batch_size: int = 64
-    log_every_steps: int = 10  # progress lines on rank 0; 0 = per epoch only
-
-    def __post_init__(self) -> None:
-        check(self.lr > 0, "optim.lr", self.lr, "a positive number")
-        check(self.weight_decay >= 0, "optim.weight_decay", self.weight_decay, "a number >= 0")
-        check(self.batch_size >= 1, "optim.batch_size", self.batch_size, "an integer >= 1")
-        check(self.epochs >= 1, "optim.epochs", self.epochs, "an integer >= 1")
-        check(0 <= self.warmup_ratio < 1, "optim.warmup_ratio", self.warmup_ratio, "a fraction in [0, 1)")
-        check(self.max_grad_norm >= 0, "optim.max_grad_norm", self.max_grad_norm, "a number >= 0 (0 = off)")
-        check(self.shuffle_buffer == 0 or self.shuffle_buffer >= self.batch_size, "optim.shuffle_buffer",
-              self.shuffle_buffer, f"0 (no shuffling) or at least the batch size {self.batch_size}")
-        check(self.eval_batch_size >= 1, "optim.eval_batch_size", self.eval_batch_size, "an integer >= 1")
-        check(self.log_every_steps >= 0, "optim.log_every_steps", self.log_every_steps, "an integer >= 0")
-
-
-@dataclass(frozen=True)
-class ScalingSettings:
-    """Ray Train workers: ``num_workers`` data-parallel copies (DDP over gloo on CPU, NCCL on GPU)."""
-
-    num_workers: int = 1
-    use_gpu: bool = False
-    cpus_per_worker: int = 1  # also the worker's torch thread count
-    max_failures: int = 0  # worker-group restarts, each resuming from the latest checkpoint
-
-    def __post_init__(self) -> None:
-        check(self.num_workers >= 1, "scaling.num_workers", self.num_workers, "an integer >= 1")
-        check(self.cpus_per_worker >= 1, "scaling.cpus_per_worker", self.cpus_per_worker, "an integer >= 1")
-        check(self.max_failures >= -1, "scaling.max_failures", self.max_failures, "-1 (unlimited) or >= 0")
-
-
-@dataclass(frozen=True)
-class OutputSettings:
-    """Where Ray Train keeps checkpoints: ``<storage_path>/<name>/``. Re-running a config with the
-    same ``storage_path`` and ``name`` resumes that run from its latest checkpoint."""
-
-    storage_path: str = "results/finetune"  # a local directory or a URI such as s3://bucket/path
-    name: str = "finetune"
-    num_to_keep: int = 2  # checkpoints kept (the latest is always kept)
-
-    def __post_init__(self) -> None:
-        check(bool(self.storage_path), "output.storage_path", self.storage_path, "a directory or URI")
-        check(bool(self.name) and "/" not in self.name, "output.name", self.name, "a non-empty name without '/'")
-        check(self.num_to_keep >= 1, "output.num_to_keep", self.num_to_keep, "an integer >= 1")
-
-
-@dataclass(frozen=True)
 class FinetuneConfig:
     """Fine-tune encoder + linear head with CE + Σ λ_k·aux_k (``objectives``, ``xlt.losses``) on ``task``.
 
@@ -208,45 +148,12 @@ class FinetuneConfig:
               f"more than b={b} examples per batch (the negatives of each example come from its batch)")
 
     def steps_per_epoch(self, num_workers: int) -> int:
-        """Optimizer steps per epoch on every worker: Ray gives each worker an equal shard of
-        ``train_rows // num_workers`` rows (``streaming_split(equal=True)``), batched without drop."""
-        check(self.data.train_rows > 0, "data.train_rows", self.data.train_rows,
-              "the train dataset size (resolve the config with xlt.train.trainer.resolve first)")
-        rows = self.data.train_rows // num_workers
-        check(rows >= 1, "scaling.num_workers", num_workers,
-              f"at most the number of train rows ({self.data.train_rows})")
-        return -(-rows // self.optim.batch_size)
+        """Optimizer steps per epoch on every worker (``xlt.engine.steps_per_epoch``)."""
+        return steps_per_epoch(self.data.train_rows, num_workers, self.optim)
 
 
-# Keys a resumed run may change: how long, where and on what it runs, not what it trains (a
-# moved run directory or data root is the same run). Not the number of workers: it fixes the
-# steps per epoch, in which the checkpoint's schedule is counted.
-RESUMABLE_CHANGES: tuple[str, ...] = ("optim.epochs", "optim.eval_batch_size", "optim.log_every_steps",
-                                      "scaling.use_gpu", "scaling.cpus_per_worker", "scaling.max_failures",
-                                      "output.storage_path", "output.num_to_keep", "data.data_dir",
-                                      "eval_every_epoch")
-
-
-def changed_keys(old: Any, new: Any) -> list[str]:
-    """Dotted keys whose values differ between two configs (nested dataclasses flattened)."""
-    a, b = _flatten(dataclasses.asdict(old)), _flatten(dataclasses.asdict(new))
-    return sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
-
-
-def incompatible_changes(old: Any, new: Any, resumable: Iterable[str] = RESUMABLE_CHANGES) -> list[str]:
-    """The changed keys that a resumed run may not change (model, objectives, data, optimizer...):
-    all but the ``resumable`` ones (dotted keys or their prefixes)."""
-    return [k for k in changed_keys(old, new) if not k.startswith(tuple(resumable))]
-
-
-def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        if isinstance(value, dict):
-            out.update(_flatten(value, f"{prefix}{key}."))
-        else:
-            out[prefix + key] = value
-    return out
+# Keys a resumed run may change (``xlt.engine.settings``), and whether dev is evaluated every epoch.
+RESUMABLE_CHANGES: tuple[str, ...] = (*ENGINE_RESUMABLE, "eval_every_epoch")
 
 
 def load_finetune_config(path: str | Path | None = None, overrides: Iterable[str] = (),

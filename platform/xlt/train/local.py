@@ -1,10 +1,9 @@
-"""Fine-tuning in the calling process, without Ray Train: the loop of ``xlt.train.loop`` over
-Python rows, for callers that parallelise at another level (co-training learner actors, Tune
-trials that each own a slice of the cluster).
+"""Fine-tuning in the calling process, without Ray Train: the engine's epoch (``xlt.engine.run_epoch``
+with the ``FINETUNE`` workload) over Python rows, for callers that parallelise at another level
+(co-training learner actors, Tune trials that each own a slice of the cluster).
 
-Same pieces as a Ray Train run (``build_training``, ``flatten_batch`` + ``train_step`` through
-``run_epoch``), so a model fitted here is the model ``jobs/finetune.py`` would fit on the same
-rows, up to the order of the batches.
+Same pieces as a Ray Train run, so a model fitted here is the model ``jobs/finetune.py`` would
+fit on the same rows, up to the order of the batches.
 """
 
 from __future__ import annotations
@@ -16,14 +15,15 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..engine import epoch_seed, run_epoch
 from .batches import VIEW_COLUMNS
 from .config import FinetuneConfig
-from .loop import Training, build_training, run_epoch
+from .loop import FINETUNE, FinetuneTraining, build_training
 
 logger = logging.getLogger(__name__)
 TRAIN_COLUMNS: tuple[str, ...] = ("id", "text", "text_pair", "label", "lang")
 
-EpochCallback = Callable[[Training, float], None]  # (training after the epoch, the epoch's mean loss)
+EpochCallback = Callable[[FinetuneTraining, float], None]  # (training after the epoch, the epoch's mean loss)
 
 
 def shuffled_batches(rows: Sequence[Mapping[str, Any]], batch_size: int, seed: int) -> list[dict[str, list]]:
@@ -36,8 +36,8 @@ def shuffled_batches(rows: Sequence[Mapping[str, Any]], batch_size: int, seed: i
 
 
 def fit_in_process(cfg: FinetuneConfig, rows: Sequence[Mapping[str, Any]], *,
-                   prepare: Callable[[Training], None] | None = None,
-                   on_epoch: EpochCallback | None = None) -> Training:
+                   prepare: Callable[[FinetuneTraining], None] | None = None,
+                   on_epoch: EpochCallback | None = None) -> FinetuneTraining:
     """Fine-tune from the pretrained weights on ``rows`` for ``cfg.optim.epochs`` epochs.
 
     ``cfg.task.labels`` must be set (the head's classes). ``prepare`` may adjust the fresh
@@ -55,10 +55,10 @@ def fit_in_process(cfg: FinetuneConfig, rows: Sequence[Mapping[str, Any]], *,
     if prepare is not None:
         prepare(training)
     for epoch in range(cfg.optim.epochs):
-        seed = cfg.optim.seed + 1000 * epoch
+        seed = epoch_seed(cfg.optim.seed, epoch, 0)
         torch.manual_seed(seed)
-        stats, _ = run_epoch(training, shuffled_batches(rows, cfg.optim.batch_size, seed), cfg,
-                             log=False, steps_per_epoch=steps)
+        stats, _ = run_epoch(training, FINETUNE, shuffled_batches(rows, cfg.optim.batch_size, seed), cfg,
+                             epoch=epoch, steps_per_epoch=steps)
         training.epoch = epoch + 1
         logger.info("epoch %d/%d loss %.4f", epoch + 1, cfg.optim.epochs, stats.mean("loss"))
         if on_epoch is not None:

@@ -7,54 +7,37 @@ datasets (``train`` split across workers; ``val`` = every language's dev split a
 every language's test split, unsplit, read by rank 0), writes ``config.yaml`` into the run
 directory ``<storage_path>/<name>/`` and returns the trainer; ``.fit()`` runs it.
 
-Resuming, Ray Train V2 (Ray 2.60): ``TorchTrainer.restore`` and ``resume_from_checkpoint`` are
-gone (they raise ``DeprecationWarning``). A run is identified by ``RunConfig(storage_path,
-name)``: its controller reads ``<storage_path>/<name>/checkpoint_manager_snapshot.json`` and
-hands the latest checkpoint to every worker as ``ray.train.get_checkpoint()``. So running the
-same config again resumes it; ``resume_trainer(run_dir)`` does that from the run's saved
-``config.yaml``, optionally with more epochs. Within one ``fit``, ``FailureConfig(max_failures)``
-restarts failed workers from the latest checkpoint the same way. Because the name alone decides,
-``build_trainer`` refuses to continue a run directory whose saved config trains something else.
+Training runs on the engine (``xlt.engine``: the ``FINETUNE`` workload of ``xlt.train.loop``).
+Resuming is the engine's: running the same config again resumes it from its run directory;
+``resume_trainer(run_dir)`` does that from the run's saved ``config.yaml``, optionally with more
+epochs, and a run directory whose saved config trains something else is refused.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
-import tempfile
-from pathlib import Path
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from ..config import ConfigError, apply_overrides, from_dict, read_yaml, save_config
+from ..config import from_dict
+from ..engine import absolute_storage, resume_config as resume_run_config, torch_trainer
+from ..engine import results_path as run_results_path
 from ..eval.classification import AVG_TARGET, SCORES, gap_name, metric_name
 from ..tasks import Task, load_task
-from .config import RESUMABLE_CHANGES, FinetuneConfig, OutputSettings, incompatible_changes
+from .config import RESUMABLE_CHANGES, FinetuneConfig
 from .data import check_augment_languages, eval_rows, train_dataset, train_rows
-from .reporting import CONFIG_FILE
+from .loop import FINETUNE
 
 if TYPE_CHECKING:
     import ray.data
     from ray.train.torch import TorchTrainer
 
-RESULTS_FILE = "results.json"
-C = TypeVar("C")
-
-
-def _is_uri(path: str) -> bool:
-    return "://" in path
-
-
-def run_dir(cfg: Any) -> str:
-    """``<storage_path>/<name>``: where Ray Train keeps the run's checkpoints and we its config."""
-    return f"{cfg.output.storage_path.rstrip('/')}/{cfg.output.name}"
-
 
 def results_path(cfg: FinetuneConfig) -> Path:
     """The results JSON: in the run directory when storage is local, else under ``results/finetune/``."""
-    if _is_uri(cfg.output.storage_path):
-        return Path("results", "finetune", cfg.output.name, RESULTS_FILE)
-    return Path(run_dir(cfg), RESULTS_FILE)
+    return run_results_path(cfg, "finetune")
 
 
 @dataclass(frozen=True)
@@ -93,37 +76,6 @@ def build_datasets(resolved: Resolved, train: ray.data.Dataset | None = None) ->
             "val": ray.data.from_items(resolved.val), "test": ray.data.from_items(resolved.test)}
 
 
-def read_run_config(directory: str, config_cls: type[C] = FinetuneConfig) -> C | None:
-    """The ``config.yaml`` of a run directory (local or URI) as ``config_cls``, or ``None`` if there is none."""
-    path = f"{directory.rstrip('/')}/{CONFIG_FILE}"
-    if not _is_uri(path):
-        return from_dict(config_cls, read_yaml(path)) if Path(path).is_file() else None
-    import pyarrow.fs
-
-    fs, fs_path = pyarrow.fs.FileSystem.from_uri(path)
-    if fs.get_file_info(fs_path).type == pyarrow.fs.FileType.NotFound:
-        return None
-    with fs.open_input_stream(fs_path) as f, tempfile.TemporaryDirectory() as tmp:
-        Path(tmp, CONFIG_FILE).write_bytes(f.read())
-        return from_dict(config_cls, read_yaml(Path(tmp, CONFIG_FILE)))
-
-
-def write_run_config(cfg: Any) -> None:
-    """Save ``cfg`` as ``config.yaml`` in its run directory (local or URI)."""
-    path = f"{run_dir(cfg)}/{CONFIG_FILE}"
-    if not _is_uri(path):
-        save_config(cfg, path)
-        return
-    import pyarrow.fs
-
-    fs, fs_path = pyarrow.fs.FileSystem.from_uri(path)
-    with tempfile.TemporaryDirectory() as tmp:
-        save_config(cfg, Path(tmp, CONFIG_FILE))
-        fs.create_dir(fs_path.rsplit("/", 1)[0], recursive=True)
-        with fs.open_output_stream(fs_path) as f:
-            f.write(Path(tmp, CONFIG_FILE).read_bytes())
-
-
 def build_trainer(cfg: FinetuneConfig | Resolved, train_dataset: ray.data.Dataset | None = None) -> TorchTrainer:
     """The ``TorchTrainer`` of ``cfg`` (resolved here unless it already is); a run directory that
     already holds checkpoints is resumed.
@@ -131,59 +83,14 @@ def build_trainer(cfg: FinetuneConfig | Resolved, train_dataset: ray.data.Datase
     ``train_dataset``: rows to train on instead of the task's (e.g. the output of an augmentation
     UDF: one row per original with ``views`` list columns); it is counted once for the schedule.
     """
-    from .loop import train_loop_per_worker
-
     resolved = cfg if isinstance(cfg, Resolved) else resolve(cfg)
     if train_dataset is not None:
         config = resolved.config
         config = dataclasses.replace(config, data=dataclasses.replace(config.data, train_rows=train_dataset.count()))
         config.steps_per_epoch(config.scaling.num_workers)
         resolved = dataclasses.replace(resolved, config=config)
-    return torch_trainer(train_loop_per_worker, resolved.config, build_datasets(resolved, train_dataset))
-
-
-def absolute_storage(output: OutputSettings) -> OutputSettings:
-    """``output`` with a local ``storage_path`` made absolute (Ray Train needs one); URIs as they are."""
-    storage = output.storage_path if _is_uri(output.storage_path) else os.path.abspath(output.storage_path)
-    return dataclasses.replace(output, storage_path=storage)
-
-
-def torch_trainer(loop: Callable[[dict[str, Any]], None], cfg: Any, datasets: dict[str, ray.data.Dataset], *,
-                  resumable: Sequence[str] = RESUMABLE_CHANGES) -> TorchTrainer:
-    """The ``TorchTrainer`` running ``loop`` on ``cfg`` (a resolved config with ``scaling`` and ``output``
-    sections): ``datasets["train"]`` split across the workers, the others whole.
-
-    The run directory ``<storage_path>/<name>/`` gets ``cfg`` as ``config.yaml``; if it already
-    holds a run whose config differs in a key outside ``resumable``, this refuses (Ray Train
-    would resume that run's checkpoints under the new config).
-    """
-    import ray.train
-    from ray.train.torch import TorchTrainer
-
-    previous = read_run_config(run_dir(cfg), type(cfg))
-    if previous is not None:
-        changed = incompatible_changes(previous, cfg, resumable)
-        if changed:
-            raise ConfigError(f"{run_dir(cfg)} holds a run whose config differs in {', '.join(changed)}; "
-                              "Ray Train would resume it from its checkpoints. Choose a new output.name, "
-                              "or resume it unchanged (the job's --resume RUN_DIR)")
-    write_run_config(cfg)
-    scaling = cfg.scaling
-    resources = {"CPU": scaling.cpus_per_worker, **({"GPU": 1} if scaling.use_gpu else {})}
-    return TorchTrainer(
-        loop,
-        train_loop_config=dataclasses.asdict(cfg),
-        scaling_config=ray.train.ScalingConfig(num_workers=scaling.num_workers, use_gpu=scaling.use_gpu,
-                                               resources_per_worker=resources),
-        run_config=ray.train.RunConfig(
-            name=cfg.output.name,
-            storage_path=cfg.output.storage_path,
-            checkpoint_config=ray.train.CheckpointConfig(num_to_keep=cfg.output.num_to_keep),
-            failure_config=ray.train.FailureConfig(max_failures=scaling.max_failures),
-        ),
-        datasets=datasets,
-        dataset_config=ray.train.DataConfig(datasets_to_split=["train"]),
-    )
+    return torch_trainer(FINETUNE, resolved.config, build_datasets(resolved, train_dataset),
+                         resumable=RESUMABLE_CHANGES)
 
 
 def config_of(trainer: TorchTrainer) -> FinetuneConfig:
@@ -191,18 +98,9 @@ def config_of(trainer: TorchTrainer) -> FinetuneConfig:
     return from_dict(FinetuneConfig, trainer.train_loop_config)
 
 
-def resume_config(directory: str, overrides: Iterable[str] = (), config_cls: type[C] = FinetuneConfig) -> C:
-    """The saved config (a ``config_cls``) of run ``directory`` with ``--set``-style ``overrides``
-    (e.g. ``optim.epochs=5``), pointed at that directory wherever it now lives."""
-    saved = read_run_config(directory, config_cls)
-    if saved is None:
-        raise FileNotFoundError(f"{directory} has no {CONFIG_FILE}: not a run directory of an xlt training job "
-                                "(expected <storage_path>/<name>/ with config.yaml and checkpoints)")
-    directory = directory.rstrip("/")
-    storage, _, name = directory.rpartition("/")
-    data = apply_overrides(dataclasses.asdict(saved), overrides)
-    data["output"] = {**data["output"], "storage_path": storage or ".", "name": name}
-    return from_dict(config_cls, data)
+def resume_config(directory: str, overrides: Iterable[str] = ()) -> FinetuneConfig:
+    """The saved config of fine-tuning run ``directory`` with ``--set``-style ``overrides`` (e.g. ``optim.epochs=5``)."""
+    return resume_run_config(directory, overrides, FinetuneConfig)
 
 
 def resume_trainer(directory: str, overrides: Iterable[str] = ()) -> TorchTrainer:

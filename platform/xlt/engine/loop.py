@@ -1,0 +1,211 @@
+"""The one per-worker training loop; a job plugs a model, a batcher and a step into it (a ``Workload``).
+
+``train_loop_per_worker(config, workload)`` is the Ray Train entry point of every training job
+(fine-tuning, alignment pretraining, co-training learners, sweep trials). On every worker it:
+
+1. rebuilds the config (``workload.config_class``), sets torch threads and wraps the module for DDP;
+2. seeds ``optim.seed`` and asks the workload for its module and optimiser (``start_training``:
+   new heads are initialised the same on every worker and in every run);
+3. resumes from ``ray.train.get_checkpoint()`` if there is one (weights, optimizer, schedule,
+   epoch and step counters; ``reporting.latest_state``);
+4. per epoch: seeds dropout and the local shuffle with ``epoch_seed(seed, epoch, rank)``,
+   iterates its shard of ``"train"`` in micro-batches (``workload.batcher`` turns each into the
+   step's input), groups them into optimizer steps of ``grad_accum_steps`` (``accumulation_step``
+   with ``workload.loss``), sums the epoch's statistics over the workers, and lets rank 0 evaluate
+   (``workload.evaluate``) and write the checkpoint (the state plus ``workload.write``) while the
+   other ranks wait at the report barrier. Evaluation runs on the unwrapped module, so it needs
+   no collective calls.
+
+``run_epoch`` is the same epoch without Ray (tests, ``benchmarks/train_overhead.py``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import torch
+from torch import nn
+
+from ..config import from_dict
+from . import reporting
+from .training import (TRAIN_EPOCH, TRAIN_GLOBAL_STEP, TRAIN_LOSS, TRAIN_SAMPLES_PER_S, EpochStats, Training,
+                       accumulation_step, all_reduce_sums, build_training, epoch_metrics, epoch_seed, grouped)
+
+logger = logging.getLogger(__name__)
+
+Batcher = Callable[[Any], tuple[Any, int]]  # a micro-batch as iterated -> (the step's input, examples in it)
+
+
+class Workload:
+    """What a training job plugs into the engine. Subclasses are stateless (Ray ships the instance
+    to every worker); whatever a worker builds lives in ``Training`` or in the batcher it returns.
+
+    ``config_class`` must have ``optim`` (``OptimSettings``), ``scaling``, ``output`` sections and
+    ``steps_per_epoch(num_workers)``.
+    """
+
+    config_class: ClassVar[type]
+    batch_format: ClassVar[Literal["numpy", "pyarrow"]] = "numpy"
+    unit: ClassVar[str] = "examples"  # what ``samples_per_s`` counts, in progress lines
+
+    def build(self, cfg: Any, steps_per_epoch: int, prepare: Callable[[nn.Module], nn.Module]) -> Training:
+        """The module to train and its optimiser (``xlt.engine.build_training``); called by
+        ``start_training`` after ``torch.manual_seed(cfg.optim.seed)``."""
+        raise NotImplementedError
+
+    def batcher(self, cfg: Any, training: Training, epoch: int, rank: int) -> Batcher:
+        """How one epoch turns micro-batches into the step's inputs (its randomness seeded by
+        ``epoch_seed``)."""
+        raise NotImplementedError
+
+    def loss(self, training: Training, model: nn.Module, inputs: Any) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """``(total, {part: unweighted value})`` of one micro-batch through ``model`` (the step module)."""
+        raise NotImplementedError
+
+    def evaluate(self, cfg: Any, training: Training, last: bool) -> dict[str, float]:
+        """Rank 0's metrics after an epoch (``last``: after the final one); none by default."""
+        return {}
+
+    def write(self, directory: Path, training: Training, cfg: Any) -> None:
+        """What a checkpoint holds beside the training state (e.g. an exported encoder); nothing by default."""
+
+    def describe(self, cfg: Any, steps_per_epoch: int, world: int) -> str:
+        """The first progress line of a fresh run."""
+        return f"training {cfg.optim.epochs} epochs × {steps_per_epoch} steps on {world} worker(s)"
+
+    def summary(self, metrics: Mapping[str, float]) -> list[str]:
+        """Parts of an epoch's progress line beyond loss and throughput (e.g. dev scores)."""
+        return []
+
+
+def start_training(workload: Workload, cfg: Any, steps_per_epoch: int,
+                   prepare: Callable[[nn.Module], nn.Module] = lambda m: m) -> Training:
+    """``workload.build`` after ``torch.manual_seed(cfg.optim.seed)``: new heads are initialised the
+    same on every worker and in every run."""
+    torch.manual_seed(cfg.optim.seed)
+    return workload.build(cfg, steps_per_epoch, prepare)
+
+
+def run_epoch(training: Training, workload: Workload, batches: Iterable[Any], cfg: Any, *, epoch: int, rank: int = 0,
+              log: bool = False, steps_per_epoch: int = 0) -> tuple[EpochStats, float]:
+    """Train on every micro-batch of one epoch; returns this worker's statistics and the wall time
+    (data iteration included)."""
+    stats = EpochStats()
+    batcher = workload.batcher(cfg, training, epoch, rank)
+    start = time.perf_counter()
+    iterator = iter(batches)
+
+    def inputs() -> Iterator[tuple[Any, int]]:
+        while True:
+            wait = time.perf_counter()
+            batch = next(iterator, None)
+            stats.data_wait_s += time.perf_counter() - wait
+            if batch is None:
+                return
+            yield batcher(batch)
+
+    def loss(model: nn.Module, batch: Any) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        return workload.loss(training, model, batch)
+
+    for group in grouped(inputs(), cfg.optim.grad_accum_steps):
+        losses = accumulation_step(training, loss, [b for b, _ in group], cfg.optim.max_grad_norm)
+        stats.add(losses, sum(n for _, n in group))
+        every = cfg.optim.log_every_steps
+        if log and every and stats.steps % every == 0:
+            logger.info(f"epoch {epoch + 1}/{cfg.optim.epochs} step {stats.steps}/{steps_per_epoch} "
+                        f"(global {training.global_step}) loss {stats.mean('loss'):.4f} "
+                        f"{stats.examples / (time.perf_counter() - start):.1f} {workload.unit}/s")
+    return stats, time.perf_counter() - start
+
+
+def epoch_line(metrics: Mapping[str, float], workload: Workload) -> str:
+    """One progress line per epoch: loss, throughput, and what the workload adds."""
+    parts = [f"epoch {int(metrics[TRAIN_EPOCH])}", f"step {int(metrics[TRAIN_GLOBAL_STEP])}",
+             f"loss {metrics[TRAIN_LOSS]:.4f}", f"{metrics[TRAIN_SAMPLES_PER_S]:.1f} {workload.unit}/s"]
+    return " | ".join(parts + workload.summary(metrics))
+
+
+def collect(iterator: Any, batch_size: int, columns: Sequence[str]) -> dict[str, list]:
+    """``columns`` (those present) of all rows of an (unsplit) evaluation dataset iterator, as lists."""
+    out: dict[str, list] = {}
+    for batch in iterator.iter_batches(batch_size=batch_size, batch_format="numpy"):
+        for key in columns:
+            if key in batch:
+                out.setdefault(key, []).extend(batch[key].tolist())
+    return out
+
+
+def worker_setup(cfg: Any) -> tuple[int, int, Callable[[nn.Module], nn.Module]]:
+    """What every Ray Train worker does first: torch threads = ``cfg.scaling.cpus_per_worker``, Ray
+    Data progress bars off; returns (rank, world size, ``prepare`` = ``ray.train.torch.prepare_model``
+    with the DDP options ``cfg.model`` needs)."""
+    import ray.data
+    import ray.train
+    import ray.train.torch
+
+    context = ray.train.get_context()
+    torch.set_num_threads(cfg.scaling.cpus_per_worker)
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    # Pooling an intermediate layer leaves the layers above it without gradient.
+    ddp = {"find_unused_parameters": getattr(getattr(cfg, "model", None), "layer", -1) != -1}
+    return (context.get_world_rank(), context.get_world_size(),
+            lambda m: ray.train.torch.prepare_model(m, parallel_strategy_kwargs=ddp))
+
+
+def train_loop_per_worker(config: dict[str, Any], workload: Workload) -> None:
+    """Ray Train entry point (``functools.partial(train_loop_per_worker, workload=...)``): ``config``
+    is ``asdict`` of a resolved ``workload.config_class``."""
+    import ray.train
+
+    cfg = from_dict(workload.config_class, config)
+    rank, world, prepare = worker_setup(cfg)
+    steps_per_epoch = cfg.steps_per_epoch(world)
+    training = start_training(workload, cfg, steps_per_epoch, prepare)
+    state = reporting.latest_state(workload.config_class)
+    resumed_from = training.restore(state) if state is not None else 0
+    if rank == 0:
+        if state is None:
+            logger.info(workload.describe(cfg, steps_per_epoch, world))
+        elif training.epoch >= cfg.optim.epochs:
+            logger.info(f"the run is complete: {training.epoch} of {cfg.optim.epochs} epochs done; "
+                        "raise optim.epochs to train on")
+        else:
+            logger.info(f"resuming after epoch {training.epoch} at global step {resumed_from}")
+    shard = ray.train.get_dataset_shard("train")
+    for epoch in range(training.epoch, cfg.optim.epochs):
+        seed = epoch_seed(cfg.optim.seed, epoch, rank)
+        torch.manual_seed(seed)  # dropout masks
+        batches = shard.iter_batches(batch_size=cfg.optim.batch_size, batch_format=workload.batch_format,
+                                     local_shuffle_buffer_size=cfg.optim.shuffle_buffer or None,
+                                     local_shuffle_seed=seed)
+        stats, seconds = run_epoch(training, workload, batches, cfg, epoch=epoch, rank=rank, log=rank == 0,
+                                   steps_per_epoch=steps_per_epoch)
+        training.epoch = epoch + 1
+        metrics = epoch_metrics(all_reduce_sums(stats), seconds, training, resumed_from, world)
+        if rank == 0:
+            metrics.update(workload.evaluate(cfg, training, last=training.epoch == cfg.optim.epochs))
+            # Through logging, not print: Ray Train V2 routes a worker's root logger to the driver's
+            # console once, whereas its patched print also tees into Ray's own stream (lines twice).
+            logger.info(epoch_line(metrics, workload))
+            reporting.report(metrics, lambda directory: write_checkpoint(directory, training, cfg, workload),
+                             reporting.checkpoint_name(training.epoch, training.global_step))
+        else:
+            reporting.report(metrics)
+
+
+def write_checkpoint(directory: Path, training: Training, cfg: Any, workload: Workload) -> Path:
+    """The training state (``reporting.write_state``) and what the workload adds."""
+    reporting.write_state(directory, training, cfg)
+    workload.write(Path(directory), training, cfg)
+    return Path(directory)
+
+
+def eval_shard(name: str) -> Any:
+    """An unsplit evaluation dataset of the running Ray Train run (for ``Workload.evaluate``)."""
+    import ray.train
+
+    return ray.train.get_dataset_shard(name)

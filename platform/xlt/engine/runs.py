@@ -1,0 +1,142 @@
+"""Run directories and ``TorchTrainer`` construction, for every job on the engine.
+
+A run is identified by ``RunConfig(storage_path, name)`` (Ray Train V2, Ray 2.60:
+``TorchTrainer.restore`` and ``resume_from_checkpoint`` are gone). Its controller reads
+``<storage_path>/<name>/checkpoint_manager_snapshot.json`` and hands the latest checkpoint to
+every worker as ``ray.train.get_checkpoint()``. So running the same config again resumes it;
+``resume_config(run_dir)`` rebuilds that config from the run's saved ``config.yaml``, optionally
+with more epochs. Within one ``fit``, ``FailureConfig(max_failures)`` restarts failed workers
+from the latest checkpoint the same way. Because the name alone decides, ``torch_trainer``
+refuses to continue a run directory whose saved config trains something else.
+
+Run directories are local paths or URIs (``s3://...``, through ``pyarrow.fs``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ..config import ConfigError, apply_overrides, from_dict, read_yaml, save_config
+from .loop import Workload, train_loop_per_worker
+from .reporting import CONFIG_FILE
+from .settings import RESUMABLE_CHANGES, OutputSettings, incompatible_changes
+
+if TYPE_CHECKING:
+    import ray.data
+    from ray.train.torch import TorchTrainer
+
+RESULTS_FILE = "results.json"
+C = TypeVar("C")
+
+
+def is_uri(path: str) -> bool:
+    return "://" in path
+
+
+def run_dir(cfg: Any) -> str:
+    """``<storage_path>/<name>``: where Ray Train keeps the run's checkpoints and we its config."""
+    return f"{cfg.output.storage_path.rstrip('/')}/{cfg.output.name}"
+
+
+def results_path(cfg: Any, job: str) -> Path:
+    """The results JSON: in the run directory when storage is local, else under ``results/<job>/<name>/``."""
+    if is_uri(cfg.output.storage_path):
+        return Path("results", job, cfg.output.name, RESULTS_FILE)
+    return Path(run_dir(cfg), RESULTS_FILE)
+
+
+def absolute_storage(output: OutputSettings) -> OutputSettings:
+    """``output`` with a local ``storage_path`` made absolute (Ray Train needs one); URIs as they are."""
+    storage = output.storage_path if is_uri(output.storage_path) else os.path.abspath(output.storage_path)
+    return dataclasses.replace(output, storage_path=storage)
+
+
+def read_run_config(directory: str, config_cls: type[C]) -> C | None:
+    """The ``config.yaml`` of a run directory (local or URI) as ``config_cls``, or ``None`` if there is none."""
+    path = f"{directory.rstrip('/')}/{CONFIG_FILE}"
+    if not is_uri(path):
+        return from_dict(config_cls, read_yaml(path)) if Path(path).is_file() else None
+    import pyarrow.fs
+
+    fs, fs_path = pyarrow.fs.FileSystem.from_uri(path)
+    if fs.get_file_info(fs_path).type == pyarrow.fs.FileType.NotFound:
+        return None
+    with fs.open_input_stream(fs_path) as f, tempfile.TemporaryDirectory() as tmp:
+        Path(tmp, CONFIG_FILE).write_bytes(f.read())
+        return from_dict(config_cls, read_yaml(Path(tmp, CONFIG_FILE)))
+
+
+def write_run_config(cfg: Any) -> None:
+    """Save ``cfg`` as ``config.yaml`` in its run directory (local or URI)."""
+    path = f"{run_dir(cfg)}/{CONFIG_FILE}"
+    if not is_uri(path):
+        save_config(cfg, path)
+        return
+    import pyarrow.fs
+
+    fs, fs_path = pyarrow.fs.FileSystem.from_uri(path)
+    with tempfile.TemporaryDirectory() as tmp:
+        save_config(cfg, Path(tmp, CONFIG_FILE))
+        fs.create_dir(fs_path.rsplit("/", 1)[0], recursive=True)
+        with fs.open_output_stream(fs_path) as f:
+            f.write(Path(tmp, CONFIG_FILE).read_bytes())
+
+
+def resume_config(directory: str, overrides: Iterable[str], config_cls: type[C]) -> C:
+    """The saved config (a ``config_cls``) of run ``directory`` with ``--set``-style ``overrides``
+    (e.g. ``optim.epochs=5``), pointed at that directory wherever it now lives."""
+    saved = read_run_config(directory, config_cls)
+    if saved is None:
+        raise FileNotFoundError(f"{directory} has no {CONFIG_FILE}: not a run directory of an xlt training job "
+                                "(expected <storage_path>/<name>/ with config.yaml and checkpoints)")
+    directory = directory.rstrip("/")
+    storage, _, name = directory.rpartition("/")
+    data = apply_overrides(dataclasses.asdict(saved), overrides)
+    data["output"] = {**data["output"], "storage_path": storage or ".", "name": name}
+    return from_dict(config_cls, data)
+
+
+def torch_trainer(workload: Workload, cfg: Any, datasets: dict[str, ray.data.Dataset], *,
+                  resumable: Sequence[str] = RESUMABLE_CHANGES, callbacks: Sequence[Any] = ()) -> TorchTrainer:
+    """The ``TorchTrainer`` running ``workload`` on ``cfg`` (a resolved ``workload.config_class``):
+    ``datasets["train"]`` split across the workers, the others whole. ``callbacks``: Ray Train
+    ``UserCallback``s (a Tune trial passes ``TuneReportCallback``).
+
+    The run directory ``<storage_path>/<name>/`` gets ``cfg`` as ``config.yaml``; if it already
+    holds a run whose config differs in a key outside ``resumable``, this refuses (Ray Train
+    would resume that run's checkpoints under the new config).
+    """
+    import ray.train
+    from ray.train.torch import TorchTrainer
+
+    previous = read_run_config(run_dir(cfg), type(cfg))
+    if previous is not None:
+        changed = incompatible_changes(previous, cfg, resumable)
+        if changed:
+            raise ConfigError(f"{run_dir(cfg)} holds a run whose config differs in {', '.join(changed)}; "
+                              "Ray Train would resume it from its checkpoints. Choose a new output.name, "
+                              "or resume it unchanged (the job's --resume RUN_DIR)")
+    write_run_config(cfg)
+    scaling = cfg.scaling
+    resources = {"CPU": scaling.cpus_per_worker, **({"GPU": 1} if scaling.use_gpu else {})}
+    return TorchTrainer(
+        functools.partial(train_loop_per_worker, workload=workload),
+        train_loop_config=dataclasses.asdict(cfg),
+        scaling_config=ray.train.ScalingConfig(num_workers=scaling.num_workers, use_gpu=scaling.use_gpu,
+                                               resources_per_worker=resources),
+        run_config=ray.train.RunConfig(
+            name=cfg.output.name,
+            storage_path=cfg.output.storage_path,
+            checkpoint_config=ray.train.CheckpointConfig(num_to_keep=cfg.output.num_to_keep),
+            failure_config=ray.train.FailureConfig(max_failures=scaling.max_failures),
+            callbacks=list(callbacks) or None,
+        ),
+        datasets=datasets,
+        dataset_config=ray.train.DataConfig(datasets_to_split=["train"]),
+    )

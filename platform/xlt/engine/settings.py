@@ -1,0 +1,127 @@
+"""The settings every training run on the engine shares: optimiser, workers, where the run lives.
+
+``OptimSettings`` (AdamW + linear schedule, Yu & Joty 2021, §4.2, with gradient accumulation),
+``ScalingSettings`` (Ray Train workers) and ``OutputSettings`` (the run directory) are sections of
+fine-tuning's, pretraining's and co-training's configs alike; ``steps_per_epoch`` is how the
+engine counts the optimizer steps a linear schedule spans; ``incompatible_changes`` decides
+whether a run directory may be resumed under a changed config.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from ..config import check
+
+
+@dataclass(frozen=True)
+class OptimSettings:
+    """AdamW + linear schedule (Yu & Joty 2021, §4.2). ``warmup_ratio`` of all steps warm up linearly.
+
+    ``grad_accum_steps`` micro-batches of ``batch_size`` make one optimizer step. Accumulation
+    enlarges the batch the gradient averages over (Li et al. 2021, §3.1 simulates a batch of 512
+    this way), not the set of in-batch negatives: each micro-batch contrasts within itself.
+    """
+
+    lr: float = 5e-5
+    weight_decay: float = 0.01  # not applied to biases and LayerNorm weights (the usual BERT workload)
+    batch_size: int = 16  # original examples (or pairs) per micro-batch and worker; their views come on top
+    epochs: int = 3
+    warmup_ratio: float = 0.0  # Yu & Joty (2021) state a linear schedule and no warmup
+    max_grad_norm: float = 1.0  # 0 = no clipping
+    grad_accum_steps: int = 1
+    seed: int = 0
+    # The word embeddings of the bundled e5 are 96M of its 118M parameters; freezing them makes
+    # a CPU step much cheaper and keeps the embeddings of languages never seen in fine-tuning
+    # where pretraining put them.
+    freeze_word_embeddings: bool = False
+    shuffle_buffer: int = 256  # rows of the local shuffle buffer per worker; 0 = data order
+    eval_batch_size: int = 64
+    log_every_steps: int = 10  # progress lines on rank 0; 0 = per epoch only
+
+    def __post_init__(self) -> None:
+        check(self.lr > 0, "optim.lr", self.lr, "a positive number")
+        check(self.weight_decay >= 0, "optim.weight_decay", self.weight_decay, "a number >= 0")
+        check(self.batch_size >= 1, "optim.batch_size", self.batch_size, "an integer >= 1")
+        check(self.epochs >= 1, "optim.epochs", self.epochs, "an integer >= 1")
+        check(0 <= self.warmup_ratio < 1, "optim.warmup_ratio", self.warmup_ratio, "a fraction in [0, 1)")
+        check(self.max_grad_norm >= 0, "optim.max_grad_norm", self.max_grad_norm, "a number >= 0 (0 = off)")
+        check(self.grad_accum_steps >= 1, "optim.grad_accum_steps", self.grad_accum_steps, "an integer >= 1")
+        check(self.shuffle_buffer == 0 or self.shuffle_buffer >= self.batch_size, "optim.shuffle_buffer",
+              self.shuffle_buffer, f"0 (no shuffling) or at least the batch size {self.batch_size}")
+        check(self.eval_batch_size >= 1, "optim.eval_batch_size", self.eval_batch_size, "an integer >= 1")
+        check(self.log_every_steps >= 0, "optim.log_every_steps", self.log_every_steps, "an integer >= 0")
+
+
+@dataclass(frozen=True)
+class ScalingSettings:
+    """Ray Train workers: ``num_workers`` data-parallel copies (DDP over gloo on CPU, NCCL on GPU)."""
+
+    num_workers: int = 1
+    use_gpu: bool = False
+    cpus_per_worker: int = 1  # also the worker's torch thread count
+    max_failures: int = 0  # worker-group restarts, each resuming from the latest checkpoint
+
+    def __post_init__(self) -> None:
+        check(self.num_workers >= 1, "scaling.num_workers", self.num_workers, "an integer >= 1")
+        check(self.cpus_per_worker >= 1, "scaling.cpus_per_worker", self.cpus_per_worker, "an integer >= 1")
+        check(self.max_failures >= -1, "scaling.max_failures", self.max_failures, "-1 (unlimited) or >= 0")
+
+
+@dataclass(frozen=True)
+class OutputSettings:
+    """Where Ray Train keeps checkpoints: ``<storage_path>/<name>/``. Re-running a config with the
+    same ``storage_path`` and ``name`` resumes that run from its latest checkpoint."""
+
+    storage_path: str = "results/finetune"  # a local directory or a URI such as s3://bucket/path
+    name: str = "finetune"
+    num_to_keep: int = 2  # checkpoints kept (the latest is always kept)
+
+    def __post_init__(self) -> None:
+        check(bool(self.storage_path), "output.storage_path", self.storage_path, "a directory or URI")
+        check(bool(self.name) and "/" not in self.name, "output.name", self.name, "a non-empty name without '/'")
+        check(self.num_to_keep >= 1, "output.num_to_keep", self.num_to_keep, "an integer >= 1")
+
+
+def steps_per_epoch(train_rows: int, num_workers: int, optim: OptimSettings) -> int:
+    """Optimizer steps per epoch on every worker: Ray gives each worker an equal shard of
+    ``train_rows // num_workers`` rows (``streaming_split(equal=True)``), in micro-batches of
+    ``batch_size`` (the last one smaller) grouped by ``grad_accum_steps`` (the last group may be shorter)."""
+    check(train_rows > 0, "data.train_rows", train_rows,
+          "the train dataset size (resolve the config with the job's resolve/prepare first)")
+    rows = train_rows // num_workers
+    check(rows >= 1, "scaling.num_workers", num_workers, f"at most the number of train rows ({train_rows})")
+    micro_batches = -(-rows // optim.batch_size)
+    return -(-micro_batches // optim.grad_accum_steps)
+
+
+# Keys a resumed run may change: how long, where and on what it runs, not what it trains (a
+# moved run directory or data root is the same run). Not the number of workers: it fixes the
+# steps per epoch, in which the checkpoint's schedule is counted.
+RESUMABLE_CHANGES: tuple[str, ...] = ("optim.epochs", "optim.eval_batch_size", "optim.log_every_steps",
+                                      "scaling.use_gpu", "scaling.cpus_per_worker", "scaling.max_failures",
+                                      "output.storage_path", "output.num_to_keep", "data.data_dir")
+
+
+def changed_keys(old: Any, new: Any) -> list[str]:
+    """Dotted keys whose values differ between two configs (nested dataclasses flattened)."""
+    a, b = _flatten(dataclasses.asdict(old)), _flatten(dataclasses.asdict(new))
+    return sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+
+
+def incompatible_changes(old: Any, new: Any, resumable: Iterable[str] = RESUMABLE_CHANGES) -> list[str]:
+    """The changed keys that a resumed run may not change (model, objectives, data, optimizer...):
+    all but the ``resumable`` ones (dotted keys or their prefixes)."""
+    return [k for k in changed_keys(old, new) if not k.startswith(tuple(resumable))]
+
+
+def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            out.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            out[prefix + key] = value
+    return out

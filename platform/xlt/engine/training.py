@@ -1,0 +1,185 @@
+"""What a training step changes and how it changes it: module, AdamW, linear schedule, accumulation.
+
+Pieces, each usable without Ray (tests, ``benchmarks/train_overhead.py``):
+
+- ``Training``: the module that is saved and evaluated, the module the step calls (DDP-wrapped
+  under Ray Train with several workers), AdamW, the schedule, the epoch and step counters;
+  ``restore`` loads a checkpoint's ``TrainState`` into it.
+- ``build_training``: AdamW with weight decay on matrices only and a linear schedule with warmup
+  over ``epochs × steps_per_epoch`` optimizer steps.
+- ``accumulation_step``: one optimizer step over ``grad_accum_steps`` micro-batches. Each
+  micro-batch's loss is divided by the number of micro-batches of the step, so the gradient is
+  their mean; under DDP the gradients are all-reduced once, on the last micro-batch (the others
+  run inside ``no_sync``).
+- ``EpochStats`` / ``all_reduce_sums`` / ``epoch_metrics``: an epoch's ``train/`` metrics summed
+  over the workers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import nn
+
+from ..eval.classification import metric_name
+from .settings import OptimSettings
+
+if TYPE_CHECKING:
+    from .reporting import TrainState
+
+# Metric names (style.md, convention 7); per-objective losses are train/loss/<part>.
+TRAIN_LOSS = metric_name("train", "loss")
+TRAIN_EPOCH = metric_name("train", "epoch")
+TRAIN_GLOBAL_STEP = metric_name("train", "global_step")
+TRAIN_RESUMED_FROM_STEP = metric_name("train", "resumed_from_step")
+TRAIN_LR = metric_name("train", "lr")
+TRAIN_SAMPLES_PER_S = metric_name("train", "samples_per_s")
+TRAIN_EPOCH_TIME_S = metric_name("train", "epoch_time_s")  # of the epoch's batches, data iteration included
+TRAIN_DATA_WAIT_S = metric_name("train", "data_wait_s")  # of it, waiting for batches (mean over workers)
+
+# A step's loss: the total (to back-propagate) and its named, unweighted parts.
+LossFn = Callable[[nn.Module, Any], tuple[torch.Tensor, Mapping[str, torch.Tensor]]]
+
+
+def loss_metric(part: str) -> str:
+    """``train/loss/<part>``: ``ce`` or an objective's name."""
+    return metric_name("train", "loss", part)
+
+
+def epoch_seed(seed: int, epoch: int, rank: int) -> int:
+    """The seed of dropout masks, shuffling and sampling in one epoch on one worker: a function of
+    (seed, epoch, rank) only, so a resumed run draws what the uninterrupted run would have drawn."""
+    return seed + 1000 * epoch + rank
+
+
+def param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
+    """Weight decay on weight matrices only: not on biases and LayerNorm weights (1-D tensors)."""
+    decay, no_decay = [], []
+    for _, p in model.named_parameters():
+        if p.requires_grad:
+            (decay if p.ndim >= 2 else no_decay).append(p)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+@dataclass
+class Training:
+    """Everything a step changes. ``model`` is what the step calls (DDP-wrapped under Ray with
+    several workers); ``module`` is the plain module that is saved and evaluated."""
+
+    module: nn.Module
+    model: nn.Module
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    epoch: int = 0  # completed epochs
+    global_step: int = 0  # optimizer steps so far
+
+    def restore(self, state: TrainState) -> int:
+        """Load a checkpoint's state (weights, optimizer, schedule, counters); returns its step."""
+        self.module.load_state_dict(state.model)
+        self.optimizer.load_state_dict(state.optimizer)
+        self.scheduler.load_state_dict(state.scheduler)
+        self.epoch, self.global_step = state.epoch, state.global_step
+        assert self.scheduler.last_epoch == self.global_step, "the LR schedule advances once per optimizer step"
+        return self.global_step
+
+
+def build_training(module: nn.Module, optim: OptimSettings, steps_per_epoch: int,
+                   prepare: Callable[[nn.Module], nn.Module] = lambda m: m, *, step_module: nn.Module | None = None,
+                   training_class: type[Training] = Training, **extra: Any) -> Training:
+    """``module``, its step module (``step_module`` or ``module`` itself, through ``prepare``, e.g.
+    ``ray.train.torch.prepare_model``), AdamW and the linear schedule with warmup over
+    ``epochs × steps_per_epoch`` optimizer steps, as a ``training_class`` (with ``extra`` fields)."""
+    from transformers import get_linear_schedule_with_warmup
+
+    model = prepare(step_module if step_module is not None else module)
+    optimizer = torch.optim.AdamW(param_groups(module, optim.weight_decay), lr=optim.lr)
+    total = steps_per_epoch * optim.epochs
+    scheduler = get_linear_schedule_with_warmup(optimizer, round(optim.warmup_ratio * total), total)
+    return training_class(module, model, optimizer, scheduler, **extra)
+
+
+def accumulation_step(training: Training, loss: LossFn, micro_batches: Sequence[Any],
+                      max_grad_norm: float = 1.0) -> dict[str, float]:
+    """One optimizer step over ``micro_batches``: ``loss(training.model, micro_batch)`` each; returns
+    the mean over micro-batches of ``{"loss": total, <part>: ...}`` as floats."""
+    if not micro_batches:
+        raise ValueError("an optimizer step needs at least one micro-batch")
+    training.model.train()
+    training.optimizer.zero_grad(set_to_none=True)
+    k = len(micro_batches)
+    sums: dict[str, float] = {}
+    for i, batch in enumerate(micro_batches):
+        # DDP all-reduces gradients in backward; only the last micro-batch of the step needs it.
+        skip_sync = i < k - 1 and hasattr(training.model, "no_sync")
+        with training.model.no_sync() if skip_sync else contextlib.nullcontext():
+            total, parts = loss(training.model, batch)
+            (total / k).backward()
+        for key, value in {"loss": total, **parts}.items():
+            sums[key] = sums.get(key, 0.0) + float(value.detach())
+    if max_grad_norm > 0:
+        torch.nn.utils.clip_grad_norm_([p for p in training.module.parameters() if p.requires_grad], max_grad_norm)
+    training.optimizer.step()
+    training.scheduler.step()
+    training.global_step += 1
+    return {key: value / k for key, value in sums.items()}
+
+
+def grouped(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    """Consecutive lists of ``size`` items (the last one shorter)."""
+    group: list[Any] = []
+    for item in items:
+        group.append(item)
+        if len(group) == size:
+            yield group
+            group = []
+    if group:
+        yield group
+
+
+@dataclass
+class EpochStats:
+    """Running sums of one epoch on one worker."""
+
+    sums: dict[str, float] = field(default_factory=dict)
+    steps: int = 0
+    examples: int = 0
+    data_wait_s: float = 0.0  # time spent waiting for the next batch
+
+    def add(self, losses: Mapping[str, float], examples: int) -> None:
+        for k, v in losses.items():
+            self.sums[k] = self.sums.get(k, 0.0) + v
+        self.steps += 1
+        self.examples += examples
+
+    def mean(self, key: str) -> float:
+        return self.sums[key] / max(self.steps, 1)
+
+
+def all_reduce_sums(stats: EpochStats) -> EpochStats:
+    """Sum the epoch's statistics over the workers (a no-op without a process group)."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
+        return stats
+    keys = sorted(stats.sums)
+    values = torch.tensor([stats.sums[k] for k in keys] + [stats.steps, stats.examples, stats.data_wait_s],
+                          dtype=torch.float64)
+    dist.all_reduce(values)
+    return EpochStats(dict(zip(keys, values[:-3].tolist())), int(values[-3]), int(values[-2]), float(values[-1]))
+
+
+def epoch_metrics(stats: EpochStats, seconds: float, training: Training, resumed_from: int,
+                  workers: int = 1) -> dict[str, float]:
+    """The ``train/`` metrics of one epoch (``stats`` summed over ``workers``)."""
+    metrics = {TRAIN_LOSS: stats.mean("loss")}
+    metrics.update({loss_metric(k): stats.mean(k) for k in stats.sums if k != "loss"})
+    metrics.update({TRAIN_EPOCH: training.epoch, TRAIN_GLOBAL_STEP: training.global_step,
+                    TRAIN_RESUMED_FROM_STEP: resumed_from, TRAIN_LR: training.scheduler.get_last_lr()[0],
+                    TRAIN_SAMPLES_PER_S: stats.examples / seconds if seconds > 0 else math.nan,
+                    TRAIN_EPOCH_TIME_S: seconds, TRAIN_DATA_WAIT_S: stats.data_wait_s / workers})
+    return metrics
