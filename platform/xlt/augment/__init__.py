@@ -63,9 +63,10 @@ from xlt.augment.config import VIEW_KINDS, AugmentConfig
 from xlt.augment.pipeline import CrossLingualAugment, build_augmented_dataset, validate_augmentation
 from xlt.augment.report import AugmentReport, augment_report
 from xlt.augment.translation import FullTranslation, PartialTranslation
-from xlt.augment.views import VIEW_COLUMNS, ViewAugmenter
+from xlt.augment.views import ALIGNED_VIEW_COLUMNS, VIEW_COLUMNS, ViewAugmenter
 
 __all__ = [
+    "ALIGNED_VIEW_COLUMNS",
     "VIEW_COLUMNS",
     "VIEW_KINDS",
     "AugmentConfig",

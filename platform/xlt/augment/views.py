@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 #   view_kinds    list[str]        "full" | "partial" | "codeswitch"
 #   view_langs    list[str]        the target language of each view
 #   view_missing  list[str]        "<kind>:<lang>" for each view that could not be made
-VIEW_COLUMNS: tuple[str, ...] = ("views", "view_pairs", "view_kinds", "view_langs", "view_missing")
+ALIGNED_VIEW_COLUMNS: tuple[str, ...] = ("views", "view_pairs", "view_kinds", "view_langs")  # what training reads
+VIEW_COLUMNS: tuple[str, ...] = (*ALIGNED_VIEW_COLUMNS, "view_missing")
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from torch import nn
 from ..config import from_dict
 from . import reporting
 from .training import (TRAIN_EPOCH, TRAIN_GLOBAL_STEP, TRAIN_LOSS, TRAIN_SAMPLES_PER_S, EpochStats, Training,
-                       accumulation_step, all_reduce_sums, build_training, epoch_metrics, epoch_seed, grouped)
+                       accumulation_step, all_reduce_sums, epoch_metrics, epoch_seed, grouped)
 
 logger = logging.getLogger(__name__)
 

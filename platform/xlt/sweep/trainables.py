@@ -2,14 +2,13 @@
 
 Fine-tuning (``finetune_trial``) sweeps what Wang et al. (2022) tune per task — τ and λ of each alignment
 objective (§3.3, §5.2–5.3), the view counts t_f / t_p / t_c and the code-switching ratio r_c
-(§4.1), the learning rate. A trial fits in its own process with ``xlt.train.local.fit_in_process``
-(the Ray Train loop's pieces without Ray Train: a trial owns a slice of the cluster, and sweeps
-parallelise across trials), on the rows of ``xlt.train.trainer.resolve``. Views are made in the
-trial by calling the augmentation UDF (``CrossLingualAugment``) on the source rows: it is a plain
-batch callable, and its views depend on (seed, kind, row id) only, so they equal the views the
-Ray Data pipeline of ``jobs/finetune.py`` streams in every epoch. After every epoch the trial
-evaluates on every language's dev split and reports ``val/acc/avg_target`` etc., so ASHA can
-stop it at a rung.
+(§4.1), the learning rate. A trial launches the Ray Train run of ``jobs/finetune.py`` on its
+config (``xlt.train.build_trainer``: the engine, the same views streamed through Ray Data, as
+many workers as ``scaling`` says) and passes Tune's ``TuneReportCallback`` (the Ray 2.60 Train V2
++ Tune pattern), so every epoch's report — dev metrics of every language, ``train/epoch`` —
+reaches Tune and ASHA can stop the trial at a rung. The run lives in the trial's directory: a
+trial restarted by a resumed sweep continues from its latest epoch checkpoint. Trials never
+evaluate test (``eval_test: false``).
 
 Co-training (``cotrain_trial``) sweeps the confidence threshold t and the selection policy of
 Yu & Joty 2021, §3.1 / §4.2: ``run_cotraining`` with ``on_iteration`` reporting each iteration. Its loop
@@ -17,8 +16,10 @@ state lives in the trial's directory, so a trial restarted by a resumed sweep co
 next iteration. The score of an iteration is the better learner's dev average (the learner one
 would keep; each learner's metrics are reported too, as ``lm/…`` and ``emb/…``).
 
-Resources (``JobSpec.resources``): a fine-tuning trial reserves ``scaling.cpus_per_worker`` CPUs
-(its torch threads) and a GPU if ``scaling.use_gpu``; a co-training trial reserves a placement
+Resources (``JobSpec.resources``): a fine-tuning trial only drives its Ray Train run, whose
+controller (0 CPUs) Tune's placement group captures and whose workers reserve their own
+placement group (``scaling``): the trial's own bundle is a token (Tune needs a non-empty one),
+and ``JobSpec.footprint`` counts the workers; a co-training trial reserves a placement
 group with one bundle per learner actor (Tune's placement group captures the actors the trial
 starts), while the pseudo-labelling actors of Ray Data run outside it (Ray Data schedules with
 its own strategy) — ``JobSpec.footprint`` counts them, to bound how many trials run at once.
@@ -34,10 +35,8 @@ from typing import Any
 from ..config import check, from_dict
 from ..cotrain.config import CotrainConfig
 from ..eval.classification import ACC, AVG_TARGET, metric_name
-from ..train.batches import VIEW_COLUMNS
-from ..tasks import Task
-from ..train.config import DataSettings, FinetuneConfig
-from ..engine import TRAIN_EPOCH, TRAIN_GLOBAL_STEP, TRAIN_LOSS
+from ..train.config import FinetuneConfig
+from ..engine import TRAIN_EPOCH
 from . import reporting
 from .overrides import trial_data
 from .space import Job, Param, active_values
@@ -64,45 +63,19 @@ class TrialSetup:
 # Fine-tuning
 # --------------------------------------------------------------------------------------------
 
-def augmented_rows(data: DataSettings, task: Task, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """``rows`` with view columns: source-language rows through ``CrossLingualAugment`` (translators
-    of ``augmentation_sources``), the others (translate-train) with none."""
-    import pyarrow as pa
-
-    from ..augment import CrossLingualAugment
-    from ..train.data import augmentation_sources
-
-    assert data.augment is not None
-    augment = CrossLingualAugment.from_config(data.augment, **augmentation_sources(data, task))
-    source = [dict(r) for r in rows if r["lang"] == task.source_lang]
-    views = augment(pa.Table.from_pylist(source)).select(list(VIEW_COLUMNS)).to_pylist()
-    out = [{**row, **v} for row, v in zip(source, views)]
-    return out + [{**row, **{c: [] for c in VIEW_COLUMNS}} for row in rows if row["lang"] != task.source_lang]
-
-
 def finetune_trial(config: dict[str, Any], setup: TrialSetup) -> None:
-    """Tune function trainable: fine-tune the trial's ``FinetuneConfig``, report dev metrics per epoch."""
-    import torch
+    """Tune function trainable: the Ray Train run of the trial's ``FinetuneConfig``, in the trial
+    directory, each epoch's report forwarded to Tune."""
+    from ray.tune.integration.ray_train import TuneReportCallback
 
     from ..cli import quiet_libraries
-    from ..train.local import fit_in_process
-    from ..train.loop import evaluate
-    from ..train.trainer import resolve
+    from ..train.trainer import build_trainer
 
     quiet_libraries()
-    resolved = resolve(from_dict(FinetuneConfig, setup.data(config)))
-    cfg, rows = resolved.config, resolved.train
-    torch.set_num_threads(cfg.scaling.cpus_per_worker)
-    if cfg.data.augment is not None:
-        rows = augmented_rows(cfg.data, resolved.task, rows)
-    dev_columns = {key: [r[key] for r in resolved.val] for key in ("text", "text_pair", "label", "lang")}
-
-    def on_epoch(training: Any, loss: float) -> None:
-        metrics = evaluate(training.classifier, dev_columns, cfg.task.source_lang, "val", cfg.optim.eval_batch_size)
-        reporting.report({TRAIN_EPOCH: training.epoch, TRAIN_GLOBAL_STEP: training.global_step, TRAIN_LOSS: loss,
-                          **metrics})
-
-    fit_in_process(cfg, rows, on_epoch=on_epoch)
+    data = setup.data(config)
+    data["output"] = {**data.get("output", {}), "storage_path": reporting.trial_dir(), "name": "finetune"}
+    data["eval_test"] = False
+    build_trainer(from_dict(FinetuneConfig, data), callbacks=[TuneReportCallback()]).fit()
 
 
 # --------------------------------------------------------------------------------------------
@@ -150,14 +123,13 @@ def cotrain_trial(config: dict[str, Any], setup: TrialSetup) -> None:
 # What the runner needs to know per job
 # --------------------------------------------------------------------------------------------
 
+# The bundle of a trial that only drives a Ray Train run: Tune refuses an empty one, and CPUs here
+# would be taken from the workers' placement group (one byte of memory reserves nothing real).
+DRIVER_ONLY = {"memory": 1}
+
+
 def _bundle(cpus: float, gpus: float) -> dict[str, float]:
     return {k: v for k, v in (("CPU", cpus), ("GPU", gpus)) if v > 0}
-
-
-def _check_finetune(cfg: FinetuneConfig) -> None:
-    check(cfg.scaling.num_workers == 1, "scaling.num_workers", cfg.scaling.num_workers,
-          "1 in a sweep: a trial fine-tunes in one process (xlt.train.local); sweeps scale by running trials "
-          "side by side")
 
 
 def _check_cotrain(cfg: CotrainConfig) -> None:
@@ -200,9 +172,10 @@ def _cotrain_footprint(cfg: CotrainConfig) -> dict[str, float]:
 JOBS: dict[Job, JobSpec] = {
     "finetune": JobSpec(
         FinetuneConfig, finetune_trial, TRAIN_EPOCH, max_t=lambda cfg: cfg.optim.epochs,
-        resources=lambda cfg: _bundle(cfg.scaling.cpus_per_worker, 1 if cfg.scaling.use_gpu else 0),
-        footprint=lambda cfg: {"CPU": cfg.scaling.cpus_per_worker, "GPU": 1 if cfg.scaling.use_gpu else 0},
-        check=_check_finetune, renames=lambda name: (f"output.name={name}-best",)),
+        resources=lambda cfg: DRIVER_ONLY,
+        footprint=lambda cfg: {"CPU": cfg.scaling.num_workers * cfg.scaling.cpus_per_worker,
+                               "GPU": cfg.scaling.num_workers if cfg.scaling.use_gpu else 0},
+        check=lambda cfg: None, renames=lambda name: (f"output.name={name}-best",)),
     "cotrain": JobSpec(
         CotrainConfig, cotrain_trial, TRAIN_ITERATION, max_t=lambda cfg: cfg.iterations + 1,
         resources=_cotrain_resources, footprint=_cotrain_footprint, check=_check_cotrain,

@@ -1,7 +1,7 @@
 """Rows of examples (each with its views) -> one flat batch of N texts for one encoder pass.
 
 A train dataset holds one row per original example: ``text`` (and ``text_pair`` for a
-sentence-pair task), ``label``, ``lang`` and, when an augmentation ran (``xlt.data.augment``,
+sentence-pair task), ``label``, ``lang`` and, when an augmentation ran (``xlt.augment``,
 ``DataSettings.augment``), the list columns ``views`` / ``view_pairs`` / ``view_kinds`` /
 ``view_langs``. Rows without those columns, or with empty lists, are plain CE fine-tuning. An
 example and its views always travel in the same row, so a batch never separates them. The
@@ -29,9 +29,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..augment import ALIGNED_VIEW_COLUMNS
 from ..models.encoder import Item
 
-VIEW_COLUMNS: tuple[str, ...] = ("views", "view_pairs", "view_kinds", "view_langs")
 UNKNOWN_LABEL = -1  # the losses' marker for an unlabelled row
 
 
@@ -131,7 +131,7 @@ def flatten_batch(batch: Mapping[str, Any], label_index: Mapping[str, int]) -> V
     pairs = _pair_column(batch, n)
     views = _cells(batch, "views", n) if "views" in batch else [None] * n
     view_pairs = _cells(batch, "view_pairs", n) if pairs is not None and "views" in batch else None
-    aligned = {c: _cells(batch, c, n) for c in VIEW_COLUMNS[2:] if c in batch}
+    aligned = {c: _cells(batch, c, n) for c in ALIGNED_VIEW_COLUMNS[2:] if c in batch}
 
     flat_texts: list[Item] = []
     flat_labels: list[int] = []

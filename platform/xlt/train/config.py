@@ -16,7 +16,6 @@ exactly what ran.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Literal
@@ -61,7 +60,7 @@ class DataSettings:
       target languages").
     - ``augment``: cross-lingual views of each source-language train example for the alignment
       objectives (CL / SCL / MVA / LA), generated on the fly by the Ray Data augmentation UDF
-      (``xlt.data.augment.AugmentConfig``: t_f / t_p / t_c views, r_c, languages, seed). Full
+      (``xlt.augment.AugmentConfig``: t_f / t_p / t_c views, r_c, languages, seed). Full
       translations come from ``translator`` (see ``xlt.train.data``); partial translation glosses a
       span and code-switching switches words with the MUSE dictionaries under ``<data_dir>/muse``.
       ``augment_cpus`` is what each augmentation actor reserves: it must fit beside the training
@@ -99,7 +98,8 @@ class FinetuneConfig:
 
     ``eval_every_epoch``: evaluate on every language's dev split after each epoch (``val/``
     metrics); otherwise only after the last one. The test split is evaluated once, after the
-    last epoch (``test/`` metrics).
+    last epoch (``test/`` metrics), unless ``eval_test`` is off (sweep trials, which select on
+    dev and never look at test).
     """
 
     task: TaskConfig
@@ -110,6 +110,7 @@ class FinetuneConfig:
     scaling: ScalingSettings = field(default_factory=ScalingSettings)
     output: OutputSettings = field(default_factory=OutputSettings)
     eval_every_epoch: bool = True
+    eval_test: bool = True
 
     def __post_init__(self) -> None:
         check(self.data.augment is None or self.data.augment.source_lang == self.task.source_lang,
@@ -152,8 +153,8 @@ class FinetuneConfig:
         return steps_per_epoch(self.data.train_rows, num_workers, self.optim)
 
 
-# Keys a resumed run may change (``xlt.engine.settings``), and whether dev is evaluated every epoch.
-RESUMABLE_CHANGES: tuple[str, ...] = (*ENGINE_RESUMABLE, "eval_every_epoch")
+# Keys a resumed run may change (``xlt.engine.settings``), and what is evaluated when.
+RESUMABLE_CHANGES: tuple[str, ...] = (*ENGINE_RESUMABLE, "eval_every_epoch", "eval_test")
 
 
 def load_finetune_config(path: str | Path | None = None, overrides: Iterable[str] = (),

@@ -10,7 +10,7 @@ source_id``):
   language).
 
 With ``data.augment``, ``train_dataset`` streams the source rows through the Ray Data
-augmentation UDF (``xlt.data.augment``): each gets its views in list columns, made on the fly
+augmentation UDF (``xlt.augment``): each gets its views in list columns, made on the fly
 as Ray Train consumes the dataset. Full-translation views come from ``data.translator``:
 ``provided`` (the task's own translations, train split only), ``dictionary`` (word by word with
 the MUSE dictionaries) or ``seq2seq`` (a Hugging Face MarianMT / NLLB model, ``data.translator_model``,

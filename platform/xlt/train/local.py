@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from ..engine import epoch_seed, run_epoch
-from .batches import VIEW_COLUMNS
+from ..augment import ALIGNED_VIEW_COLUMNS
 from .config import FinetuneConfig
 from .loop import FINETUNE, FinetuneTraining, build_training
 
@@ -30,7 +30,7 @@ def shuffled_batches(rows: Sequence[Mapping[str, Any]], batch_size: int, seed: i
     """``rows`` shuffled with ``seed``, as column batches of ``batch_size`` (the last one smaller).
     The view columns of augmented rows travel with their example when present."""
     order = np.random.default_rng(seed).permutation(len(rows))
-    columns = [c for c in (*TRAIN_COLUMNS, *VIEW_COLUMNS) if c in rows[0]]
+    columns = [c for c in (*TRAIN_COLUMNS, *ALIGNED_VIEW_COLUMNS) if c in rows[0]]
     return [{key: [rows[i][key] for i in order[start:start + batch_size]] for key in columns}
             for start in range(0, len(rows), batch_size)]
 

@@ -158,7 +158,7 @@ class Finetuning(Workload):
 
     def evaluate(self, cfg: FinetuneConfig, training: FinetuneTraining, last: bool) -> dict[str, float]:
         metrics: dict[str, float] = {}
-        for split in (["val"] if cfg.eval_every_epoch or last else []) + (["test"] if last else []):
+        for split in (["val"] if cfg.eval_every_epoch or last else []) + (["test"] if last and cfg.eval_test else []):
             rows = collect(eval_shard(split), cfg.optim.eval_batch_size, EVAL_COLUMNS)
             metrics.update(evaluate(training.classifier, rows, cfg.task.source_lang, split, cfg.optim.eval_batch_size))
         return metrics

@@ -16,7 +16,7 @@ epochs, and a run directory whose saved config trains something else is refused.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -58,7 +58,8 @@ def resolve(cfg: FinetuneConfig) -> Resolved:
     if cfg.data.augment is not None:
         check_augment_languages(cfg.data.augment, task, cfg.data.translator)
     train = train_rows(cfg.data, task)
-    val, test = (eval_rows(task, split, cfg.data.max_examples) for split in ("dev", "test"))
+    val = eval_rows(task, "dev", cfg.data.max_examples)
+    test = eval_rows(task, "test", cfg.data.max_examples) if cfg.eval_test else []
     resolved = dataclasses.replace(cfg, task=task.config, output=absolute_storage(cfg.output),
                                    data=dataclasses.replace(cfg.data, train_rows=len(train)))
     resolved.steps_per_epoch(cfg.scaling.num_workers)  # fails now, not on the workers, if there are too few rows
@@ -73,15 +74,18 @@ def build_datasets(resolved: Resolved, train: ray.data.Dataset | None = None) ->
     ray.data.DataContext.get_current().enable_progress_bars = False
     cfg = resolved.config
     return {"train": train if train is not None else train_dataset(cfg.data, resolved.task, resolved.train),
-            "val": ray.data.from_items(resolved.val), "test": ray.data.from_items(resolved.test)}
+            "val": ray.data.from_items(resolved.val),
+            **({"test": ray.data.from_items(resolved.test)} if cfg.eval_test else {})}
 
 
-def build_trainer(cfg: FinetuneConfig | Resolved, train_dataset: ray.data.Dataset | None = None) -> TorchTrainer:
+def build_trainer(cfg: FinetuneConfig | Resolved, train_dataset: ray.data.Dataset | None = None, *,
+                  callbacks: Sequence[Any] = ()) -> TorchTrainer:
     """The ``TorchTrainer`` of ``cfg`` (resolved here unless it already is); a run directory that
     already holds checkpoints is resumed.
 
     ``train_dataset``: rows to train on instead of the task's (e.g. the output of an augmentation
     UDF: one row per original with ``views`` list columns); it is counted once for the schedule.
+    ``callbacks``: Ray Train callbacks (a sweep trial passes Tune's ``TuneReportCallback``).
     """
     resolved = cfg if isinstance(cfg, Resolved) else resolve(cfg)
     if train_dataset is not None:
@@ -90,7 +94,7 @@ def build_trainer(cfg: FinetuneConfig | Resolved, train_dataset: ray.data.Datase
         config.steps_per_epoch(config.scaling.num_workers)
         resolved = dataclasses.replace(resolved, config=config)
     return torch_trainer(FINETUNE, resolved.config, build_datasets(resolved, train_dataset),
-                         resumable=RESUMABLE_CHANGES)
+                         resumable=RESUMABLE_CHANGES, callbacks=callbacks)
 
 
 def config_of(trainer: TorchTrainer) -> FinetuneConfig:
