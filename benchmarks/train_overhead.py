@@ -61,7 +61,7 @@ def get_args() -> argparse.Namespace:
 
 def bare_epochs(cfg, rows, steps: int) -> list[tuple[float, float]]:
     """(examples/s, seconds waiting for batches) per epoch of the plain loop, in this process."""
-    torch.set_num_threads(cfg.scaling.cpus_per_worker)
+    torch.set_num_threads(cfg.scaling.torch_threads)
     training = build_training(cfg, steps)
     out = []
     for epoch in range(cfg.optim.epochs):

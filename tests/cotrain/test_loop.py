@@ -1,5 +1,6 @@
 """The co-training loop on a 2-CPU Ray with tiny models: resume after a stop between iterations
-gives the state of an uninterrupted run; a changed config is refused; the Learner and its cache."""
+gives the state of an uninterrupted run; a changed config is refused; a learner's fit on Ray
+Train; the cache of a frozen encoder."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ import torch
 
 from conftest import REPO
 from xlt.config import ConfigError
-from xlt.cotrain import LEARNERS, Learner, load_cotrain_config, run_cotraining
+from xlt.cotrain import LEARNERS, load_cotrain_config, load_data, run_cotraining
+from xlt.cotrain.learner import fit_result, learner_trainer
 from xlt.models.encoder import CachedEncoder, TextEncoder
-from xlt.tasks import TaskConfig
 
 SMOKE = REPO / "configs" / "cotrain_smoke.yaml"
 
@@ -51,28 +52,29 @@ def test_resume_after_a_stop_equals_an_uninterrupted_run(ray_cluster, data_dir, 
 def test_an_iteration_completes_with_every_cpu_reserved(ray_cluster, data_dir, tmp_path):
     # configs/cotrain_sib200.yaml reserves the whole 2-CPU machine (learners 1 + 0.5, inference
     # 0.5): pseudo-labelling must not need a Ray Data task beyond the actor pool.
-    state = run_cotraining(config(data_dir, tmp_path, "iterations=1", "lm.num_cpus=1"), stop_after=0)
+    state = run_cotraining(config(data_dir, tmp_path, "iterations=1", "lm.scaling.cpus_per_worker=1"), stop_after=0)
     assert state.iteration == 1 and all(state.received[name] for name in LEARNERS)
 
 
-def test_learner_fits_evaluates_and_exports_its_state(data_dir):
-    smoke = load_cotrain_config(REPO / "configs" / "cotrain_sib200.yaml", [f"data.data_dir={data_dir}"], smoke=SMOKE).lm
-    rows = [{"id": str(i), "text": f"{'good good good' if i % 2 else 'bad bad bad'} {i}", "label": "ab"[i % 2],
-             "lang": "en"} for i in range(16)]
-    evaluation = {"text": [r["text"] for r in rows], "label": [r["label"] for r in rows],
-                  "lang": ["en"] * 8 + ["de"] * 8}
-    losses = {}
+def test_a_learner_fits_on_ray_train_evaluates_and_hands_on_its_weights(ray_cluster, data_dir, tmp_path):
+    cfg = config(data_dir, tmp_path)
+    data = load_data(cfg)
+    # Evaluated on the English rows it is fitted on, and the target languages' evaluation rows.
+    evaluation = data.labeled + [r for r in data.evaluation_rows if r["lang"] != "en"]
+    losses, fits = {}, {}
     for epochs in (1, 20):
-        cfg = dataclasses.replace(smoke, optim=dataclasses.replace(smoke.optim, epochs=epochs, lr=1e-3, batch_size=4))
-        learner = Learner("lm", cfg, TaskConfig(type="files", name="toy", path="unused/{lang}.tsv", labels=("a", "b"),
-                                                target_langs=("de",)))
-        losses[epochs] = learner.fit(rows)["train/loss"]
-    assert losses[20] < 0.5 * losses[1]  # each fit starts afresh: more epochs, lower loss
-    metrics = learner.evaluate(evaluation, "test")
-    assert {"test/acc/en", "test/acc/de", "test/acc/avg_target"} <= metrics.keys()
-    assert metrics["test/acc/avg_target"] == 1.0  # learnt the separable toy task
-    state = learner.state()
+        learner = dataclasses.replace(cfg.lm, optim=dataclasses.replace(cfg.lm.optim, epochs=epochs, lr=1e-3))
+        trainer = learner_trainer("lm", learner, data.task, data.labeled, evaluation, epochs, tmp_path)
+        fits[epochs] = fit_result(trainer.fit(), len(data.labeled), "test")
+        losses[epochs] = fits[epochs].metrics["train/loss"]
+    assert losses[20] < 0.85 * losses[1]  # each fit starts afresh: more epochs, lower loss
+    metrics = fits[20].metrics
+    assert metrics["train/rows"] == len(data.labeled)
+    assert {"test/acc/en", "test/f1/de", "test/acc/avg_target", "test/transfer_gap"} <= metrics.keys()
+    assert metrics["test/acc/en"] > 1 / 7  # above chance on the rows it was fitted on (7 topics)
+    state = ray_cluster.get(fits[20].state)
     assert all(t.device.type == "cpu" for t in state.values()) and "head.weight" in state
+    assert (tmp_path / "learners" / "lm-iteration20").is_dir()
 
 
 class Counting(TextEncoder):

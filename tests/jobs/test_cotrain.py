@@ -1,5 +1,6 @@
-"""jobs/cotrain.py --smoke end to end on a fresh local Ray: tables, files, and a real kill between
-iterations followed by a restart that ends in the state of an uninterrupted run."""
+"""jobs/cotrain.py --smoke end to end on a fresh local Ray: tables, files, and a real kill in the
+middle of an iteration (its learners' Ray Train runs started) followed by a restart that ends in
+the state of an uninterrupted run."""
 
 from __future__ import annotations
 
@@ -42,16 +43,17 @@ def test_smoke_then_kill_and_resume(data_dir, tmp_path):
     result = json.loads((tmp_path / "whole" / "results.json").read_text())
     assert "cotrain.py" in result["command"] and len(result["history"]) == 6
 
-    # Kill the job (its whole process group, local Ray included) once iteration 0 is saved.
+    # Kill the job (its whole process group, local Ray included) in iteration 1, once its learners'
+    # Ray Train runs have started: iteration 0 is saved, iteration 1 is not.
     out = tmp_path / "killed"
     proc = subprocess.Popen([*JOB, "--set", f"output_dir={out}"], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, env=environment(data_dir), start_new_session=True)
     deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and not ((out / "state.json").is_file() and state(out)["iteration"] >= 1):
+    while time.monotonic() < deadline and not (out / "learners" / "lm-iteration1").is_dir():
         time.sleep(0.2)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    assert state(out)["iteration"] == 1  # killed between iterations 1 and 2, not after the end
+    assert state(out)["iteration"] == 1  # killed within iteration 1
     resumed = run(out, data_dir)
     assert "resuming" in resumed.stderr
     after, before = state(out), state(tmp_path / "whole")

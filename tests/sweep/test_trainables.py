@@ -47,13 +47,13 @@ def test_resources_and_concurrency():
     two = from_dict(FinetuneConfig, {"task": TINY_TASK, "scaling": {"num_workers": 2, "use_gpu": True}})
     assert finetune.footprint(two) == {"CPU": 2, "GPU": 2}
     cotrain = JOBS["cotrain"]
-    cfg = from_dict(CotrainConfig, {"task": TINY_TASK, "lm": {"num_cpus": 1, "num_gpus": 1}, "emb": {"num_cpus": 0.5},
+    cfg = from_dict(CotrainConfig, {"task": TINY_TASK, "lm": {"scaling": {"num_workers": 2, "use_gpu": True}},
+                                    "emb": {"scaling": {"cpus_per_worker": 0.5}},
                                     "inference": {"num_actors": 2, "num_cpus": 0.5}})
-    # the learner actors go into the trial's placement group; the pseudo-labelling actors do not
-    group = cotrain.resources(cfg)
-    assert group.head_bundle_is_empty and group.bundles == [{"CPU": 1, "GPU": 1}, {"CPU": 0.5}]
-    assert cotrain.footprint(cfg) == {"CPU": 2.5, "GPU": 1}
-    assert max_concurrent(cotrain.footprint(cfg), {"CPU": 6.0, "GPU": 2.0}) == 2
+    # the learners' Ray Train workers and the pseudo-labelling actors reserve their own resources
+    assert cotrain.resources(cfg) == DRIVER_ONLY
+    assert cotrain.footprint(cfg) == {"CPU": 3.5, "GPU": 2}
+    assert max_concurrent(cotrain.footprint(cfg), {"CPU": 8.0, "GPU": 4.0}) == 2
     assert cotrain.max_t(cfg) == 4
 
 

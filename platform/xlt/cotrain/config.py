@@ -17,7 +17,7 @@ from ..config import check, from_dict, load_config, read_yaml
 from ..losses import ObjectiveConfig
 from ..models import EncoderConfig
 from ..tasks import TaskConfig
-from ..engine import OptimSettings
+from ..engine import OptimSettings, ScalingSettings
 from .selection import POLICIES
 
 Mode = Literal["cotrain", "self-train"]
@@ -28,25 +28,14 @@ LEARNERS: tuple[str, str] = ("lm", "emb")  # Yu & Joty (2021)'s f^lm and f^emb
 class LearnerConfig:
     """One learner: an encoder + linear head fine-tuned with CE (+ objectives) on its labelled set.
 
-    ``optim.epochs`` is K, the epochs of every (re-)fit. ``num_cpus`` / ``num_gpus``: what its
-    Ray actor reserves; ``threads``: its torch threads (0 = ``max(1, num_cpus)``).
+    ``optim.epochs`` is K, the epochs of every (re-)fit. Each fit is a Ray Train run of the
+    engine with ``scaling`` (workers, CPUs and torch threads per worker, GPUs, restarts).
     """
 
     model: EncoderConfig = field(default_factory=EncoderConfig)
     objectives: tuple[ObjectiveConfig, ...] = ()
     optim: OptimSettings = field(default_factory=OptimSettings)
-    num_cpus: float = 1.0
-    num_gpus: float = 0.0
-    threads: int = 0
-
-    def __post_init__(self) -> None:
-        check(self.num_cpus >= 0, "num_cpus", self.num_cpus, "a number >= 0")
-        check(self.num_gpus >= 0, "num_gpus", self.num_gpus, "a number >= 0")
-        check(self.threads >= 0, "threads", self.threads, "an integer >= 0 (0 = from num_cpus)")
-
-    @property
-    def torch_threads(self) -> int:
-        return self.threads or max(1, int(self.num_cpus))
+    scaling: ScalingSettings = field(default_factory=ScalingSettings)
 
 
 @dataclass(frozen=True)
@@ -89,7 +78,7 @@ class PoolData:
 class InferenceSettings:
     """The pseudo-labelling actor pool (``xlt.inference``): rows per Ray batch, texts per encoder
     batch, actors, what each reserves and its torch ``threads`` (0 = ``max(1, num_cpus)``; the
-    learners' actors sit idle while the pool runs, so an actor may use their cores)."""
+    learners' runs have ended when the pool runs, so an actor may use their cores)."""
 
     batch_size: int = 256
     encode_batch_size: int = 64
@@ -144,8 +133,10 @@ class CotrainConfig:
 
 
 # What a resumed run may change: where it runs and how long, not what it learns.
-RESUMABLE_CHANGES: tuple[str, ...] = ("iterations", "inference.", "data.data_dir", "output_dir", "lm.num_cpus",
-                                      "lm.num_gpus", "lm.threads", "emb.num_cpus", "emb.num_gpus", "emb.threads",
+# Not a learner's number of workers: it fixes the steps of its fits, so the fits would differ.
+RESUMABLE_CHANGES: tuple[str, ...] = ("iterations", "inference.", "data.data_dir", "output_dir",
+                                      *(f"{name}.scaling.{key}" for name in LEARNERS
+                                        for key in ("use_gpu", "cpus_per_worker", "threads", "max_failures")),
                                       "lm.optim.eval_batch_size", "emb.optim.eval_batch_size",
                                       "lm.optim.log_every_steps", "emb.optim.log_every_steps")
 

@@ -1,78 +1,81 @@
-"""``Learner``: one classifier of co-training — fit on its labelled set, evaluate, hand out its weights.
+"""One co-training learner's fit: a Ray Train run of the engine's fine-tuning on its labelled set.
 
-A plain class (tests call it directly); ``xlt.cotrain.loop`` wraps it as a Ray actor so that
-the two learners fit at the same time, each on its own resources (a GPU each on a cluster).
+``learner_trainer`` builds the ``TorchTrainer`` of learner ``name`` in iteration i: the
+fine-tuning workload (``xlt.train``: encoder + head, AdamW, linear schedule, word embeddings
+frozen if configured, CE + Σ λ·aux, K = ``optim.epochs`` epochs) on the learner's labelled rows,
+with the learner's own ``scaling`` (workers, CPUs, GPUs, restarts), and an evaluation of every
+language's evaluation rows after the last epoch, on rank 0. Its run directory is
+``<output_dir>/learners/<name>-iteration<i>``; the fitted weights go to pseudo-labelling through
+the object store (``Fit.state``: read from the run's last checkpoint, wherever its storage is).
 
-Fitting is the fine-tuning of ``xlt.train`` run in the actor's process
-(``xlt.train.local.fit_in_process``: encoder + head, AdamW, linear schedule, word embeddings
-frozen if configured, CE + Σ λ·aux, K = ``optim.epochs`` epochs of shuffled batches). Ray
-Train is not involved: a learner is one process, and the loop parallelises across learners.
-
-Reading of Alg. 1 in Yu & Joty 2021 ("fine-tune f on D" once per iteration): each fit starts again from
-the pretrained encoder and a fresh head (seeded), on the original labelled data plus every
+Reading of Yu & Joty 2021, Alg. 1 ("fine-tune f on D" once per iteration): each fit starts again
+from the pretrained encoder and a fresh head (seeded), on the original labelled data plus every
 pseudo-label received so far — the paper's "merged into the original labeled data D ... to
 re-train the model with" (§3.1). So a learner's state between iterations is its labelled set
-alone, which is what the loop checkpoints; a resumed run re-fits exactly what an
-uninterrupted one would.
+alone, which is what the loop checkpoints. A job killed during a fit re-runs the same
+iteration: the run of the same name continues from its latest epoch checkpoint (or, if it had
+finished, returns its result), so a resumed job fits exactly what an uninterrupted one would.
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Sequence
-from typing import Any, Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import torch
-
-from ..models import Classifier
-from ..models.encoder import CachedEncoder
-from ..tasks import TaskConfig
-from ..train.config import FinetuneConfig
-from ..train.local import fit_in_process
-from ..train.loop import FinetuneTraining, evaluate
+from ..engine import TRAIN_LOSS, OutputSettings
+from ..engine.reporting import MODEL_FILE
+from ..tasks import Task
+from ..train.config import DataSettings, FinetuneConfig
+from ..train.trainer import Resolved, build_trainer
 from .config import LearnerConfig
 
-logger = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from ray.train import Result
+    from ray.train.torch import TorchTrainer
+
+LEARNERS_DIR = "learners"
 
 
-class Learner:
-    """``name`` ("lm" / "emb"), its ``LearnerConfig`` and the resolved task (labels, languages, pairs)."""
+@dataclass(frozen=True)
+class Fit:
+    """What one fit hands on: its metrics (``train/loss`` of the last epoch, ``train/rows``, and
+    ``<split>/acc|f1/<lang>`` etc. on the evaluation rows) and the path of its weights."""
 
-    def __init__(self, name: str, cfg: LearnerConfig, task: TaskConfig) -> None:
-        torch.set_num_threads(cfg.torch_threads)
-        self.name, self.cfg, self.task = name, cfg, task
-        self._cached: CachedEncoder | None = None  # a frozen encoder's embeddings, kept across fits
-        self.training: FinetuneTraining | None = None
+    metrics: dict[str, float]
+    state: Any  # an ObjectRef to the classifier's state dict (xlt.inference.ClassifierSpec.state)
 
-    def _cache_frozen_encoder(self, training: FinetuneTraining) -> None:
-        """A frozen encoder embeds each text once for the learner's lifetime (``CachedEncoder``)."""
-        encoder = training.classifier.encoder
-        if not encoder.trainable:
-            if self._cached is None:
-                self._cached = CachedEncoder(encoder)
-            training.classifier.encoder = self._cached
 
-    @property
-    def classifier(self) -> Classifier:
-        if self.training is None:
-            raise RuntimeError(f"learner {self.name!r} has not been fitted yet")
-        return self.training.classifier
+def learner_config(name: str, cfg: LearnerConfig, task: Task, storage: str | Path, iteration: int,
+                   rows: int) -> FinetuneConfig:
+    """The fine-tuning config of learner ``name``'s fit in ``iteration`` on ``rows`` labelled rows."""
+    return FinetuneConfig(task=task.config, model=cfg.model, objectives=cfg.objectives, optim=cfg.optim,
+                          scaling=cfg.scaling, data=DataSettings(train_rows=rows),
+                          output=OutputSettings(storage_path=str(Path(storage).resolve()),
+                                                name=f"{name}-iteration{iteration}", num_to_keep=1),
+                          eval_every_epoch=False, eval_test=False)
 
-    def fit(self, rows: Sequence[Mapping[str, Any]], iteration: int = 0) -> dict[str, float]:
-        """Fine-tune from the pretrained weights on ``rows`` (``id, text, text_pair, label, lang``) for
-        K epochs; returns ``{"train/loss": last epoch's mean, "train/rows": len(rows)}``."""
-        cfg = FinetuneConfig(task=self.task, model=self.cfg.model, objectives=self.cfg.objectives,
-                             optim=self.cfg.optim)
-        losses: list[float] = []
-        self.training = fit_in_process(cfg, rows, prepare=self._cache_frozen_encoder,
-                                       on_epoch=lambda _, loss: losses.append(loss))
-        logger.info("%s iteration %d: fitted %d rows, last epoch loss %.4f", self.name, iteration, len(rows), losses[-1])
-        return {"train/loss": losses[-1], "train/rows": float(len(rows))}
 
-    def evaluate(self, rows: Mapping[str, Sequence], split: str) -> dict[str, float]:
-        """Accuracy and macro-F1 per language, target averages and gaps on ``rows`` (``xlt.train.loop.evaluate``)."""
-        return evaluate(self.classifier, rows, self.task.source_lang, split, self.cfg.optim.eval_batch_size)
+def learner_trainer(name: str, cfg: LearnerConfig, task: Task, rows: Sequence[Mapping[str, Any]],
+                    evaluation: Sequence[Mapping[str, Any]], iteration: int, output_dir: str | Path) -> TorchTrainer:
+    """The Ray Train run of one fit: ``rows`` (``id, text, text_pair, label, lang``) to train on,
+    ``evaluation`` (``text, text_pair, label, lang``) evaluated after the last epoch."""
+    if not rows:
+        raise ValueError(f"learner {name!r} has no labelled rows to fit on")
+    config = learner_config(name, cfg, task, Path(output_dir, LEARNERS_DIR), iteration, len(rows))
+    return build_trainer(Resolved(config, task, [dict(r) for r in rows], [dict(r) for r in evaluation], []))
 
-    def state(self) -> dict[str, torch.Tensor]:
-        """The fitted classifier's ``state_dict`` on CPU (for ``xlt.inference.ClassifierSpec``)."""
-        return {k: v.detach().cpu() for k, v in self.classifier.state_dict().items()}
+
+def fit_result(result: Result, rows: int, split: str) -> Fit:
+    """A finished run's ``Fit``. The engine names the split it evaluates ``val``; co-training
+    evaluates its ``data.eval_split`` there, named ``split`` (``val`` or ``test``)."""
+    import ray
+    import torch
+
+    metrics = {(f"{split}/{key[len('val/'):]}" if key.startswith("val/") else key): value
+               for key, value in result.metrics.items()}
+    with result.checkpoint.as_directory() as directory:
+        state = torch.load(Path(directory, MODEL_FILE), map_location="cpu", weights_only=True)
+    return Fit({"train/loss": metrics[TRAIN_LOSS], "train/rows": float(rows),
+                **{k: v for k, v in metrics.items() if k.startswith(f"{split}/")}}, ray.put(state))

@@ -13,7 +13,10 @@ One iteration i = 0 .. s (s = ``cfg.iterations``):
    into the original labeled data D for f^emb", and vice versa), self-training to the learner
    itself; either way they leave the selecting learner's pool (Alg. 1: U^k = U^k \\ S^k), so no
    learner selects a row twice and no labelled set receives a row twice;
-4. the loop state is saved (``xlt.cotrain.state``): a restarted job resumes at i + 1.
+4. the loop state is saved (``xlt.cotrain.state``): a restarted job resumes at i + 1; a job
+   killed within iteration i re-runs i, whose fits continue from their runs' checkpoints and
+   whose selection is a function of the saved state and seeds, so no pseudo-label is lost or
+   given twice.
 
 Alg. 1 as printed adds S^emb to D^emb (self-training); the prose of §3.1 and Fig. 1 exchange
 them. We follow the prose: it is what makes the method co-training and what §4.2 contrasts
@@ -36,10 +39,11 @@ from typing import Any, Callable
 import numpy as np
 
 from ..config import ConfigError, save_config
-from ..tasks import Task, load_task
 from ..engine import changed_keys
+from ..tasks import Task, load_task
 from ..train.data import eval_rows
 from .config import LEARNERS, RESUMABLE_CHANGES, CotrainConfig, read_config
+from .learner import Fit, fit_result, learner_trainer
 from .selection import PoolPredictions, default_size, select
 from .state import LoopState
 
@@ -50,13 +54,13 @@ CONFIG_FILE = "config.yaml"
 @dataclass(frozen=True)
 class CotrainData:
     """Labelled rows (``xlt.tasks.row``), the unlabelled pool (``id, text, text_pair, lang`` + ``gold``,
-    for scoring only; ``None`` where the data has no label) and evaluation rows (columns ``text``,
+    for scoring only; ``None`` where the data has no label) and evaluation rows (``text``,
     ``text_pair``, ``label``, ``lang``)."""
 
     task: Task
     labeled: list[dict[str, Any]]
     pool: list[dict[str, Any]]
-    evaluation: dict[str, list]
+    evaluation_rows: list[dict[str, Any]]
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -74,9 +78,7 @@ def load_data(cfg: CotrainConfig) -> CotrainData:
     labeled = task.rows("train", [task.source_lang], n)
     pool = [{"id": r["id"], "text": r["text"], "text_pair": r["text_pair"], "lang": r["lang"], "gold": r["label"]}
             for r in task.rows("pool", task.target_langs, n)]
-    rows = eval_rows(task, cfg.data.eval_split, n)
-    evaluation = {key: [r[key] for r in rows] for key in ("text", "text_pair", "label", "lang")}
-    return CotrainData(task, labeled, pool, evaluation)
+    return CotrainData(task, labeled, pool, eval_rows(task, cfg.data.eval_split, n))
 
 
 def receiver(mode: str, selector: str) -> str:
@@ -137,15 +139,11 @@ def run_cotraining(cfg: CotrainConfig, *, data: CotrainData | None = None, stop_
                    on_iteration: Callable[[int, list[dict[str, Any]]], None] | None = None) -> LoopState:
     """Run (or resume) ``cfg`` to the end, or until iteration ``stop_after`` is saved; returns the state.
 
-    Needs a running Ray (``ray.init``). State, config and metrics go to ``cfg.output_dir``.
-    ``on_iteration(iteration, records)`` is called after each iteration is saved, with one
-    metrics record per learner (e.g. to report to Ray Tune). ``data``: ``load_data(cfg)``, when
-    the caller already read it.
+    Needs a running Ray (``ray.init``). State, config, metrics and the learners' runs go to
+    ``cfg.output_dir``. ``on_iteration(iteration, records)`` is called after each iteration is
+    saved, with one metrics record per learner (e.g. to report to Ray Tune). ``data``:
+    ``load_data(cfg)``, when the caller already read it.
     """
-    import ray
-
-    from .learner import Learner
-
     out = Path(cfg.output_dir)
     check_resumable(cfg, out)
     data = load_data(cfg) if data is None else data
@@ -156,37 +154,39 @@ def run_cotraining(cfg: CotrainConfig, *, data: CotrainData | None = None, stop_
         return state
     if state.iteration:
         logger.info("resuming %s at iteration %d", out, state.iteration)
-    actor = ray.remote(Learner)
-    learners = {name: actor.options(num_cpus=cfg.learner(name).num_cpus, num_gpus=cfg.learner(name).num_gpus,
-                                    name=None).remote(name, cfg.learner(name), data.task.config)
-                for name in LEARNERS}
-    try:
-        for iteration in range(state.iteration, cfg.iterations + 1):
-            fits = {name: learners[name].fit.remote(data.labeled + [_train_row(r) for r in state.received[name]],
-                                                    iteration) for name in LEARNERS}
-            train = {name: ray.get(ref) for name, ref in fits.items()}
-            evals = {name: ray.get(learners[name].evaluate.remote(data.evaluation, cfg.data.metric_split))
-                     for name in LEARNERS}
-            records = {name: {"iteration": iteration, "learner": name, "mode": cfg.mode, **train[name],
-                              **evals[name]} for name in LEARNERS}
-            if iteration < cfg.iterations:
-                preds = {name: predict(cfg, name, learners[name].state.remote(), data) for name in LEARNERS}
-                for name, stats in exchange(state, preds, cfg, data, iteration).items():
-                    records[name].update(stats)
-            state.history.extend(records[name] for name in LEARNERS)
-            state.iteration = iteration + 1
-            state.save(out)
-            logger.info("iteration %d: %s", iteration, "; ".join(
-                f"{name} {cfg.data.eval_split} avg_target {records[name].get(_avg_key(cfg), float('nan')):.3f}"
-                for name in LEARNERS))
-            if on_iteration is not None:
-                on_iteration(iteration, [records[name] for name in LEARNERS])
-            if stop_after is not None and iteration >= stop_after:
-                break
-    finally:
-        for handle in learners.values():
-            ray.kill(handle)
+    for iteration in range(state.iteration, cfg.iterations + 1):
+        fits = fit_learners(cfg, data, state, iteration)
+        records = {name: {"iteration": iteration, "learner": name, "mode": cfg.mode, **fits[name].metrics}
+                   for name in LEARNERS}
+        if iteration < cfg.iterations:
+            preds = {name: predict(cfg, name, fits[name].state, data) for name in LEARNERS}
+            for name, stats in exchange(state, preds, cfg, data, iteration).items():
+                records[name].update(stats)
+        state.history.extend(records[name] for name in LEARNERS)
+        state.iteration = iteration + 1
+        state.save(out)
+        logger.info("iteration %d: %s", iteration, "; ".join(
+            f"{name} {cfg.data.eval_split} avg_target {records[name].get(_avg_key(cfg), float('nan')):.3f}"
+            for name in LEARNERS))
+        if on_iteration is not None:
+            on_iteration(iteration, [records[name] for name in LEARNERS])
+        if stop_after is not None and iteration >= stop_after:
+            break
     return state
+
+
+def fit_learners(cfg: CotrainConfig, data: CotrainData, state: LoopState, iteration: int) -> dict[str, Fit]:
+    """Both learners' fits of ``iteration``, their Ray Train runs side by side (one driver thread
+    each: ``TorchTrainer.fit`` blocks until its run ends)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rows = {name: data.labeled + [_train_row(r) for r in state.received[name]] for name in LEARNERS}
+    trainers = {name: learner_trainer(name, cfg.learner(name), data.task, rows[name], data.evaluation_rows,
+                                      iteration, cfg.output_dir) for name in LEARNERS}
+    with ThreadPoolExecutor(max_workers=len(LEARNERS), thread_name_prefix="learner") as pool:
+        results = {name: pool.submit(trainer.fit) for name, trainer in trainers.items()}
+        return {name: fit_result(results[name].result(), len(rows[name]), cfg.data.metric_split)
+                for name in LEARNERS}
 
 
 def _avg_key(cfg: CotrainConfig) -> str:
@@ -197,16 +197,16 @@ def _train_row(received: dict[str, Any]) -> dict[str, Any]:
     return {key: received.get(key) for key in ("id", "text", "text_pair", "label", "lang")}
 
 
-def predict(cfg: CotrainConfig, name: str, state_ref: Any, data: CotrainData) -> PoolPredictions:
-    """Pseudo-label the whole pool with learner ``name``'s weights (``state_ref``: an ObjectRef to
-    its ``state_dict``) through the ``xlt.inference`` actor pool; keeps id, label, confidence."""
+def predict(cfg: CotrainConfig, name: str, state: Any, data: CotrainData) -> PoolPredictions:
+    """Pseudo-label the whole pool with learner ``name``'s weights (``state``: an ObjectRef to its
+    fit's ``state_dict``) through the ``xlt.inference`` actor pool; keeps id, label, confidence."""
     import ray.data
 
     from ..inference import ClassifierSpec, pseudo_label
 
     ray.data.DataContext.get_current().enable_progress_bars = False
 
-    spec = ClassifierSpec(model=cfg.learner(name).model, labels=data.labels, state=state_ref,
+    spec = ClassifierSpec(model=cfg.learner(name).model, labels=data.labels, state=state,
                           paired=data.task.paired)
     inf = cfg.inference
     columns = ("id", "text", "text_pair") if data.task.paired else ("id", "text")

@@ -140,7 +140,7 @@ def collect(iterator: Any, batch_size: int, columns: Sequence[str]) -> dict[str,
 
 
 def worker_setup(cfg: Any) -> tuple[int, int, Callable[[nn.Module], nn.Module]]:
-    """What every Ray Train worker does first: torch threads = ``cfg.scaling.cpus_per_worker``, Ray
+    """What every Ray Train worker does first: torch threads = ``cfg.scaling.torch_threads``, Ray
     Data progress bars off; returns (rank, world size, ``prepare`` = ``ray.train.torch.prepare_model``
     with the DDP options ``cfg.model`` needs)."""
     import ray.data
@@ -148,7 +148,7 @@ def worker_setup(cfg: Any) -> tuple[int, int, Callable[[nn.Module], nn.Module]]:
     import ray.train.torch
 
     context = ray.train.get_context()
-    torch.set_num_threads(cfg.scaling.cpus_per_worker)
+    torch.set_num_threads(cfg.scaling.torch_threads)
     ray.data.DataContext.get_current().enable_progress_bars = False
     # Pooling an intermediate layer leaves the layers above it without gradient.
     ddp = {"find_unused_parameters": getattr(getattr(cfg, "model", None), "layer", -1) != -1}

@@ -57,17 +57,28 @@ class OptimSettings:
 
 @dataclass(frozen=True)
 class ScalingSettings:
-    """Ray Train workers: ``num_workers`` data-parallel copies (DDP over gloo on CPU, NCCL on GPU)."""
+    """Ray Train workers: ``num_workers`` data-parallel copies (DDP over gloo on CPU, NCCL on GPU).
+
+    ``cpus_per_worker`` is what each worker reserves (a fraction lets two small runs share a
+    core, as co-training's learners do on a laptop); ``threads`` its torch threads (0 = the
+    reserved CPUs, at least one).
+    """
 
     num_workers: int = 1
     use_gpu: bool = False
-    cpus_per_worker: int = 1  # also the worker's torch thread count
+    cpus_per_worker: float = 1
+    threads: int = 0
     max_failures: int = 0  # worker-group restarts, each resuming from the latest checkpoint
 
     def __post_init__(self) -> None:
         check(self.num_workers >= 1, "scaling.num_workers", self.num_workers, "an integer >= 1")
-        check(self.cpus_per_worker >= 1, "scaling.cpus_per_worker", self.cpus_per_worker, "an integer >= 1")
+        check(self.cpus_per_worker > 0, "scaling.cpus_per_worker", self.cpus_per_worker, "a number > 0")
+        check(self.threads >= 0, "scaling.threads", self.threads, "an integer >= 0 (0 = from cpus_per_worker)")
         check(self.max_failures >= -1, "scaling.max_failures", self.max_failures, "-1 (unlimited) or >= 0")
+
+    @property
+    def torch_threads(self) -> int:
+        return self.threads or max(1, int(self.cpus_per_worker))
 
 
 @dataclass(frozen=True)
@@ -101,7 +112,8 @@ def steps_per_epoch(train_rows: int, num_workers: int, optim: OptimSettings) -> 
 # moved run directory or data root is the same run). Not the number of workers: it fixes the
 # steps per epoch, in which the checkpoint's schedule is counted.
 RESUMABLE_CHANGES: tuple[str, ...] = ("optim.epochs", "optim.eval_batch_size", "optim.log_every_steps",
-                                      "scaling.use_gpu", "scaling.cpus_per_worker", "scaling.max_failures",
+                                      "scaling.use_gpu", "scaling.cpus_per_worker", "scaling.threads",
+                                      "scaling.max_failures",
                                       "output.storage_path", "output.num_to_keep", "data.data_dir")
 
 

@@ -248,16 +248,22 @@ class CachedEncoder(TextEncoder):
 
     Co-training re-fits a learner on a growing labelled set every iteration (Yu & Joty 2021, Alg. 1);
     with a frozen encoder (USE) only the head learns, so the embedding of a text never changes
-    and recomputing it every epoch of every fit is wasted work. The cache lives as long as the
-    wrapper (one learner). Only parameter-free encoders are accepted, so that wrapping one
-    leaves the classifier's ``state_dict`` unchanged.
+    and recomputing it every epoch is wasted work. The cache lives as long as the wrapper (one
+    fine-tuning run: every epoch after the first reads it). Only parameter-free encoders are
+    accepted, so that wrapping one leaves the classifier's ``state_dict`` unchanged.
     """
 
     trainable = False
 
+    @staticmethod
+    def accepts(encoder: TextEncoder) -> bool:
+        """Whether ``encoder`` is frozen and parameter-free (what may be cached)."""
+        return not (encoder.trainable or any(True for _ in encoder.parameters())
+                    or any(True for _ in encoder.buffers()))
+
     def __init__(self, inner: TextEncoder) -> None:
         super().__init__()
-        if inner.trainable or any(True for _ in inner.parameters()) or any(True for _ in inner.buffers()):
+        if not CachedEncoder.accepts(inner):
             raise ValueError(f"{type(inner).__name__} has parameters: only frozen, parameter-free encoders are cached")
         self.inner, self.dim, self.pair_encoding = inner, inner.dim, inner.pair_encoding
         self._cache: dict[str, torch.Tensor] = {}

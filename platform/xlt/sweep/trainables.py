@@ -16,13 +16,12 @@ state lives in the trial's directory, so a trial restarted by a resumed sweep co
 next iteration. The score of an iteration is the better learner's dev average (the learner one
 would keep; each learner's metrics are reported too, as ``lm/…`` and ``emb/…``).
 
-Resources (``JobSpec.resources``): a fine-tuning trial only drives its Ray Train run, whose
-controller (0 CPUs) Tune's placement group captures and whose workers reserve their own
-placement group (``scaling``): the trial's own bundle is a token (Tune needs a non-empty one),
-and ``JobSpec.footprint`` counts the workers; a co-training trial reserves a placement
-group with one bundle per learner actor (Tune's placement group captures the actors the trial
-starts), while the pseudo-labelling actors of Ray Data run outside it (Ray Data schedules with
-its own strategy) — ``JobSpec.footprint`` counts them, to bound how many trials run at once.
+Resources (``JobSpec.resources``): a trial only drives Ray Train runs (one for fine-tuning, two
+per co-training iteration), whose controllers (0 CPUs) Tune's placement group captures and whose
+workers reserve their own placement groups (``scaling``), and Ray Data's pseudo-labelling
+actors, which schedule with Ray Data's own strategy: the trial's own bundle is a token (Tune
+needs a non-empty one), and ``JobSpec.footprint`` counts the workers and actors, to bound how
+many trials run at once.
 """
 
 from __future__ import annotations
@@ -33,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import check, from_dict
-from ..cotrain.config import CotrainConfig
+from ..cotrain.config import LEARNERS, CotrainConfig
 from ..eval.classification import ACC, AVG_TARGET, metric_name
 from ..train.config import FinetuneConfig
 from ..engine import TRAIN_EPOCH
@@ -128,10 +127,6 @@ def cotrain_trial(config: dict[str, Any], setup: TrialSetup) -> None:
 DRIVER_ONLY = {"memory": 1}
 
 
-def _bundle(cpus: float, gpus: float) -> dict[str, float]:
-    return {k: v for k, v in (("CPU", cpus), ("GPU", gpus)) if v > 0}
-
-
 def _check_cotrain(cfg: CotrainConfig) -> None:
     check(cfg.data.eval_split == "dev", "data.eval_split", cfg.data.eval_split,
           "dev in a sweep, which selects on dev and never on test (search_spaces/cotrain.yaml sets it in "
@@ -155,18 +150,11 @@ class JobSpec:
         return from_dict(self.config_class, dict(data))
 
 
-def _cotrain_resources(cfg: CotrainConfig) -> Any:
-    from ray.tune import PlacementGroupFactory
-
-    learners = [b for b in (_bundle(cfg.lm.num_cpus, cfg.lm.num_gpus), _bundle(cfg.emb.num_cpus, cfg.emb.num_gpus))
-                if b]
-    return PlacementGroupFactory([{}, *learners] if learners else [{"CPU": 1}])
-
-
 def _cotrain_footprint(cfg: CotrainConfig) -> dict[str, float]:
     inf = cfg.inference
-    return {"CPU": cfg.lm.num_cpus + cfg.emb.num_cpus + inf.num_actors * inf.num_cpus,
-            "GPU": cfg.lm.num_gpus + cfg.emb.num_gpus + inf.num_actors * inf.num_gpus}
+    learners = [cfg.learner(name).scaling for name in LEARNERS]
+    return {"CPU": sum(s.num_workers * s.cpus_per_worker for s in learners) + inf.num_actors * inf.num_cpus,
+            "GPU": sum(s.num_workers for s in learners if s.use_gpu) + inf.num_actors * inf.num_gpus}
 
 
 JOBS: dict[Job, JobSpec] = {
@@ -178,7 +166,7 @@ JOBS: dict[Job, JobSpec] = {
         check=lambda cfg: None, renames=lambda name: (f"output.name={name}-best",)),
     "cotrain": JobSpec(
         CotrainConfig, cotrain_trial, TRAIN_ITERATION, max_t=lambda cfg: cfg.iterations + 1,
-        resources=_cotrain_resources, footprint=_cotrain_footprint, check=_check_cotrain,
+        resources=lambda cfg: DRIVER_ONLY, footprint=_cotrain_footprint, check=_check_cotrain,
         renames=lambda name: (f"output_dir=results/cotrain/{name}-best",)),
 }
 

@@ -31,7 +31,7 @@ from ..engine.loop import Batcher
 from ..eval.classification import ACC, AVG_TARGET, F1, gap_name, metric_name, transfer_metrics
 from ..losses import WeightedObjectives, build_objectives
 from ..models import Classifier, TransformerEncoder, load_encoder
-from ..models.encoder import Item
+from ..models.encoder import CachedEncoder, Item
 from .batches import UNKNOWN_LABEL, ViewBatch, flatten_batch, items_of
 from .config import FinetuneConfig
 
@@ -134,13 +134,17 @@ def evaluate(classifier: Classifier, rows: Mapping[str, Iterable], source_lang: 
 class Finetuning(Workload):
     """Fine-tuning on the engine: encoder + head, ``flatten_batch`` of each micro-batch of rows with
     their views, ``compute_losses``; rank 0 evaluates every language's dev split (each epoch if
-    ``eval_every_epoch``, else after the last) and test split (after the last)."""
+    ``eval_every_epoch``, else after the last) and test split (after the last, if ``eval_test``).
+    A frozen, parameter-free encoder (USE) is wrapped in ``CachedEncoder``: each text is embedded
+    once per run, not once per epoch."""
 
     config_class = FinetuneConfig
 
     def build(self, cfg: FinetuneConfig, steps_per_epoch: int,
               prepare: Callable[[nn.Module], nn.Module]) -> FinetuneTraining:
         classifier = build_classifier(cfg)
+        if CachedEncoder.accepts(classifier.encoder):  # a frozen USE: only the head learns
+            classifier.encoder = CachedEncoder(classifier.encoder)
         return build_engine_training(  # type: ignore[return-value]
             classifier, cfg.optim, steps_per_epoch, prepare, step_module=FeaturesAndLogits(classifier),
             training_class=FinetuneTraining, objectives=build_objectives(cfg.objectives) if cfg.objectives else None,
