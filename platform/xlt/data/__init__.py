@@ -14,11 +14,12 @@ from xlt.data.files import read_examples, read_parallel
 from xlt.data.hf import read_hf_dataset, read_hf_parallel
 from xlt.data.paths import resolve_data_dir
 from xlt.data.ray_data import to_ray_dataset
-from xlt.data.records import Example, ParallelPair, as_rows
+from xlt.data.records import Example, ParallelPair, as_rows, evenly_spaced
 from xlt.data.sib200 import read_sib200, sib200_labels, sib200_languages
 from xlt.data.tatoeba import read_tatoeba, tatoeba_languages
 
 __all__ = [
+    "evenly_spaced",
     "BilingualDictionary",
     "BuccCorpus",
     "DataError",

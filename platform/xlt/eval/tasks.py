@@ -26,7 +26,8 @@ from ..data.tatoeba import tatoeba_languages
 from ..text.languages import normalize_lang
 from ..models import EncoderConfig, TextEncoder, load_encoder
 from ..models.encoder import Item
-from ..tasks import Task, TaskConfig, evenly_spaced, load_task
+from ..data.records import evenly_spaced
+from ..tasks import Task, TaskConfig, load_task
 from .classification import scores_by_language, summarize_transfer
 from .retrieval import MiningResult, mine_bitext, tatoeba_accuracy
 

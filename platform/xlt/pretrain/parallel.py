@@ -27,8 +27,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..data import (BilingualDictionary, ParallelPair, read_hf_parallel, read_muse, read_parallel, read_sib200,
-                    read_tatoeba, sib200_languages)
+from ..data import (BilingualDictionary, ParallelPair, evenly_spaced, read_hf_parallel, read_muse, read_parallel,
+                    read_sib200, read_tatoeba, sib200_languages)
 from .config import BitextSource, PretrainData
 
 
@@ -91,13 +91,6 @@ def evaluation_sentences(root: str | Path, tatoeba_langs: Iterable[str], sib200:
 def exclude_sentences(pairs: Sequence[ParallelPair], sentences: set[str]) -> list[ParallelPair]:
     """The pairs none of whose sides is one of ``sentences`` (normalised as ``normalize_sentence``)."""
     return [p for p in pairs if normalize_sentence(p.src) not in sentences and normalize_sentence(p.tgt) not in sentences]
-
-
-def evenly_spaced(items: Sequence[Any], n: int) -> list[Any]:
-    """At most ``n`` items (0 = all), evenly spaced: files are often sorted by topic or length."""
-    if not n or len(items) <= n:
-        return list(items)
-    return list(items[:: len(items) // n][:n])
 
 
 def sampling_probabilities(counts: Mapping[str, int], alpha: float) -> dict[str, float]:

@@ -10,7 +10,7 @@ No job names a dataset: SIB-200, XNLI, PAWS-X and NusaX are presets in ``configs
 
 from .config import ROLES, Fields, Splits, SplitRef, TaskConfig
 from .registry import TASK_TYPES
-from .task import ROW_COLUMNS, Task, evenly_spaced, load_task, row
+from .task import ROW_COLUMNS, Task, load_task, row
 
 __all__ = ["ROLES", "ROW_COLUMNS", "TASK_TYPES", "Fields", "SplitRef", "Splits", "Task", "TaskConfig",
-           "evenly_spaced", "load_task", "row"]
+           "load_task", "row"]

@@ -13,24 +13,16 @@ Rows handed to Ray are plain dicts (``row``): ``id, text, text_pair, label, lang
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from ..config import ConfigError
-from ..data.records import Example
+from ..data.records import Example, evenly_spaced
 from .config import TaskConfig
 from .registry import task_type
 
-T = TypeVar("T")
 ROW_COLUMNS: tuple[str, ...] = ("id", "text", "text_pair", "label", "lang", "source_id")
-
-
-def evenly_spaced(items: Sequence[T], n: int) -> list[T]:
-    """At most ``n`` items (0 = all), evenly spaced: published splits are often sorted by label."""
-    if not n or len(items) <= n:
-        return list(items)
-    return list(items[:: len(items) // n][:n])
 
 
 def row(example: Example) -> dict[str, Any]:
