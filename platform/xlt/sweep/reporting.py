@@ -4,7 +4,7 @@ Trials report once per epoch (fine-tuning) or per iteration (co-training) throug
 so that ASHA can stop a trial whose dev score lags at a rung. Trials write no Tune checkpoints:
 a fine-tuning trial of a few epochs restarts from scratch when a sweep resumes (a checkpoint of
 an e5-small per epoch and trial would cost more I/O than the epoch), and a co-training trial
-keeps its own per-iteration loop state in its trial directory (``trial_dir``), from which
+keeps its own per-iteration loop state in its trial directory (``TrialSetup.trial_directory``), from which
 ``run_cotraining`` resumes.
 """
 
@@ -20,8 +20,8 @@ def report(metrics: Mapping[str, float | int | str]) -> None:
     tune.report(dict(metrics))
 
 
-def trial_dir() -> str:
-    """The running trial's directory under the sweep's storage path (kept across resumes)."""
+def trial_id() -> str:
+    """The running trial's id (its directory in the sweep is ``trial_<id>``)."""
     from ray import tune
 
-    return tune.get_context().get_trial_dir()
+    return tune.get_context().get_trial_id()

@@ -37,7 +37,7 @@ from ..tasks import load_task
 from .best import TrialRecord
 from .overrides import check_space, trial_data
 from .space import Param, SearchSpace, Searcher, active_values, to_tune
-from .trainables import JOBS, JobSpec, TrialSetup, max_concurrent, with_data_dir
+from .trainables import JOBS, JobSpec, TrialSetup, max_concurrent, trial_dirname, with_data_dir
 
 if TYPE_CHECKING:
     from ray.tune.experiment import Trial
@@ -125,7 +125,7 @@ def _guard(directory: Path, identity: dict, resume: bool) -> None:
 
 
 def _trial_dirname(trial: Trial) -> str:
-    return f"trial_{trial.trial_id}"  # Tune's default spells out the config: too long for dotted keys
+    return trial_dirname(trial.trial_id)
 
 
 def to_record(index: int, trial: Trial, params: Sequence[Param]) -> TrialRecord:
@@ -167,7 +167,8 @@ class Sweep:
         search_alg, config = build_search_alg(space.params, settings.searcher, metric=space.metric, mode=space.mode,
                                               seed=space.seed, limit=limit, num_samples=self.num_samples,
                                               source=space.source)
-        setup = TrialSetup(self.base, space.params, with_data_dir(space.sweep_only, self.data_dir))
+        setup = TrialSetup(self.base, space.params, with_data_dir(space.sweep_only, self.data_dir),
+                           str(settings.directory.resolve()))
         analysis = tune.run(
             tune.with_parameters(job.trainable, setup=setup),
             name=settings.name,

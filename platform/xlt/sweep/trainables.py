@@ -43,15 +43,25 @@ from .space import Job, Param, active_values
 TRAIN_ITERATION = metric_name("train", "iteration")  # co-training iterations completed (fits per learner)
 
 
+def trial_dirname(trial_id: str) -> str:
+    return f"trial_{trial_id}"  # Tune's default spells out the config: too long for dotted keys
+
+
 @dataclass(frozen=True)
 class TrialSetup:
     """What every trial of a sweep shares (shipped once with ``tune.with_parameters``): the job's
-    base config mapping, the space's entries, and the overrides of every trial (the space's
-    ``sweep_only`` plus the data root the driver resolved)."""
+    base config mapping, the space's entries, the overrides of every trial (the space's
+    ``sweep_only`` plus the data root the driver resolved) and the sweep's directory."""
 
     base: dict[str, Any]
     params: tuple[Param, ...]
     trial_overrides: tuple[str, ...] = ()
+    directory: str = ""  # the sweep's directory: trials keep their own runs in it
+
+    def trial_directory(self) -> str:
+        """Where the running trial keeps its runs: ``<sweep directory>/trial_<id>/``, beside Tune's
+        own files of the trial, so that a resumed sweep (a new Ray session) finds them again."""
+        return f"{self.directory}/{trial_dirname(reporting.trial_id())}"
 
     def data(self, config: Mapping[str, Any]) -> dict[str, Any]:
         """The config mapping of the trial Tune sampled ``config`` for."""
@@ -72,7 +82,7 @@ def finetune_trial(config: dict[str, Any], setup: TrialSetup) -> None:
 
     quiet_libraries()
     data = setup.data(config)
-    data["output"] = {**data.get("output", {}), "storage_path": reporting.trial_dir(), "name": "finetune"}
+    data["output"] = {**data.get("output", {}), "storage_path": setup.trial_directory(), "name": "finetune"}
     data["eval_test"] = False
     build_trainer(from_dict(FinetuneConfig, data), callbacks=[TuneReportCallback()]).fit()
 
@@ -103,7 +113,7 @@ def cotrain_trial(config: dict[str, Any], setup: TrialSetup) -> None:
 
     quiet_libraries()
     data = setup.data(config)
-    data["output_dir"] = str(Path(reporting.trial_dir(), "cotrain"))
+    data["output_dir"] = f"{setup.trial_directory()}/cotrain"
     cfg = from_dict(CotrainConfig, data)
     reported: list[int] = []
 
