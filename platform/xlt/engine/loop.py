@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -40,7 +41,7 @@ logger = logging.getLogger(__name__)
 Batcher = Callable[[Any], tuple[Any, int]]  # a micro-batch as iterated -> (the step's input, examples in it)
 
 
-class Workload:
+class Workload(ABC):
     """What a training job plugs into the engine. Subclasses are stateless (Ray ships the instance
     to every worker); whatever a worker builds lives in ``Training`` or in the batcher it returns.
 
@@ -52,19 +53,19 @@ class Workload:
     batch_format: ClassVar[Literal["numpy", "pyarrow"]] = "numpy"
     unit: ClassVar[str] = "examples"  # what ``samples_per_s`` counts, in progress lines
 
+    @abstractmethod
     def build(self, cfg: Any, steps_per_epoch: int, prepare: Callable[[nn.Module], nn.Module]) -> Training:
         """The module to train and its optimiser (``xlt.engine.build_training``); called by
         ``start_training`` after ``torch.manual_seed(cfg.optim.seed)``."""
-        raise NotImplementedError
 
+    @abstractmethod
     def batcher(self, cfg: Any, training: Training, epoch: int, rank: int) -> Batcher:
         """How one epoch turns micro-batches into the step's inputs (its randomness seeded by
         ``epoch_seed``)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def loss(self, training: Training, model: nn.Module, inputs: Any) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """``(total, {part: unweighted value})`` of one micro-batch through ``model`` (the step module)."""
-        raise NotImplementedError
 
     def evaluate(self, cfg: Any, training: Training, last: bool) -> dict[str, float]:
         """Rank 0's metrics after an epoch (``last``: after the final one); none by default."""
