@@ -9,7 +9,7 @@ exchange confident pseudo-labels on unlabelled target-language text; or self-tra
     python jobs/cotrain.py --smoke
     ray job submit --working-dir . -- python jobs/cotrain.py --config configs/cotrain_cluster.yaml
 
-Every iteration fits both learners (Ray actors), evaluates them on every language, pseudo-labels
+Every iteration fits both learners (a Ray Train run each), evaluates them on every language, pseudo-labels
 the pool with an actor pool, selects and exchanges, and saves the loop state to
 ``<output_dir>/state.json``: running the same command again resumes at the next iteration (a
 finished run only prints its results). Prints one line per iteration on stderr, then the
@@ -27,7 +27,7 @@ from xlt.cli import init_ray, job_overrides, job_parser, quiet_libraries, run_jo
 from xlt.cotrain import load_cotrain_config, load_data, run_cotraining
 from xlt.cotrain.report import iteration_rows, language_rows, plot_iterations
 from xlt.eval.classification import F1
-from xlt.report import markdown_table, write_results
+from xlt.report import Phases, markdown_table, write_results
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 DEFAULT_PRESET = CONFIGS / "cotrain_sib200.yaml"
@@ -40,9 +40,12 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     overrides = job_overrides(args)
     cfg = load_cotrain_config(args.config or DEFAULT_PRESET, overrides, smoke=SMOKE_PRESET if args.smoke else None)
-    data = load_data(cfg)  # every row read and checked before Ray starts
-    init_ray(args.address)
-    state = run_cotraining(cfg, data=data)
+    phases = Phases()
+    with phases("read data"):
+        data = load_data(cfg)  # every row read and checked before Ray starts
+    with phases("start Ray"):
+        init_ray(args.address)
+    state = run_cotraining(cfg, data=data, phases=phases)
 
     split, source = cfg.data.metric_split, data.task.source_lang
     label = "co-training" if cfg.mode == "cotrain" else "self-training"
@@ -53,11 +56,14 @@ def main() -> None:
     text = (f"## {label} on {data.task.config.name}: lm {cfg.lm.model.source}, emb {cfg.emb.model.source}, policy {cfg.selection.policy}, "
             f"t = {cfg.selection.threshold}\n\n### Per iteration ({split} accuracy)\n\n{per_iteration}\n\n"
             f"### Per language ({split} accuracy)\n\n{per_language}\n\n"
-            f"### Per language ({split} macro-F1)\n\n{per_language_f1}\n")
+            f"### Per language ({split} macro-F1)\n\n{per_language_f1}\n\n"
+            f"### Where the time went (this run; the two fits of an iteration run at the same time)\n\n"
+            f"{phases.table()}\n")
     out = Path(cfg.output_dir)
     (out / "results.md").write_text(text, encoding="utf-8")
     plot = plot_iterations(state.history, split, out / "accuracy_per_iteration.png", label)
-    path = write_results(out / "results.json", {"history": state.history, "config": asdict(cfg)})
+    path = write_results(out / "results.json", {"history": state.history, "config": asdict(cfg),
+                                                "phases": phases.rows()})
     print(text)
     print(f"wrote {path}, {out / 'results.md'}, {plot}")
 

@@ -1,10 +1,15 @@
 """The co-training loop on a 2-CPU Ray with tiny models: resume after a stop between iterations
-gives the state of an uninterrupted run; a changed config is refused; a learner's fit on Ray
-Train; the cache of a frozen encoder."""
+gives the state of an uninterrupted run, and so does an iteration whose learner lost its Ray Train
+worker mid-fit; a changed config is refused; a learner's fit on Ray Train; the cache of a frozen
+encoder."""
 
 from __future__ import annotations
 
 import dataclasses
+import os
+import signal
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -46,6 +51,43 @@ def test_resume_after_a_stop_equals_an_uninterrupted_run(ray_cluster, data_dir, 
 
     with pytest.raises(ConfigError, match="differs in selection.threshold"):
         run_cotraining(config(data_dir, tmp_path / "split", "iterations=1", "selection.threshold=0.5"))
+
+
+def kill_training_workers_after_a_checkpoint(run: Path, killed: list[int]) -> None:
+    """SIGKILL the Ray Train workers alive once the LM learner's run controller has registered a
+    checkpoint (so Ray Train restores from it). Ray's state API needs the dashboard, which the
+    test cluster does not start; the GCS actor table it reads from has the pids."""
+    import ray
+
+    snapshot = run / "checkpoint_manager_snapshot.json"
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and not killed:
+        if snapshot.is_file() and "epoch" in snapshot.read_text():
+            for actor in ray._private.state.actors().values():
+                if actor["ActorClassName"] == "RayTrainWorker" and actor["State"] == "ALIVE":
+                    os.kill(actor["Pid"], signal.SIGKILL)
+                    killed.append(actor["Pid"])
+        time.sleep(0.1)
+
+
+@pytest.mark.timeout(600)
+def test_a_learner_worker_killed_mid_fit_is_restored_and_the_state_equals_an_uninterrupted_run(
+        ray_cluster, data_dir, tmp_path):
+    # Enough epochs that the LM fit is still training after its first checkpoint is registered
+    # (Ray Train's controller polls its workers every 2 s); one restart allowed per learner.
+    overrides = ("iterations=1", "lm.optim.epochs=6", "lm.scaling.max_failures=1", "emb.scaling.max_failures=1")
+    whole = run_cotraining(config(data_dir, tmp_path / "whole", *overrides), stop_after=0)
+    killed: list[int] = []
+    killer = threading.Thread(target=kill_training_workers_after_a_checkpoint,
+                              args=(tmp_path / "killed" / "learners" / "lm-iteration0", killed))
+    killer.start()
+    state = run_cotraining(config(data_dir, tmp_path / "killed", *overrides), stop_after=0)
+    killer.join()
+    assert killed, "no Ray Train worker was alive after the LM learner's first checkpoint"
+    assert state.iteration == whole.iteration == 1
+    assert state.received == whole.received and state.pool == whole.pool  # same pseudo-labels, same pools
+    for a, b in zip(state.history, whole.history, strict=True):
+        assert a == pytest.approx(b, nan_ok=True)
 
 
 @pytest.mark.timeout(300)

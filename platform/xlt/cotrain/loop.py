@@ -1,8 +1,8 @@
-"""Alg. 1 of Yu & Joty 2021 on Ray: two learner actors, a pseudo-labelling actor pool, seeded exchange.
+"""Alg. 1 of Yu & Joty 2021 on Ray: two learners on Ray Train, a pseudo-labelling actor pool, seeded exchange.
 
 One iteration i = 0 .. s (s = ``cfg.iterations``):
 
-1. both learners fit on their labelled sets at the same time (Ray actors): the original
+1. both learners fit on their labelled sets at the same time (a Ray Train run each): the original
    labelled data D plus every pseudo-label received so far (``xlt.cotrain.learner``);
 2. both are evaluated on every language (``<split>/acc/<lang>``); iteration 0 is each learner
    alone, the zero-shot baseline;
@@ -40,6 +40,7 @@ import numpy as np
 
 from ..config import ConfigError, save_config
 from ..engine import changed_keys
+from ..report import Phases
 from ..tasks import Task, load_task
 from ..train.data import eval_rows
 from .config import LEARNERS, RESUMABLE_CHANGES, CotrainConfig, read_config
@@ -136,14 +137,17 @@ def check_resumable(cfg: CotrainConfig, directory: Path) -> None:
 
 
 def run_cotraining(cfg: CotrainConfig, *, data: CotrainData | None = None, stop_after: int | None = None,
-                   on_iteration: Callable[[int, list[dict[str, Any]]], None] | None = None) -> LoopState:
+                   on_iteration: Callable[[int, list[dict[str, Any]]], None] | None = None,
+                   phases: Phases | None = None) -> LoopState:
     """Run (or resume) ``cfg`` to the end, or until iteration ``stop_after`` is saved; returns the state.
 
     Needs a running Ray (``ray.init``). State, config, metrics and the learners' runs go to
     ``cfg.output_dir``. ``on_iteration(iteration, records)`` is called after each iteration is
     saved, with one metrics record per learner (e.g. to report to Ray Tune). ``data``:
-    ``load_data(cfg)``, when the caller already read it.
+    ``load_data(cfg)``, when the caller already read it. ``phases``: where each fit,
+    pseudo-labelling pass and exchange is timed (the job prints the table).
     """
+    phases = Phases() if phases is None else phases
     out = Path(cfg.output_dir)
     check_resumable(cfg, out)
     data = load_data(cfg) if data is None else data
@@ -155,13 +159,17 @@ def run_cotraining(cfg: CotrainConfig, *, data: CotrainData | None = None, stop_
     if state.iteration:
         logger.info("resuming %s at iteration %d", out, state.iteration)
     for iteration in range(state.iteration, cfg.iterations + 1):
-        fits = fit_learners(cfg, data, state, iteration)
+        fits = fit_learners(cfg, data, state, iteration, phases)
         records = {name: {"iteration": iteration, "learner": name, "mode": cfg.mode, **fits[name].metrics}
                    for name in LEARNERS}
         if iteration < cfg.iterations:
-            preds = {name: predict(cfg, name, fits[name].state, data) for name in LEARNERS}
-            for name, stats in exchange(state, preds, cfg, data, iteration).items():
-                records[name].update(stats)
+            preds = {}
+            for name in LEARNERS:
+                with phases(f"pseudo-label {name}", iteration=iteration):
+                    preds[name] = predict(cfg, name, fits[name].state, data)
+            with phases("select and exchange", iteration=iteration):
+                for name, stats in exchange(state, preds, cfg, data, iteration).items():
+                    records[name].update(stats)
         state.history.extend(records[name] for name in LEARNERS)
         state.iteration = iteration + 1
         state.save(out)
@@ -175,18 +183,22 @@ def run_cotraining(cfg: CotrainConfig, *, data: CotrainData | None = None, stop_
     return state
 
 
-def fit_learners(cfg: CotrainConfig, data: CotrainData, state: LoopState, iteration: int) -> dict[str, Fit]:
+def fit_learners(cfg: CotrainConfig, data: CotrainData, state: LoopState, iteration: int,
+                 phases: Phases) -> dict[str, Fit]:
     """Both learners' fits of ``iteration``, their Ray Train runs side by side (one driver thread
     each: ``TorchTrainer.fit`` blocks until its run ends)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    rows = {name: data.labeled + [_train_row(r) for r in state.received[name]] for name in LEARNERS}
-    trainers = {name: learner_trainer(name, cfg.learner(name), data.task, rows[name], data.evaluation_rows,
-                                      iteration, cfg.output_dir) for name in LEARNERS}
+    def fit(name: str) -> Fit:
+        rows = data.labeled + [_train_row(r) for r in state.received[name]]
+        with phases(f"fit {name}", iteration=iteration):
+            trainer = learner_trainer(name, cfg.learner(name), data.task, rows, data.evaluation_rows, iteration,
+                                      cfg.output_dir)
+            return fit_result(trainer.fit(), len(rows), cfg.data.metric_split)
+
     with ThreadPoolExecutor(max_workers=len(LEARNERS), thread_name_prefix="learner") as pool:
-        results = {name: pool.submit(trainer.fit) for name, trainer in trainers.items()}
-        return {name: fit_result(results[name].result(), len(rows[name]), cfg.data.metric_split)
-                for name in LEARNERS}
+        futures = {name: pool.submit(fit, name) for name in LEARNERS}
+        return {name: future.result() for name, future in futures.items()}
 
 
 def _avg_key(cfg: CotrainConfig) -> str:
