@@ -110,7 +110,7 @@ def main() -> None:
                           "ratio": statistics.median(local) / statistics.median(remote)})
         table.append(entry)
     ray.shutdown()
-    command = "python benchmarks/learner_fit.py" + " ".join(f" {a}" for a in sys.argv[1:])
+    command = " ".join(["python benchmarks/learner_fit.py", *sys.argv[1:]])
     text = "\n".join([
         "# A co-training learner's fit: Ray Train vs in process", "",
         f"Command: `{command}`. Machine: {cpu_model()}, {os.cpu_count()} cores; 1-minute load average "

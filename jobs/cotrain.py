@@ -28,6 +28,7 @@ from xlt.cotrain import load_cotrain_config, load_data, run_cotraining
 from xlt.cotrain.report import iteration_rows, language_rows, plot_iterations
 from xlt.eval.classification import F1
 from xlt.report import Phases, markdown_table, write_results
+from xlt.tracking import Tracker
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 DEFAULT_PRESET = CONFIGS / "cotrain_sib200.yaml"
@@ -45,7 +46,13 @@ def main() -> None:
         data = load_data(cfg)  # every row read and checked before Ray starts
     with phases("start Ray"):
         init_ray(args.address)
-    state = run_cotraining(cfg, data=data, phases=phases)
+    with Tracker("cotrain", Path(cfg.output_dir).name, cfg.output_dir, enabled=args.tracking) as tracker:
+        tracker.params(cfg)
+        state = run_cotraining(cfg, data=data, phases=phases, tracker=tracker)
+        print_results(cfg, data, state, phases, tracker)
+
+
+def print_results(cfg, data, state, phases: Phases, tracker: Tracker) -> None:
 
     split, source = cfg.data.metric_split, data.task.source_lang
     label = "co-training" if cfg.mode == "cotrain" else "self-training"
@@ -64,6 +71,7 @@ def main() -> None:
     plot = plot_iterations(state.history, split, out / "accuracy_per_iteration.png", label)
     path = write_results(out / "results.json", {"history": state.history, "config": asdict(cfg),
                                                 "phases": phases.rows()})
+    tracker.artifacts(path, out / "results.md", plot)
     print(text)
     print(f"wrote {path}, {out / 'results.md'}, {plot}")
 

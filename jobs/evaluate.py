@@ -23,6 +23,7 @@ from xlt.cli import job_parser, quiet_libraries, run_job
 from xlt.config import apply_overrides, from_dict, merge_presets, save_config
 from xlt.eval.tasks import EvaluateConfig, run_evaluation
 from xlt.report import markdown_table, write_results
+from xlt.tracking import Tracker
 
 DEFAULT_PRESET = Path(__file__).resolve().parents[1] / "configs" / "evaluate_sib200.yaml"
 SMOKE = ["models=[{source: 'tiny:bert'}]", "max_examples=16", "batch_size=8", "output_dir=results/evaluate-smoke"]
@@ -41,7 +42,14 @@ def main() -> None:
         cfg = from_dict(EvaluateConfig, apply_overrides(merge_presets(args.config or DEFAULT_PRESET),
                                                         [*overrides, "languages=[de, zh]"]))
 
-    result = run_evaluation(cfg)
+    out = Path(cfg.output_dir)
+    with Tracker("evaluate", f"{out.name}-{cfg.protocol}", out / cfg.protocol, enabled=args.tracking) as tracker:
+        tracker.params(cfg)
+        result = run_evaluation(cfg)
+        print_results(cfg, result, tracker)
+
+
+def print_results(cfg: EvaluateConfig, result: dict, tracker: Tracker) -> None:
     for source in dict.fromkeys(r["model"] for r in result["rows"]):
         rows = [r for r in result["rows"] if r["model"] == source]
         print(f"\n## {cfg.protocol} on {result['task']}: {source}\n")
@@ -50,7 +58,11 @@ def main() -> None:
             print(f"\nProtocol: {protocol}")
     out = Path(cfg.output_dir)
     save_config(cfg, out / "config.yaml")
-    print(f"\nwrote {write_results(out / f'{cfg.protocol}.json', {**result, 'config': cfg})}")
+    path = write_results(out / f"{cfg.protocol}.json", {**result, "config": cfg})
+    for row in result["rows"]:  # one metric per model, language and score, e.g. "tiny:bert/de/accuracy"
+        tracker.metrics(row, 0, prefix=f"{row['model']}/{row.get('lang', 'all')}/")
+    tracker.artifacts(path, out / "config.yaml")
+    print(f"\nwrote {path}")
 
 
 if __name__ == "__main__":

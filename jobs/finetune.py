@@ -32,7 +32,9 @@ from dataclasses import asdict
 from pathlib import Path
 
 from xlt.cli import init_ray, job_overrides, quiet_libraries, resumable_job_args, run_job
+from xlt.engine import run_dir
 from xlt.report import markdown_table, write_results
+from xlt.tracking import Tracker
 from xlt.train import build_trainer, config_of, load_finetune_config, resolve, results_path, results_rows, resume_config
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
@@ -51,16 +53,23 @@ def main() -> None:
     resolved = resolve(cfg)  # every row read and checked before Ray starts
 
     init_ray(args.address)
-    trainer = build_trainer(resolved)
-    result = trainer.fit()
+    with Tracker("finetune", cfg.output.name, run_dir(cfg), enabled=args.tracking) as tracker:
+        tracker.params(cfg)
+        trainer = build_trainer(resolved, callbacks=tracker.callbacks())
+        result = trainer.fit()
+        cfg = config_of(trainer)  # resolved: absolute paths, target languages, labels
+        print_results(cfg, result, tracker)
 
-    cfg = config_of(trainer)  # resolved: absolute paths, target languages, labels
+
+def print_results(cfg, result, tracker: Tracker) -> None:
     rows = results_rows(result.metrics, cfg.task.source_lang)
     print(f"\n## {cfg.output.name}: {cfg.task.name}, {cfg.model.source}, {cfg.data.setting}, "
           f"objectives: {', '.join(['ce'] + [o.name for o in cfg.objectives])}\n")
     print(markdown_table(rows))
     path = write_results(results_path(cfg), {
         "rows": rows, "metrics": result.metrics, "checkpoint": result.checkpoint.path, "config": asdict(cfg)})
+    tracker.tag("xlt.checkpoint", result.checkpoint.path)
+    tracker.artifacts(path)
     print(f"\ncheckpoint {result.checkpoint.path}\nwrote {path}")
 
 

@@ -32,11 +32,13 @@ import logging
 from dataclasses import asdict
 from pathlib import Path
 
-from xlt.cli import init_ray, job_overrides, quiet_libraries, resumable_job_args
+from xlt.cli import init_ray, job_overrides, quiet_libraries, resumable_job_args, run_job
+from xlt.engine import run_dir
 from xlt.pretrain.config import load_pretrain_config
 from xlt.pretrain.loop import AVG, tatoeba_metric
 from xlt.pretrain.trainer import build_trainer, encoder_dir, prepare, results_path, resume_config
 from xlt.report import markdown_table, write_results
+from xlt.tracking import Tracker
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 DEFAULT_PRESET = CONFIGS / "pretrain_veco2.yaml"
@@ -56,8 +58,14 @@ def main() -> None:
 
     init_ray(args.address)
     prepared = prepare(cfg)
-    result = build_trainer(prepared).fit()
+    cfg = prepared.config
+    with Tracker("pretrain", cfg.output.name, run_dir(cfg), enabled=args.tracking) as tracker:
+        tracker.params(cfg)
+        result = build_trainer(prepared, callbacks=tracker.callbacks()).fit()
+        print_results(prepared, result, tracker)
 
+
+def print_results(prepared, result, tracker: Tracker) -> None:
     cfg = prepared.config
     langs = [*cfg.data.eval_langs, AVG] if cfg.data.eval_langs else []
     tatoeba = [{"lang": lang, "accuracy": result.metrics.get(tatoeba_metric(lang))} for lang in langs]
@@ -71,8 +79,11 @@ def main() -> None:
         "mixture": prepared.mixture.rows(), "excluded": prepared.mixture.excluded, "tatoeba": tatoeba,
         "metrics": result.metrics, "checkpoint": result.checkpoint.path, "encoder": str(encoder),
         "config": asdict(cfg)})
+    tracker.tag("xlt.checkpoint", result.checkpoint.path)
+    tracker.tag("xlt.encoder", f"local:{encoder}")
+    tracker.artifacts(path)
     print(f"encoder local:{encoder}\nwrote {path}")
 
 
 if __name__ == "__main__":
-    main()
+    run_job(main)

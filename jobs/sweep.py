@@ -24,6 +24,7 @@ the preset. Ray: ``--address`` or $RAY_ADDRESS, else a new local instance.
 from __future__ import annotations
 
 import logging
+from dataclasses import asdict
 from pathlib import Path
 
 from xlt.cli import init_ray, job_overrides, job_parser, quiet_libraries, run_job
@@ -32,6 +33,7 @@ from xlt.sweep import load_space
 from xlt.sweep.results import BEST_CONFIG, PLOT, RESULTS, TABLE, write_outputs
 from xlt.sweep.runner import SweepSettings, prepare_sweep
 from xlt.sweep.space import SEARCHERS
+from xlt.tracking import Tracker
 
 REPO = Path(__file__).resolve().parents[1]
 SMOKE_SPACE = REPO / "search_spaces" / "smoke.yaml"
@@ -68,10 +70,13 @@ def main() -> None:
 
     sweep = prepare_sweep(space, base, settings)  # fails here, before Ray starts, on any bad key or value
     init_ray(args.address)
-    records = sweep.run()
-
-    print(write_outputs(sweep, records))
-    print(f"wrote {', '.join(str(settings.directory / f) for f in (BEST_CONFIG, TABLE, RESULTS, PLOT))}")
+    with Tracker("sweep", name, settings.directory, enabled=args.tracking) as tracker:
+        tracker.params({"space": asdict(space), "sweep": asdict(settings), "base": base})
+        records = sweep.run(tracker.tune_callbacks())
+        print(write_outputs(sweep, records))
+        outputs = [settings.directory / f for f in (BEST_CONFIG, TABLE, RESULTS, PLOT)]
+        tracker.artifacts(*outputs)
+    print(f"wrote {', '.join(map(str, outputs))}")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Shared fixtures: the offline data root and a 2-CPU Ray."""
+"""Shared fixtures: the offline data root, a 2-CPU Ray, and an MLflow store per test."""
 
 from __future__ import annotations
 
@@ -12,6 +12,15 @@ REPO = Path(__file__).resolve().parents[1]
 TINY_TASK = {"type": "files", "name": "tiny", "path": "unused/{lang}/{split}.tsv", "labels": ["a", "b", "c"],
              "target_langs": ["de"]}
 TINY_TASK_OVERRIDE = "task={type: files, name: tiny, path: 'unused/{lang}/{split}.tsv', labels: [a, b, c], target_langs: [de]}"
+
+
+@pytest.fixture(autouse=True)
+def mlflow_store(tmp_path_factory, monkeypatch) -> str:
+    """Every test (and every job it starts) tracks into its own SQLite MLflow store, never the
+    checkout's ``results/mlruns``; the store's URI."""
+    uri = f"sqlite:///{tmp_path_factory.mktemp('mlruns') / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    return uri
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,7 @@
 """What every job and benchmark shares on the command line.
 
 ``job_parser``: ``--config``, repeated ``--set key=value``, ``--data-dir``, ``--smoke``, ``--address``,
-``--debug``. ``run_job``: a job's ``main`` with bad input reported as one ``error: ...`` line and
+``--debug``, ``--no-tracking``. ``run_job``: a job's ``main`` with bad input reported as one ``error: ...`` line and
 exit status 2 (the traceback with ``--debug``).
 ``init_ray``: the cluster of ``--address`` / ``$RAY_ADDRESS`` (``ray job submit`` sets it), else a
 new local Ray. ``quiet_libraries``: stdout is for results, not for library load reports.
@@ -32,6 +32,8 @@ def job_parser(description: str) -> argparse.ArgumentParser:
     parser.add_argument("--smoke", action="store_true", help="tiny model and a few examples: seconds, for tests")
     parser.add_argument("--address", help="Ray cluster address (default: $RAY_ADDRESS, else a new local Ray)")
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    parser.add_argument("--no-tracking", dest="tracking", action="store_false",
+                        help="log nothing to MLflow ($MLFLOW_TRACKING_URI, else results/mlruns) or TensorBoard")
     return parser
 
 

@@ -58,13 +58,16 @@ def learner_config(name: str, cfg: LearnerConfig, task: Task, storage: str | Pat
 
 
 def learner_trainer(name: str, cfg: LearnerConfig, task: Task, rows: Sequence[Mapping[str, Any]],
-                    evaluation: Sequence[Mapping[str, Any]], iteration: int, output_dir: str | Path) -> TorchTrainer:
+                    evaluation: Sequence[Mapping[str, Any]], iteration: int, output_dir: str | Path,
+                    callbacks: Sequence[Any] = ()) -> TorchTrainer:
     """The Ray Train run of one fit: ``rows`` (``id, text, text_pair, label, lang``) to train on,
-    ``evaluation`` (``text, text_pair, label, lang``) evaluated after the last epoch."""
+    ``evaluation`` (``text, text_pair, label, lang``) evaluated after the last epoch; ``callbacks``:
+    Ray Train ``UserCallback``s (experiment tracking)."""
     if not rows:
         raise ValueError(f"learner {name!r} has no labelled rows to fit on")
     config = learner_config(name, cfg, task, Path(output_dir, LEARNERS_DIR), iteration, len(rows))
-    return build_trainer(Resolved(config, task, [dict(r) for r in rows], [dict(r) for r in evaluation], []))
+    return build_trainer(Resolved(config, task, [dict(r) for r in rows], [dict(r) for r in evaluation], []),
+                         callbacks=callbacks)
 
 
 def fit_result(result: Result, rows: int, split: str) -> Fit:

@@ -41,6 +41,7 @@ import numpy as np
 from ..config import ConfigError, save_config
 from ..engine import changed_keys
 from ..report import Phases
+from ..tracking import Tracker
 from ..tasks import Task, load_task
 from ..train.data import eval_rows
 from .config import LEARNERS, RESUMABLE_CHANGES, CotrainConfig, read_config
@@ -138,14 +139,16 @@ def check_resumable(cfg: CotrainConfig, directory: Path) -> None:
 
 def run_cotraining(cfg: CotrainConfig, *, data: CotrainData | None = None, stop_after: int | None = None,
                    on_iteration: Callable[[int, list[dict[str, Any]]], None] | None = None,
-                   phases: Phases | None = None) -> LoopState:
+                   phases: Phases | None = None, tracker: Tracker | None = None) -> LoopState:
     """Run (or resume) ``cfg`` to the end, or until iteration ``stop_after`` is saved; returns the state.
 
     Needs a running Ray (``ray.init``). State, config, metrics and the learners' runs go to
     ``cfg.output_dir``. ``on_iteration(iteration, records)`` is called after each iteration is
     saved, with one metrics record per learner (e.g. to report to Ray Tune). ``data``:
     ``load_data(cfg)``, when the caller already read it. ``phases``: where each fit,
-    pseudo-labelling pass and exchange is timed (the job prints the table).
+    pseudo-labelling pass and exchange is timed (the job prints the table). ``tracker``: where
+    each iteration's records (step = iteration, keys ``<learner>/...``) and each fit's epochs
+    (``<learner>/epoch/...``, step = iteration × K + epoch) are logged.
     """
     phases = Phases() if phases is None else phases
     out = Path(cfg.output_dir)
@@ -159,7 +162,7 @@ def run_cotraining(cfg: CotrainConfig, *, data: CotrainData | None = None, stop_
     if state.iteration:
         logger.info("resuming %s at iteration %d", out, state.iteration)
     for iteration in range(state.iteration, cfg.iterations + 1):
-        fits = fit_learners(cfg, data, state, iteration, phases)
+        fits = fit_learners(cfg, data, state, iteration, phases, tracker)
         records = {name: {"iteration": iteration, "learner": name, "mode": cfg.mode, **fits[name].metrics}
                    for name in LEARNERS}
         if iteration < cfg.iterations:
@@ -173,6 +176,9 @@ def run_cotraining(cfg: CotrainConfig, *, data: CotrainData | None = None, stop_
         state.history.extend(records[name] for name in LEARNERS)
         state.iteration = iteration + 1
         state.save(out)
+        if tracker is not None:
+            for name in LEARNERS:
+                tracker.metrics(records[name], iteration, prefix=f"{name}/")
         logger.info("iteration %d: %s", iteration, "; ".join(
             f"{name} {cfg.data.eval_split} avg_target {records[name].get(_avg_key(cfg), float('nan')):.3f}"
             for name in LEARNERS))
@@ -184,7 +190,7 @@ def run_cotraining(cfg: CotrainConfig, *, data: CotrainData | None = None, stop_
 
 
 def fit_learners(cfg: CotrainConfig, data: CotrainData, state: LoopState, iteration: int,
-                 phases: Phases) -> dict[str, Fit]:
+                 phases: Phases, tracker: Tracker | None = None) -> dict[str, Fit]:
     """Both learners' fits of ``iteration``, their Ray Train runs side by side (one driver thread
     each: ``TorchTrainer.fit`` blocks until its run ends)."""
     from concurrent.futures import ThreadPoolExecutor
@@ -192,8 +198,10 @@ def fit_learners(cfg: CotrainConfig, data: CotrainData, state: LoopState, iterat
     def fit(name: str) -> Fit:
         rows = data.labeled + [_train_row(r) for r in state.received[name]]
         with phases(f"fit {name}", iteration=iteration):
+            epochs = cfg.learner(name).optim.epochs
+            callbacks = tracker.callbacks(f"{name}/epoch/", iteration * epochs) if tracker is not None else []
             trainer = learner_trainer(name, cfg.learner(name), data.task, rows, data.evaluation_rows, iteration,
-                                      cfg.output_dir)
+                                      cfg.output_dir, callbacks)
             return fit_result(trainer.fit(), len(rows), cfg.data.metric_split)
 
     with ThreadPoolExecutor(max_workers=len(LEARNERS), thread_name_prefix="learner") as pool:

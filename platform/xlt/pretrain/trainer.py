@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from ..config import ConfigError, from_dict
 from ..data import as_rows, resolve_data_dir
@@ -97,12 +97,14 @@ def prepare(cfg: PretrainConfig) -> PreparedData:
     return PreparedData(cfg, datasets, mixture)
 
 
-def build_trainer(cfg: PretrainConfig | PreparedData) -> TorchTrainer:
+def build_trainer(cfg: PretrainConfig | PreparedData, callbacks: Sequence[Any] = ()) -> TorchTrainer:
     """The ``TorchTrainer`` of ``cfg`` (prepared here unless already); a run directory that already
-    holds checkpoints of the same config is resumed."""
+    holds checkpoints of the same config is resumed. ``callbacks``: Ray Train ``UserCallback``s
+    (experiment tracking)."""
     prepared = cfg if isinstance(cfg, PreparedData) else prepare(cfg)
     prepared.config.steps_per_epoch(prepared.config.scaling.num_workers)  # too few pairs fail here, not on workers
-    return torch_trainer(PRETRAIN, prepared.config, prepared.datasets, resumable=RESUMABLE_CHANGES)
+    return torch_trainer(PRETRAIN, prepared.config, prepared.datasets, resumable=RESUMABLE_CHANGES,
+                         callbacks=callbacks)
 
 
 def config_of(trainer: TorchTrainer) -> PretrainConfig:

@@ -157,8 +157,9 @@ class Sweep:
     def job(self) -> JobSpec:
         return JOBS[self.space.job]
 
-    def run(self) -> list[TrialRecord]:
-        """Run (or resume) the sweep; returns one record per trial."""
+    def run(self, callbacks: Sequence[Any] = ()) -> list[TrialRecord]:
+        """Run (or resume) the sweep; returns one record per trial. ``callbacks``: Tune callbacks
+        (experiment tracking: MLflow's logger; Tune adds its TensorBoard logger itself)."""
         import ray
         from ray import tune
 
@@ -183,6 +184,7 @@ class Sweep:
             resume=True if settings.resume else None,
             raise_on_failed_trial=False,
             trial_dirname_creator=_trial_dirname,
+            callbacks=list(callbacks) or None,
             verbose=1,
         )
         return [to_record(i, trial, space.params) for i, trial in enumerate(analysis.trials)]
