@@ -19,15 +19,14 @@ per-iteration and per-language tables on stdout; writes ``results.json``, ``resu
 
 from __future__ import annotations
 
-import logging
 from dataclasses import asdict
 from pathlib import Path
 
-from xlt.cli import init_ray, job_overrides, job_parser, quiet_libraries, run_job
+from xlt.cli import configure_logging, epilogue, init_ray, job_overrides, job_parser, quiet_libraries, run_job
 from xlt.cotrain import load_cotrain_config, load_data, run_cotraining
 from xlt.cotrain.report import iteration_rows, language_rows, plot_iterations
 from xlt.eval.classification import F1
-from xlt.report import Phases, markdown_table, write_results
+from xlt.report import Phases, command_line, markdown_table, write_results
 from xlt.tracking import Tracker
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
@@ -38,14 +37,14 @@ SMOKE_PRESET = CONFIGS / "cotrain_smoke.yaml"
 def main() -> None:
     args = job_parser(__doc__).parse_args()
     quiet_libraries()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    configure_logging(args.verbose)
     overrides = job_overrides(args)
     cfg = load_cotrain_config(args.config or DEFAULT_PRESET, overrides, smoke=SMOKE_PRESET if args.smoke else None)
     phases = Phases()
     with phases("read data"):
         data = load_data(cfg)  # every row read and checked before Ray starts
     with phases("start Ray"):
-        init_ray(args.address)
+        init_ray(args.address, args.verbose)
     with Tracker("cotrain", Path(cfg.output_dir).name, cfg.output_dir, enabled=args.tracking) as tracker:
         tracker.params(cfg)
         state = run_cotraining(cfg, data=data, phases=phases, tracker=tracker)
@@ -73,7 +72,10 @@ def print_results(cfg, data, state, phases: Phases, tracker: Tracker) -> None:
                                                 "phases": phases.rows()})
     tracker.artifacts(path, out / "results.md", plot)
     print(text)
-    print(f"wrote {path}, {out / 'results.md'}, {plot}")
+    print(epilogue({"results": path, "tables": out / "results.md", "plot": plot, "loop state": out / "state.json",
+                    "learner runs": out / "learners"},
+                   f"{command_line()}  (the same command continues at the next iteration; a finished run "
+                   "prints its results)", tracker.how_to_look()))
 
 
 if __name__ == "__main__":

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xlt.cli import job_parser, quiet_libraries, run_job
+from xlt.cli import configure_logging, epilogue, job_parser, quiet_libraries, run_job
 from xlt.config import apply_overrides, from_dict, merge_presets, save_config
 from xlt.eval.tasks import EvaluateConfig, run_evaluation
-from xlt.report import markdown_table, write_results
+from xlt.report import command_line, markdown_table, write_results
 from xlt.tracking import Tracker
 
 DEFAULT_PRESET = Path(__file__).resolve().parents[1] / "configs" / "evaluate_sib200.yaml"
@@ -34,6 +34,7 @@ def main() -> None:
     parser.add_argument("--protocol", choices=["frozen-linear", "tatoeba", "mining", "bucc"])
     args = parser.parse_args()
     quiet_libraries()
+    configure_logging(args.verbose)
 
     overrides = (SMOKE if args.smoke else []) + args.overrides
     overrides += [f"{k}={v}" for k, v in (("protocol", args.protocol), ("data_dir", args.data_dir)) if v]
@@ -62,7 +63,8 @@ def print_results(cfg: EvaluateConfig, result: dict, tracker: Tracker) -> None:
     for row in result["rows"]:  # one metric per model, language and score, e.g. "tiny:bert/de/accuracy"
         tracker.metrics(row, 0, prefix=f"{row['model']}/{row.get('lang', 'all')}/")
     tracker.artifacts(path, out / "config.yaml")
-    print(f"\nwrote {path}")
+    print("\n" + epilogue({"results": path, "config": out / "config.yaml"},
+                          f"{command_line()}  (evaluation is not resumable: it runs again)", tracker.how_to_look()))
 
 
 if __name__ == "__main__":

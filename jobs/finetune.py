@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from pathlib import Path
 
-from xlt.cli import init_ray, job_overrides, quiet_libraries, resumable_job_args, run_job
+from xlt.cli import configure_logging, epilogue, init_ray, job_overrides, quiet_libraries, resumable_job_args, run_job
 from xlt.engine import run_dir
 from xlt.report import markdown_table, write_results
 from xlt.tracking import Tracker
@@ -45,6 +45,7 @@ SMOKE_PRESET = CONFIGS / "smoke.yaml"
 def main() -> None:
     args = resumable_job_args(__doc__)
     quiet_libraries()
+    configure_logging(args.verbose)
     overrides = job_overrides(args)
     if args.resume:
         cfg = resume_config(args.resume, overrides)
@@ -52,7 +53,7 @@ def main() -> None:
         cfg = load_finetune_config(args.config or DEFAULT_PRESET, overrides, smoke=SMOKE_PRESET if args.smoke else None)
     resolved = resolve(cfg)  # every row read and checked before Ray starts
 
-    init_ray(args.address)
+    init_ray(args.address, args.verbose)
     with Tracker("finetune", cfg.output.name, run_dir(cfg), enabled=args.tracking) as tracker:
         tracker.params(cfg)
         trainer = build_trainer(resolved, callbacks=tracker.callbacks())
@@ -70,7 +71,9 @@ def print_results(cfg, result, tracker: Tracker) -> None:
         "rows": rows, "metrics": result.metrics, "checkpoint": result.checkpoint.path, "config": asdict(cfg)})
     tracker.tag("xlt.checkpoint", result.checkpoint.path)
     tracker.artifacts(path)
-    print(f"\ncheckpoint {result.checkpoint.path}\nwrote {path}")
+    print("\n" + epilogue({"results": path, "checkpoint": result.checkpoint.path},
+                          f"python jobs/finetune.py --resume {run_dir(cfg)}  (more epochs: --set optim.epochs=N)",
+                          tracker.how_to_look()))
 
 
 if __name__ == "__main__":

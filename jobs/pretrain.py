@@ -28,11 +28,10 @@ else a new local instance.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import asdict
 from pathlib import Path
 
-from xlt.cli import init_ray, job_overrides, quiet_libraries, resumable_job_args, run_job
+from xlt.cli import configure_logging, epilogue, init_ray, job_overrides, quiet_libraries, resumable_job_args, run_job
 from xlt.engine import run_dir
 from xlt.pretrain.config import load_pretrain_config
 from xlt.pretrain.loop import AVG, tatoeba_metric
@@ -48,7 +47,7 @@ SMOKE_PRESET = CONFIGS / "pretrain_smoke.yaml"
 def main() -> None:
     args = resumable_job_args(__doc__)
     quiet_libraries()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    configure_logging(args.verbose)
     overrides = job_overrides(args)
     if args.resume:
         cfg = resume_config(args.resume, overrides)
@@ -56,7 +55,7 @@ def main() -> None:
         cfg = load_pretrain_config(args.config or DEFAULT_PRESET, overrides,
                                    smoke=SMOKE_PRESET if args.smoke else None)
 
-    init_ray(args.address)
+    init_ray(args.address, args.verbose)
     prepared = prepare(cfg)
     cfg = prepared.config
     with Tracker("pretrain", cfg.output.name, run_dir(cfg), enabled=args.tracking) as tracker:
@@ -82,7 +81,9 @@ def print_results(prepared, result, tracker: Tracker) -> None:
     tracker.tag("xlt.checkpoint", result.checkpoint.path)
     tracker.tag("xlt.encoder", f"local:{encoder}")
     tracker.artifacts(path)
-    print(f"encoder local:{encoder}\nwrote {path}")
+    print(epilogue({"results": path, "checkpoint": result.checkpoint.path, "encoder": f"local:{encoder}"},
+                   f"python jobs/pretrain.py --resume {run_dir(cfg)}  (more epochs: --set optim.epochs=N)",
+                   tracker.how_to_look()))
 
 
 if __name__ == "__main__":

@@ -23,12 +23,12 @@ the preset. Ray: ``--address`` or $RAY_ADDRESS, else a new local instance.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import asdict
 from pathlib import Path
 
-from xlt.cli import init_ray, job_overrides, job_parser, quiet_libraries, run_job
+from xlt.cli import configure_logging, epilogue, init_ray, job_overrides, job_parser, quiet_libraries, run_job
 from xlt.config import apply_overrides, merge_presets
+from xlt.report import command_line
 from xlt.sweep import load_space
 from xlt.sweep.results import BEST_CONFIG, PLOT, RESULTS, TABLE, write_outputs
 from xlt.sweep.runner import SweepSettings, prepare_sweep
@@ -59,7 +59,7 @@ def get_args():
 def main() -> None:
     args = get_args()
     quiet_libraries()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    configure_logging(args.verbose)
     space = load_space(args.space or SMOKE_SPACE)
     overrides = job_overrides(args)
     base = apply_overrides(merge_presets(args.config or space.preset,
@@ -69,14 +69,16 @@ def main() -> None:
                              args.max_concurrent, args.resume)
 
     sweep = prepare_sweep(space, base, settings)  # fails here, before Ray starts, on any bad key or value
-    init_ray(args.address)
+    init_ray(args.address, args.verbose)
     with Tracker("sweep", name, settings.directory, enabled=args.tracking) as tracker:
         tracker.params({"space": asdict(space), "sweep": asdict(settings), "base": base})
         records = sweep.run(tracker.tune_callbacks())
         print(write_outputs(sweep, records))
-        outputs = [settings.directory / f for f in (BEST_CONFIG, TABLE, RESULTS, PLOT)]
-        tracker.artifacts(*outputs)
-    print(f"wrote {', '.join(map(str, outputs))}")
+        outputs = {"best config": BEST_CONFIG, "table": TABLE, "results": RESULTS, "plot": PLOT}
+        outputs = {name: settings.directory / file for name, file in outputs.items()}
+        tracker.artifacts(*outputs.values())
+        resume = command_line() if settings.resume else f"{command_line()} --resume"
+        print(epilogue(outputs, f"{resume}  (finishes the sweep's unfinished trials)", tracker.how_to_look()))
 
 
 if __name__ == "__main__":

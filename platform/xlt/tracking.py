@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import os
 import time
 from collections.abc import Iterable, Mapping
@@ -188,12 +189,24 @@ class Tracker(Sink):
         (``mlflow.parentRunId``), with the trial's config and every reported metric."""
         if self.run_id is None:
             return []
-        from ray.air.integrations.mlflow import MLflowLoggerCallback
-
         experiment = self.client.get_run(self.run_id).info.experiment_id
-        return [MLflowLoggerCallback(tracking_uri=self.uri,
-                                     experiment_name=self.client.get_experiment(experiment).name,
-                                     tags={"mlflow.parentRunId": self.run_id, OUTPUT_TAG: f"{self.output}/trial"})]
+        return [TrialRuns(tracking_uri=self.uri, experiment_name=self.client.get_experiment(experiment).name,
+                          tags={"mlflow.parentRunId": self.run_id, OUTPUT_TAG: f"{self.output}/trial"})]
+
+    def how_to_look(self) -> list[str]:
+        """Commands that show this run: the MLflow UI on its store (or its page on a server) and
+        TensorBoard on its event files."""
+        lines = []
+        if self.run_id is not None:
+            experiment = self.client.get_run(self.run_id).info.experiment_id
+            if self.uri.startswith(("http://", "https://")):
+                lines.append(f"MLflow: {self.uri.rstrip('/')}/#/experiments/{experiment}/runs/{self.run_id}")
+            else:
+                lines.append(f"MLflow: mlflow ui --backend-store-uri {self.uri}  (experiment {experiment}, "
+                             f"run {self.run_id})")
+        if self.log_dir is not None:
+            lines.append(f"TensorBoard: tensorboard --logdir {self.log_dir}")
+        return lines
 
     def __enter__(self) -> Tracker:
         return self
@@ -228,3 +241,33 @@ class TrackingCallback(_user_callback_base()):  # type: ignore[misc]
         first = metrics[0] if metrics else {}
         if first:
             self.sink.metrics(first, self.step_offset + int(first.get(TRAIN_EPOCH, 0)), self.prefix)
+
+
+def mlflow_key(key: str) -> str:
+    """A config key as MLflow accepts it: ``objectives[0].params.temperature`` ->
+    ``objectives.0.params.temperature`` (no brackets in MLflow names)."""
+    return re.sub(r"\[(\d+)\]", r".\1", key)
+
+
+def _mlflow_logger_base() -> type:
+    from ray.air.integrations.mlflow import MLflowLoggerCallback
+
+    return MLflowLoggerCallback
+
+
+class TrialRuns(_mlflow_logger_base()):  # type: ignore[misc]
+    """Ray Tune's ``MLflowLoggerCallback``, a run per trial, with the trial's config keys made valid
+    MLflow names (``mlflow_key``): a search space addresses list items as ``objectives[0]...``,
+    which MLflow refuses."""
+
+    def log_trial_start(self, trial) -> None:
+        if trial not in self._trial_runs:
+            run = self.mlflow_util.start_run(tags={**self.tags, "trial_name": str(trial)}, run_name=str(trial))
+            self._trial_runs[trial] = run.info.run_id
+        params = {mlflow_key(key): value for key, value in trial.config.items()}
+        self.mlflow_util.log_params(run_id=self._trial_runs[trial], params_to_log=params)
+
+    def log_trial_result(self, iteration: int, trial, result) -> None:
+        """The reported metrics; not the config Tune repeats in every result (logged as params)."""
+        super().log_trial_result(iteration, trial, {mlflow_key(key): value for key, value in result.items()
+                                                    if key != "config"})

@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 
 from conftest import REPO
+from report.images import assert_a_drawn_png
+from tracking.readback import artifacts, event_scalars, metric_steps, mlflow_run
 
 JOB = [sys.executable, str(REPO / "jobs" / "cotrain.py"), "--smoke", "--set", "task.target_langs=[de, zh]"]
 
@@ -34,7 +36,7 @@ def state(out: Path) -> dict:
     return json.loads((out / "state.json").read_text())
 
 
-def test_smoke_then_kill_and_resume(data_dir, tmp_path):
+def test_smoke_then_kill_and_resume(data_dir, tmp_path, mlflow_store):
     whole = run(tmp_path / "whole", data_dir)
     assert "### Per iteration (test accuracy)" in whole.stdout and "| emb co-training (iteration 2) |" in whole.stdout
     assert "iteration 2: lm test avg_target" in whole.stderr
@@ -42,6 +44,26 @@ def test_smoke_then_kill_and_resume(data_dir, tmp_path):
         assert (tmp_path / "whole" / name).is_file(), name
     result = json.loads((tmp_path / "whole" / "results.json").read_text())
     assert "cotrain.py" in result["command"] and len(result["history"]) == 6
+    assert {row["phase"] for row in result["phases"]} >= {"start Ray", "fit lm", "pseudo-label emb", "select and exchange"}
+    assert "### Where the time went" in whole.stdout
+    assert "\nresume:  " in whole.stdout and "look:    MLflow: mlflow ui --backend-store-uri sqlite:///" in whole.stdout
+    # Progress bars (rows, rate, ETA): the driver's pseudo-labelling, a learner's epochs and its evaluation
+    # drawn from its Ray Train worker; Ray's own notices are off without --verbose.
+    for bar in ("pseudo-label lm", "lm-iteration0 epoch 1/1", "emb-iteration2 evaluate val"):
+        assert bar in whole.stderr, bar
+    assert "row/s" in whole.stderr or "rows/s" in whole.stderr
+    for noise in ("Started a local Ray instance", "Token authentication", "Failed to query Ray Train",
+                  "Reporting training result", "Starting execution of Dataset", "Attempting to start training"):
+        assert noise not in whole.stderr, noise
+
+    assert_a_drawn_png(tmp_path / "whole" / "accuracy_per_iteration.png")
+    tracked = mlflow_run(mlflow_store, "cotrain")
+    assert tracked.info.status == "FINISHED" and tracked.data.params["selection.threshold"] == "0.0"
+    assert metric_steps(mlflow_store, tracked, "lm/test/acc/avg_target") == [0, 1, 2]  # one per iteration
+    assert metric_steps(mlflow_store, tracked, "emb/epoch/train/loss") == [1, 2, 3]  # each fit's epoch (K = 1)
+    assert artifacts(mlflow_store, tracked) == {"results.json", "results.md", "accuracy_per_iteration.png"}
+    scalars = event_scalars(tmp_path / "whole" / "tensorboard")
+    assert scalars["lm/test/acc/avg_target"] == [0, 1, 2] and scalars["lm/epoch/train/loss"] == [1, 2, 3]
 
     # Kill the job (its whole process group, local Ray included) in iteration 1, once its learners'
     # Ray Train runs have started: iteration 0 is saved, iteration 1 is not.

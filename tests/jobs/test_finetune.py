@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from conftest import REPO
+from tracking.readback import artifacts, event_scalars, metric_steps, mlflow_run
 
 
 def run_job(data_dir, *args: str) -> subprocess.CompletedProcess:
@@ -21,7 +22,7 @@ def run_job(data_dir, *args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("preset", ["finetune_sib200.yaml", "finetune_xnli.yaml"])
-def test_smoke(preset, data_dir, tmp_path):
+def test_smoke(preset, data_dir, tmp_path, mlflow_store):
     proc = run_job(data_dir, "--config", str(REPO / "configs" / preset), "--smoke", "--set", "task.target_langs=[de, zh]",
                    "--set", f"output.storage_path={tmp_path}", "--set", "output.name=smoke")
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -42,6 +43,13 @@ def test_smoke(preset, data_dir, tmp_path):
     assert metrics["train/epoch"] == 2 and metrics["train/global_step"] == 4  # 16 rows, batch 8, 2 epochs
     assert (run / "config.yaml").is_file()
     assert (run / "epoch002-step0000004" / "model.pt").is_file() and result["checkpoint"].endswith("epoch002-step0000004")
+
+    tracked = mlflow_run(mlflow_store, "finetune")
+    assert tracked.info.status == "FINISHED" and tracked.data.params["model.source"] == "tiny:bert"
+    assert tracked.data.tags["xlt.checkpoint"] == result["checkpoint"]
+    assert metric_steps(mlflow_store, tracked, "train/loss") == [1, 2]  # one per epoch
+    assert "val/acc/de" in tracked.data.metrics and artifacts(mlflow_store, tracked) == {"results.json"}
+    assert event_scalars(run / "tensorboard")["train/loss"] == [1, 2]
 
 
 @pytest.mark.parametrize("args, message", [

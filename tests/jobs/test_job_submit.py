@@ -147,8 +147,10 @@ def ray_head():
 
 
 def runtime_env(data_dir: Path) -> dict:
-    """As cluster.yaml's submit command: PYTHONPATH is relative to the uploaded working dir."""
-    return {"env_vars": {"PYTHONPATH": "platform", "XLT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1"}}
+    """As cluster.yaml's submit command: PYTHONPATH is relative to the uploaded working dir; the test's
+    MLflow store (else a job would track into results/ of the uploaded working dir)."""
+    return {"env_vars": {"PYTHONPATH": "platform", "XLT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1",
+                         "MLFLOW_TRACKING_URI": os.environ["MLFLOW_TRACKING_URI"]}}
 
 
 def submit(head: Head, env: dict, entrypoint: list[str]) -> tuple[str, subprocess.CompletedProcess]:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
 
 from conftest import REPO
+from tracking.readback import artifacts, event_scalars, metric_steps, mlflow_run
 
 
 def run(job: str, *args: str, env: dict) -> subprocess.CompletedProcess:
@@ -15,7 +17,7 @@ def run(job: str, *args: str, env: dict) -> subprocess.CompletedProcess:
                           env=env, timeout=600)
 
 
-def test_smoke_then_finetune_the_pretrained_encoder(data_dir, tmp_path):
+def test_smoke_then_finetune_the_pretrained_encoder(data_dir, tmp_path, mlflow_store):
     env = {**os.environ, "XLT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1"}
     env.pop("RAY_ADDRESS", None)
     proc = run("pretrain.py", "--set", f"output.storage_path={tmp_path}", "--set", "output.name=smoke", env=env)
@@ -36,7 +38,13 @@ def test_smoke_then_finetune_the_pretrained_encoder(data_dir, tmp_path):
     encoder = checkpoint / "encoder"
     assert result["encoder"] == str(encoder) and (encoder / "config.json").is_file()
     assert json.loads((encoder / "xlt_encoder.json").read_text()) == {"pooling": "mean", "prefix": ""}
-    assert f"encoder local:{encoder}" in proc.stdout
+    assert re.search(rf"\n  encoder +local:{re.escape(str(encoder))}\n", proc.stdout)  # the job's last lines
+    assert "resume:  python jobs/pretrain.py --resume" in proc.stdout and "look:    TensorBoard: tensorboard" in proc.stdout
+    tracked = mlflow_run(mlflow_store, "pretrain")
+    assert tracked.data.params["recipe"] == "veco2" and tracked.data.tags["xlt.encoder"] == f"local:{encoder}"
+    assert metric_steps(mlflow_store, tracked, "train/loss/mlm") == [1, 2]
+    assert artifacts(mlflow_store, tracked) == {"results.json"}
+    assert event_scalars(run_dir / "tensorboard")["val/tatoeba/fr"] == [1, 2]
 
     proc = run("finetune.py", "--set", f"model.source=local:{encoder}", "--set", f"output.storage_path={tmp_path}",
                "--set", "output.name=finetune", env=env)

@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 
 from conftest import REPO
+from report.images import assert_a_drawn_png
+from tracking.readback import artifacts, event_scalars, metric_steps, mlflow_run
 from xlt.train import load_finetune_config
 
 JOB = [sys.executable, str(REPO / "jobs" / "sweep.py"), "--smoke"]
@@ -45,7 +47,7 @@ def statuses(directory: Path) -> dict[str, str]:
     return {t["trial_id"]: t["status"] for t in trials}
 
 
-def test_smoke_sweep_and_best_config(data_dir, tmp_path):
+def test_smoke_sweep_and_best_config(data_dir, tmp_path, mlflow_store):
     args = ["--storage", str(tmp_path), "--searcher", "random", "--scheduler", "none"]
     proc = run(args, data_dir)
     out = tmp_path / "smoke-smoke"
@@ -70,6 +72,18 @@ def test_smoke_sweep_and_best_config(data_dir, tmp_path):
     assert cfg.data.augment.t_c == best["data.augment.t_c"]
     assert cfg.model.source == "tiny:bert" and cfg.output.name == "smoke-smoke-best"
     assert cfg.scaling.cpus_per_worker == 2  # the preset's: sweep_only set 1 for the trials only
+
+    # MLflow: the sweep's run (its outputs as artifacts) with a nested run per trial (Tune's logger).
+    from mlflow.tracking import MlflowClient
+
+    assert_a_drawn_png(out / "best_so_far.png")
+    tracked = mlflow_run(mlflow_store, "sweep")
+    assert {"best.yaml", "results.md", "results.json", "best_so_far.png"} <= artifacts(mlflow_store, tracked)
+    trials = MlflowClient(mlflow_store).search_runs(
+        [tracked.info.experiment_id], f"tags.`mlflow.parentRunId` = '{tracked.info.run_id}'")
+    assert len(trials) == 2 and all("val/acc/avg_target" in t.data.metrics for t in trials)
+    assert metric_steps(mlflow_store, trials[0], "val/acc/avg_target") == [1, 2]  # a report per epoch
+    assert event_scalars(out)  # Tune's TensorBoard logger, in the trial directories
 
     again = run(args, data_dir, ok=False)  # never mixes two sweeps in one directory
     assert "already holds a sweep: pass --resume" in again.stderr

@@ -7,6 +7,7 @@ import math
 import pytest
 
 from conftest import TINY_TASK
+from report.images import assert_a_drawn_png
 from xlt.sweep.best import (TrialRecord, best_so_far, best_trial, export_config, plot_best_so_far, results_rows,
                             summary)
 from xlt.sweep.space import Param
@@ -49,10 +50,10 @@ def test_table_and_best_so_far_in_creation_order():
     assert summary(records, T) == {"trials": 3, "statuses": {"TERMINATED": 3}, "total train/epoch": 7}
 
 
-def test_plot_is_a_png(tmp_path):
+def test_plot_is_a_drawn_png(tmp_path):
     path = plot_best_so_far([rec(0, 0.5, 3), rec(1, None, 0, "ERROR"), rec(2, 0.6, 2)], M, "max",
                             tmp_path / "p.png", "title")
-    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert_a_drawn_png(path)
 
 
 def test_exported_config_is_what_jobs_finetune_reads(tmp_path):

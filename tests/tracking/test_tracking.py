@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from xlt.tracking import Tracker, TrackingCallback, flatten, numeric
+from xlt.tracking import Tracker, TrackingCallback, flatten, mlflow_key, numeric
 
 
 @dataclass
@@ -40,6 +40,8 @@ def test_flatten_and_numeric():
                                  "objectives.0.name": "scl", "objectives.0.weight": "0.5",
                                  "langs": "('de', 'fr')"}
     assert numeric({"a": 1, "b": 0.5, "c": "x", "d": float("nan"), "e": True}) == {"a": 1.0, "b": 0.5}
+    assert mlflow_key("objectives[0].params.temperature") == "objectives.0.params.temperature"
+    assert mlflow_key("optim.lr") == "optim.lr"
 
 
 def test_a_run_with_params_metrics_artifacts_and_events_is_continued_when_resumed(tmp_path, mlflow_store):

@@ -40,6 +40,7 @@ import numpy as np
 
 from ..config import ConfigError, save_config
 from ..engine import changed_keys
+from ..progress import progress
 from ..report import Phases
 from ..tracking import Tracker
 from ..tasks import Task, load_task
@@ -235,12 +236,15 @@ def predict(cfg: CotrainConfig, name: str, state: Any, data: CotrainData) -> Poo
                       num_actors=inf.num_actors, num_cpus=inf.num_cpus, num_gpus=inf.num_gpus,
                       threads=inf.torch_threads)
     ids, labels, confidence = [], [], []
+    bar = progress(len(data.pool), f"pseudo-label {name}", "row")
     # Columns are picked here, not by select_columns: that adds a Ray Data task needing a CPU
     # slot, which a preset reserving the whole machine for learners and actors never frees.
     for batch in ds.iter_batches(batch_format="numpy"):
         ids.extend(batch["id"].tolist())
         labels.extend(batch["pseudo_label"].tolist())
         confidence.extend(batch["confidence"].tolist())
+        bar.update(len(batch["id"]))
+    bar.close()
     return PoolPredictions(np.asarray(ids, dtype=object), np.asarray(labels, dtype=object),
                            np.asarray(confidence, dtype=np.float64))
 

@@ -32,6 +32,7 @@ import torch
 from torch import nn
 
 from ..config import from_dict
+from ..progress import progress
 from . import reporting
 from .training import (TRAIN_EPOCH, TRAIN_GLOBAL_STEP, TRAIN_LOSS, TRAIN_SAMPLES_PER_S, EpochStats, Training,
                        accumulation_step, all_reduce_sums, epoch_metrics, epoch_seed, grouped)
@@ -112,14 +113,21 @@ def run_epoch(training: Training, workload: Workload, batches: Iterable[Any], cf
     def loss(model: nn.Module, batch: Any) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         return workload.loss(training, model, batch)
 
+    label = f"{cfg.output.name} epoch {epoch + 1}/{cfg.optim.epochs}"
+    bar = progress(steps_per_epoch or None, label, "step") if log else None
     for group in grouped(inputs(), cfg.optim.grad_accum_steps):
         losses = accumulation_step(training, loss, [b for b, _ in group], cfg.optim.max_grad_norm)
         stats.add(losses, sum(n for _, n in group))
+        if bar is not None:
+            bar.set_description(f"{label} loss {stats.mean('loss'):.4f}")
+            bar.update(1)
         every = cfg.optim.log_every_steps
         if log and every and stats.steps % every == 0:
             logger.info(f"epoch {epoch + 1}/{cfg.optim.epochs} step {stats.steps}/{steps_per_epoch} "
                         f"(global {training.global_step}) loss {stats.mean('loss'):.4f} "
                         f"{stats.examples / (time.perf_counter() - start):.1f} {workload.unit}/s")
+    if bar is not None:
+        bar.close()
     return stats, time.perf_counter() - start
 
 

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ..cli import train_logging_level
 from ..config import ConfigError, apply_overrides, from_dict, read_yaml, save_config
 from .loop import Workload, train_loop_per_worker
 from .reporting import CONFIG_FILE
@@ -135,6 +136,7 @@ def torch_trainer(workload: Workload, cfg: Any, datasets: dict[str, ray.data.Dat
             storage_path=cfg.output.storage_path,
             checkpoint_config=ray.train.CheckpointConfig(num_to_keep=cfg.output.num_to_keep),
             failure_config=ray.train.FailureConfig(max_failures=scaling.max_failures),
+            logging_config=ray.train.LoggingConfig(log_level=train_logging_level()),
             callbacks=list(callbacks) or None,
         ),
         datasets=datasets,

@@ -39,7 +39,7 @@ class OptimSettings:
     freeze_word_embeddings: bool = False
     shuffle_buffer: int = 256  # rows of the local shuffle buffer per worker; 0 = data order
     eval_batch_size: int = 64
-    log_every_steps: int = 10  # progress lines on rank 0; 0 = per epoch only
+    log_every_steps: int = 0  # a log line every n steps on rank 0 besides its progress bar; 0 = per epoch only
 
     def __post_init__(self) -> None:
         check(self.lr > 0, "optim.lr", self.lr, "a positive number")

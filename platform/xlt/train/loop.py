@@ -32,11 +32,13 @@ from ..eval.classification import ACC, AVG_TARGET, F1, gap_name, metric_name, tr
 from ..losses import WeightedObjectives, build_objectives
 from ..models import Classifier, TransformerEncoder, load_encoder
 from ..models.encoder import CachedEncoder, Item
+from ..progress import progress
 from .batches import UNKNOWN_LABEL, ViewBatch, flatten_batch, items_of
 from .config import FinetuneConfig
 
 CE = "ce"  # the loss part train/loss/ce
 EVAL_COLUMNS: tuple[str, ...] = ("text", "text_pair", "label", "lang")
+EVAL_CHUNK = 8  # batches per step of the evaluation's progress bar
 
 
 class FeaturesAndLogits(nn.Module):
@@ -121,13 +123,19 @@ def train_step(training: FinetuneTraining, batch: ViewBatch, max_grad_norm: floa
 
 
 def evaluate(classifier: Classifier, rows: Mapping[str, Iterable], source_lang: str, split: str,
-             batch_size: int = 64) -> dict[str, float]:
+             batch_size: int = 64, name: str = "") -> dict[str, float]:
     """Accuracy and macro-F1 per language, their target averages and transfer gaps
     (``xlt.eval.classification.transfer_metrics``) on ``rows`` (columns ``text``, ``label``,
-    ``lang``, and ``text_pair`` for a pair task)."""
-    labels, langs = list(rows["label"]), list(rows["lang"])
-    predictions = classifier.predict(items_of(rows), batch_size=batch_size)
-    return transfer_metrics(np.asarray(labels, dtype=str), np.asarray(predictions.labels, dtype=str),
+    ``lang``, and ``text_pair`` for a pair task). Shows a progress bar (``name`` labels it),
+    advancing every ``EVAL_CHUNK`` batches."""
+    labels, langs, items = list(rows["label"]), list(rows["lang"]), items_of(rows)
+    predicted: list[str] = []
+    bar, chunk = progress(len(items), f"{name} evaluate {split}".strip(), "row"), EVAL_CHUNK * batch_size
+    for start in range(0, len(items), chunk):
+        predicted.extend(classifier.predict(items[start:start + chunk], batch_size=batch_size).labels)
+        bar.update(len(items[start:start + chunk]))
+    bar.close()
+    return transfer_metrics(np.asarray(labels, dtype=str), np.asarray(predicted, dtype=str),
                             np.asarray(langs, dtype=str), source_lang, split)
 
 
@@ -164,7 +172,8 @@ class Finetuning(Workload):
         metrics: dict[str, float] = {}
         for split in (["val"] if cfg.eval_every_epoch or last else []) + (["test"] if last and cfg.eval_test else []):
             rows = collect(eval_shard(split), cfg.optim.eval_batch_size, EVAL_COLUMNS)
-            metrics.update(evaluate(training.classifier, rows, cfg.task.source_lang, split, cfg.optim.eval_batch_size))
+            metrics.update(evaluate(training.classifier, rows, cfg.task.source_lang, split, cfg.optim.eval_batch_size,
+                                    cfg.output.name))
         return metrics
 
     def summary(self, metrics: Mapping[str, float]) -> list[str]:

@@ -1,0 +1,87 @@
+"""Where `make demo`'s time goes: per-phase and per-iteration wall time, and accuracy, of demo runs.
+
+    python jobs/cotrain.py --set output_dir=/tmp/demo 2> /tmp/demo.log      # the demo, timed
+    python benchmarks/demo_time.py --run "learners on Ray Train=/tmp/demo:/tmp/demo.log" [--run ...]
+
+Each ``--run label=OUTPUT_DIR:LOG`` names a finished demo: its ``results.json`` (per-language
+accuracy; the phase table when the job recorded one, ``xlt.report.Phases``) and the job's stderr
+(``HH:MM:SS message`` lines), from which the per-iteration wall time is read: from Ray's start to
+iteration 0's summary line, then between consecutive summary lines. Writes
+``benchmarks/demo_time.json`` and prints the markdown tables for ``benchmarks/demo_time.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from datetime import datetime, timedelta
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from xlt.report import markdown_table  # noqa: E402
+
+# The job's lines (HH:MM:SS message) and Ray's (YYYY-MM-DD HH:MM:SS,mmm LEVEL ...).
+LINE = re.compile(r"^(?:\d{4}-\d\d-\d\d )?(\d\d:\d\d:\d\d)(?:,\d+)?\s+(.*)$")
+REAL = re.compile(r"^real\s+(\d+)m([\d.]+)s$", re.M)  # bash's `time`, when the job ran under it
+SUMMARY = re.compile(r"^iteration (\d+): ")
+
+
+def seconds_between(start: str, end: str) -> float:
+    a, b = (datetime.strptime(t, "%H:%M:%S") for t in (start, end))
+    return (b - a if b >= a else b + timedelta(days=1) - a).total_seconds()
+
+
+def iteration_times(log: Path) -> tuple[list[float], float]:
+    """Wall seconds of each iteration (from the first timestamped line, Ray's start) and of the whole
+    job (bash's ``real`` when the log has it, else first to last timestamped line)."""
+    text = log.read_text(errors="replace")
+    stamped = [m.groups() for m in map(LINE.match, text.splitlines()) if m]
+    if not stamped:
+        raise ValueError(f"{log} has no timestamped lines: not the stderr of jobs/cotrain.py")
+    marks = [stamped[0][0]] + [t for t, message in stamped if SUMMARY.match(message)]
+    real = REAL.search(text)
+    total = int(real[1]) * 60 + float(real[2]) if real else seconds_between(stamped[0][0], stamped[-1][0])
+    return [seconds_between(a, b) for a, b in zip(marks, marks[1:])], total
+
+
+def accuracy_rows(label: str, results: dict) -> list[dict]:
+    history, split = results["history"], results["config"]["data"]["eval_split"]
+    last = max(h["iteration"] for h in history)
+    langs = [key.rsplit("/", 1)[1] for key in history[0] if key.startswith(f"{split}/acc/")]
+    return [{"run": label, "learner": h["learner"], "iteration": h["iteration"],
+             **{lang: h.get(f"{split}/acc/{lang}") for lang in langs}}
+            for h in history if h["iteration"] in (0, last)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--run", action="append", required=True, metavar="LABEL=OUTPUT_DIR:LOG")
+    parser.add_argument("--output", default=str(REPO / "benchmarks" / "demo_time.json"))
+    args = parser.parse_args()
+    runs, per_iteration, accuracy, phases = {}, [], [], {}
+    for spec in args.run:
+        label, _, paths = spec.partition("=")
+        out, _, log = paths.partition(":")
+        results = json.loads(Path(out, "results.json").read_text())
+        iterations, total = iteration_times(Path(log))
+        runs[label] = {"iterations_s": iterations, "total_s": total, "phases": results.get("phases", [])}
+        per_iteration.append({"run": label, **{f"iteration {i} s": s for i, s in enumerate(iterations)},
+                              "whole job min": total / 60})
+        accuracy += accuracy_rows(label, results)
+        if results.get("phases"):
+            phases[label] = results["phases"]
+    Path(args.output).write_text(json.dumps(runs, indent=1))
+    print("### Wall time per iteration\n\n" + markdown_table(per_iteration, digits=1))
+    for label, rows in phases.items():
+        print(f"\n### Phases: {label}\n\n" + markdown_table(
+            [{"iteration": r.get("iteration"), "phase": r["phase"], "start s": r["start s"], "seconds": r["seconds"]}
+             for r in rows], digits=1))
+    print("\n### Test accuracy per language (first and last iteration)\n\n" + markdown_table(accuracy))
+
+
+if __name__ == "__main__":
+    main()
