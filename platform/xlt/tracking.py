@@ -83,7 +83,7 @@ class Sink:
             from mlflow.entities import Metric
 
             now = int(time.time() * 1000)
-            batch = [Metric(key, value, now, step) for key, value in values.items()]
+            batch = [Metric(mlflow_key(key), value, now, step) for key, value in values.items()]
             for start in range(0, len(batch), METRICS_PER_CALL):
                 self.client.log_batch(self.run_id, metrics=batch[start:start + METRICS_PER_CALL])
         if self.log_dir is not None:
@@ -244,9 +244,11 @@ class TrackingCallback(_user_callback_base()):  # type: ignore[misc]
 
 
 def mlflow_key(key: str) -> str:
-    """A config key as MLflow accepts it: ``objectives[0].params.temperature`` ->
-    ``objectives.0.params.temperature`` (no brackets in MLflow names)."""
-    return re.sub(r"\[(\d+)\]", r".\1", key)
+    """A key as MLflow accepts it (alphanumerics, ``_ - . : /`` and spaces):
+    ``objectives[0].params.temperature`` -> ``objectives.0.params.temperature``, a retrieval
+    direction ``xx->en`` -> ``xx-to-en``, anything else outside the set -> ``_``."""
+    key = re.sub(r"\[(\d+)\]", r".\1", key).replace("->", "-to-")
+    return re.sub(r"[^\w\-. :/]", "_", key)
 
 
 def _mlflow_logger_base() -> type:

@@ -41,7 +41,8 @@ def test_flatten_and_numeric():
                                  "langs": "('de', 'fr')"}
     assert numeric({"a": 1, "b": 0.5, "c": "x", "d": float("nan"), "e": True}) == {"a": 1.0, "b": 0.5}
     assert mlflow_key("objectives[0].params.temperature") == "objectives.0.params.temperature"
-    assert mlflow_key("optim.lr") == "optim.lr"
+    assert mlflow_key("optim.lr") == "optim.lr" and mlflow_key("tiny:bert/de/xx->en") == "tiny:bert/de/xx-to-en"
+    assert mlflow_key("a+b=c") == "a_b_c"
 
 
 def test_a_run_with_params_metrics_artifacts_and_events_is_continued_when_resumed(tmp_path, mlflow_store):
