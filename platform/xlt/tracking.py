@@ -142,9 +142,11 @@ class Tracker(Sink):
         found = self.client.get_experiment_by_name(name)
         if found is not None:
             return found.experiment_id
+        # A SQLite store keeps its artifacts beside the database file (MLflow's default would be
+        # ./mlruns under whatever directory the job runs in); a server decides for itself.
         artifacts = None
-        if self.uri.startswith("sqlite:///") and "MLFLOW_TRACKING_URI" not in os.environ:
-            artifacts = (DEFAULT_STORE / "artifacts").resolve().as_uri()
+        if self.uri.startswith("sqlite:///"):
+            artifacts = (Path(self.uri[len("sqlite:///"):]).parent / "artifacts").resolve().as_uri()
         try:
             return self.client.create_experiment(name, artifact_location=artifacts)
         except Exception:  # created meanwhile by another job

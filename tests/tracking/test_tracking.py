@@ -65,7 +65,10 @@ def test_a_run_with_params_metrics_artifacts_and_events_is_continued_when_resume
     history = client.get_metric_history(run_id, "lm/test/acc/de")
     assert [(m.step, m.value) for m in history] == [(0, 0.5), (1, 0.7)]
     assert [a.path for a in client.list_artifacts(run_id)] == ["results.json"]
-    assert client.get_experiment(run.info.experiment_id).name == "xlt-unit"
+    experiment = client.get_experiment(run.info.experiment_id)
+    assert experiment.name == "xlt-unit"
+    # Artifacts beside the SQLite file, not in ./mlruns of the working directory.
+    assert experiment.artifact_location == (Path(mlflow_store[len("sqlite:///"):]).parent / "artifacts").as_uri()
     assert scalars(out / "tensorboard")["lm/test/acc/de"] == [(0, 0.5), (1, 0.7)]
 
     # The same output again (a resumed job): the same run, its params kept, new steps appended.
