@@ -9,7 +9,8 @@ exchange confident pseudo-labels on unlabelled target-language text; or self-tra
     python jobs/cotrain.py --smoke
     ray job submit --working-dir . -- python jobs/cotrain.py --config configs/cotrain_cluster.yaml
 
-Every iteration fits both learners (a Ray Train run each), evaluates them on every language, pseudo-labels
+Every iteration fits both learners (each learner's Ray Train run, started once for the whole job, serves
+its fits; checkpoints under ``<output_dir>/learners/<learner>``), evaluates them on every language, pseudo-labels
 the pool with an actor pool, selects and exchanges, and saves the loop state to
 ``<output_dir>/state.json``: running the same command again resumes at the next iteration (a
 finished run only prints its results). Prints one line per iteration on stderr, then the

@@ -179,12 +179,13 @@ class Tracker(Sink):
             if Path(path).is_file():
                 self.client.log_artifact(self.run_id, str(path))
 
-    def callbacks(self, prefix: str = "", step_offset: int = 0) -> list[TrackingCallback]:
+    def callbacks(self, prefix: str = "", epochs_per_fit: int = 0) -> list[TrackingCallback]:
         """The Ray Train callbacks that log a run's epochs here, keys prefixed with ``prefix`` and
-        step = ``step_offset`` + epoch; none when tracking is off."""
+        step = epoch, or fit × ``epochs_per_fit`` + epoch for a run serving many fits; none when
+        tracking is off."""
         if self.run_id is None and self.log_dir is None:
             return []
-        return [TrackingCallback(Sink(self.uri, self.run_id, self.log_dir), prefix, step_offset)]
+        return [TrackingCallback(Sink(self.uri, self.run_id, self.log_dir), prefix, epochs_per_fit)]
 
     def tune_callbacks(self) -> list[Any]:
         """Ray Tune's MLflow logger: one run per trial in this run's experiment, nested under it
@@ -232,17 +233,19 @@ def _user_callback_base() -> type:
 
 class TrackingCallback(_user_callback_base()):  # type: ignore[misc]
     """Ray Train ``UserCallback`` (on the run's controller): each report's rank-0 metrics to the
-    sink, at step ``step_offset`` + the reported ``train/epoch``."""
+    sink, at step ``epochs_per_fit`` × the reported ``train/fit`` + ``train/epoch`` (a run serving
+    many fits, ``xlt.engine.fits``, numbers them; a run of one fit reports no ``train/fit``)."""
 
-    def __init__(self, sink: Sink, prefix: str = "", step_offset: int = 0) -> None:
-        self.sink, self.prefix, self.step_offset = sink, prefix, step_offset
+    def __init__(self, sink: Sink, prefix: str = "", epochs_per_fit: int = 0) -> None:
+        self.sink, self.prefix, self.epochs_per_fit = sink, prefix, epochs_per_fit
 
     def after_report(self, run_context, metrics, checkpoint) -> None:
-        from .engine import TRAIN_EPOCH
+        from .engine import TRAIN_EPOCH, TRAIN_FIT
 
         first = metrics[0] if metrics else {}
         if first:
-            self.sink.metrics(first, self.step_offset + int(first.get(TRAIN_EPOCH, 0)), self.prefix)
+            step = self.epochs_per_fit * int(first.get(TRAIN_FIT, 0)) + int(first.get(TRAIN_EPOCH, 0))
+            self.sink.metrics(first, step, self.prefix)
 
 
 def mlflow_key(key: str) -> str:

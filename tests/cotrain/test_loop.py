@@ -18,7 +18,7 @@ import torch
 from conftest import REPO
 from xlt.config import ConfigError
 from xlt.cotrain import LEARNERS, load_cotrain_config, load_data, run_cotraining
-from xlt.cotrain.learner import fit_result, learner_trainer
+from xlt.cotrain.learner import fit, learner_service
 from xlt.models.encoder import CachedEncoder, TextEncoder
 
 SMOKE = REPO / "configs" / "cotrain_smoke.yaml"
@@ -79,7 +79,7 @@ def test_a_learner_worker_killed_mid_fit_is_restored_and_the_state_equals_an_uni
     whole = run_cotraining(config(data_dir, tmp_path / "whole", *overrides), stop_after=0)
     killed: list[int] = []
     killer = threading.Thread(target=kill_training_workers_after_a_checkpoint,
-                              args=(tmp_path / "killed" / "learners" / "lm-iteration0", killed))
+                              args=(tmp_path / "killed" / "learners" / "lm", killed))
     killer.start()
     state = run_cotraining(config(data_dir, tmp_path / "killed", *overrides), stop_after=0)
     killer.join()
@@ -98,17 +98,17 @@ def test_an_iteration_completes_with_every_cpu_reserved(ray_cluster, data_dir, t
     assert state.iteration == 1 and all(state.received[name] for name in LEARNERS)
 
 
-def test_a_learner_fits_on_ray_train_evaluates_and_hands_on_its_weights(ray_cluster, data_dir, tmp_path):
+def test_a_learners_run_serves_fits_that_evaluate_and_hand_on_their_weights(ray_cluster, data_dir, tmp_path):
     cfg = config(data_dir, tmp_path)
     data = load_data(cfg)
     # Evaluated on the English rows it is fitted on, and the target languages' evaluation rows.
     evaluation = data.labeled + [r for r in data.evaluation_rows if r["lang"] != "en"]
     losses, fits = {}, {}
-    for epochs in (1, 20):
-        learner = dataclasses.replace(cfg.lm, optim=dataclasses.replace(cfg.lm.optim, epochs=epochs, lr=1e-3))
-        trainer = learner_trainer("lm", learner, data.task, data.labeled, evaluation, epochs, tmp_path)
-        fits[epochs] = fit_result(trainer.fit(), len(data.labeled), "test")
-        losses[epochs] = fits[epochs].metrics["train/loss"]
+    with learner_service("lm", cfg.lm, data.task, len(data.labeled), evaluation, tmp_path) as service:
+        for epochs in (1, 20):  # two fits served by one worker group
+            learner = dataclasses.replace(cfg.lm, optim=dataclasses.replace(cfg.lm.optim, epochs=epochs, lr=1e-3))
+            fits[epochs] = fit(service, "lm", learner, data.task, data.labeled, epochs, tmp_path, "test")
+            losses[epochs] = fits[epochs].metrics["train/loss"]
     assert losses[20] < 0.85 * losses[1]  # each fit starts afresh: more epochs, lower loss
     metrics = fits[20].metrics
     assert metrics["train/rows"] == len(data.labeled)
@@ -116,7 +116,10 @@ def test_a_learner_fits_on_ray_train_evaluates_and_hands_on_its_weights(ray_clus
     assert metrics["test/acc/en"] > 1 / 7  # above chance on the rows it was fitted on (7 topics)
     state = ray_cluster.get(fits[20].state)
     assert all(t.device.type == "cpu" for t in state.values()) and "head.weight" in state
-    assert (tmp_path / "learners" / "lm-iteration20").is_dir()
+    [kept] = (tmp_path / "learners" / "lm").glob("lm-iteration*")  # one checkpoint kept: the last fit's last epoch
+    assert kept.name.startswith("lm-iteration20-epoch020-")
+    with pytest.raises(ValueError, match="no labelled rows"):
+        fit(service, "lm", cfg.lm, data.task, [], 21, tmp_path, "test")
 
 
 class Counting(TextEncoder):

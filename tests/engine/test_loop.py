@@ -106,23 +106,24 @@ def engine_run(workload: Workload, cfg: ToyConfig, rows: list[dict]):
     return torch_trainer(workload, cfg, datasets).fit()
 
 
+def wait_for_snapshot(run: str, checkpoint: str) -> None:
+    """Until Ray Train's controller has registered ``checkpoint`` (it polls the workers' reports
+    every few seconds; a kill before that restarts the run from an earlier checkpoint)."""
+    snapshot = os.path.join(run, "checkpoint_manager_snapshot.json")
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if os.path.exists(snapshot) and checkpoint in open(snapshot).read():
+            return
+        time.sleep(0.2)
+    raise TimeoutError(f"{snapshot} never listed the checkpoint {checkpoint}")
+
+
 class KilledOnce(Regression):
     """``Regression`` whose worker process is SIGKILLed at the third micro-batch of the second
     epoch, once (``marker`` remembers it across the restart)."""
 
     def __init__(self, marker: str, run: str) -> None:
         self.marker, self.run = marker, run
-
-    def wait_for_checkpoint(self) -> None:
-        """Until Ray Train's controller has registered the epoch-1 checkpoint (it polls the workers'
-        reports every few seconds; a kill before that restarts the run from scratch)."""
-        snapshot = os.path.join(self.run, "checkpoint_manager_snapshot.json")
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if os.path.exists(snapshot) and "epoch001" in open(snapshot).read():
-                return
-            time.sleep(0.2)
-        raise TimeoutError(f"{snapshot} never listed the epoch-1 checkpoint")
 
     def batcher(self, cfg, training, epoch, rank):
         inner = super().batcher(cfg, training, epoch, rank)
@@ -131,7 +132,7 @@ class KilledOnce(Regression):
         def batch(rows):
             seen.append(1)
             if epoch == 1 and len(seen) == 3 and not os.path.exists(self.marker):
-                self.wait_for_checkpoint()
+                wait_for_snapshot(self.run, "epoch001")
                 open(self.marker, "w").close()
                 os.kill(os.getpid(), signal.SIGKILL)
             return inner(rows)

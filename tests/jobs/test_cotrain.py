@@ -65,13 +65,13 @@ def test_smoke_then_kill_and_resume(data_dir, tmp_path, mlflow_store):
     scalars = event_scalars(tmp_path / "whole" / "tensorboard")
     assert scalars["lm/test/acc/avg_target"] == [0, 1, 2] and scalars["lm/epoch/train/loss"] == [1, 2, 3]
 
-    # Kill the job (its whole process group, local Ray included) in iteration 1, once its learners'
-    # Ray Train runs have started: iteration 0 is saved, iteration 1 is not.
+    # Kill the job (its whole process group, local Ray included) in iteration 1, once the LM learner
+    # has checkpointed an epoch of its fit: iteration 0 is saved, iteration 1 is not.
     out = tmp_path / "killed"
     proc = subprocess.Popen([*JOB, "--set", f"output_dir={out}"], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, env=environment(data_dir), start_new_session=True)
     deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and not (out / "learners" / "lm-iteration1").is_dir():
+    while time.monotonic() < deadline and not any((out / "learners" / "lm").glob("lm-iteration1-epoch*")):
         time.sleep(0.2)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()

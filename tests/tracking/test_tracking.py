@@ -82,17 +82,18 @@ def test_a_run_with_params_metrics_artifacts_and_events_is_continued_when_resume
     assert [m.step for m in client.get_metric_history(run_id, "lm/test/acc/de")] == [0, 1, 2]
 
 
-def test_the_ray_train_callback_logs_rank_zeros_metrics_at_offset_steps(tmp_path, mlflow_store):
+def test_the_ray_train_callback_logs_rank_zeros_metrics_at_each_fits_steps(tmp_path, mlflow_store):
     import pickle
 
     from mlflow.tracking import MlflowClient
 
     with Tracker("unit", "callback", tmp_path) as tracker:
-        [callback] = tracker.callbacks("lm/epoch/", step_offset=6)
+        [callback] = tracker.callbacks("lm/epoch/", epochs_per_fit=3)
         callback = pickle.loads(pickle.dumps(callback))  # as Ray sends it to the run's controller
         assert isinstance(callback, TrackingCallback)
         for epoch in (1, 2):
-            callback.after_report(None, [{"train/epoch": epoch, "train/loss": 1.0 / epoch}, {"train/loss": 9.0}], None)
+            callback.after_report(None, [{"train/fit": 2, "train/epoch": epoch, "train/loss": 1.0 / epoch},
+                                         {"train/loss": 9.0}], None)
         callback.sink.close()
     history = MlflowClient(mlflow_store).get_metric_history(tracker.run_id, "lm/epoch/train/loss")
     assert [(m.step, m.value) for m in history] == [(7, 1.0), (8, 0.5)]

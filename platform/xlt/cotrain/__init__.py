@@ -1,11 +1,11 @@
-"""Co-training (Yu & Joty 2021, §3.1, Alg. 1): two learners, each fit a Ray Train run, exchanging confident
-pseudo-labels."""
+"""Co-training (Yu & Joty 2021, §3.1, Alg. 1): two learners, each a Ray Train run serving a fit per iteration,
+exchanging confident pseudo-labels."""
 
 from .config import LEARNERS, CotrainConfig, LearnerConfig, load_cotrain_config
-from .learner import Fit, learner_trainer
+from .learner import Fit, fit, learner_service
 from .loop import exchange, load_data, receiver, run_cotraining
 from .selection import POLICIES, PoolPredictions, select
 from .state import LoopState
 
-__all__ = ["LEARNERS", "CotrainConfig", "LearnerConfig", "Fit", "learner_trainer", "LoopState", "POLICIES", "PoolPredictions",
+__all__ = ["LEARNERS", "CotrainConfig", "LearnerConfig", "Fit", "fit", "learner_service", "LoopState", "POLICIES", "PoolPredictions",
            "exchange", "load_cotrain_config", "load_data", "receiver", "run_cotraining", "select"]

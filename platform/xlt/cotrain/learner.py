@@ -1,20 +1,22 @@
-"""One co-training learner's fit: a Ray Train run of the engine's fine-tuning on its labelled set.
+"""A co-training learner's fits: one Ray Train run per learner for the whole job, serving a fit per iteration.
 
-``learner_trainer`` builds the ``TorchTrainer`` of learner ``name`` in iteration i: the
-fine-tuning workload (``xlt.train``: encoder + head, AdamW, linear schedule, word embeddings
-frozen if configured, CE + Σ λ·aux, K = ``optim.epochs`` epochs) on the learner's labelled rows,
-with the learner's own ``scaling`` (workers, CPUs, GPUs, restarts), and an evaluation of every
-language's evaluation rows after the last epoch, on rank 0. Its run directory is
-``<output_dir>/learners/<name>-iteration<i>``; the fitted weights go to pseudo-labelling through
-the object store (``Fit.state``: read from the run's last checkpoint, wherever its storage is).
+``learner_service`` starts the run of learner ``name`` (``xlt.engine.FitService``, run directory
+``<output_dir>/learners/<name>``, the learner's own ``scaling``: workers, CPUs, GPUs, restarts);
+its worker group stays up for the whole job, so the start-up of a Ray Train run is paid once,
+not once per iteration. ``fit`` asks it for iteration i's fit: the fine-tuning workload
+(``xlt.train``: encoder + head, AdamW, linear schedule, word embeddings frozen if configured,
+CE + Σ λ·aux, K = ``optim.epochs`` epochs) on the learner's labelled rows, named
+``<name>-iteration<i>``, then an evaluation of every language's evaluation rows after the last
+epoch, on rank 0. The fitted weights go to pseudo-labelling through the object store
+(``Fit.state``, read from the fit's last checkpoint, wherever its storage is).
 
 Reading of Yu & Joty 2021, Alg. 1 ("fine-tune f on D" once per iteration): each fit starts again
 from the pretrained encoder and a fresh head (seeded), on the original labelled data plus every
 pseudo-label received so far — the paper's "merged into the original labeled data D ... to
 re-train the model with" (§3.1). So a learner's state between iterations is its labelled set
 alone, which is what the loop checkpoints. A job killed during a fit re-runs the same
-iteration: the run of the same name continues from its latest epoch checkpoint (or, if it had
-finished, returns its result), so a resumed job fits exactly what an uninterrupted one would.
+iteration: the learner's run continues that fit from its latest epoch checkpoint (or, if it had
+finished, hands on that checkpoint), so a resumed job fits exactly what an uninterrupted one would.
 """
 
 from __future__ import annotations
@@ -22,18 +24,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..engine import TRAIN_LOSS, OutputSettings
+from ..engine import TRAIN_LOSS, FitService, OutputSettings
 from ..engine.reporting import MODEL_FILE
 from ..tasks import Task
 from ..train.config import DataSettings, FinetuneConfig
-from ..train.trainer import Resolved, build_trainer
+from ..train.loop import FINETUNE
 from .config import LearnerConfig
-
-if TYPE_CHECKING:
-    from ray.train import Result
-    from ray.train.torch import TorchTrainer
 
 LEARNERS_DIR = "learners"
 
@@ -47,38 +45,46 @@ class Fit:
     state: Any  # an ObjectRef to the classifier's state dict (xlt.inference.ClassifierSpec.state)
 
 
-def learner_config(name: str, cfg: LearnerConfig, task: Task, storage: str | Path, iteration: int,
-                   rows: int) -> FinetuneConfig:
-    """The fine-tuning config of learner ``name``'s fit in ``iteration`` on ``rows`` labelled rows."""
+def learner_config(name: str, cfg: LearnerConfig, task: Task, storage: str | Path, rows: int) -> FinetuneConfig:
+    """The fine-tuning config named ``name`` (a learner's run, or one of its fits) on ``rows`` labelled rows."""
     return FinetuneConfig(task=task.config, model=cfg.model, objectives=cfg.objectives, optim=cfg.optim,
                           scaling=cfg.scaling, data=DataSettings(train_rows=rows),
-                          output=OutputSettings(storage_path=str(Path(storage).resolve()),
-                                                name=f"{name}-iteration{iteration}", num_to_keep=1),
+                          output=OutputSettings(storage_path=str(Path(storage).resolve()), name=name, num_to_keep=1),
                           eval_every_epoch=False, eval_test=False)
 
 
-def learner_trainer(name: str, cfg: LearnerConfig, task: Task, rows: Sequence[Mapping[str, Any]],
-                    evaluation: Sequence[Mapping[str, Any]], iteration: int, output_dir: str | Path,
-                    callbacks: Sequence[Any] = ()) -> TorchTrainer:
-    """The Ray Train run of one fit: ``rows`` (``id, text, text_pair, label, lang``) to train on,
-    ``evaluation`` (``text, text_pair, label, lang``) evaluated after the last epoch; ``callbacks``:
-    Ray Train ``UserCallback``s (experiment tracking)."""
-    if not rows:
-        raise ValueError(f"learner {name!r} has no labelled rows to fit on")
-    config = learner_config(name, cfg, task, Path(output_dir, LEARNERS_DIR), iteration, len(rows))
-    return build_trainer(Resolved(config, task, [dict(r) for r in rows], [dict(r) for r in evaluation], []),
-                         callbacks=callbacks)
+def fit_name(name: str, iteration: int) -> str:
+    return f"{name}-iteration{iteration}"
 
 
-def fit_result(result: Result, rows: int, split: str) -> Fit:
-    """A finished run's ``Fit``. The engine names the split it evaluates ``val``; co-training
-    evaluates its ``data.eval_split`` there, named ``split`` (``val`` or ``test``)."""
+def learner_service(name: str, cfg: LearnerConfig, task: Task, labeled: int, evaluation: Sequence[Mapping[str, Any]],
+                    output_dir: str | Path, callbacks: Sequence[Any] = ()) -> FitService:
+    """Learner ``name``'s Ray Train run: ``evaluation`` rows (``text, text_pair, label, lang``) are
+    evaluated after each fit's last epoch; ``labeled``: the size of the original labelled set (the
+    run's config, which a rerun job must match); ``callbacks``: Ray Train ``UserCallback``s
+    (experiment tracking)."""
+    import ray.data
+
+    config = learner_config(name, cfg, task, Path(output_dir, LEARNERS_DIR), labeled)
+    return FitService(FINETUNE, config, {"val": ray.data.from_items([dict(r) for r in evaluation])}, callbacks)
+
+
+def fit(service: FitService, name: str, cfg: LearnerConfig, task: Task, rows: Sequence[Mapping[str, Any]],
+        iteration: int, output_dir: str | Path, split: str) -> Fit:
+    """Learner ``name``'s fit of ``iteration`` on ``rows`` (``id, text, text_pair, label, lang``).
+    The engine names the split it evaluates ``val``; co-training evaluates its ``data.eval_split``
+    there, named ``split`` (``val`` or ``test``)."""
     import ray
     import torch
 
+    if not rows:
+        raise ValueError(f"learner {name!r} has no labelled rows to fit on")
+    config = learner_config(fit_name(name, iteration), cfg, task, Path(output_dir, LEARNERS_DIR), len(rows))
+    config.steps_per_epoch(cfg.scaling.num_workers)  # too few rows for the workers fails here, not on them
+    outcome = service.fit(iteration, config, [dict(r) for r in rows])
     metrics = {(f"{split}/{key[len('val/'):]}" if key.startswith("val/") else key): value
-               for key, value in result.metrics.items()}
-    with result.checkpoint.as_directory() as directory:
+               for key, value in outcome.metrics.items()}
+    with outcome.checkpoint.as_directory() as directory:
         state = torch.load(Path(directory, MODEL_FILE), map_location="cpu", weights_only=True)
-    return Fit({"train/loss": metrics[TRAIN_LOSS], "train/rows": float(rows),
+    return Fit({"train/loss": metrics[TRAIN_LOSS], "train/rows": float(len(rows)),
                 **{k: v for k, v in metrics.items() if k.startswith(f"{split}/")}}, ray.put(state))

@@ -2,8 +2,9 @@
 
 One iteration i = 0 .. s (s = ``cfg.iterations``):
 
-1. both learners fit on their labelled sets at the same time (a Ray Train run each): the original
-   labelled data D plus every pseudo-label received so far (``xlt.cotrain.learner``);
+1. both learners fit on their labelled sets at the same time (each learner's Ray Train run, kept
+   for the whole job, serves its fit): the original labelled data D plus every pseudo-label
+   received so far (``xlt.cotrain.learner``);
 2. both are evaluated on every language (``<split>/acc/<lang>``); iteration 0 is each learner
    alone, the zero-shot baseline;
 3. if i < s: each learner pseudo-labels the unlabelled pool U with the ``xlt.inference``
@@ -14,7 +15,7 @@ One iteration i = 0 .. s (s = ``cfg.iterations``):
    itself; either way they leave the selecting learner's pool (Alg. 1: U^k = U^k \\ S^k), so no
    learner selects a row twice and no labelled set receives a row twice;
 4. the loop state is saved (``xlt.cotrain.state``): a restarted job resumes at i + 1; a job
-   killed within iteration i re-runs i, whose fits continue from their runs' checkpoints and
+   killed within iteration i re-runs i, whose fits continue from their latest checkpoints and
    whose selection is a function of the saved state and seeds, so no pseudo-label is lost or
    given twice.
 
@@ -30,6 +31,7 @@ a pair is pseudo-labelled, selected and exchanged as one row.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections import Counter
 from dataclasses import dataclass
@@ -39,14 +41,14 @@ from typing import Any, Callable
 import numpy as np
 
 from ..config import ConfigError, save_config
-from ..engine import changed_keys
+from ..engine import FitService, changed_keys
 from ..progress import progress
 from ..report import Phases
 from ..tracking import Tracker
 from ..tasks import Task, load_task
 from ..train.data import eval_rows
 from .config import LEARNERS, RESUMABLE_CHANGES, CotrainConfig, read_config
-from .learner import Fit, fit_result, learner_trainer
+from .learner import Fit, fit, learner_service
 from .selection import PoolPredictions, default_size, select
 from .state import LoopState
 
@@ -162,51 +164,59 @@ def run_cotraining(cfg: CotrainConfig, *, data: CotrainData | None = None, stop_
         return state
     if state.iteration:
         logger.info("resuming %s at iteration %d", out, state.iteration)
-    for iteration in range(state.iteration, cfg.iterations + 1):
-        fits = fit_learners(cfg, data, state, iteration, phases, tracker)
-        records = {name: {"iteration": iteration, "learner": name, "mode": cfg.mode, **fits[name].metrics}
-                   for name in LEARNERS}
-        if iteration < cfg.iterations:
-            preds = {}
-            for name in LEARNERS:
-                with phases(f"pseudo-label {name}", iteration=iteration):
-                    preds[name] = predict(cfg, name, fits[name].state, data)
-            with phases("select and exchange", iteration=iteration):
-                for name, stats in exchange(state, preds, cfg, data, iteration).items():
-                    records[name].update(stats)
-        state.history.extend(records[name] for name in LEARNERS)
-        state.iteration = iteration + 1
-        state.save(out)
-        if tracker is not None:
-            for name in LEARNERS:
-                tracker.metrics(records[name], iteration, prefix=f"{name}/")
-        logger.info("iteration %d: %s", iteration, "; ".join(
-            f"{name} {cfg.data.eval_split} avg_target {records[name].get(_avg_key(cfg), float('nan')):.3f}"
-            for name in LEARNERS))
-        if on_iteration is not None:
-            on_iteration(iteration, [records[name] for name in LEARNERS])
-        if stop_after is not None and iteration >= stop_after:
-            break
+    with contextlib.ExitStack() as services:
+        learners = {name: services.enter_context(start_learner(cfg, data, name, tracker)) for name in LEARNERS}
+        for iteration in range(state.iteration, cfg.iterations + 1):
+            fits = fit_learners(cfg, data, state, iteration, learners, phases)
+            records = {name: {"iteration": iteration, "learner": name, "mode": cfg.mode, **fits[name].metrics}
+                       for name in LEARNERS}
+            if iteration < cfg.iterations:
+                preds = {}
+                for name in LEARNERS:
+                    with phases(f"pseudo-label {name}", iteration=iteration):
+                        preds[name] = predict(cfg, name, fits[name].state, data)
+                with phases("select and exchange", iteration=iteration):
+                    for name, stats in exchange(state, preds, cfg, data, iteration).items():
+                        records[name].update(stats)
+            state.history.extend(records[name] for name in LEARNERS)
+            state.iteration = iteration + 1
+            state.save(out)
+            if tracker is not None:
+                for name in LEARNERS:
+                    tracker.metrics(records[name], iteration, prefix=f"{name}/")
+            logger.info("iteration %d: %s", iteration, "; ".join(
+                f"{name} {cfg.data.eval_split} avg_target {records[name].get(_avg_key(cfg), float('nan')):.3f}"
+                for name in LEARNERS))
+            if on_iteration is not None:
+                on_iteration(iteration, [records[name] for name in LEARNERS])
+            if stop_after is not None and iteration >= stop_after:
+                break
     return state
 
 
+def start_learner(cfg: CotrainConfig, data: CotrainData, name: str, tracker: Tracker | None) -> FitService:
+    """Learner ``name``'s Ray Train run for the rest of the job; its epochs are tracked as
+    ``<name>/epoch/...`` at step iteration × K + epoch."""
+    epochs = cfg.learner(name).optim.epochs
+    callbacks = tracker.callbacks(f"{name}/epoch/", epochs) if tracker is not None else []
+    return learner_service(name, cfg.learner(name), data.task, len(data.labeled), data.evaluation_rows,
+                           cfg.output_dir, callbacks)
+
+
 def fit_learners(cfg: CotrainConfig, data: CotrainData, state: LoopState, iteration: int,
-                 phases: Phases, tracker: Tracker | None = None) -> dict[str, Fit]:
-    """Both learners' fits of ``iteration``, their Ray Train runs side by side (one driver thread
-    each: ``TorchTrainer.fit`` blocks until its run ends)."""
+                 learners: dict[str, FitService], phases: Phases) -> dict[str, Fit]:
+    """Both learners' fits of ``iteration``, side by side (one driver thread each: a fit blocks
+    until its run has served it)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    def fit(name: str) -> Fit:
+    def fit_one(name: str) -> Fit:
         rows = data.labeled + [_train_row(r) for r in state.received[name]]
         with phases(f"fit {name}", iteration=iteration):
-            epochs = cfg.learner(name).optim.epochs
-            callbacks = tracker.callbacks(f"{name}/epoch/", iteration * epochs) if tracker is not None else []
-            trainer = learner_trainer(name, cfg.learner(name), data.task, rows, data.evaluation_rows, iteration,
-                                      cfg.output_dir, callbacks)
-            return fit_result(trainer.fit(), len(rows), cfg.data.metric_split)
+            return fit(learners[name], name, cfg.learner(name), data.task, rows, iteration, cfg.output_dir,
+                       cfg.data.metric_split)
 
     with ThreadPoolExecutor(max_workers=len(LEARNERS), thread_name_prefix="learner") as pool:
-        futures = {name: pool.submit(fit, name) for name in LEARNERS}
+        futures = {name: pool.submit(fit_one, name) for name in LEARNERS}
         return {name: future.result() for name, future in futures.items()}
 
 

@@ -185,25 +185,40 @@ def train_loop_per_worker(config: dict[str, Any], workload: Workload) -> None:
         else:
             logger.info(f"resuming after epoch {training.epoch} at global step {resumed_from}")
     shard = ray.train.get_dataset_shard("train")
+
+    def batches(seed: int) -> Iterable[Any]:
+        return shard.iter_batches(batch_size=cfg.optim.batch_size, batch_format=workload.batch_format,
+                                  local_shuffle_buffer_size=cfg.optim.shuffle_buffer or None, local_shuffle_seed=seed)
+
+    train_epochs(training, workload, cfg, batches, rank=rank, world=world, resumed_from=resumed_from)
+
+
+def train_epochs(training: Training, workload: Workload, cfg: Any, batches: Callable[[int], Iterable[Any]], *,
+                 rank: int, world: int, resumed_from: int, extra: Mapping[str, float] | None = None,
+                 prefix: str = "") -> str | None:
+    """Step 4 of the module docstring, from ``training.epoch`` to ``cfg.optim.epochs``:
+    ``batches(seed)`` iterates this worker's micro-batches of one epoch, shuffled with ``seed``;
+    ``extra`` metrics go into every report and ``prefix`` before every checkpoint's name. Returns
+    the name of the last checkpoint written (rank 0; ``None`` elsewhere or if no epoch was left)."""
+    steps_per_epoch = cfg.steps_per_epoch(world)
+    name = None
     for epoch in range(training.epoch, cfg.optim.epochs):
         seed = epoch_seed(cfg.optim.seed, epoch, rank)
         torch.manual_seed(seed)  # dropout masks
-        batches = shard.iter_batches(batch_size=cfg.optim.batch_size, batch_format=workload.batch_format,
-                                     local_shuffle_buffer_size=cfg.optim.shuffle_buffer or None,
-                                     local_shuffle_seed=seed)
-        stats, seconds = run_epoch(training, workload, batches, cfg, epoch=epoch, rank=rank, log=rank == 0,
+        stats, seconds = run_epoch(training, workload, batches(seed), cfg, epoch=epoch, rank=rank, log=rank == 0,
                                    steps_per_epoch=steps_per_epoch)
         training.epoch = epoch + 1
-        metrics = epoch_metrics(all_reduce_sums(stats), seconds, training, resumed_from, world)
+        metrics = {**epoch_metrics(all_reduce_sums(stats), seconds, training, resumed_from, world), **(extra or {})}
         if rank == 0:
             metrics.update(workload.evaluate(cfg, training, last=training.epoch == cfg.optim.epochs))
             # Through logging, not print: Ray Train V2 routes a worker's root logger to the driver's
             # console once, whereas its patched print also tees into Ray's own stream (lines twice).
             logger.info(epoch_line(metrics, workload))
-            reporting.report(metrics, lambda directory: write_checkpoint(directory, training, cfg, workload),
-                             reporting.checkpoint_name(training.epoch, training.global_step))
+            name = prefix + reporting.checkpoint_name(training.epoch, training.global_step)
+            reporting.report(metrics, lambda directory: write_checkpoint(directory, training, cfg, workload), name)
         else:
             reporting.report(metrics)
+    return name
 
 
 def write_checkpoint(directory: Path, training: Training, cfg: Any, workload: Workload) -> Path:

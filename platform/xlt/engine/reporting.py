@@ -8,6 +8,8 @@ A checkpoint is a directory:
 - ``state.json``: ``{"epoch": completed epochs, "global_step": optimizer steps so far}``
 - ``config.yaml``: the run's config (e.g. ``FinetuneConfig``: ``xlt.train.load_classifier`` rebuilds
   the model from it)
+- ``metrics.json``: the metrics reported with it (what a fit hands on without asking Ray Train's
+  controller: ``xlt.engine.fits``)
 
 and whatever else the workload writes beside them (``Workload.write``: alignment pretraining exports
 its encoder there).
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
     from .training import Training
 
 MODEL_FILE, TRAIN_STATE_FILE, STATE_FILE, CONFIG_FILE = "model.pt", "train_state.pt", "state.json", "config.yaml"
+METRICS_FILE = "metrics.json"
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,11 @@ def latest_state(config_cls: type) -> TrainState | None:
         return read_state(directory, config_cls)
 
 
+def read_metrics(directory: str | Path) -> dict[str, float]:
+    """The metrics reported with the checkpoint in ``directory``."""
+    return json.loads(Path(directory, METRICS_FILE).read_text())
+
+
 def report(metrics: dict[str, float], write: Callable[[Path], object] | None = None,
            checkpoint_dir_name: str | None = None) -> None:
     """Report metrics; with ``write`` (rank 0) also a checkpoint: ``write(directory)`` fills a fresh
@@ -107,5 +115,6 @@ def report(metrics: dict[str, float], write: Callable[[Path], object] | None = N
         return
     with tempfile.TemporaryDirectory(prefix="xlt-checkpoint-") as directory:
         write(Path(directory))
+        Path(directory, METRICS_FILE).write_text(json.dumps(metrics, default=float))
         ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(directory),
                          checkpoint_dir_name=checkpoint_dir_name)

@@ -18,7 +18,7 @@ import dataclasses
 import functools
 import os
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -104,10 +104,12 @@ def resume_config(directory: str, overrides: Iterable[str], config_cls: type[C])
 
 
 def torch_trainer(workload: Workload, cfg: Any, datasets: dict[str, ray.data.Dataset], *,
-                  resumable: Sequence[str] = RESUMABLE_CHANGES, callbacks: Sequence[Any] = ()) -> TorchTrainer:
+                  resumable: Sequence[str] = RESUMABLE_CHANGES, callbacks: Sequence[Any] = (),
+                  train_fn: Callable[[dict[str, Any]], None] | None = None) -> TorchTrainer:
     """The ``TorchTrainer`` running ``workload`` on ``cfg`` (a resolved ``workload.config_class``):
     ``datasets["train"]`` split across the workers, the others whole. ``callbacks``: Ray Train
-    ``UserCallback``s (a Tune trial passes ``TuneReportCallback``).
+    ``UserCallback``s (a Tune trial passes ``TuneReportCallback``). ``train_fn``: the per-worker
+    function, ``train_loop_per_worker`` of ``workload`` unless given (``xlt.engine.fits``).
 
     The run directory ``<storage_path>/<name>/`` gets ``cfg`` as ``config.yaml``; if it already
     holds a run whose config differs in a key outside ``resumable``, this refuses (Ray Train
@@ -127,7 +129,7 @@ def torch_trainer(workload: Workload, cfg: Any, datasets: dict[str, ray.data.Dat
     scaling = cfg.scaling
     resources = {"CPU": scaling.cpus_per_worker, **({"GPU": 1} if scaling.use_gpu else {})}
     return TorchTrainer(
-        functools.partial(train_loop_per_worker, workload=workload),
+        train_fn or functools.partial(train_loop_per_worker, workload=workload),
         train_loop_config=dataclasses.asdict(cfg),
         scaling_config=ray.train.ScalingConfig(num_workers=scaling.num_workers, use_gpu=scaling.use_gpu,
                                                resources_per_worker=resources),
@@ -140,5 +142,5 @@ def torch_trainer(workload: Workload, cfg: Any, datasets: dict[str, ray.data.Dat
             callbacks=list(callbacks) or None,
         ),
         datasets=datasets,
-        dataset_config=ray.train.DataConfig(datasets_to_split=["train"]),
+        dataset_config=ray.train.DataConfig(datasets_to_split=[name for name in ("train",) if name in datasets]),
     )

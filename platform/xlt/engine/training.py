@@ -41,6 +41,7 @@ TRAIN_LR = metric_name("train", "lr")
 TRAIN_SAMPLES_PER_S = metric_name("train", "samples_per_s")
 TRAIN_EPOCH_TIME_S = metric_name("train", "epoch_time_s")  # of the epoch's batches, data iteration included
 TRAIN_DATA_WAIT_S = metric_name("train", "data_wait_s")  # of it, waiting for batches (mean over workers)
+TRAIN_FIT = metric_name("train", "fit")  # which fit of a run serving many (xlt.engine.fits)
 
 # A step's loss: the total (to back-propagate) and its named, unweighted parts.
 LossFn = Callable[[nn.Module, Any], tuple[torch.Tensor, Mapping[str, torch.Tensor]]]

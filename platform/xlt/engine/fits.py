@@ -1,0 +1,231 @@
+"""Many fits on one Ray Train run: a worker group kept for a whole job, each fit's rows sent by the driver.
+
+Co-training fits each learner once per iteration, every time from the pretrained model on a new
+labelled set. A Ray Train run per fit starts its controller, data actors and worker group again
+each time: 35–40 s of fixed cost per fit on two cores (``benchmarks/learner_fit.md``). A
+``FitService`` starts one run for the whole job instead, and its workers serve fit requests::
+
+    driver      FitService.fit(index, cfg, rows)
+    actor       FitRequests: the pending request (index, config, a reference to the rows)
+    workers     serve_fits: train it as a run of its own is trained (``loop.train_epochs``: the
+                same seeding, steps, evaluation, and a checkpoint per epoch named
+                <cfg.output.name>-epoch...), then rank 0 posts the last checkpoint's name
+    driver      FitOutcome: metrics and weights read from that checkpoint
+
+A fit's rows are split as Ray Data splits a run's train set (equal shards of ``rows // workers``
+rows, in data order) and shuffled per epoch with ``epoch_seed``: a permutation of the whole shard
+where Ray Data would shuffle within a buffer of ``optim.shuffle_buffer`` rows (0: data order).
+
+Resuming: every checkpoint carries its fit's config. A worker group that starts (the first time,
+after a worker failure under ``FailureConfig``, or in a rerun job on the same run directory, where
+Ray Train hands it the run's latest checkpoint) continues the pending fit from that checkpoint if
+the checkpoint is that fit's (same config), and starts the fit afresh otherwise. So a fit
+interrupted anywhere ends as an uninterrupted one would.
+
+The worker group holds its resources (``scaling``) for the whole run, also while the driver does
+other work between fits (co-training's pseudo-labelling): what runs beside it needs the rest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..config import from_dict
+from . import reporting
+from .loop import Workload, start_training, train_epochs, worker_setup
+from .runs import run_dir, torch_trainer
+from .settings import changed_keys
+from .training import TRAIN_FIT
+
+if TYPE_CHECKING:
+    import ray.data
+    from ray.train import Checkpoint
+
+logger = logging.getLogger(__name__)
+POLL_S = 5.0  # how often the driver checks that the run is alive while a fit trains
+
+
+@dataclass(frozen=True)
+class FitRequest:
+    """A fit to serve: its number, ``asdict`` of its config, and ``[ObjectRef]`` to its rows (a list, so
+    that Ray hands the reference on instead of the rows)."""
+
+    index: int
+    config: dict[str, Any]
+    rows: list[Any]
+
+
+class FitRequests:
+    """The mailbox between the driver and the workers (a Ray actor of no CPU, asyncio: waiting
+    calls do not block the others)."""
+
+    def __init__(self) -> None:
+        self._pending: FitRequest | None = None
+        self._finished: dict[int, str] = {}
+        self._closed = False
+        self._changed = asyncio.Condition()
+
+    async def post(self, request: FitRequest) -> None:
+        async with self._changed:
+            self._pending = request
+            self._changed.notify_all()
+
+    async def next(self, after: int) -> FitRequest | None:
+        """The pending request numbered above ``after`` once there is one; ``None`` once closed."""
+        async with self._changed:
+            await self._changed.wait_for(
+                lambda: self._closed or (self._pending is not None and self._pending.index > after))
+            return None if self._closed else self._pending
+
+    async def finish(self, index: int, checkpoint: str) -> None:
+        async with self._changed:
+            self._finished[index] = checkpoint
+            if self._pending is not None and self._pending.index == index:
+                self._pending = None
+            self._changed.notify_all()
+
+    async def finished(self, index: int, timeout: float) -> str | None:
+        """The name of fit ``index``'s last checkpoint, or ``None`` if it is not done within ``timeout`` s."""
+        async with self._changed:
+            try:
+                await asyncio.wait_for(self._changed.wait_for(lambda: index in self._finished), timeout)
+            except TimeoutError:
+                return None
+            return self._finished[index]
+
+    async def close(self) -> None:
+        async with self._changed:
+            self._closed = True
+            self._changed.notify_all()
+
+
+def shard(rows: Sequence[Any], rank: int, world: int) -> Sequence[Any]:
+    """Worker ``rank``'s equal share of ``rows`` (``len(rows) // world`` rows, in data order)."""
+    n = len(rows) // world
+    return rows[rank * n:(rank + 1) * n]
+
+
+def row_batches(rows: Sequence[Mapping[str, Any]], batch_size: int, seed: int | None) -> Iterator[dict[str, np.ndarray]]:
+    """``rows`` in batches of columns (as Ray Data's numpy batches), permuted with ``seed`` (``None``: in order)."""
+    order = np.arange(len(rows)) if seed is None else np.random.default_rng(seed).permutation(len(rows))
+    for start in range(0, len(rows), batch_size):
+        chunk = [rows[i] for i in order[start:start + batch_size]]
+        yield {key: _column([row[key] for row in chunk]) for key in chunk[0]}
+
+
+def _column(values: list[Any]) -> np.ndarray:
+    """One column as Ray Data's numpy batches hold it: numbers and equal-shape arrays stacked, text
+    and anything ragged as an object array."""
+    try:
+        column = np.asarray(values)
+    except ValueError:  # ragged lists
+        column = None
+    if column is None or column.dtype.kind in "USO":
+        column = np.empty(len(values), dtype=object)
+        column[:] = values
+    return column
+
+
+def serve_fits(config: dict[str, Any], workload: Workload, requests: Any) -> None:
+    """Ray Train entry point of a ``FitService`` run: serve ``requests`` until it closes (module docstring)."""
+    import ray
+    import ray.train
+
+    if workload.batch_format != "numpy":
+        raise ValueError(f"a fit service feeds numpy batches; {type(workload).__name__} reads {workload.batch_format}")
+    rank, world, prepare = worker_setup(from_dict(workload.config_class, config))
+    restored = ray.train.get_checkpoint()
+    after = -1
+    while (request := ray.get(requests.next.remote(after))) is not None:
+        cfg = from_dict(workload.config_class, request.config)
+        training = start_training(workload, cfg, cfg.steps_per_epoch(world), prepare)
+        state = _state_of(restored, cfg, workload.config_class)
+        resumed_from = training.restore(state) if state is not None else 0
+        if rank == 0 and state is not None:
+            logger.info(f"{cfg.output.name}: resuming after epoch {training.epoch} at global step {resumed_from}")
+        rows = shard(ray.get(request.rows[0]), rank, world)
+        seeded = bool(cfg.optim.shuffle_buffer)
+        name = train_epochs(training, workload, cfg,
+                            lambda seed: row_batches(rows, cfg.optim.batch_size, seed if seeded else None),
+                            rank=rank, world=world, resumed_from=resumed_from, extra={TRAIN_FIT: request.index},
+                            prefix=f"{cfg.output.name}-")
+        if rank == 0:
+            # A fit found complete in its checkpoint trains no epoch: that checkpoint is its last.
+            ray.get(requests.finish.remote(request.index, name or Path(restored.path).name))
+        after, restored = request.index, None
+        del training, rows
+
+
+def _state_of(checkpoint: Checkpoint | None, cfg: Any, config_class: type) -> reporting.TrainState | None:
+    """The checkpoint's state if it was written by the fit of ``cfg``, else ``None``."""
+    if checkpoint is None:
+        return None
+    with checkpoint.as_directory() as directory:
+        state = reporting.read_state(directory, config_class)
+    return state if not changed_keys(state.config, cfg) else None
+
+
+@dataclass(frozen=True)
+class FitOutcome:
+    """A served fit: the metrics of its last report and its last checkpoint."""
+
+    metrics: dict[str, float]
+    checkpoint: Checkpoint
+
+
+class FitService:
+    """One Ray Train run serving fits of ``workload`` (module docstring); ``cfg`` names the run and
+    sets its scaling, each fit brings its own config. A context manager: leaving it ends the run."""
+
+    def __init__(self, workload: Workload, cfg: Any, datasets: dict[str, ray.data.Dataset],
+                 callbacks: Sequence[Any] = ()) -> None:
+        import ray
+
+        self.run_dir = run_dir(cfg)
+        self.requests = ray.remote(num_cpus=0)(FitRequests).remote()
+        trainer = torch_trainer(workload, cfg, datasets, callbacks=callbacks,
+                                train_fn=functools.partial(serve_fits, workload=workload, requests=self.requests))
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"fits-{cfg.output.name}")
+        self._run = self._executor.submit(trainer.fit)  # blocks until the run ends: in its own thread
+
+    def fit(self, index: int, cfg: Any, rows: list[dict[str, Any]]) -> FitOutcome:
+        """Fit ``index`` (numbers increase from fit to fit) of config ``cfg`` on ``rows``; blocks until done."""
+        import ray
+        from ray.train import Checkpoint
+
+        ray.get(self.requests.post.remote(FitRequest(index, dataclasses.asdict(cfg), [ray.put(rows)])))
+        while (name := ray.get(self.requests.finished.remote(index, POLL_S))) is None:
+            if self._run.done():
+                self._run.result()  # raises the run's error
+                raise RuntimeError(f"the Ray Train run {self.run_dir} ended before fit {index} was done")
+        checkpoint = Checkpoint(f"{self.run_dir}/{name}")
+        with checkpoint.as_directory() as directory:
+            return FitOutcome(reporting.read_metrics(directory), checkpoint)
+
+    def close(self, wait: bool = True) -> None:
+        """End the run: its workers leave once their current fit is done. ``wait``: until the run
+        has ended, raising its error if it failed (not when the driver is failing already)."""
+        import ray
+
+        try:
+            ray.get(self.requests.close.remote())
+            if wait:
+                self._run.result()
+        finally:
+            self._executor.shutdown(wait=False)
+
+    def __enter__(self) -> FitService:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: Any) -> None:
+        self.close(wait=kind is None)

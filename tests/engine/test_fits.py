@@ -1,0 +1,131 @@
+"""A run serving many fits (``xlt.engine.fits``) against the bare PyTorch loop of ``test_loop``: every fit
+ends with the weights a fresh training on its rows would have, also when its worker is killed
+mid-fit or the driver starts a new service on the same run directory; the mailbox's protocol
+and the batching of a fit's rows without Ray."""
+
+# No `from __future__ import annotations`: Ray ships this module by value (see test_loop).
+
+import asyncio
+import dataclasses
+import os
+import signal
+import sys
+
+import pytest
+import torch
+
+from engine.test_loop import Regression, ToyConfig, bare_loop, toy_rows, wait_for_snapshot
+from xlt.engine import FitService, OutputSettings, ScalingSettings, read_state
+from xlt.engine.fits import FitRequest, FitRequests, row_batches, shard
+
+
+def fit_config(cfg: ToyConfig, name: str, epochs: int) -> ToyConfig:
+    return dataclasses.replace(cfg, output=dataclasses.replace(cfg.output, name=name),
+                               optim=dataclasses.replace(cfg.optim, epochs=epochs))
+
+
+def assert_weights(outcome, cfg: ToyConfig, rows: list[dict]) -> None:
+    state = read_state(outcome.checkpoint.path, ToyConfig)
+    assert (state.epoch, state.config.output.name) == (cfg.optim.epochs, cfg.output.name)
+    for name, tensor in bare_loop(cfg, rows).items():
+        assert torch.allclose(state.model[name], tensor, atol=1e-6), name
+
+
+def service(workload, cfg: ToyConfig) -> FitService:
+    import ray
+
+    for module in ("engine.test_loop", __name__):  # tests/ is not an installed package
+        ray.cloudpickle.register_pickle_by_value(sys.modules[module])
+    return FitService(workload, cfg, {})
+
+
+def test_each_served_fit_ends_as_a_fresh_bare_loop_on_its_rows(ray_cluster, tmp_path):
+    cfg = ToyConfig(output=OutputSettings(storage_path=str(tmp_path), name="served"))
+    rows = toy_rows()
+    fits = [(fit_config(cfg, "fit0", 2), rows), (fit_config(cfg, "fit1", 3), rows[::-1])]
+    outcomes = []
+    with service(Regression(), cfg) as served:
+        for index, (fit_cfg, fit_rows) in enumerate(fits):
+            outcomes.append(served.fit(index, fit_cfg, fit_rows))
+            assert_weights(outcomes[-1], fit_cfg, fit_rows)  # read now: later fits' checkpoints replace it
+            assert outcomes[-1].metrics["train/fit"] == index and outcomes[-1].metrics["train/resumed_from_step"] == 0
+            assert outcomes[-1].metrics["train/global_step"] == 3 * fit_cfg.optim.epochs
+    # A new service on the same run directory (a rerun job): the fit its last checkpoint belongs to
+    # is not trained again; another fit starts afresh.
+    with service(Regression(), cfg) as served:
+        again = served.fit(1, *fits[1])
+        assert again.checkpoint.path == outcomes[1].checkpoint.path and again.metrics == outcomes[1].metrics
+        assert_weights(served.fit(2, *fits[0]), fits[0][0], rows)
+
+
+class KilledInFit(Regression):
+    """``Regression`` whose worker is SIGKILLed once, at the third micro-batch of the second epoch of
+    the fit named ``fit``, after Ray Train has registered that fit's epoch-1 checkpoint."""
+
+    def __init__(self, marker: str, run: str, fit: str) -> None:
+        self.marker, self.run, self.fit = marker, run, fit
+
+    def batcher(self, cfg, training, epoch, rank):
+        inner = super().batcher(cfg, training, epoch, rank)
+        seen = []
+
+        def batch(rows):
+            seen.append(1)
+            if cfg.output.name == self.fit and epoch == 1 and len(seen) == 3 and not os.path.exists(self.marker):
+                wait_for_snapshot(self.run, f"{self.fit}-epoch001")
+                open(self.marker, "w").close()
+                os.kill(os.getpid(), signal.SIGKILL)
+            return inner(rows)
+        return batch
+
+
+def test_a_worker_killed_mid_fit_is_restored_into_that_fit(ray_cluster, tmp_path):
+    cfg = ToyConfig(scaling=ScalingSettings(max_failures=1), output=OutputSettings(storage_path=str(tmp_path),
+                                                                                    name="served"))
+    marker, rows = tmp_path / "worker-was-killed", toy_rows()
+    with service(KilledInFit(str(marker), str(tmp_path / "served"), "fit1"), cfg) as served:
+        first = served.fit(0, fit_config(cfg, "fit0", 2), rows)
+        second = served.fit(1, fit_config(cfg, "fit1", 2), rows[::-1])
+    assert marker.exists()
+    assert first.metrics["train/resumed_from_step"] == 0
+    assert second.metrics["train/resumed_from_step"] == 3  # restarted from fit1's epoch-1 checkpoint
+    assert_weights(second, fit_config(cfg, "fit1", 2), rows[::-1])
+
+
+def test_a_failed_run_fails_the_fit_waiting_for_it(ray_cluster, tmp_path):
+    cfg = ToyConfig(output=OutputSettings(storage_path=str(tmp_path), name="served"))
+    bad = fit_config(cfg, "fit0", 1)
+    with pytest.raises(Exception, match="KeyError"):  # a row without the column the batcher reads
+        with service(Regression(), cfg) as served:
+            served.fit(0, bad, [{"y": 1.0}] * 8)
+
+
+def test_the_mailbox_hands_each_worker_the_pending_fit_once():
+    async def scenario():
+        box = FitRequests()
+        await box.post(FitRequest(0, {}, []))
+        assert (await box.next(-1)).index == 0  # a (re)started worker takes the pending fit
+        waiting = asyncio.ensure_future(box.next(0))  # a worker done with fit 0 waits for the next
+        assert await box.finished(0, timeout=0.01) is None
+        await box.finish(0, "fit0-epoch002")
+        assert await box.finished(0, timeout=0.01) == "fit0-epoch002"
+        await asyncio.sleep(0.01)
+        assert not waiting.done()
+        await box.post(FitRequest(1, {}, []))
+        assert (await waiting).index == 1
+        await box.close()
+        assert await box.next(1) is None
+
+    asyncio.run(scenario())
+
+
+def test_a_fits_rows_are_split_evenly_and_permuted_by_seed():
+    rows = [{"text": f"t{i}", "label": str(i % 2)} for i in range(10)]
+    assert [len(shard(rows, rank, 3)) for rank in range(3)] == [3, 3, 3]  # rows // workers each, as Ray Data
+    assert shard(rows, 1, 3) == rows[3:6]
+    in_order = list(row_batches(rows, 4, None))
+    assert [list(b["text"]) for b in in_order] == [["t0", "t1", "t2", "t3"], ["t4", "t5", "t6", "t7"], ["t8", "t9"]]
+    seeded = [t for b in row_batches(rows, 4, 7) for t in b["text"]]
+    assert sorted(seeded) == sorted(r["text"] for r in rows) and seeded != [r["text"] for r in rows]
+    assert seeded == [t for b in row_batches(rows, 4, 7) for t in b["text"]]
+    assert in_order[0]["label"].dtype == object and isinstance(in_order[0]["label"][0], str)
