@@ -16,7 +16,7 @@ import numpy as np
 
 from xlt.data import read_sib200, resolve_data_dir, sib200_languages
 from xlt.models.e5_parity import engine_parity
-from xlt.cli import quiet_libraries
+from xlt.logs import quiet_libraries
 from xlt.report import markdown_table
 from xlt.report.tables import command_line
 

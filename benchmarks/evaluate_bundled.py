@@ -15,7 +15,7 @@ from pathlib import Path
 
 from xlt.config import from_dict, merge_presets
 from xlt.eval.tasks import EvaluateConfig, run_evaluation
-from xlt.cli import quiet_libraries
+from xlt.logs import quiet_libraries
 from xlt.report import markdown_table
 from xlt.report.tables import command_line
 

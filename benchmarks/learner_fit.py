@@ -37,10 +37,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from machine import cpu_model  # noqa: E402
-from xlt.cli import quiet_libraries  # noqa: E402
+from xlt.cli import init_ray  # noqa: E402
 from xlt.cotrain import load_cotrain_config, load_data  # noqa: E402
 from xlt.cotrain.learner import fit, learner_config, learner_service  # noqa: E402
 from xlt.engine import ScalingSettings, epoch_seed, run_epoch, start_training  # noqa: E402
+from xlt.logs import quiet_libraries  # noqa: E402
 from xlt.report import markdown_table  # noqa: E402
 from xlt.train.batches import batches_of  # noqa: E402
 from xlt.train.loop import FINETUNE  # noqa: E402
@@ -91,7 +92,7 @@ def main() -> None:
     data = load_data(cotrain)
     rows = data.labeled[: args.rows]
     evaluation = list({r["lang"]: r for r in data.evaluation_rows}.values())  # one row per language
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    init_ray()  # as the jobs start Ray (its Train poll interval included)
     load_start, started = os.getloadavg()[0], time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     storage = tempfile.mkdtemp(prefix="xlt-learner-fit-")
     cases = [(name, cotrain.learner(name), True) for name in ("lm", "emb")]

@@ -190,7 +190,7 @@ def main() -> None:
 
     import ray
 
-    from xlt.cli import quiet_libraries
+    from xlt.logs import quiet_libraries
 
     quiet_libraries()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)

@@ -78,7 +78,7 @@ def main() -> None:
 
     import ray
 
-    from xlt.cli import quiet_libraries
+    from xlt.logs import quiet_libraries
 
     quiet_libraries()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")

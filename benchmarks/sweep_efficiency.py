@@ -319,7 +319,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     import ray
     import torch
 
-    from xlt.cli import quiet_libraries
+    from xlt.logs import quiet_libraries
     from xlt.data import resolve_data_dir
 
     quiet_libraries()

@@ -199,7 +199,8 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if not args.report_only:
-        from xlt.cli import init_ray, quiet_libraries
+        from xlt.cli import init_ray
+        from xlt.logs import quiet_libraries
 
         quiet_libraries()
         if "probe" in args.only:

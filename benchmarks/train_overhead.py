@@ -35,7 +35,7 @@ from pathlib import Path
 
 import torch
 
-from xlt.cli import quiet_libraries
+from xlt.logs import quiet_libraries
 from xlt.data import resolve_data_dir
 from xlt.report import markdown_table, write_results
 from xlt.train import build_trainer, load_finetune_config, resolve

@@ -23,10 +23,11 @@ from __future__ import annotations
 from dataclasses import asdict
 from pathlib import Path
 
-from xlt.cli import configure_logging, epilogue, init_ray, job_overrides, job_parser, quiet_libraries, run_job
+from xlt.cli import epilogue, init_ray, job_overrides, job_parser, run_job
 from xlt.cotrain import load_cotrain_config, load_data, run_cotraining
 from xlt.cotrain.report import iteration_rows, language_rows, plot_iterations
 from xlt.eval.classification import F1
+from xlt.logs import configure_logging, quiet_libraries
 from xlt.report import Phases, command_line, markdown_table, write_results
 from xlt.tracking import Tracker
 

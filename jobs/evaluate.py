@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xlt.cli import configure_logging, epilogue, job_parser, quiet_libraries, run_job
+from xlt.cli import epilogue, job_parser, run_job
 from xlt.config import apply_overrides, from_dict, merge_presets, save_config
 from xlt.eval.tasks import EvaluateConfig, run_evaluation
+from xlt.logs import configure_logging, quiet_libraries
 from xlt.report import command_line, markdown_table, write_results
 from xlt.tracking import Tracker
 

@@ -31,8 +31,9 @@ from __future__ import annotations
 from dataclasses import asdict
 from pathlib import Path
 
-from xlt.cli import configure_logging, epilogue, init_ray, job_overrides, quiet_libraries, resumable_job_args, run_job
+from xlt.cli import epilogue, init_ray, job_overrides, resumable_job_args, run_job
 from xlt.engine import run_dir
+from xlt.logs import configure_logging, quiet_libraries
 from xlt.report import markdown_table, write_results
 from xlt.tracking import Tracker
 from xlt.train import build_trainer, config_of, load_finetune_config, resolve, results_path, results_rows, resume_config

@@ -31,8 +31,9 @@ from __future__ import annotations
 from dataclasses import asdict
 from pathlib import Path
 
-from xlt.cli import configure_logging, epilogue, init_ray, job_overrides, quiet_libraries, resumable_job_args, run_job
+from xlt.cli import epilogue, init_ray, job_overrides, resumable_job_args, run_job
 from xlt.engine import run_dir
+from xlt.logs import configure_logging, quiet_libraries
 from xlt.pretrain.config import load_pretrain_config
 from xlt.pretrain.loop import AVG, tatoeba_metric
 from xlt.pretrain.trainer import build_trainer, encoder_dir, prepare, results_path, resume_config

@@ -26,8 +26,9 @@ from __future__ import annotations
 from dataclasses import asdict
 from pathlib import Path
 
-from xlt.cli import configure_logging, epilogue, init_ray, job_overrides, job_parser, quiet_libraries, run_job
+from xlt.cli import epilogue, init_ray, job_overrides, job_parser, run_job
 from xlt.config import apply_overrides, merge_presets
+from xlt.logs import configure_logging, quiet_libraries
 from xlt.report import command_line
 from xlt.sweep import load_space
 from xlt.sweep.results import BEST_CONFIG, PLOT, RESULTS, TABLE, write_outputs

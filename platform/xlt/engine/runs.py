@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..cli import train_logging_level
+from ..logs import train_logging_level
 from ..config import ConfigError, apply_overrides, from_dict, read_yaml, save_config
 from .loop import Workload, train_loop_per_worker
 from .reporting import CONFIG_FILE

@@ -77,7 +77,7 @@ def finetune_trial(config: dict[str, Any], setup: TrialSetup) -> None:
     directory, each epoch's report forwarded to Tune."""
     from ray.tune.integration.ray_train import TuneReportCallback
 
-    from ..cli import quiet_libraries
+    from ..logs import quiet_libraries
     from ..train.trainer import build_trainer
 
     quiet_libraries()
@@ -108,7 +108,7 @@ def cotrain_metrics(iteration: int, records: Sequence[Mapping[str, Any]], split:
 def cotrain_trial(config: dict[str, Any], setup: TrialSetup) -> None:
     """Tune function trainable: co-train with the trial's ``CotrainConfig`` in the trial directory,
     reporting every iteration (a resumed trial reports its last saved iteration if it had finished)."""
-    from ..cli import quiet_libraries
+    from ..logs import quiet_libraries
     from ..cotrain import run_cotraining
 
     quiet_libraries()
