@@ -68,3 +68,19 @@ def test_state_round_trips_through_its_file(tmp_path):
     (tmp_path / "state.json").write_text("{not json")
     with pytest.raises(ValueError, match="is not a co-training state file"):
         LoopState.load(tmp_path)
+
+
+def test_a_cluster_too_small_to_hold_learners_and_actors_at_once_is_named(monkeypatch, caplog):
+    import ray
+
+    from xlt.cotrain.loop import warn_if_short
+
+    cfg = load_cotrain_config(None, [TINY_TASK_OVERRIDE, "lm.scaling.cpus_per_worker=2", "emb.scaling.cpus_per_worker=1",
+                                     "inference.num_cpus=1"])
+    assert cfg.footprint() == {"CPU": 4.0, "GPU": 0.0}
+    monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": 4.0})
+    warn_if_short(cfg)
+    assert not caplog.records
+    monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": 2.0})
+    warn_if_short(cfg)
+    assert "holds 4 CPU at once" in caplog.text and "this cluster has 2 CPU now" in caplog.text

@@ -131,6 +131,14 @@ class CotrainConfig:
     def learner(self, name: str) -> LearnerConfig:
         return getattr(self, name)
 
+    def footprint(self) -> dict[str, float]:
+        """The CPUs and GPUs a running job holds at once: both learners' worker groups (kept for
+        the whole job) and the pseudo-labelling actors beside them."""
+        inf = self.inference
+        learners = [self.learner(name).scaling for name in LEARNERS]
+        return {"CPU": sum(s.num_workers * s.cpus_per_worker for s in learners) + inf.num_actors * inf.num_cpus,
+                "GPU": sum(s.num_workers for s in learners if s.use_gpu) + inf.num_actors * inf.num_gpus}
+
 
 # What a resumed run may change: where it runs and how long, not what it learns.
 # Not a learner's number of workers: it fixes the steps of its fits, so the fits would differ.

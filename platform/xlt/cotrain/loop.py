@@ -164,6 +164,7 @@ def run_cotraining(cfg: CotrainConfig, *, data: CotrainData | None = None, stop_
         return state
     if state.iteration:
         logger.info("resuming %s at iteration %d", out, state.iteration)
+    warn_if_short(cfg)
     with contextlib.ExitStack() as services:
         learners = {name: services.enter_context(start_learner(cfg, data, name, tracker)) for name in LEARNERS}
         for iteration in range(state.iteration, cfg.iterations + 1):
@@ -192,6 +193,21 @@ def run_cotraining(cfg: CotrainConfig, *, data: CotrainData | None = None, stop_
             if stop_after is not None and iteration >= stop_after:
                 break
     return state
+
+
+def warn_if_short(cfg: CotrainConfig) -> None:
+    """Say so when the cluster, as it is now, cannot hold the job's footprint at once: the
+    pseudo-labelling actors would wait for nodes that only an autoscaler can add."""
+    import ray
+
+    have = ray.cluster_resources()
+    short = {k: v for k, v in cfg.footprint().items() if v > have.get(k, 0.0) + 1e-9}
+    if short:
+        logger.warning("co-training holds %s at once (both learners' worker groups for the whole job, and the "
+                       "pseudo-labelling actors); this cluster has %s now: it will wait for an autoscaler to add "
+                       "nodes. Lower lm/emb.scaling or inference resources to fit it",
+                       ", ".join(f"{v:g} {k}" for k, v in cfg.footprint().items() if v),
+                       ", ".join(f"{have.get(k, 0.0):g} {k}" for k in short))
 
 
 def start_learner(cfg: CotrainConfig, data: CotrainData, name: str, tracker: Tracker | None) -> FitService:

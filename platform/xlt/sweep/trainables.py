@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import check, from_dict
-from ..cotrain.config import LEARNERS, CotrainConfig
+from ..cotrain.config import CotrainConfig
 from ..eval.classification import ACC, AVG_TARGET, metric_name
 from ..train.config import FinetuneConfig
 from ..engine import TRAIN_EPOCH
@@ -160,13 +160,6 @@ class JobSpec:
         return from_dict(self.config_class, dict(data))
 
 
-def _cotrain_footprint(cfg: CotrainConfig) -> dict[str, float]:
-    inf = cfg.inference
-    learners = [cfg.learner(name).scaling for name in LEARNERS]
-    return {"CPU": sum(s.num_workers * s.cpus_per_worker for s in learners) + inf.num_actors * inf.num_cpus,
-            "GPU": sum(s.num_workers for s in learners if s.use_gpu) + inf.num_actors * inf.num_gpus}
-
-
 JOBS: dict[Job, JobSpec] = {
     "finetune": JobSpec(
         FinetuneConfig, finetune_trial, TRAIN_EPOCH, max_t=lambda cfg: cfg.optim.epochs,
@@ -176,7 +169,7 @@ JOBS: dict[Job, JobSpec] = {
         check=lambda cfg: None, renames=lambda name: (f"output.name={name}-best",)),
     "cotrain": JobSpec(
         CotrainConfig, cotrain_trial, TRAIN_ITERATION, max_t=lambda cfg: cfg.iterations + 1,
-        resources=lambda cfg: DRIVER_ONLY, footprint=_cotrain_footprint, check=_check_cotrain,
+        resources=lambda cfg: DRIVER_ONLY, footprint=CotrainConfig.footprint, check=_check_cotrain,
         renames=lambda name: (f"output_dir=results/cotrain/{name}-best",)),
 }
 
