@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 
 VERBOSE_ENV = "XLT_VERBOSE"
 # Libraries that configure their own loggers when imported read these (Ray Data's executor lines,
@@ -67,11 +68,22 @@ def _quiet_ray(verbose: bool) -> None:
         logging.getLogger("alembic").setLevel(logging.WARNING)  # the tracking store's migrations
 
 
-def quiet_libraries() -> None:
-    """Silence transformers' load reports and progress bars, and hub warnings."""
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    from transformers.utils import logging as hf_logging
+# What transformers and huggingface_hub read when imported: their level, and their progress bars
+# (the "Loading weights" bars) off.
+LIBRARY_ENV = {"TOKENIZERS_PARALLELISM": "false", "TRANSFORMERS_VERBOSITY": "error",
+               "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
 
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
+
+def quiet_libraries() -> None:
+    """Silence transformers' load reports and progress bars, and hub warnings: through the
+    environment, which they read when imported, and directly if they already are. Not by
+    importing them: every Ray worker process runs this (``setup_worker``), and importing
+    transformers costs 1–2 s a process, seven processes per Ray Train run."""
+    for name, value in LIBRARY_ENV.items():
+        os.environ.setdefault(name, value)
     logging.getLogger("huggingface_hub").setLevel(logging.ERROR)
+    if "transformers" in sys.modules:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()

@@ -42,7 +42,7 @@ import numpy as np
 
 from ..config import from_dict
 from . import reporting
-from .loop import Workload, start_training, train_epochs, worker_setup
+from .loop import Workload, epoch_batches, start_training, train_epochs, worker_setup
 from .runs import run_dir, torch_trainer
 from .settings import changed_keys
 from .training import TRAIN_FIT
@@ -156,7 +156,8 @@ def serve_fits(config: dict[str, Any], workload: Workload, requests: Any) -> Non
         rows = shard(ray.get(request.rows[0]), rank, world)
         seeded = bool(cfg.optim.shuffle_buffer)
         name = train_epochs(training, workload, cfg,
-                            lambda seed: row_batches(rows, cfg.optim.batch_size, seed if seeded else None),
+                            lambda seed: epoch_batches(lambda size: row_batches(rows, size, seed if seeded else None),
+                                                       workload, training, cfg, seed),
                             rank=rank, world=world, resumed_from=resumed_from, extra={TRAIN_FIT: request.index},
                             prefix=f"{cfg.output.name}-")
         if rank == 0:

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -82,6 +83,38 @@ class Workload(ABC):
     def summary(self, metrics: Mapping[str, float]) -> list[str]:
         """Parts of an epoch's progress line beyond loss and throughput (e.g. dev scores)."""
         return []
+
+    def lengths(self, training: Training, batch: Any) -> Sequence[int] | None:
+        """Each row's padded cost (e.g. its tokens), for ``optim.group_by_length``; ``None`` when
+        padding costs nothing (the default): rows are not regrouped."""
+        return None
+
+
+def epoch_batches(read: Callable[[int], Iterable[Any]], workload: Workload, training: Training, cfg: Any,
+                  seed: int) -> Iterable[Any]:
+    """One epoch's micro-batches: ``read(size)`` iterates this worker's shuffled rows in batches of
+    ``size`` rows. With ``optim.group_by_length`` = M, it reads mega-batches of M micro-batches,
+    sorts each by ``workload.lengths`` and yields its micro-batches in an order drawn from ``seed``:
+    as many micro-batches as without grouping (only the last mega-batch is short), each padded
+    to rows of similar length."""
+    optim = cfg.optim
+    if not optim.group_by_length:
+        return read(optim.batch_size)
+    return _length_grouped(read(optim.batch_size * optim.group_by_length), workload, training, optim.batch_size,
+                           np.random.default_rng(seed))
+
+
+def _length_grouped(megabatches: Iterable[Mapping[str, np.ndarray]], workload: Workload, training: Training,
+                    batch_size: int, rng: np.random.Generator) -> Iterator[dict[str, np.ndarray]]:
+    for mega in megabatches:
+        lengths = workload.lengths(training, mega)
+        if lengths is None:
+            raise ValueError(f"optim.group_by_length: {type(workload).__name__} has no row lengths to group by; "
+                             "set it to 0")
+        order = np.argsort(-np.asarray(lengths), kind="stable")
+        chunks = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+        for j in rng.permutation(len(chunks)):
+            yield {key: np.asarray(column)[chunks[j]] for key, column in mega.items()}
 
 
 def start_training(workload: Workload, cfg: Any, steps_per_epoch: int,
@@ -187,8 +220,10 @@ def train_loop_per_worker(config: dict[str, Any], workload: Workload) -> None:
     shard = ray.train.get_dataset_shard("train")
 
     def batches(seed: int) -> Iterable[Any]:
-        return shard.iter_batches(batch_size=cfg.optim.batch_size, batch_format=workload.batch_format,
-                                  local_shuffle_buffer_size=cfg.optim.shuffle_buffer or None, local_shuffle_seed=seed)
+        return epoch_batches(lambda size: shard.iter_batches(
+            batch_size=size, batch_format=workload.batch_format,
+            local_shuffle_buffer_size=cfg.optim.shuffle_buffer or None, local_shuffle_seed=seed),
+            workload, training, cfg, seed)
 
     train_epochs(training, workload, cfg, batches, rank=rank, world=world, resumed_from=resumed_from)
 

@@ -38,6 +38,10 @@ class OptimSettings:
     # where pretraining put them.
     freeze_word_embeddings: bool = False
     shuffle_buffer: int = 256  # rows of the local shuffle buffer per worker; 0 = data order
+    # > 0: micro-batches of rows of similar length, drawn from mega-batches of this many
+    # micro-batches (as Hugging Face's Trainer(group_by_length=True), which takes 50); a batch
+    # pads to its longest row, and random batches of sentences pad ~+80% tokens. 0 = off.
+    group_by_length: int = 0
     eval_batch_size: int = 64
     log_every_steps: int = 0  # a log line every n steps on rank 0 besides its progress bar; 0 = per epoch only
 
@@ -51,6 +55,8 @@ class OptimSettings:
         check(self.grad_accum_steps >= 1, "optim.grad_accum_steps", self.grad_accum_steps, "an integer >= 1")
         check(self.shuffle_buffer == 0 or self.shuffle_buffer >= self.batch_size, "optim.shuffle_buffer",
               self.shuffle_buffer, f"0 (no shuffling) or at least the batch size {self.batch_size}")
+        check(self.group_by_length >= 0, "optim.group_by_length", self.group_by_length,
+              "an integer >= 0 (micro-batches per mega-batch; 0 = off)")
         check(self.eval_batch_size >= 1, "optim.eval_batch_size", self.eval_batch_size, "an integer >= 1")
         check(self.log_every_steps >= 0, "optim.log_every_steps", self.log_every_steps, "an integer >= 0")
 

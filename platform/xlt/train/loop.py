@@ -176,6 +176,10 @@ class Finetuning(Workload):
                                     cfg.output.name))
         return metrics
 
+    def lengths(self, training: FinetuneTraining, batch: Mapping[str, Any]) -> list[int]:
+        """Tokens of each row's original (its views are not counted), as the encoder pads them."""
+        return training.classifier.encoder.lengths(items_of(batch))
+
     def summary(self, metrics: Mapping[str, float]) -> list[str]:
         """The transfer metrics of each evaluated split."""
         parts = []
