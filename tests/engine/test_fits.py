@@ -129,3 +129,9 @@ def test_a_fits_rows_are_split_evenly_and_permuted_by_seed():
     assert sorted(seeded) == sorted(r["text"] for r in rows) and seeded != [r["text"] for r in rows]
     assert seeded == [t for b in row_batches(rows, 4, 7) for t in b["text"]]
     assert in_order[0]["label"].dtype == object and isinstance(in_order[0]["label"][0], str)
+
+
+def test_rows_with_different_keys_batch_as_ray_data_would():
+    rows = [{"text": "a", "source_id": "s1"}, {"text": "b"}]
+    [batch] = row_batches(rows, 4, None)
+    assert list(batch["text"]) == ["a", "b"] and list(batch["source_id"]) == ["s1", None]

@@ -116,11 +116,14 @@ def shard(rows: Sequence[Any], rank: int, world: int) -> Sequence[Any]:
 
 
 def row_batches(rows: Sequence[Mapping[str, Any]], batch_size: int, seed: int | None) -> Iterator[dict[str, np.ndarray]]:
-    """``rows`` in batches of columns (as Ray Data's numpy batches), permuted with ``seed`` (``None``: in order)."""
+    """``rows`` in batches of columns (as Ray Data's numpy batches), permuted with ``seed`` (``None``:
+    in order). The columns are every key of any row; a row without one holds ``None`` there, as in
+    ``ray.data.from_items`` (co-training's labelled rows carry task fields its pseudo-labels lack)."""
+    keys = list(dict.fromkeys(key for row in rows for key in row))
     order = np.arange(len(rows)) if seed is None else np.random.default_rng(seed).permutation(len(rows))
     for start in range(0, len(rows), batch_size):
         chunk = [rows[i] for i in order[start:start + batch_size]]
-        yield {key: _column([row[key] for row in chunk]) for key in chunk[0]}
+        yield {key: _column([row.get(key) for row in chunk]) for key in keys}
 
 
 def _column(values: list[Any]) -> np.ndarray:
