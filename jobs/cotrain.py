@@ -15,7 +15,8 @@ the pool with an actor pool, selects and exchanges, and saves the loop state to
 ``<output_dir>/state.json``: running the same command again resumes at the next iteration (a
 finished run only prints its results). Prints one line per iteration on stderr, then the
 per-iteration and per-language tables on stdout; writes ``results.json``, ``results.md`` and
-``accuracy_per_iteration.png`` into ``output_dir``.
+``accuracy_per_iteration.png`` into ``output_dir``. ``output_dir`` may be a URI (``s3://bucket/run``; see
+``xlt.storage``): a job resubmitted on another node resumes from what is there.
 """
 
 from __future__ import annotations
@@ -25,10 +26,13 @@ from pathlib import Path
 
 from xlt.cli import epilogue, init_ray, job_overrides, job_parser, run_job
 from xlt.cotrain import load_cotrain_config, load_data, run_cotraining
+from xlt.cotrain.learner import LEARNERS_DIR
 from xlt.cotrain.report import iteration_rows, language_rows, plot_iterations
+from xlt.cotrain.state import STATE_FILE
 from xlt.eval.classification import F1
 from xlt.logs import configure_logging, quiet_libraries
 from xlt.report import Phases, command_line, markdown_table, write_results
+from xlt.storage import join, staged
 from xlt.tracking import Tracker
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
@@ -67,15 +71,17 @@ def print_results(cfg, data, state, phases: Phases, tracker: Tracker) -> None:
             f"### Per language ({split} macro-F1)\n\n{per_language_f1}\n\n"
             f"### Where the time went (this run; the two fits of an iteration run at the same time)\n\n"
             f"{phases.table()}\n")
-    out = Path(cfg.output_dir)
-    (out / "results.md").write_text(text, encoding="utf-8")
-    plot = plot_iterations(state.history, split, out / "accuracy_per_iteration.png", label)
-    path = write_results(out / "results.json", {"history": state.history, "config": asdict(cfg),
-                                                "phases": phases.rows()})
-    tracker.artifacts(path, out / "results.md", plot)
+    with staged(cfg.output_dir) as out:  # a URI output gets these files when the block ends
+        (out / "results.md").write_text(text, encoding="utf-8")
+        plot = plot_iterations(state.history, split, out / "accuracy_per_iteration.png", label)
+        write_results(out / "results.json", {"history": state.history, "config": asdict(cfg),
+                                             "phases": phases.rows()})
+        tracker.artifacts(out / "results.json", out / "results.md", plot)
     print(text)
-    print(epilogue({"results": path, "tables": out / "results.md", "plot": plot, "loop state": out / "state.json",
-                    "learner runs": out / "learners"},
+    where = {what: join(cfg.output_dir, name) for what, name in (
+        ("results", "results.json"), ("tables", "results.md"), ("plot", "accuracy_per_iteration.png"),
+        ("loop state", STATE_FILE), ("learner runs", LEARNERS_DIR))}
+    print(epilogue(where,
                    f"{command_line()}  (the same command continues at the next iteration; a finished run "
                    "prints its results)", tracker.how_to_look()))
 

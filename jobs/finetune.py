@@ -32,11 +32,12 @@ from dataclasses import asdict
 from pathlib import Path
 
 from xlt.cli import epilogue, init_ray, job_overrides, resumable_job_args, run_job
-from xlt.engine import run_dir
+from xlt.engine import RESULTS_FILE, run_dir
 from xlt.logs import configure_logging, quiet_libraries
 from xlt.report import markdown_table, write_results
+from xlt.storage import join, staged
 from xlt.tracking import Tracker
-from xlt.train import build_trainer, config_of, load_finetune_config, resolve, results_path, results_rows, resume_config
+from xlt.train import build_trainer, config_of, load_finetune_config, resolve, results_rows, resume_config
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 DEFAULT_PRESET = CONFIGS / "finetune_sib200.yaml"
@@ -68,10 +69,11 @@ def print_results(cfg, result, tracker: Tracker) -> None:
     print(f"\n## {cfg.output.name}: {cfg.task.name}, {cfg.model.source}, {cfg.data.setting}, "
           f"objectives: {', '.join(['ce'] + [o.name for o in cfg.objectives])}\n")
     print(markdown_table(rows))
-    path = write_results(results_path(cfg), {
-        "rows": rows, "metrics": result.metrics, "checkpoint": result.checkpoint.path, "config": asdict(cfg)})
+    with staged(run_dir(cfg)) as out:  # beside the checkpoints, local or on a store
+        tracker.artifacts(write_results(out / RESULTS_FILE, {
+            "rows": rows, "metrics": result.metrics, "checkpoint": result.checkpoint.path, "config": asdict(cfg)}))
+    path = join(run_dir(cfg), RESULTS_FILE)
     tracker.tag("xlt.checkpoint", result.checkpoint.path)
-    tracker.artifacts(path)
     print("\n" + epilogue({"results": path, "checkpoint": result.checkpoint.path},
                           f"python jobs/finetune.py --resume {run_dir(cfg)}  (more epochs: --set optim.epochs=N)",
                           tracker.how_to_look()))

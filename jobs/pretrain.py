@@ -32,12 +32,13 @@ from dataclasses import asdict
 from pathlib import Path
 
 from xlt.cli import epilogue, init_ray, job_overrides, resumable_job_args, run_job
-from xlt.engine import run_dir
+from xlt.engine import RESULTS_FILE, run_dir
 from xlt.logs import configure_logging, quiet_libraries
 from xlt.pretrain.config import load_pretrain_config
 from xlt.pretrain.loop import AVG, tatoeba_metric
-from xlt.pretrain.trainer import build_trainer, encoder_dir, prepare, results_path, resume_config
+from xlt.pretrain.trainer import build_trainer, encoder_dir, prepare, resume_config
 from xlt.report import markdown_table, write_results
+from xlt.storage import join, staged
 from xlt.tracking import Tracker
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
@@ -69,19 +70,20 @@ def print_results(prepared, result, tracker: Tracker) -> None:
     cfg = prepared.config
     langs = [*cfg.data.eval_langs, AVG] if cfg.data.eval_langs else []
     tatoeba = [{"lang": lang, "accuracy": result.metrics.get(tatoeba_metric(lang))} for lang in langs]
-    encoder = encoder_dir(result.checkpoint.path)
+    encoder = encoder_dir(join(run_dir(cfg), Path(result.checkpoint.path).name))  # local, or on the store
     print(f"\n## {cfg.output.name}: {cfg.recipe} ({', '.join(cfg.objective_names)}) from {cfg.model.source}\n")
     print(f"### Training pairs (q_i ∝ p_i^{cfg.data.alpha}; {prepared.mixture.excluded} excluded as evaluation "
           f"sentences; {cfg.data.train_rows} annotated)\n\n{markdown_table(prepared.mixture.rows())}\n")
     if tatoeba:
         print(f"### Tatoeba accuracy after epoch {cfg.optim.epochs} (held apart)\n\n{markdown_table(tatoeba)}\n")
-    path = write_results(results_path(cfg), {
-        "mixture": prepared.mixture.rows(), "excluded": prepared.mixture.excluded, "tatoeba": tatoeba,
-        "metrics": result.metrics, "checkpoint": result.checkpoint.path, "encoder": str(encoder),
-        "config": asdict(cfg)})
+    with staged(run_dir(cfg)) as out:  # beside the checkpoints, local or on a store
+        tracker.artifacts(write_results(out / RESULTS_FILE, {
+            "mixture": prepared.mixture.rows(), "excluded": prepared.mixture.excluded, "tatoeba": tatoeba,
+            "metrics": result.metrics, "checkpoint": result.checkpoint.path, "encoder": str(encoder),
+            "config": asdict(cfg)}))
+    path = join(run_dir(cfg), RESULTS_FILE)
     tracker.tag("xlt.checkpoint", result.checkpoint.path)
     tracker.tag("xlt.encoder", f"local:{encoder}")
-    tracker.artifacts(path)
     print(epilogue({"results": path, "checkpoint": result.checkpoint.path, "encoder": f"local:{encoder}"},
                    f"python jobs/pretrain.py --resume {run_dir(cfg)}  (more epochs: --set optim.epochs=N)",
                    tracker.how_to_look()))

@@ -30,6 +30,7 @@ from xlt.cli import epilogue, init_ray, job_overrides, job_parser, run_job
 from xlt.config import apply_overrides, merge_presets
 from xlt.logs import configure_logging, quiet_libraries
 from xlt.report import command_line
+from xlt.storage import join
 from xlt.sweep import load_space
 from xlt.sweep.results import BEST_CONFIG, PLOT, RESULTS, TABLE, write_outputs
 from xlt.sweep.runner import SweepSettings, prepare_sweep
@@ -49,7 +50,7 @@ def get_args():
     parser.add_argument("--scheduler", choices=("asha", "none"), default="asha")
     parser.add_argument("--max-concurrent", type=int, default=0, help="trials at once (default: as many as fit)")
     parser.add_argument("--name", help="sweep name (default: the space file's stem)")
-    parser.add_argument("--storage", default="results/sweeps", help="local directory holding the sweeps (shared by all nodes on a cluster)")
+    parser.add_argument("--storage", default="results/sweeps", help="directory or URI (s3://bucket/sweeps) holding the sweeps; on a cluster, one every node reaches")
     parser.add_argument("--resume", action="store_true", help="continue the interrupted sweep of the same name")
     args = parser.parse_args()
     if not args.space and not args.smoke:
@@ -74,10 +75,9 @@ def main() -> None:
     with Tracker("sweep", name, settings.directory, enabled=args.tracking) as tracker:
         tracker.params({"space": asdict(space), "sweep": asdict(settings), "base": base})
         records = sweep.run(tracker.tune_callbacks())
-        print(write_outputs(sweep, records))
+        print(write_outputs(sweep, records, tracker))
         outputs = {"best config": BEST_CONFIG, "table": TABLE, "results": RESULTS, "plot": PLOT}
-        outputs = {name: settings.directory / file for name, file in outputs.items()}
-        tracker.artifacts(*outputs.values())
+        outputs = {name: join(settings.directory, file) for name, file in outputs.items()}
         resume = command_line() if settings.resume else f"{command_line()} --resume"
         print(epilogue(outputs, f"{resume}  (finishes the sweep's unfinished trials)", tracker.how_to_look()))
 

@@ -1,8 +1,15 @@
-"""Shared fixtures: the offline data root, a 2-CPU Ray, and an MLflow store per test."""
+"""Shared fixtures: the offline data root, a 2-CPU Ray, an MLflow store per test, and an
+S3-compatible server on 127.0.0.1."""
 
 from __future__ import annotations
 
 import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -38,6 +45,59 @@ def ray_cluster():
     """A local 2-CPU Ray for the whole session (the machine has 2 cores)."""
     import ray
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+    # address="local": never attach to another cluster a test left running on this machine.
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
     yield ray
     ray.shutdown()
+
+
+S3_BUCKET = "xlt"
+
+
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct free TCP ports on 127.0.0.1."""
+    with ExitStack() as stack:  # hold all sockets open so the n ports differ
+        socks = [stack.enter_context(socket.socket()) for _ in range(n)]
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory) -> dict[str, str]:
+    """A real S3-compatible server (moto's, from the test extras) on 127.0.0.1 for the whole
+    session, with a bucket ``xlt``; the standard AWS variables that point a client at it."""
+    (port,) = free_ports(1)
+    log = tmp_path_factory.mktemp("moto") / "server.log"
+    with open(log, "w") as sink:
+        server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                                  stdout=sink, stderr=subprocess.STDOUT)
+    env = {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "testing",
+           "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                server.kill()
+                pytest.fail(f"the S3 server did not start: {log.read_text()[-2000:]}")
+            time.sleep(0.2)
+    import pyarrow.fs
+
+    pyarrow.fs.S3FileSystem(endpoint_override=f"127.0.0.1:{port}", scheme="http", access_key="testing",
+                            secret_key="testing", region="us-east-1",
+                            allow_bucket_creation=True).create_dir(S3_BUCKET)
+    yield env
+    server.terminate()
+    server.wait(timeout=30)
+
+
+@pytest.fixture
+def s3(s3_server, monkeypatch, request) -> str:
+    """A fresh ``s3://xlt/<test>-<hex>`` prefix on the session's server, with the AWS variables set
+    in this process (and so in every job and local Ray it starts)."""
+    for key, value in s3_server.items():
+        monkeypatch.setenv(key, value)
+    return f"s3://{S3_BUCKET}/{request.node.name.split('[')[0]}-{uuid.uuid4().hex[:8]}"

@@ -22,7 +22,7 @@ from .logs import QUIET_ENV, VERBOSE_ENV
 
 # What bad input raises: a config value, a data file, a missing path. A user fixes these from the
 # message alone; anything else is a bug and keeps its traceback.
-USER_ERRORS = (ConfigError, DataError, FileNotFoundError, LookupError, ValueError)
+USER_ERRORS = (ConfigError, DataError, FileExistsError, FileNotFoundError, LookupError, ValueError)
 # How often a Ray Train run's controller polls its workers (Ray's default: 2 s). A worker's report
 # waits until the controller has taken the previous one, so epochs shorter than the poll are
 # stretched to it: a co-training embedding learner's 10 epochs of a head on cached embeddings took

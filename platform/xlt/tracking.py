@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .engine.runs import is_uri
+from .storage import is_uri
 
 DEFAULT_STORE = Path("results") / "mlruns"
 OUTPUT_TAG = "xlt.output"

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from conftest import TINY_TASK, TINY_TASK_OVERRIDE
-from xlt.config import from_dict
+from xlt.config import ConfigError, from_dict
 from xlt.cotrain import LEARNERS, LoopState, PoolPredictions, exchange, load_cotrain_config, receiver
 from xlt.cotrain.loop import CotrainData
 from xlt.tasks import Task, TaskConfig
@@ -84,3 +84,13 @@ def test_a_cluster_too_small_to_hold_learners_and_actors_at_once_is_named(monkey
     monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": 2.0})
     warn_if_short(cfg)
     assert "holds 4 CPU at once" in caplog.text and "this cluster has 2 CPU now" in caplog.text
+
+
+def test_custom_resources_of_learner_workers_count_in_the_footprint():
+    cfg = load_cotrain_config(None, [TINY_TASK_OVERRIDE, "lm.scaling={num_workers: 2, cpus_per_worker: 1, "
+                                     "resources: {lm_host: 0.5}}", "emb.scaling.resources={lm_host: 1}"])
+    assert cfg.lm.scaling.worker_resources() == {"CPU": 1, "lm_host": 0.5}
+    inference = cfg.inference.num_actors * cfg.inference.num_cpus
+    assert cfg.footprint()["lm_host"] == 2.0 and cfg.footprint()["CPU"] == 2 + cfg.emb.scaling.cpus_per_worker + inference
+    with pytest.raises(ConfigError, match=r"^lm\.scaling\.resources\.CPU=1 is not valid: expected a number > 0 of a custom"):
+        load_cotrain_config(None, [TINY_TASK_OVERRIDE, "lm.scaling.resources={CPU: 1}"])

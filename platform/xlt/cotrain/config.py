@@ -9,6 +9,7 @@ USE-m3, frozen, with a trained head. Cluster preset (``configs/cotrain_cluster.y
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Literal
@@ -135,16 +136,17 @@ class CotrainConfig:
         """The CPUs and GPUs a running job holds at once: both learners' worker groups (kept for
         the whole job) and the pseudo-labelling actors beside them."""
         inf = self.inference
-        learners = [self.learner(name).scaling for name in LEARNERS]
-        return {"CPU": sum(s.num_workers * s.cpus_per_worker for s in learners) + inf.num_actors * inf.num_cpus,
-                "GPU": sum(s.num_workers for s in learners if s.use_gpu) + inf.num_actors * inf.num_gpus}
+        total = Counter({"CPU": inf.num_actors * inf.num_cpus, "GPU": inf.num_actors * inf.num_gpus})
+        for name in LEARNERS:
+            total.update(self.learner(name).scaling.footprint())
+        return dict(total)
 
 
 # What a resumed run may change: where it runs and how long, not what it learns.
 # Not a learner's number of workers: it fixes the steps of its fits, so the fits would differ.
 RESUMABLE_CHANGES: tuple[str, ...] = ("iterations", "inference.", "data.data_dir", "output_dir",
                                       *(f"{name}.scaling.{key}" for name in LEARNERS
-                                        for key in ("use_gpu", "cpus_per_worker", "threads", "max_failures")),
+                                        for key in ("use_gpu", "cpus_per_worker", "threads", "max_failures", "resources")),
                                       "lm.optim.eval_batch_size", "emb.optim.eval_batch_size",
                                       "lm.optim.log_every_steps", "emb.optim.log_every_steps")
 

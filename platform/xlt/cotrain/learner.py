@@ -28,6 +28,7 @@ from typing import Any
 
 from ..engine import TRAIN_LOSS, FitService, OutputSettings
 from ..engine.reporting import MODEL_FILE
+from ..storage import join
 from ..tasks import Task
 from ..train.config import DataSettings, FinetuneConfig
 from ..train.loop import FINETUNE
@@ -39,17 +40,20 @@ LEARNERS_DIR = "learners"
 @dataclass(frozen=True)
 class Fit:
     """What one fit hands on: its metrics (``train/loss`` of the last epoch, ``train/rows``, and
-    ``<split>/acc|f1/<lang>`` etc. on the evaluation rows) and the path of its weights."""
+    ``<split>/acc|f1/<lang>`` etc. on the evaluation rows), its weights, and the Ray node of each
+    of its workers."""
 
     metrics: dict[str, float]
     state: Any  # an ObjectRef to the classifier's state dict (xlt.inference.ClassifierSpec.state)
+    nodes: list[str]
 
 
-def learner_config(name: str, cfg: LearnerConfig, task: Task, storage: str | Path, rows: int) -> FinetuneConfig:
-    """The fine-tuning config named ``name`` (a learner's run, or one of its fits) on ``rows`` labelled rows."""
+def learner_config(name: str, cfg: LearnerConfig, task: Task, storage: str, rows: int) -> FinetuneConfig:
+    """The fine-tuning config named ``name`` (a learner's run, or one of its fits) on ``rows`` labelled rows,
+    its run under ``storage`` (an absolute path or a URI)."""
     return FinetuneConfig(task=task.config, model=cfg.model, objectives=cfg.objectives, optim=cfg.optim,
                           scaling=cfg.scaling, data=DataSettings(train_rows=rows),
-                          output=OutputSettings(storage_path=str(Path(storage).resolve()), name=name, num_to_keep=1),
+                          output=OutputSettings(storage_path=str(storage), name=name, num_to_keep=1),
                           eval_every_epoch=False, eval_test=False)
 
 
@@ -65,7 +69,7 @@ def learner_service(name: str, cfg: LearnerConfig, task: Task, labeled: int, eva
     (experiment tracking)."""
     import ray.data
 
-    config = learner_config(name, cfg, task, Path(output_dir, LEARNERS_DIR), labeled)
+    config = learner_config(name, cfg, task, join(output_dir, LEARNERS_DIR), labeled)
     return FitService(FINETUNE, config, {"val": ray.data.from_items([dict(r) for r in evaluation])}, callbacks)
 
 
@@ -79,7 +83,7 @@ def fit(service: FitService, name: str, cfg: LearnerConfig, task: Task, rows: Se
 
     if not rows:
         raise ValueError(f"learner {name!r} has no labelled rows to fit on")
-    config = learner_config(fit_name(name, iteration), cfg, task, Path(output_dir, LEARNERS_DIR), len(rows))
+    config = learner_config(fit_name(name, iteration), cfg, task, join(output_dir, LEARNERS_DIR), len(rows))
     config.steps_per_epoch(cfg.scaling.num_workers)  # too few rows for the workers fails here, not on them
     outcome = service.fit(iteration, config, [dict(r) for r in rows])
     metrics = {(f"{split}/{key[len('val/'):]}" if key.startswith("val/") else key): value
@@ -87,4 +91,4 @@ def fit(service: FitService, name: str, cfg: LearnerConfig, task: Task, rows: Se
     with outcome.checkpoint.as_directory() as directory:
         state = torch.load(Path(directory, MODEL_FILE), map_location="cpu", weights_only=True)
     return Fit({"train/loss": metrics[TRAIN_LOSS], "train/rows": float(len(rows)),
-                **{k: v for k, v in metrics.items() if k.startswith(f"{split}/")}}, ray.put(state))
+                **{k: v for k, v in metrics.items() if k.startswith(f"{split}/")}}, ray.put(state), outcome.nodes)

@@ -35,7 +35,6 @@ import contextlib
 import logging
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -44,6 +43,7 @@ from ..config import ConfigError, save_config
 from ..engine import FitService, changed_keys
 from ..progress import progress
 from ..report import Phases
+from ..storage import fetched, join, staged
 from ..tracking import Tracker
 from ..tasks import Task, load_task
 from ..train.data import eval_rows
@@ -128,12 +128,12 @@ def exchange(state: LoopState, preds: dict[str, PoolPredictions], cfg: CotrainCo
     return stats
 
 
-def check_resumable(cfg: CotrainConfig, directory: Path) -> None:
-    """Refuse to continue ``directory`` with a config that learns something else."""
-    path = directory / CONFIG_FILE
-    if not path.is_file():
-        return
-    previous = read_config(path)
+def check_resumable(cfg: CotrainConfig, directory: str) -> None:
+    """Refuse to continue ``directory`` (local or URI) with a config that learns something else."""
+    with fetched(join(directory, CONFIG_FILE)) as path:
+        if path is None:
+            return
+        previous = read_config(path)
     changed = [k for k in changed_keys(previous, cfg) if not k.startswith(RESUMABLE_CHANGES)]
     if changed:
         raise ConfigError(f"{directory} holds a co-training run whose config differs in {', '.join(changed)}; "
@@ -154,11 +154,12 @@ def run_cotraining(cfg: CotrainConfig, *, data: CotrainData | None = None, stop_
     (``<learner>/epoch/...``, step = iteration × K + epoch) are logged.
     """
     phases = Phases() if phases is None else phases
-    out = Path(cfg.output_dir)
+    out = cfg.output_dir
     check_resumable(cfg, out)
     data = load_data(cfg) if data is None else data
     state = LoopState.load(out) or LoopState.fresh(LEARNERS, [row["id"] for row in data.pool])
-    save_config(cfg, out / CONFIG_FILE)
+    with staged(out) as local:
+        save_config(cfg, local / CONFIG_FILE)
     if state.iteration > cfg.iterations:
         logger.info("co-training in %s is complete (%d iterations)", out, cfg.iterations)
         return state
@@ -169,13 +170,14 @@ def run_cotraining(cfg: CotrainConfig, *, data: CotrainData | None = None, stop_
         learners = {name: services.enter_context(start_learner(cfg, data, name, tracker)) for name in LEARNERS}
         for iteration in range(state.iteration, cfg.iterations + 1):
             fits = fit_learners(cfg, data, state, iteration, learners, phases)
-            records = {name: {"iteration": iteration, "learner": name, "mode": cfg.mode, **fits[name].metrics}
-                       for name in LEARNERS}
+            records = {name: {"iteration": iteration, "learner": name, "mode": cfg.mode, **fits[name].metrics,
+                              "nodes": {"fit": fits[name].nodes}} for name in LEARNERS}
             if iteration < cfg.iterations:
                 preds = {}
                 for name in LEARNERS:
                     with phases(f"pseudo-label {name}", iteration=iteration):
-                        preds[name] = predict(cfg, name, fits[name].state, data)
+                        preds[name], records[name]["nodes"]["pseudo-label"] = predict(cfg, name, fits[name].state,
+                                                                                      data)
                 with phases("select and exchange", iteration=iteration):
                     for name, stats in exchange(state, preds, cfg, data, iteration).items():
                         records[name].update(stats)
@@ -244,9 +246,10 @@ def _train_row(received: dict[str, Any]) -> dict[str, Any]:
     return {key: received.get(key) for key in ("id", "text", "text_pair", "label", "lang")}
 
 
-def predict(cfg: CotrainConfig, name: str, state: Any, data: CotrainData) -> PoolPredictions:
+def predict(cfg: CotrainConfig, name: str, state: Any, data: CotrainData) -> tuple[PoolPredictions, dict[str, int]]:
     """Pseudo-label the whole pool with learner ``name``'s weights (``state``: an ObjectRef to its
-    fit's ``state_dict``) through the ``xlt.inference`` actor pool; keeps id, label, confidence."""
+    fit's ``state_dict``) through the ``xlt.inference`` actor pool; keeps id, label, confidence,
+    and counts the rows each Ray node predicted."""
     import ray.data
 
     from ..inference import ClassifierSpec, pseudo_label
@@ -261,7 +264,7 @@ def predict(cfg: CotrainConfig, name: str, state: Any, data: CotrainData) -> Poo
                       batch_size=inf.batch_size, encode_batch_size=inf.encode_batch_size,
                       num_actors=inf.num_actors, num_cpus=inf.num_cpus, num_gpus=inf.num_gpus,
                       threads=inf.torch_threads)
-    ids, labels, confidence = [], [], []
+    ids, labels, confidence, nodes = [], [], [], Counter()
     bar = progress(len(data.pool), f"pseudo-label {name}", "row")
     # Columns are picked here, not by select_columns: that adds a Ray Data task needing a CPU
     # slot, which a preset reserving the whole machine for learners and actors never frees.
@@ -269,8 +272,9 @@ def predict(cfg: CotrainConfig, name: str, state: Any, data: CotrainData) -> Poo
         ids.extend(batch["id"].tolist())
         labels.extend(batch["pseudo_label"].tolist())
         confidence.extend(batch["confidence"].tolist())
+        nodes.update(batch["node"].tolist())
         bar.update(len(batch["id"]))
     bar.close()
     return PoolPredictions(np.asarray(ids, dtype=object), np.asarray(labels, dtype=object),
-                           np.asarray(confidence, dtype=np.float64))
+                           np.asarray(confidence, dtype=np.float64)), dict(nodes)
 

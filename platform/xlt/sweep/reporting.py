@@ -12,12 +12,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ..placement import this_node
+
+
+# The Ray node of the trial's process, in every result: Tune's own ``node_ip`` cannot tell apart
+# nodes that share a host (a cluster tested on one machine, several containers per host).
+NODE = "node"
+
 
 def report(metrics: Mapping[str, float | int | str]) -> None:
-    """One result of the running trial (``ray.tune.report``)."""
+    """One result of the running trial (``ray.tune.report``), with the trial's ``node``."""
     from ray import tune
 
-    tune.report(dict(metrics))
+    tune.report({**metrics, NODE: this_node()})
 
 
 def trial_id() -> str:

@@ -9,9 +9,11 @@ the command), ``best_so_far.png`` and ``best.yaml`` (the best trial's config for
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Sequence
+from pathlib import Path
+from typing import Any, Sequence
 
 from ..report import markdown_table, write_results
+from ..storage import staged
 from .best import TrialRecord, best_trial, export_config, plot_best_so_far, results_rows, summary
 from .overrides import as_overrides
 from .runner import Sweep
@@ -19,9 +21,18 @@ from .runner import Sweep
 BEST_CONFIG, TABLE, RESULTS, PLOT = "best.yaml", "results.md", "results.json", "best_so_far.png"
 
 
-def write_outputs(sweep: Sweep, records: Sequence[TrialRecord]) -> str:
-    """Write the four files into the sweep's directory; returns the markdown summary."""
-    space, settings, job, out = sweep.space, sweep.settings, sweep.job, sweep.settings.directory
+def write_outputs(sweep: Sweep, records: Sequence[TrialRecord], tracker: Any = None) -> str:
+    """Write the four files into the sweep's directory (and log them to ``tracker``, an
+    ``xlt.tracking.Tracker``); returns the markdown summary."""
+    with staged(sweep.settings.directory) as out:  # a URI gets the files when the block ends
+        text = _write(sweep, records, out)
+        if tracker is not None:
+            tracker.artifacts(*(out / name for name in (BEST_CONFIG, TABLE, RESULTS, PLOT)))
+    return text
+
+
+def _write(sweep: Sweep, records: Sequence[TrialRecord], out: Path) -> str:
+    space, settings, job = sweep.space, sweep.settings, sweep.job
     best = best_trial(records, space.metric, space.mode, job.time_attr, job.max_t(sweep.config))
     cfg = export_config(job.config, sweep.base, best.values, job.renames(settings.name), out / BEST_CONFIG)
     table = markdown_table(results_rows(records, space.params, space.metric, job.time_attr), digits=4)

@@ -23,6 +23,7 @@ Choices:
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..config import ConfigError
 from ..data import resolve_data_dir
 from ..data.paths import ENV_VAR
+from ..storage import join, names, read_text, staged
 from ..tasks import load_task
 from .best import TrialRecord
 from .overrides import check_space, trial_data
@@ -60,8 +62,9 @@ class SweepSettings:
     resume: bool = False
 
     @property
-    def directory(self) -> Path:
-        return Path(os.path.abspath(self.storage_path), self.name)
+    def directory(self) -> str:
+        """``<storage_path>/<name>``: an absolute local path, or a URI."""
+        return join(self.storage_path, self.name)
 
 
 def startup_trials(num_samples: int) -> int:
@@ -105,23 +108,24 @@ def _identity(space: SearchSpace, base: Mapping[str, Any], settings: SweepSettin
                                   "searcher": settings.searcher, "scheduler": settings.scheduler}, default=str))
 
 
-def _guard(directory: Path, identity: dict, resume: bool) -> None:
-    exists = any(directory.glob("experiment_state-*.json"))
+def _guard(directory: str, identity: dict, resume: bool) -> None:
+    found = names(directory)
+    exists = any(fnmatch.fnmatch(name, "experiment_state-*.json") for name in found)
     if resume and not exists:
         raise FileNotFoundError(f"{directory} holds no sweep to resume (no Tune experiment state); "
                                 "run without --resume to start it")
-    if not resume and (exists or (directory / SWEEP_FILE).is_file()):
+    if not resume and (exists or SWEEP_FILE in found):
         raise FileExistsError(f"{directory} already holds a sweep: pass --resume to continue it, or choose "
                               "another --name")
-    saved_path = directory / SWEEP_FILE
-    if resume and saved_path.is_file():
-        saved = json.loads(saved_path.read_text(encoding="utf-8"))
+    saved_text = read_text(join(directory, SWEEP_FILE))
+    if resume and saved_text is not None:
+        saved = json.loads(saved_text)
         changed = sorted(k for k in identity if saved.get(k) != identity[k])
         if changed:
             raise ConfigError(f"{directory} was started with a different {', '.join(changed)}; a resumed sweep "
                               "continues the same one (Tune keeps its searcher, samples and scheduler)")
-    directory.mkdir(parents=True, exist_ok=True)
-    saved_path.write_text(json.dumps(identity, indent=1), encoding="utf-8")
+    with staged(directory) as local:
+        (local / SWEEP_FILE).write_text(json.dumps(identity, indent=1), encoding="utf-8")
 
 
 def _trial_dirname(trial: Trial) -> str:
@@ -169,11 +173,11 @@ class Sweep:
                                               seed=space.seed, limit=limit, num_samples=self.num_samples,
                                               source=space.source)
         setup = TrialSetup(self.base, space.params, with_data_dir(space.sweep_only, self.data_dir),
-                           str(settings.directory.resolve()))
+                           settings.directory)
         analysis = tune.run(
             tune.with_parameters(job.trainable, setup=setup),
             name=settings.name,
-            storage_path=str(settings.directory.parent),
+            storage_path=settings.directory.rsplit("/", 1)[0],
             metric=space.metric,
             mode=space.mode,
             config=config,

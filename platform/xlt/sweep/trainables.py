@@ -164,8 +164,7 @@ JOBS: dict[Job, JobSpec] = {
     "finetune": JobSpec(
         FinetuneConfig, finetune_trial, TRAIN_EPOCH, max_t=lambda cfg: cfg.optim.epochs,
         resources=lambda cfg: DRIVER_ONLY,
-        footprint=lambda cfg: {"CPU": cfg.scaling.num_workers * cfg.scaling.cpus_per_worker,
-                               "GPU": cfg.scaling.num_workers if cfg.scaling.use_gpu else 0},
+        footprint=lambda cfg: cfg.scaling.footprint(),
         check=lambda cfg: None, renames=lambda name: (f"output.name={name}-best",)),
     "cotrain": JobSpec(
         CotrainConfig, cotrain_trial, TRAIN_ITERATION, max_t=lambda cfg: cfg.iterations + 1,

@@ -12,8 +12,8 @@ from .batches import ViewBatch, flatten_batch
 from .checkpoint import load_classifier, read_checkpoint
 from .config import FinetuneConfig, load_finetune_config
 from .loop import FINETUNE, build_training, evaluate, train_step
-from .trainer import build_trainer, config_of, resolve, results_path, results_rows, resume_config, resume_trainer
+from .trainer import build_trainer, config_of, resolve, results_rows, resume_config, resume_trainer
 
 __all__ = ["ViewBatch", "flatten_batch", "load_classifier", "read_checkpoint", "FinetuneConfig", "load_finetune_config",
            "FINETUNE", "build_training", "evaluate", "train_step", "build_trainer", "config_of", "resolve",
-           "results_path", "results_rows", "resume_config", "resume_trainer"]
+           "results_rows", "resume_config", "resume_trainer"]

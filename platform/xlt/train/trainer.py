@@ -18,12 +18,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import from_dict
 from ..engine import absolute_storage, resume_config as resume_run_config, torch_trainer
-from ..engine import results_path as run_results_path
 from ..eval.classification import AVG_TARGET, SCORES, gap_name, metric_name
 from ..tasks import Task, load_task
 from .config import RESUMABLE_CHANGES, FinetuneConfig
@@ -33,11 +31,6 @@ from .loop import FINETUNE
 if TYPE_CHECKING:
     import ray.data
     from ray.train.torch import TorchTrainer
-
-
-def results_path(cfg: FinetuneConfig) -> Path:
-    """The results JSON: in the run directory when storage is local, else under ``results/finetune/``."""
-    return run_results_path(cfg, "finetune")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,247 @@
+"""Real Ray clusters on this one machine, as a user runs them: ``ray start --head`` and
+``ray start --address`` (one process group per node), jobs through ``ray job submit``.
+
+Each node is ``ray start --block`` in a process group of its own, with free ports, and the head
+with its own ``--temp-dir`` and auth token; stopping a node ends its group only, and killing it
+(SIGKILL to the group: raylet, object store, workers) is a node failure as a preempted machine
+shows it. ``ray stop`` is never used: it stops every Ray process on the machine (it matches by
+process name), including the session's in-process ``ray_cluster`` and anything else running Ray
+here. The test process itself never connects to these clusters; it talks to them through the
+``ray`` CLI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, free_ports
+
+RAY = [sys.executable, "-m", "ray.scripts.scripts"]  # the `ray` CLI of the interpreter running the tests
+READY_TIMEOUT_S = 120
+
+
+def ray_env(token: str) -> dict[str, str]:
+    # A job's entrypoint is a shell command run with the head's environment: this PATH makes its
+    # `python` the interpreter running the tests (on a cluster, the image's).
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    env = {**os.environ, "PATH": path, "RAY_USAGE_STATS_ENABLED": "0",
+           # Token auth on, with a token of this head's own: independent of ~/.ray/auth_token.
+           "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token,
+           # Stop at once on SIGTERM: no drain wait for serving traffic there is none of.
+           "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0"}
+    for name in ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS", "RAY_AUTH_TOKEN_PATH"):
+        env.pop(name, None)  # talk to this head only
+    return env
+
+
+@dataclass
+class Node:
+    """One ``ray start --block`` process group."""
+
+    name: str
+    process: subprocess.Popen
+    log: Path
+
+    def stop(self) -> None:
+        """SIGTERM ``ray start --block`` (it stops what it started), then SIGKILL whatever is left
+        in its process group, which is this node's and nothing else's."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                pass
+        self.kill()
+
+    def kill(self) -> None:
+        """The node fails: every process of it dies at once."""
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.process.wait()
+
+
+@dataclass
+class Head:
+    address: str  # the dashboard's http://host:port, where the job API is
+    gcs: str  # host:port that other nodes join
+    temp_dir: Path
+    token: str
+    env: dict[str, str]  # for every `ray` command against this cluster
+    node: Node | None = None
+    workers: list[Node] = field(default_factory=list)
+
+    def ray(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+        """``ray <args>`` from the repo root, as a user submits from their checkout."""
+        return subprocess.run([*RAY, *args], cwd=REPO, env=self.env, capture_output=True, text=True, timeout=timeout)
+
+    def get(self, path: str, token: str | None = None) -> int:
+        """HTTP status of GET ``path`` on the dashboard, with ``token`` as the bearer token."""
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        request = urllib.request.Request(self.address + path, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=5) as response:
+                return response.status
+        except urllib.error.HTTPError as e:
+            return e.code
+
+    def submit_command(self, env: dict, entrypoint: Sequence[str], submission_id: str,
+                       working_dir: bool = True) -> list[str]:
+        """``ray job submit`` of ``entrypoint`` with runtime env ``env`` (``--working-dir .``, the
+        checkout uploaded, unless not ``working_dir``); run it from the repo root with ``env``."""
+        upload = ["--working-dir", "."] if working_dir else []
+        return [*RAY, "job", "submit", "--address", self.address, "--submission-id", submission_id, *upload,
+                "--runtime-env-json", json.dumps(env), "--", *entrypoint]
+
+    def submit(self, env: dict, entrypoint: Sequence[str], working_dir: bool = True,
+               timeout: float = 600) -> tuple[str, subprocess.CompletedProcess]:
+        """``ray job submit``, waiting for the job; returns its id and the CLI's output."""
+        submission_id = f"xlt-test-{uuid.uuid4().hex[:8]}"
+        proc = subprocess.run(self.submit_command(env, entrypoint, submission_id, working_dir), cwd=REPO,
+                              env=self.env, capture_output=True, text=True, timeout=timeout)
+        return submission_id, proc
+
+    def add_worker(self, cpus: int = 1, resources: dict[str, float] | None = None) -> Node:
+        """A worker node of ``cpus`` CPUs joining this head, once the cluster lists it alive."""
+        name = f"worker{len(self.workers) + 1}"
+        manager, objects, agent_http, agent_grpc, runtime_env_agent, metrics = free_ports(6)
+        command = [*RAY, "start", "--block", f"--address={self.gcs}", f"--num-cpus={cpus}", "--num-gpus=0",
+                   "--node-ip-address=127.0.0.1", f"--node-manager-port={manager}",
+                   f"--object-manager-port={objects}", f"--dashboard-agent-listen-port={agent_http}",
+                   f"--dashboard-agent-grpc-port={agent_grpc}", f"--runtime-env-agent-port={runtime_env_agent}",
+                   f"--metrics-export-port={metrics}", "--object-store-memory=300000000",
+                   f"--resources={json.dumps({name: 1, **(resources or {})})}"]
+        before = len(self.alive())
+        node = _start(name, command, self.temp_dir / f"{name}.log", self.env)
+        self.workers.append(node)
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while len(self.alive()) <= before:
+            if node.process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"worker node {name} did not join:\n{node.log.read_text()[-3000:]}")
+            time.sleep(1)
+        return node
+
+    def alive(self) -> list[dict]:
+        """The cluster's alive nodes as ``ray list nodes`` gives them (``node_id``, ``is_head_node``,
+        ``resources_total``, ...)."""
+        proc = self.ray("list", "nodes", "--address", self.address, "--format", "json", "--filter", "state=ALIVE")
+        if proc.returncode != 0 or not proc.stdout.startswith("["):  # not up yet, or "No resource in the cluster"
+            return []
+        return json.loads(proc.stdout)
+
+    def node_ids(self) -> dict[str, str]:
+        """Node name (``head``, ``worker1``, ...) -> Ray node id, for the alive nodes."""
+        ids = {}
+        for node in self.alive():
+            names = [r for r in node["resources_total"] if r == "head" or r.startswith("worker")]
+            ids[names[0] if names else ("head" if node["is_head_node"] else node["node_id"])] = node["node_id"]
+        return ids
+
+
+def _start(name: str, command: list[str], log: Path, env: dict[str, str]) -> Node:
+    with open(log, "w") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    return Node(name, process, log)
+
+
+def _wait_for_job_api(head: Head) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if head.node.process.poll() is not None:
+            pytest.fail(f"ray start exited with {head.node.process.returncode}:\n{head.node.log.read_text()[-3000:]}")
+        try:
+            if head.get("/api/jobs/", head.token) == 200:
+                return
+        except OSError:
+            pass  # not listening yet
+        time.sleep(1)
+    pytest.fail(f"no job API at {head.address} after {READY_TIMEOUT_S} s:\n{head.node.log.read_text()[-3000:]}")
+
+
+def autoscaling_config(idle_timeout_minutes: float, max_workers: int = 3) -> dict:
+    """cluster.yaml for Ray's fake multi-node provider, which starts each node the autoscaler
+    launches as processes on this machine: the same node types, head with no CPU, each worker type
+    shrunk to one CPU plus a custom resource named after the type (standing in for its GPU, which
+    this machine lacks), so that a job asks for a node type by that resource."""
+    import yaml
+
+    cluster = yaml.safe_load((REPO / "cluster.yaml").read_text())
+    workers = {name: {"resources": {"CPU": 1, name: 1}, "node_config": {},
+                      "min_workers": spec.get("min_workers", 0), "max_workers": min(spec["max_workers"], max_workers)}
+               for name, spec in cluster["available_node_types"].items() if name != cluster["head_node_type"]}
+    return {"cluster_name": cluster["cluster_name"], "max_workers": max_workers,
+            "upscaling_speed": cluster["upscaling_speed"], "idle_timeout_minutes": idle_timeout_minutes,
+            "provider": {"type": "fake_multinode", "use_node_id_as_ip": True, "disable_node_updaters": True,
+                         "disable_launch_config_check": True},
+            "available_node_types": {**workers, "ray.head.default": {"resources": {"CPU": 0}, "node_config": {},
+                                                                      "max_workers": 0}},
+            "head_node_type": "ray.head.default", "auth": {}, "docker": {},
+            **{key: [] for key in ("initialization_commands", "setup_commands", "head_setup_commands",
+                                   "worker_setup_commands", "head_start_ray_commands", "worker_start_ray_commands",
+                                   "cluster_synced_files", "rsync_exclude", "rsync_filter")},
+            "file_mounts": {}, "file_mounts_sync_continuously": False}
+
+
+@contextmanager
+def ray_cluster_head(cpus: int, autoscaling: dict | None = None) -> Iterator[Head]:
+    """A Ray head of ``cpus`` CPUs with the dashboard (the job server), and a custom resource
+    ``head``; worker nodes join with ``Head.add_worker``, or, given an ``autoscaling`` config
+    (``autoscaling_config``), the real autoscaler launches them through the fake multi-node
+    provider. Every node is stopped on leaving."""
+    pytest.importorskip("ray.dashboard.optional_deps", reason="the Ray job server needs ray[default]")
+    temp_dir = Path(tempfile.mkdtemp(prefix="xlt-ray-"))  # short: Ray's socket paths must stay < 108 chars
+    gcs, dashboard, client, agent_http, agent_grpc, runtime_env_agent, metrics = free_ports(7)
+    token = secrets.token_hex(32)
+    head = Head(f"http://127.0.0.1:{dashboard}", f"127.0.0.1:{gcs}", temp_dir, token, ray_env(token))
+    command = [*RAY, "start", "--head", "--block", f"--num-cpus={cpus}", "--num-gpus=0", "--disable-usage-stats",
+               "--node-ip-address=127.0.0.1", f"--port={gcs}", f"--temp-dir={temp_dir}",
+               "--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard}",
+               f"--ray-client-server-port={client}", f"--dashboard-agent-listen-port={agent_http}",
+               f"--dashboard-agent-grpc-port={agent_grpc}", f"--runtime-env-agent-port={runtime_env_agent}",
+               f"--metrics-export-port={metrics}", '--resources={"head": 1}']
+    env = head.env
+    if autoscaling is not None:
+        config = {**autoscaling, "provider": {**autoscaling["provider"], "gcs_address": head.gcs}}
+        (temp_dir / "autoscaling.yaml").write_text(json.dumps(config))
+        command.append(f"--autoscaling-config={temp_dir / 'autoscaling.yaml'}")
+        env = {**env, "RAY_FAKE_CLUSTER": "1", "AUTOSCALER_UPDATE_INTERVAL_S": "1"}
+    head.node = _start("head", command, temp_dir / "ray_start.log", env)
+    try:
+        _wait_for_job_api(head)
+        yield head
+    finally:
+        for node in [*head.workers, head.node]:
+            node.stop()
+        _kill_leftovers(temp_dir)
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def _kill_leftovers(temp_dir: Path) -> None:
+    """Kill every process of this cluster still alive: those whose command line names its temp
+    dir (nodes the autoscaler launched run outside the head's process group)."""
+    import psutil
+
+    for process in psutil.process_iter(["cmdline"]):
+        try:
+            if any(str(temp_dir) in part for part in process.info["cmdline"] or ()):
+                process.kill()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass

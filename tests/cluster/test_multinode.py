@@ -1,0 +1,53 @@
+"""Jobs submitted with ``ray job submit`` to a multi-node cluster on this machine (``cluster.harness``):
+the head has no CPU, as cluster.yaml's, so every learner's Ray Train worker, every pseudo-labelling
+actor and every sweep trial runs on a worker node, and the results record which."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import pytest
+
+from cluster.harness import ray_cluster_head
+from conftest import REPO
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture
+def cluster():
+    """A head of no CPU (it runs the drivers and Ray's controllers) and three worker nodes of one CPU."""
+    with ray_cluster_head(cpus=0) as head:
+        for _ in range(3):
+            head.add_worker(cpus=1)
+        yield head
+
+
+def env(data_dir) -> dict:
+    return {"env_vars": {"XLT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1",
+                         "MLFLOW_TRACKING_URI": os.environ["MLFLOW_TRACKING_URI"]}}
+
+
+def test_cotraining_spreads_its_learners_and_actors_over_the_worker_nodes(cluster, data_dir, tmp_path):
+    out = tmp_path / "cotrain"
+    # One CPU per learner worker and per pseudo-labelling actor: three nodes of one CPU hold them only spread.
+    _, proc = cluster.submit(env(data_dir), [
+        sys.executable, str(REPO / "jobs" / "cotrain.py"), "--smoke", "--set", "task.target_langs=[de, zh]",
+        "--set", "iterations=1", "--set", f"output_dir={out}", "--set", "lm.scaling.cpus_per_worker=1",
+        "--set", "emb.scaling.cpus_per_worker=1", "--set", "inference.num_cpus=1"], working_dir=False)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+
+    ids = cluster.node_ids()
+    workers = {ids[f"worker{i}"] for i in (1, 2, 3)}
+    history = json.loads((out / "results.json").read_text())["history"]
+    fits = {(h["learner"], h["iteration"]): h["nodes"]["fit"] for h in history}
+    labelled = {h["learner"]: h["nodes"]["pseudo-label"] for h in history if h["iteration"] == 0}
+    used = {node for nodes in fits.values() for node in nodes} | {node for rows in labelled.values() for node in rows}
+    assert used == workers, (fits, labelled, ids)  # each worker node ran something; the head ran only the driver
+    assert fits[("lm", 0)] == fits[("lm", 1)] != fits[("emb", 0)]  # a learner's worker group stays where it started
+    # Every pool row was predicted once, by actors on worker nodes: the LM's pool before its picks.
+    state = json.loads((out / "state.json").read_text())
+    picked = [r for r in state["received"]["emb"] if r["selected_by"] == "lm"]
+    assert sum(labelled["lm"].values()) == len(state["pool"]["lm"]) + len(picked)
