@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from .config import ConfigError
 from .data.errors import DataError
+from .data.ray_data import settle_on_driver_node
 from .logs import QUIET_ENV, VERBOSE_ENV
 
 # What bad input raises: a config value, a data file, a missing path. A user fixes these from the
@@ -99,6 +100,7 @@ def init_ray(address: str | None = None, verbose: bool = False) -> None:
                    logging_level=logging.INFO if verbose else logging.ERROR)
     if address:
         ray.init(address=address, **options)
+        settle_on_driver_node()
     else:
         # One machine is never preempted: no preemption-watcher actor per Ray Train run (one process
         # fewer to start per fit, and no core-worker error about its restartable arguments).

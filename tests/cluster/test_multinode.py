@@ -1,6 +1,6 @@
-"""Jobs submitted with ``ray job submit`` to a multi-node cluster on this machine (``cluster.harness``):
-the head has no CPU, as cluster.yaml's, so every learner's Ray Train worker, every pseudo-labelling
-actor and every sweep trial runs on a worker node, and the results record which."""
+"""A job submitted with ``ray job submit`` to a multi-node cluster on this machine (``cluster.harness``):
+the head has no CPU, as cluster.yaml's, so every learner's Ray Train worker and every
+pseudo-labelling actor runs on a worker node, and the results record which."""
 
 from __future__ import annotations
 

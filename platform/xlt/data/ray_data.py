@@ -6,6 +6,7 @@
   hand in a test) or a ``pyarrow.Table`` (what ``map_with_actor_pool`` hands a UDF).
 - ``map_with_actor_pool``: ``ds.map_batches(udf)`` on an actor pool, one output row per input
   row, pyarrow batches so that the other columns pass through untouched.
+- ``settle_on_driver_node``: Ray Data's per-cluster bookkeeping on the driver's node.
 
 Ray and pyarrow are imported inside the functions: reading data must not pay their import
 cost (or need a cluster) in tools and tests that never build a dataset.
@@ -23,6 +24,25 @@ from xlt.data.records import Record, as_rows
 if TYPE_CHECKING:
     import pyarrow as pa
     import ray.data
+
+
+def settle_on_driver_node() -> None:
+    """Execute one tiny dataset in this, the driver's, process.
+
+    Ray Data creates its per-cluster stats actor, detached, on the node of the first process that
+    executes a dataset. On a cluster where a Ray Train worker or a Tune trial gets there first
+    (co-training's learners read their evaluation rows before the driver pseudo-labels), that is
+    a worker node, which then holds a live actor for good: it is never idle, and the autoscaler
+    never removes it (tests/cluster/test_autoscaling.py).
+    """
+    import ray.data
+
+    context = ray.data.DataContext.get_current()
+    bars, context.enable_progress_bars = context.enable_progress_bars, False
+    try:
+        ray.data.range(1).materialize()
+    finally:
+        context.enable_progress_bars = bars
 
 
 def to_ray_dataset(records: Sequence[Record]) -> ray.data.Dataset:
