@@ -30,6 +30,15 @@ def config(data_dir: Path, out: Path, *overrides: str):
                                 *overrides], smoke=SMOKE)
 
 
+def assert_same_history(history: list[dict], reference: list[dict]) -> None:
+    """The same records, metrics to float tolerance; ``nodes`` (where each thing ran: this one
+    node in both runs) exactly."""
+    for a, b in zip(history, reference, strict=True):
+        assert a.keys() == b.keys()
+        for key in a:
+            assert a[key] == b[key] if key == "nodes" else a[key] == pytest.approx(b[key], nan_ok=True), key
+
+
 def test_resume_after_a_stop_equals_an_uninterrupted_run(ray_cluster, data_dir, tmp_path):
     # One exchange round keeps the test short: the resumed run re-fits iteration 1 on the
     # pseudo-labels that iteration 0 saved.
@@ -40,10 +49,7 @@ def test_resume_after_a_stop_equals_an_uninterrupted_run(ray_cluster, data_dir, 
     assert first.iteration == 1 and len(first.history) == 2
     resumed = run_cotraining(config(data_dir, tmp_path / "split", "iterations=1"))
     assert resumed.received == whole.received and resumed.pool == whole.pool  # no pseudo-label lost or doubled
-    for a, b in zip(resumed.history, whole.history):
-        assert a.keys() == b.keys()
-        for key in a:
-            assert a[key] == pytest.approx(b[key], nan_ok=True), key
+    assert_same_history(resumed.history, whole.history)
     received = {name: [r["id"] for r in resumed.received[name]] for name in LEARNERS}
     assert all(len(ids) == len(set(ids)) > 0 for ids in received.values())
     # A finished run is not run again.
@@ -86,8 +92,7 @@ def test_a_learner_worker_killed_mid_fit_is_restored_and_the_state_equals_an_uni
     assert killed, "no Ray Train worker was alive after the LM learner's first checkpoint"
     assert state.iteration == whole.iteration == 1
     assert state.received == whole.received and state.pool == whole.pool  # same pseudo-labels, same pools
-    for a, b in zip(state.history, whole.history, strict=True):
-        assert a == pytest.approx(b, nan_ok=True)
+    assert_same_history(state.history, whole.history)
 
 
 @pytest.mark.timeout(300)
