@@ -5,25 +5,28 @@ Run from the repository root on a quiet machine (about 15 minutes on 2 idle core
     .venv/bin/python benchmarks/pool_scale.py                                  # writes pool_scale.md + .json
     .venv/bin/python benchmarks/pool_scale.py --sizes 2000 --out /tmp/x.md     # checks that it runs
 
-Resumable: a size already in the JSON beside ``--out`` is not run again (``--fresh`` reruns all).
-Each size runs in a subprocess of its own with a fresh local Ray (2 CPUs), so that no size's
-memory carries into the next.
+Resumable: a size already in the JSON beside ``--out`` for the checked-out commit is not run again
+(``--fresh`` reruns them). Runs of other commits stay in the JSON and get a table each, so that a
+change to the driver's side is shown against the code before it. Each size runs in a subprocess of
+its own with a fresh local Ray (2 CPUs), so that no size's memory carries into the next.
 
 What runs, per size N, is co-training's pseudo-labelling pass and its driver side:
 
-- the pool is ``ray.data.range(N)`` turned into rows (``id``, ``text`` of 8–16 words drawn from a
-  fixed vocabulary, seeded by the row number) inside Ray Data's tasks, never in the driver;
+- the pool is ``ray.data.range(N)`` turned into rows (``position``, ``text`` of 8–16 words drawn
+  from a fixed vocabulary, seeded by the row number) inside Ray Data's tasks, never in the driver;
 - ``xlt.inference.pseudo_label`` with ``tiny:bert`` and a fresh 7-label head (throughput and memory
   do not depend on the weights), one actor, batches of 1,024 rows, sub-batches of 256;
-- the driver consumes the stream as ``xlt.cotrain.loop.predict`` does: it collects every row's id,
-  label and confidence into lists and builds ``PoolPredictions``;
+- the driver consumes the stream with ``xlt.cotrain.loop.collect``, as ``predict`` does, into
+  ``PoolPredictions`` over the pool's ids (an array of N strings made before the pass: the loop
+  holds its pool in the driver);
 - then what ``exchange`` does with them: ``restrict`` to the learner's pool ids, select
   (``threshold-random``, t = 0, so every row is a candidate, the worst case, n = 234 as the demo),
   and drop the selected ids from the pool list.
 
 Measured:
 
-- rows/s over the whole pass, and after the first output batch (without actor start-up);
+- rows/s over the whole pass, and the seconds to the first output batch (actor start-up and the
+  first block; at 10k rows, two blocks, that is most of the pass);
 - peak resident memory of all processes (the driver and every Ray process it started: GCS, raylet,
   workers, actors), sampled every 0.25 s. This counts shared pages once per process that maps
   them, so it is an upper bound;
@@ -67,15 +70,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def texts(batch: dict) -> dict:
-    """Ray Data UDF: row numbers -> ``id`` and a synthetic ``text`` of 8–16 words, seeded by the number."""
+    """Ray Data UDF: row numbers -> ``position`` and a synthetic ``text`` of 8–16 words, seeded by the number."""
     import numpy as np
 
-    ids, out = [], []
+    out = []
     for i in batch["id"].tolist():
         rng = np.random.default_rng(i)
         out.append(" ".join(VOCABULARY[j] for j in rng.integers(0, len(VOCABULARY), rng.integers(8, 17))))
-        ids.append(f"pool/{i}")
-    return {"id": np.asarray(ids, dtype=object), "text": np.asarray(out, dtype=object)}
+    return {"position": batch["id"], "text": np.asarray(out, dtype=object)}
 
 
 class Sampler(threading.Thread):
@@ -113,7 +115,8 @@ def run_one(n: int) -> dict:
     import ray
     import ray.data
 
-    from xlt.cotrain.selection import PoolPredictions, select
+    from xlt.cotrain.loop import collect
+    from xlt.cotrain.selection import select
     from xlt.inference import ClassifierSpec, pseudo_label
     from xlt.models import EncoderConfig
 
@@ -126,25 +129,20 @@ def run_one(n: int) -> dict:
     spec = ClassifierSpec(model=EncoderConfig(source="tiny:bert", max_length=32), labels=LABELS)
     ds = pseudo_label(pool, spec, batch_size=1024, encode_batch_size=256, num_actors=1, num_cpus=1, threads=2)
 
+    pool_ids = [f"pool/{i}" for i in range(n)]  # the loop state's list of a learner's pool
+    ids = np.asarray(pool_ids, dtype=object)
     driver = psutil.Process(os.getpid())
     rss0 = driver.memory_info().rss
     start = time.monotonic()
-    first = None
-    ids, labels, confidence = [], [], []
-    for batch in ds.iter_batches(batch_format="numpy"):
-        first = first or time.monotonic()
-        ids.extend(batch["id"].tolist())
-        labels.extend(batch["pseudo_label"].tolist())
-        confidence.extend(batch["confidence"].tolist())
+    first = []
+    preds, _ = collect(ds.iter_batches(batch_format="numpy"), ids, LABELS,
+                       lambda rows: first.append(time.monotonic()) if not first else None)
     end = time.monotonic()
-    preds = PoolPredictions(np.asarray(ids, dtype=object), np.asarray(labels, dtype=object),
-                            np.asarray(confidence, dtype=np.float64))
     collect_rss = driver.memory_info().rss - rss0
     sampler.done.set()
     sampler.join()
     sampler.sample()
 
-    pool_ids = [f"pool/{i}" for i in range(n)]  # the loop state's list of a learner's pool
     tracemalloc.start()
     before, t0 = tracemalloc.get_traced_memory()[0], time.monotonic()
     own = preds.restrict(pool_ids)
@@ -157,10 +155,16 @@ def run_one(n: int) -> dict:
     assert len(preds.ids) == n and len(pool_ids) == n - SELECTED
     ray.shutdown()
     return {"rows": n, "blocks": blocks, "seconds": end - start, "rows_per_s": n / (end - start),
-            "rows_per_s_after_first": (n - 1024) / (end - first) if end > first else float("nan"),
+            "first_batch_s": first[0] - start,
             "peak_rss_all_mb": sampler.peak_rss / 2**20, "peak_object_store_mb": sampler.peak_shm / 2**20,
             "driver_collect_rss_mb": collect_rss / 2**20,
             "driver_select_peak_mb": select_peak / 2**20, "select_s": select_s}
+
+
+def commit() -> str:
+    """The checked-out commit (short hash), with ``+`` if the work tree has changes."""
+    run = lambda *args: subprocess.run(["git", *args], cwd=HERE.parent, capture_output=True, text=True).stdout.strip()
+    return run("rev-parse", "--short", "HEAD") + ("+" if run("status", "--porcelain", "--", "platform", "benchmarks") else "")
 
 
 def load_average() -> str:
@@ -173,10 +177,13 @@ def main(argv: list[str] | None = None) -> None:
         args.result.write_text(json.dumps(run_one(args.one)))
         return
     store = args.out.with_suffix(".json")
-    done = {} if args.fresh or not store.is_file() else {r["rows"]: r for r in json.loads(store.read_text())["runs"]}
+    runs = [] if not store.is_file() else json.loads(store.read_text())["runs"]
+    version = commit()
+    if args.fresh:
+        runs = [r for r in runs if r["commit"] != version]
     for n in args.sizes:
-        if n in done:
-            print(f"{n:,} rows: done already ({store})", file=sys.stderr)
+        if any(r["rows"] == n and r["commit"] == version for r in runs):
+            print(f"{n:,} rows: done already at {version} ({store})", file=sys.stderr)
             continue
         result = args.out.with_suffix(f".{n}.tmp.json")
         load = load_average()
@@ -184,24 +191,27 @@ def main(argv: list[str] | None = None) -> None:
                               env={**os.environ, "RAY_ADDRESS": ""})
         if proc.returncode != 0:
             sys.exit(f"the run of {n:,} rows failed (exit {proc.returncode})")
-        done[n] = {**json.loads(result.read_text()), "load_before": load,
-                   "finished": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+        runs.append({**json.loads(result.read_text()), "commit": version, "load_before": load,
+                     "finished": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")})
         result.unlink()
-        store.write_text(json.dumps({"command": command_line(), "cpu": cpu_model(),
-                                     "runs": [done[k] for k in sorted(done)]}, indent=1))
-        print(f"{n:,} rows: {done[n]['rows_per_s']:.0f} rows/s", file=sys.stderr)
-    runs = [done[k] for k in sorted(done)]
-    table = markdown_table([{
-        "pool rows": f"{r['rows']:,}", "rows/s": round(r["rows_per_s"]),
-        "rows/s after 1st batch": round(r["rows_per_s_after_first"]),
-        "peak RSS, all processes (MB)": round(r["peak_rss_all_mb"]),
-        "peak object store (MB)": round(r["peak_object_store_mb"]),
-        "driver: collect, RSS growth (MB)": round(r["driver_collect_rss_mb"], 1),
-        "driver: restrict + select + pool, Python peak (MB)": round(r["driver_select_peak_mb"], 1),
-        "select s": round(r["select_s"], 2), "1-min load before": r["load_before"].split()[0]} for r in runs])
+        store.write_text(json.dumps({"command": command_line(), "cpu": cpu_model(), "runs": runs}, indent=1))
+        print(f"{n:,} rows: {runs[-1]['rows_per_s']:.0f} rows/s", file=sys.stderr)
+    tables = []
+    for version in dict.fromkeys(r["commit"] for r in sorted(runs, key=lambda r: r["finished"])):
+        table = markdown_table([{
+            "pool rows": f"{r['rows']:,}", "rows/s": round(r["rows_per_s"]),
+            "s to 1st batch": round(r["first_batch_s"], 1) if "first_batch_s" in r else "",
+            "peak RSS, all processes (MB)": round(r["peak_rss_all_mb"]),
+            "peak object store (MB)": round(r["peak_object_store_mb"]),
+            "driver: collect, RSS growth (MB)": round(r["driver_collect_rss_mb"], 1),
+            "driver: restrict + select + pool, Python peak (MB)": round(r["driver_select_peak_mb"], 1),
+            "select s": round(r["select_s"], 2), "1-min load before": r["load_before"].split()[0]}
+            for r in sorted(runs, key=lambda r: r["rows"]) if r["commit"] == version])
+        tables.append(f"### At {version}\n\n{table}\n")
     args.out.write_text(f"# Pseudo-labelling pool scale\n\n```\n{command_line()}\n```\n\n{cpu_model()}; "
-                        f"see the docstring of benchmarks/pool_scale.py for what is measured.\n\n{table}\n")
-    print(table)
+                        f"see the docstring of benchmarks/pool_scale.py for what is measured.\n\n"
+                        + "\n".join(tables))
+    print("\n".join(tables))
 
 
 if __name__ == "__main__":

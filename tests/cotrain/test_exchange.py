@@ -8,7 +8,7 @@ import pytest
 from conftest import TINY_TASK, TINY_TASK_OVERRIDE
 from xlt.config import ConfigError, from_dict
 from xlt.cotrain import LEARNERS, LoopState, PoolPredictions, exchange, load_cotrain_config, receiver
-from xlt.cotrain.loop import CotrainData
+from xlt.cotrain.loop import CotrainData, collect
 from xlt.tasks import Task, TaskConfig
 
 LABELS = ("a", "b", "c")
@@ -94,3 +94,19 @@ def test_custom_resources_of_learner_workers_count_in_the_footprint():
     assert cfg.footprint()["lm_host"] == 2.0 and cfg.footprint()["CPU"] == 2 + cfg.emb.scaling.cpus_per_worker + inference
     with pytest.raises(ConfigError, match=r"^lm\.scaling\.resources\.CPU=1 is not valid: expected a number > 0 of a custom"):
         load_cotrain_config(None, [TINY_TASK_OVERRIDE, "lm.scaling.resources={CPU: 1}"])
+
+
+def test_collect_maps_a_stream_in_any_order_back_to_pool_rows():
+    ids = np.array([f"u{i}" for i in range(7)], dtype=object)
+    batches = [{"position": np.array([5, 1]), "pseudo_label": np.array(["b", "a"], dtype=object),
+                "confidence": np.array([0.9, 0.6], dtype=np.float32), "node": np.array(["n1", "n1"], dtype=object)},
+               {"position": np.array([0, 6, 3]), "pseudo_label": np.array(["c", "c", "a"], dtype=object),
+                "confidence": np.array([0.5, 0.7, 0.8], dtype=np.float32), "node": np.array(["n2"] * 3, dtype=object)}]
+    done = []
+    preds, nodes = collect(iter(batches), ids, LABELS, done.append)
+    assert preds.ids.tolist() == ["u5", "u1", "u0", "u6", "u3"] and preds.labels.tolist() == ["b", "a", "c", "c", "a"]
+    assert preds.confidence.tolist() == [float(np.float32(c)) for c in (0.9, 0.6, 0.5, 0.7, 0.8)]
+    assert nodes == {"n1": 2, "n2": 3} and done == [2, 3]
+    assert preds.ids[0] is ids[5]  # the pool's own id objects, not a string made per row
+    empty, none = collect(iter([]), ids, LABELS)
+    assert len(empty.ids) == 0 and none == {}

@@ -75,6 +75,21 @@ def test_agreement_keeps_only_rows_both_learners_label_alike():
     shuffled = np.random.default_rng(0).permutation(300)
     moved = PoolPredictions(partner.ids[shuffled], partner.labels[shuffled], partner.confidence[shuffled])
     assert select("agreement", preds, threshold=0.4, size=1000, seed=0, partner=moved).tolist() == naive
+    # a row the partner did not predict is no agreement
+    half = PoolPredictions(moved.ids[:150], moved.labels[:150], moved.confidence[:150])
+    kept = set(half.ids.tolist())
+    assert select("agreement", preds, threshold=0.4, size=1000, seed=0, partner=half).tolist() == \
+        [i for i in naive if preds.ids[i] in kept]
+
+
+def test_restrict_keeps_the_rows_asked_for_in_the_order_asked():
+    preds = predictions(20, 6)
+    wanted = ["u7", "u3", "missing", "u19", "u0"]
+    own = preds.restrict(wanted)
+    assert own.ids.tolist() == ["u7", "u3", "u19", "u0"]
+    assert own.labels.tolist() == [preds.labels[i] for i in (7, 3, 19, 0)]
+    assert own.confidence.tolist() == [preds.confidence[i] for i in (7, 3, 19, 0)]
+    assert len(preds.restrict([]).ids) == 0
 
 
 def test_errors_name_the_problem():

@@ -34,8 +34,9 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -99,24 +100,28 @@ def exchange(state: LoopState, preds: dict[str, PoolPredictions], cfg: CotrainCo
 
     All selections are made from the pools as they were at the start of the iteration, then
     applied. Returns per selecting learner: candidates, selected, pseudo-label accuracy."""
-    by_id = {row["id"]: row for row in data.pool}
     size = cfg.selection.size or default_size(len(data.labeled))
     prior = dict(Counter(row["label"] for row in data.labeled))
     chosen: dict[str, PoolPredictions] = {}
-    stats: dict[str, dict[str, float]] = {}
+    candidates: dict[str, int] = {}
     for k, name in enumerate(LEARNERS):
         own = preds[name].restrict(state.pool[name])
         partner = preds[LEARNERS[1 - k]] if cfg.mode == "cotrain" else None
         idx = select(cfg.selection.policy, own, threshold=cfg.selection.threshold, size=size,
                      seed=[cfg.selection.seed, iteration, k], class_prior=prior, partner=partner)
         chosen[name] = PoolPredictions(own.ids[idx], own.labels[idx], own.confidence[idx])
-        gold = np.asarray([by_id[i]["gold"] for i in chosen[name].ids], dtype=object)
-        scored = gold != None  # noqa: E711 (element-wise): pool rows without a gold label are not scored
-        stats[name] = {"pseudo/candidates": float((own.confidence > cfg.selection.threshold).sum()),
-                       "pseudo/selected": float(len(idx)),
-                       "pseudo/accuracy": float((gold[scored] == chosen[name].labels[scored]).mean())
-                       if scored.any() else float("nan")}
+        candidates[name] = int((own.confidence > cfg.selection.threshold).sum())
+    # The pool rows of the selected ids only: an index of the whole pool would cost the driver ~100
+    # bytes a pool row.
+    wanted = {row_id for picked in chosen.values() for row_id in picked.ids.tolist()}
+    by_id = {row["id"]: row for row in data.pool if row["id"] in wanted}
+    stats: dict[str, dict[str, float]] = {}
     for name, picked in chosen.items():
+        gold = np.asarray([by_id[i]["gold"] for i in picked.ids], dtype=object)
+        scored = gold != None  # noqa: E711 (element-wise): pool rows without a gold label are not scored
+        stats[name] = {"pseudo/candidates": float(candidates[name]), "pseudo/selected": float(len(picked.ids)),
+                       "pseudo/accuracy": float((gold[scored] == picked.labels[scored]).mean())
+                       if scored.any() else float("nan")}
         taken = set(picked.ids.tolist())
         state.pool[name] = [i for i in state.pool[name] if i not in taken]
         to = receiver(cfg.mode, name)
@@ -259,22 +264,42 @@ def predict(cfg: CotrainConfig, name: str, state: Any, data: CotrainData) -> tup
     spec = ClassifierSpec(model=cfg.learner(name).model, labels=data.labels, state=state,
                           paired=data.task.paired)
     inf = cfg.inference
-    columns = ("id", "text", "text_pair") if data.task.paired else ("id", "text")
-    ds = pseudo_label(ray.data.from_items([{k: r[k] for k in columns} for r in data.pool]), spec,
-                      batch_size=inf.batch_size, encode_batch_size=inf.encode_batch_size,
+    columns = ("text", "text_pair") if data.task.paired else ("text",)
+    pool = ray.data.from_items([{POSITION: i, **{k: r[k] for k in columns}} for i, r in enumerate(data.pool)])
+    ds = pseudo_label(pool, spec, batch_size=inf.batch_size, encode_batch_size=inf.encode_batch_size,
                       num_actors=inf.num_actors, num_cpus=inf.num_cpus, num_gpus=inf.num_gpus,
                       threads=inf.torch_threads)
-    ids, labels, confidence, nodes = [], [], [], Counter()
     bar = progress(len(data.pool), f"pseudo-label {name}", "row")
-    # Columns are picked here, not by select_columns: that adds a Ray Data task needing a CPU
+    # Columns are picked by collect, not by select_columns: that adds a Ray Data task needing a CPU
     # slot, which a preset reserving the whole machine for learners and actors never frees.
-    for batch in ds.iter_batches(batch_format="numpy"):
-        ids.extend(batch["id"].tolist())
-        labels.extend(batch["pseudo_label"].tolist())
-        confidence.extend(batch["confidence"].tolist())
-        nodes.update(batch["node"].tolist())
-        bar.update(len(batch["id"]))
+    out = collect(ds.iter_batches(batch_format="numpy"), np.asarray([r["id"] for r in data.pool], dtype=object),
+                  data.labels, bar.update)
     bar.close()
-    return PoolPredictions(np.asarray(ids, dtype=object), np.asarray(labels, dtype=object),
-                           np.asarray(confidence, dtype=np.float64)), dict(nodes)
+    return out
 
+
+POSITION = "position"  # a pool row's index in ``CotrainData.pool``: what pseudo-labelling rows carry as their id
+
+
+def collect(batches: Iterable[Mapping[str, np.ndarray]], ids: np.ndarray, labels: Sequence[str],
+            done: Callable[[int], Any] = lambda n: None) -> tuple[PoolPredictions, dict[str, int]]:
+    """Consume a pseudo-labelled stream (``position``, ``pseudo_label``, ``confidence``, ``node``
+    columns) into ``PoolPredictions`` over the pool rows ``ids[position]``, and count the rows each
+    Ray node predicted; ``done(n)`` after each batch of n rows.
+
+    The driver keeps three numbers a row while the stream runs (position, label code, confidence),
+    and the result refers to the objects of ``ids`` and ``labels`` instead of making a Python
+    string per row: about 24 bytes a pool row in all (``benchmarks/pool_scale.md``)."""
+    code = {label: i for i, label in enumerate(labels)}
+    positions, codes, confidence, nodes = [], [], [], Counter()
+    for batch in batches:
+        positions.append(np.asarray(batch[POSITION], dtype=np.int64))
+        codes.append(np.fromiter((code[y] for y in batch["pseudo_label"]), dtype=np.int32,
+                                 count=len(batch["pseudo_label"])))
+        confidence.append(np.asarray(batch["confidence"], dtype=np.float64))
+        nodes.update(batch["node"].tolist())
+        done(len(positions[-1]))
+    position = np.concatenate(positions) if positions else np.empty(0, dtype=np.int64)
+    label = np.concatenate(codes) if codes else np.empty(0, dtype=np.int32)
+    return PoolPredictions(ids[position], np.asarray(labels, dtype=object)[label],
+                           np.concatenate(confidence) if confidence else np.empty(0)), dict(nodes)

@@ -26,8 +26,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 Seed = int | Sequence[int]  # anything numpy.random.default_rng takes: (seed, iteration, learner) in the loop
@@ -47,14 +51,21 @@ class PoolPredictions:
         if len(self.labels) != n or len(self.confidence) != n:
             raise ValueError(f"ids, labels and confidence must have one entry per row: got {n}, "
                              f"{len(self.labels)}, {len(self.confidence)}")
-        if len(set(self.ids.tolist())) != n:
+        if self._index().has_duplicates:
             raise ValueError("pool ids must be unique")
+
+    def _index(self) -> pd.Index:
+        # A hash index in C over the ids' own objects: a Python dict of a million-row pool would
+        # cost ~100 bytes a row in the driver.
+        import pandas as pd
+
+        return pd.Index(self.ids, dtype=object, copy=False)
 
     def restrict(self, ids: Sequence[str]) -> PoolPredictions:
         """The predictions of the rows in ``ids``, in the order of ``ids``: Ray Data hands predictions
         back in no guaranteed order, and a seeded selection must see the same order every run."""
-        position = {row_id: i for i, row_id in enumerate(self.ids.tolist())}
-        keep = np.asarray([position[i] for i in ids if i in position], dtype=np.int64)
+        keep = self._index().get_indexer(np.asarray(ids, dtype=object))
+        keep = keep[keep >= 0]
         return PoolPredictions(self.ids[keep], self.labels[keep], self.confidence[keep])
 
 
@@ -111,9 +122,10 @@ def agreement(preds: PoolPredictions, *, threshold: float, size: int, seed: Seed
     """Candidates the partner learner labels the same way, then a uniform draw."""
     if partner is None:
         raise ValueError("agreement selection needs the partner learner's predictions (co-training only)")
-    partner_label = dict(zip(partner.ids.tolist(), partner.labels.tolist()))
     pool = candidates(preds, threshold)
-    agreed = pool[[partner_label.get(i) == label for i, label in zip(preds.ids[pool], preds.labels[pool])]]
+    where = partner._index().get_indexer(preds.ids[pool])  # -1: a row the partner did not predict
+    seen = where >= 0
+    agreed = pool[seen][partner.labels[where[seen]] == preds.labels[pool[seen]]]
     return np.sort(_draw(np.random.default_rng(seed), np.asarray(agreed, dtype=np.int64), size))
 
 
