@@ -52,6 +52,8 @@ def get_args():
     parser.add_argument("--name", help="sweep name (default: the space file's stem)")
     parser.add_argument("--storage", default="results/sweeps", help="directory or URI (s3://bucket/sweeps) holding the sweeps; on a cluster, one every node reaches")
     parser.add_argument("--resume", action="store_true", help="continue the interrupted sweep of the same name")
+    parser.add_argument("--max-failures", type=int, default=1,
+                        help="times a failed trial (e.g. on a lost node) runs again (default: 1)")
     args = parser.parse_args()
     if not args.space and not args.smoke:
         parser.error("--space is required (or --smoke, which defaults to search_spaces/smoke.yaml)")
@@ -68,7 +70,7 @@ def main() -> None:
                                          SMOKE_PRESETS[space.job] if args.smoke else None), overrides)
     name = args.name or Path(space.source).stem + ("-smoke" if args.smoke else "")
     settings = SweepSettings(name, args.storage, args.num_samples, args.searcher, args.scheduler,
-                             args.max_concurrent, args.resume)
+                             args.max_concurrent, args.resume, args.max_failures)
 
     sweep = prepare_sweep(space, base, settings)  # fails here, before Ray starts, on any bad key or value
     init_ray(args.address, args.verbose)

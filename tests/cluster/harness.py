@@ -147,13 +147,25 @@ class Head:
             return []
         return json.loads(proc.stdout)
 
+    def actors(self) -> list[dict]:
+        """The cluster's alive actors as ``ray list actors`` gives them (``class_name``, ``node_id``, ...)."""
+        proc = self.ray("list", "actors", "--address", self.address, "--format", "json", "--filter", "state=ALIVE",
+                        "--limit", "10000")
+        return json.loads(proc.stdout) if proc.returncode == 0 and proc.stdout.startswith("[") else []
+
     def node_ids(self) -> dict[str, str]:
-        """Node name (``head``, ``worker1``, ...) -> Ray node id, for the alive nodes."""
-        ids = {}
-        for node in self.alive():
-            names = [r for r in node["resources_total"] if r == "head" or r.startswith("worker")]
-            ids[names[0] if names else ("head" if node["is_head_node"] else node["node_id"])] = node["node_id"]
-        return ids
+        """Node name (``head``, ``worker1``, ...) -> Ray node id, for the alive nodes; waits until
+        every node this head started that is still running is listed with its resources."""
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while True:
+            ids = {}
+            for node in self.alive():
+                names = [r for r in node["resources_total"] if r == "head" or r.startswith("worker")]
+                ids[names[0] if names else ("head" if node["is_head_node"] else node["node_id"])] = node["node_id"]
+            running = {n.name for n in [self.node, *self.workers] if n is not None and n.process.poll() is None}
+            if running <= ids.keys() or time.monotonic() > deadline:
+                return ids
+            time.sleep(1)
 
 
 def _start(name: str, command: list[str], log: Path, env: dict[str, str]) -> Node:

@@ -8,17 +8,23 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
-from cluster.harness import ray_cluster_head
+from cluster.harness import Head, Node, ray_cluster_head
 from conftest import REPO
 
 pytestmark = pytest.mark.cluster
 
+# 200 rows per language: pool of 400, pseudo-labelled one row per batch, a pass long enough to
+# lose a node in its middle.
 JOB = [sys.executable, str(REPO / "jobs" / "cotrain.py"), "--smoke", "--set", "task.target_langs=[de, zh]",
-       "--set", "iterations=1", "--set", "lm.optim.epochs=2", "--set", "lm.scaling.threads=1",
-       "--set", "emb.scaling.threads=1", "--set", "inference.threads=1"]
+       "--set", "iterations=1", "--set", "data.max_examples=200", "--set", "lm.optim.epochs=2",
+       "--set", "lm.scaling.threads=1", "--set", "emb.scaling.threads=1", "--set", "inference.threads=1",
+       "--set", "inference.batch_size=1", "--set", "inference.encode_batch_size=1"]
+POOL_ROWS = 400
 # On the cluster, the LM learner's worker needs a node offering ``lm_host`` (two hold one: the
 # first, and a spare), the embedding learner's one offering ``emb_host``; two CPUs for the LM
 # worker keep the pseudo-labelling actor off the LM's node. It may restart twice.
@@ -27,46 +33,104 @@ ON_THE_CLUSTER = ["--set", "lm.scaling.cpus_per_worker=2", "--set", "lm.scaling.
                   "--set", "emb.scaling.resources={emb_host: 1}", "--set", "inference.num_cpus=1"]
 
 
-def state(out) -> dict:
+def env(data_dir) -> dict[str, str]:
+    return {"XLT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1"}
+
+
+def state(out: Path) -> dict:
     return json.loads((out / "state.json").read_text())
 
 
-def test_a_learner_node_lost_in_the_middle_of_a_fit(data_dir, tmp_path):
-    env = {"XLT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1"}
-    reference = subprocess.run([*JOB, "--set", f"output_dir={tmp_path / 'reference'}"], capture_output=True,
-                               text=True, timeout=600, env={**os.environ, **env, "RAY_ADDRESS": ""})
-    assert reference.returncode == 0, reference.stderr[-3000:]
+@pytest.fixture(scope="module")
+def reference(data_dir, tmp_path_factory) -> dict:
+    """The final loop state of the same job, uninterrupted, on a single-node Ray."""
+    out = tmp_path_factory.mktemp("reference")
+    proc = subprocess.run([*JOB, "--set", f"output_dir={out}"], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, **env(data_dir), "RAY_ADDRESS": ""})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return state(out)
 
-    out = tmp_path / "cluster"
+
+def assert_same_state(out: Path, reference: dict) -> None:
+    """Same received rows (in order, with their pseudo-labels), same pools, same records."""
+    after = state(out)
+    assert after["received"] == reference["received"] and after["pool"] == reference["pool"]
+    assert [h[k] for h in after["history"] for k in ("iteration", "learner")] == \
+        [h[k] for h in reference["history"] for k in ("iteration", "learner")]
+
+
+def run_and_fail(head: Head, data_dir, out: Path, log: Path, when: Callable[[], Node | None]) -> str:
+    """Submit the job, kill the node ``when`` returns as soon as it returns one, and return the
+    job's log once it has finished (successfully: asserted)."""
+    command = head.submit_command({"env_vars": env(data_dir)}, [*JOB, *ON_THE_CLUSTER, "--set", f"output_dir={out}"],
+                                  f"xlt-test-{out.name}", working_dir=False)
+    with open(log, "w") as sink:
+        job = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, cwd=REPO, env=head.env)
+    deadline = time.monotonic() + 300
+    while (victim := when()) is None:
+        assert job.poll() is None and time.monotonic() < deadline, log.read_text()[-4000:]
+        time.sleep(0.2)
+    victim.kill()
+    job.wait(timeout=600)
+    logs = log.read_text()
+    assert job.returncode == 0, logs[-4000:]
+    return logs
+
+
+def history(out: Path) -> list[dict]:
+    return json.loads((out / "results.json").read_text())["history"]
+
+
+def test_a_learner_node_lost_in_the_middle_of_a_fit(data_dir, tmp_path, reference):
+    out = tmp_path / "fit"
     with ray_cluster_head(cpus=0) as head:
         lm_hosts = [head.add_worker(cpus=2, resources={"lm_host": 1}) for _ in range(2)]  # one is the spare
         head.add_worker(cpus=1, resources={"emb_host": 1})
         head.add_worker(cpus=1)
         ids = head.node_ids()
-        command = head.submit_command({"env_vars": env}, [*JOB, *ON_THE_CLUSTER, "--set", f"output_dir={out}"],
-                                      "xlt-test-node-failure", working_dir=False)
-        log = tmp_path / "job.log"
-        with open(log, "w") as sink:
-            job = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, cwd=REPO, env=head.env)
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and not any((out / "learners" / "lm").glob("lm-iteration1-epoch001-*")):
-            assert job.poll() is None, log.read_text()[-4000:]
-            time.sleep(0.2)
-        # In iteration 1's LM fit, its first epoch checkpointed: the node the LM learner ran on so far
-        # (iteration 0's record in the loop state) fails.
-        (first,) = [h["nodes"]["fit"] for h in state(out)["history"] if h["learner"] == "lm"][0]
-        (lm_node,) = [node for node in lm_hosts if ids[node.name] == first]
-        lm_node.kill()
-        spare = next(node for node in lm_hosts if node is not lm_node)
-        job.wait(timeout=600)
-        logs = log.read_text()
-        assert job.returncode == 0, logs[-4000:]
 
-    history = json.loads((out / "results.json").read_text())["history"]
-    fits = {(h["learner"], h["iteration"]): h["nodes"]["fit"] for h in history}
+        def lm_node_once_iteration1_checkpointed() -> Node | None:
+            # In iteration 1's LM fit, its first epoch checkpointed: the node the LM learner ran on
+            # so far (iteration 0's record in the loop state) fails.
+            if not any((out / "learners" / "lm").glob("lm-iteration1-epoch001-*")):
+                return None
+            (first,) = [h["nodes"]["fit"] for h in state(out)["history"] if h["learner"] == "lm"][0]
+            return next(node for node in lm_hosts if ids[node.name] == first)
+
+        logs = run_and_fail(head, data_dir, out, tmp_path / "job.log", lm_node_once_iteration1_checkpointed)
+        (spare,) = [node for node in lm_hosts if node.process.poll() is None]
+
+    fits = {(h["learner"], h["iteration"]): h["nodes"]["fit"] for h in history(out)}
     assert fits[("lm", 1)] == [ids[spare.name]]  # restored on the spare
     assert "resuming after epoch 1" in logs
-    after, before = state(out), state(tmp_path / "reference")
-    assert after["received"] == before["received"] and after["pool"] == before["pool"]
-    assert [h[k] for h in after["history"] for k in ("iteration", "learner")] == \
-        [h[k] for h in before["history"] for k in ("iteration", "learner")]
+    assert_same_state(out, reference)
+
+
+def test_a_node_lost_while_pseudo_labelling(data_dir, tmp_path, reference):
+    out = tmp_path / "pseudo"
+    with ray_cluster_head(cpus=0) as head:
+        head.add_worker(cpus=2, resources={"lm_host": 1})
+        head.add_worker(cpus=1, resources={"emb_host": 1})
+        spares = [head.add_worker(cpus=1) for _ in range(2)]  # where pseudo-labelling actors can go
+        ids = head.node_ids()
+        killed: list[str] = []
+
+        def node_of_a_labelling_actor() -> Node | None:
+            # The first pass (the LM's pool, iteration 0) has an actor up and working: its node fails.
+            for actor in head.actors():
+                if "PseudoLabelUDF" in actor["class_name"]:
+                    node = next((n for n in spares if ids[n.name] == actor["node_id"]), None)
+                    if node is not None:
+                        time.sleep(1.0)  # some rows predicted before the loss
+                        killed.append(ids[node.name])
+                        return node
+            return None
+
+        run_and_fail(head, data_dir, out, tmp_path / "job.log", node_of_a_labelling_actor)
+
+    labelled = {h["learner"]: h["nodes"]["pseudo-label"] for h in history(out) if h["iteration"] == 0}
+    # The pass survived the loss: rows came from the lost node and from the one that took over, and
+    # every pool row of the LM was predicted exactly once (PoolPredictions refuses duplicate ids).
+    assert killed[0] in labelled["lm"] and len(labelled["lm"]) == 2, labelled
+    assert sum(labelled["lm"].values()) == POOL_ROWS
+    assert_same_state(out, reference)

@@ -35,8 +35,9 @@ from torch import nn
 from ..config import from_dict
 from ..progress import progress
 from . import reporting
-from .training import (TRAIN_EPOCH, TRAIN_GLOBAL_STEP, TRAIN_LOSS, TRAIN_SAMPLES_PER_S, EpochStats, Training,
-                       accumulation_step, all_reduce_sums, epoch_metrics, epoch_seed, grouped)
+from .training import (NODES, TRAIN_EPOCH, TRAIN_GLOBAL_STEP, TRAIN_LOSS, TRAIN_SAMPLES_PER_S, EpochStats,
+                       Training, accumulation_step, all_reduce_sums, epoch_metrics, epoch_seed, grouped,
+                       worker_nodes)
 
 logger = logging.getLogger(__name__)
 
@@ -225,11 +226,15 @@ def train_loop_per_worker(config: dict[str, Any], workload: Workload) -> None:
             local_shuffle_buffer_size=cfg.optim.shuffle_buffer or None, local_shuffle_seed=seed),
             workload, training, cfg, seed)
 
-    train_epochs(training, workload, cfg, batches, rank=rank, world=world, resumed_from=resumed_from)
+    # Every report names the node of each rank (``nodes``, comma-separated: a string, which Tune's
+    # loggers pass over, where a list would be taken for a histogram): where a run's workers were,
+    # also after a restart on other nodes (``docs/cluster.md``).
+    train_epochs(training, workload, cfg, batches, rank=rank, world=world, resumed_from=resumed_from,
+                 extra={NODES: ",".join(str(node) for node in worker_nodes())})
 
 
 def train_epochs(training: Training, workload: Workload, cfg: Any, batches: Callable[[int], Iterable[Any]], *,
-                 rank: int, world: int, resumed_from: int, extra: Mapping[str, float] | None = None,
+                 rank: int, world: int, resumed_from: int, extra: Mapping[str, Any] | None = None,
                  prefix: str = "") -> str | None:
     """Step 4 of the module docstring, from ``training.epoch`` to ``cfg.optim.epochs``:
     ``batches(seed)`` iterates this worker's micro-batches of one epoch, shuffled with ``seed``;

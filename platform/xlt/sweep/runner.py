@@ -51,7 +51,9 @@ Scheduler = Literal["asha", "none"]
 @dataclass(frozen=True)
 class SweepSettings:
     """How to run a space: where (``<storage_path>/<name>``), how many trials (0: the space's
-    ``num_samples``), with which searcher and scheduler, how many at once (0: as many as fit)."""
+    ``num_samples``), with which searcher and scheduler, how many at once (0: as many as fit), and
+    how often a failed trial runs again (a lost node fails the trials it held: Tune starts them
+    again, and each continues its own run from the trial directory; see ``trainables``)."""
 
     name: str
     storage_path: str = "results/sweeps"
@@ -60,6 +62,7 @@ class SweepSettings:
     scheduler: Scheduler = "asha"
     max_concurrent: int = 0
     resume: bool = False
+    max_failures: int = 1
 
     @property
     def directory(self) -> str:
@@ -187,6 +190,7 @@ class Sweep:
             scheduler=build_scheduler(settings.scheduler, job.time_attr, job.max_t(self.config)),
             resume=True if settings.resume else None,
             raise_on_failed_trial=False,
+            max_failures=settings.max_failures,
             trial_dirname_creator=_trial_dirname,
             callbacks=list(callbacks) or None,
             verbose=1,

@@ -1,0 +1,70 @@
+"""A fine-tuning sweep on a multi-node cluster (``cluster.harness``): its trials train on different
+worker nodes, and a node lost under a running trial costs the sweep nothing but time (the trial's
+Ray Train run resumes on another node from its latest epoch checkpoint, or Tune runs the trial
+again and it resumes from that checkpoint)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cluster.harness import ray_cluster_head
+from conftest import REPO
+
+pytestmark = pytest.mark.cluster
+
+EPOCHS = 4
+
+
+def epoch_reports(out: Path, epoch: int) -> dict[str, dict]:
+    """Trial id -> the metrics its Ray Train run reported with the checkpoint of ``epoch`` (written
+    into the trial's directory as the run goes; Tune's own result files reach storage later)."""
+    found = {}
+    for path in out.glob(f"trial_*/finetune/epoch{epoch:03d}-*/metrics.json"):
+        try:
+            found[path.parts[-4].removeprefix("trial_")] = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):  # being written
+            pass
+    return found
+
+
+def test_a_sweep_spreads_its_trials_and_survives_a_lost_node(data_dir, tmp_path):
+    out = tmp_path / "sweeps" / "nodes"
+    sweep = [sys.executable, str(REPO / "jobs" / "sweep.py"), "--smoke", "--name", "nodes", "--storage",
+             str(tmp_path / "sweeps"), "--searcher", "random", "--scheduler", "none", "--no-tracking",
+             "--set", f"optim.epochs={EPOCHS}", "--set", "data.max_examples=48", "--set", "scaling.threads=1"]
+    with ray_cluster_head(cpus=0) as head:
+        workers = [head.add_worker(cpus=1) for _ in range(4)]  # two trials' workers, two to spare
+        ids = head.node_ids()
+        command = head.submit_command({"env_vars": {"XLT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1"}},
+                                      sweep, "xlt-test-sweep-nodes", working_dir=False)
+        log = tmp_path / "job.log"
+        with open(log, "w") as sink:
+            job = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, cwd=REPO, env=head.env)
+        # A trial has reported (and checkpointed) its first epoch: the node of its training worker fails.
+        deadline = time.monotonic() + 300
+        while not (first := epoch_reports(out, 1)):
+            assert job.poll() is None and time.monotonic() < deadline, log.read_text()[-4000:]
+            time.sleep(0.2)
+        trial, report = sorted(first.items())[0]
+        (lost,) = report["nodes"].split(",")
+        next(node for node in workers if ids[node.name] == lost).kill()
+        job.wait(timeout=600)
+        logs = log.read_text()
+        assert job.returncode == 0, logs[-4000:]
+
+    result = json.loads((out / "results.json").read_text())
+    assert [t["status"] for t in result["trials"]] == ["TERMINATED"] * 2, result["trials"]
+    assert all(t["result"]["train/epoch"] == EPOCHS for t in result["trials"])
+    # The two trials trained side by side, on two different worker nodes; the trial that lost its node
+    # finished on another, continuing from a checkpoint, not from scratch.
+    last = {t["trial_id"]: t["result"] for t in result["trials"]}
+    (other,) = [result for trial_id, result in last.items() if trial_id != trial]
+    assert len({lost, other["nodes"]}) == 2 and {lost, other["nodes"]} <= {ids[w.name] for w in workers}
+    assert last[trial]["nodes"] != lost and last[trial]["train/resumed_from_step"] > 0, last
+    assert other["train/resumed_from_step"] == 0
