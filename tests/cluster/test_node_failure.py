@@ -1,5 +1,6 @@
-"""Losing a worker node in the middle of a co-training job on a multi-node cluster (``cluster.harness``):
-the job finishes, and its final state equals an uninterrupted run's on a single-node Ray."""
+"""Losing a worker node, or the driver, in the middle of a co-training job on a multi-node cluster
+(``cluster.harness``): the job finishes (or, resubmitted, resumes from what is on the object store),
+and its final state equals an uninterrupted run's on a single-node Ray."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 
 from cluster.harness import Head, Node, ray_cluster_head
 from conftest import REPO
+from xlt.storage import join, names, read_text
 
 pytestmark = pytest.mark.cluster
 
@@ -37,8 +39,8 @@ def env(data_dir) -> dict[str, str]:
     return {"XLT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1"}
 
 
-def state(out: Path) -> dict:
-    return json.loads((out / "state.json").read_text())
+def state(out: Path | str) -> dict:
+    return json.loads(read_text(join(str(out), "state.json")))
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +53,7 @@ def reference(data_dir, tmp_path_factory) -> dict:
     return state(out)
 
 
-def assert_same_state(out: Path, reference: dict) -> None:
+def assert_same_state(out: Path | str, reference: dict) -> None:
     """Same received rows (in order, with their pseudo-labels), same pools, same records."""
     after = state(out)
     assert after["received"] == reference["received"] and after["pool"] == reference["pool"]
@@ -133,4 +135,37 @@ def test_a_node_lost_while_pseudo_labelling(data_dir, tmp_path, reference):
     # every pool row of the LM was predicted exactly once (PoolPredictions refuses duplicate ids).
     assert killed[0] in labelled["lm"] and len(labelled["lm"]) == 2, labelled
     assert sum(labelled["lm"].values()) == POOL_ROWS
+    assert_same_state(out, reference)
+
+
+def test_the_driver_killed_and_the_job_resubmitted_resumes_from_the_store(data_dir, tmp_path, reference, s3):
+    import psutil
+
+    out = f"{s3}/cotrain"
+    job_env = {**env(data_dir), **{k: v for k, v in os.environ.items() if k.startswith("AWS_")}}
+    with ray_cluster_head(cpus=0) as head:
+        head.add_worker(cpus=2, resources={"lm_host": 1})
+        head.add_worker(cpus=1, resources={"emb_host": 1})
+        head.add_worker(cpus=1)
+        entrypoint = [*JOB, *ON_THE_CLUSTER, "--set", f"output_dir={out}"]
+        command = head.submit_command({"env_vars": job_env}, entrypoint, "xlt-test-driver-1", working_dir=False)
+        log = tmp_path / "job1.log"
+        with open(log, "w") as sink:
+            first = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, cwd=REPO, env=head.env)
+        # Iteration 0 is saved on the store and iteration 1's LM fit has checkpointed an epoch: the
+        # driver (the job's entrypoint process on the head) dies.
+        deadline = time.monotonic() + 300
+        while not any(name.startswith("lm-iteration1-epoch") for name in names(f"{out}/learners/lm")):
+            assert first.poll() is None and time.monotonic() < deadline, log.read_text()[-4000:]
+            time.sleep(0.5)
+        (driver,) = [p for p in psutil.process_iter(["cmdline"])  # not the shell around it, nor the CLI
+                     if (p.info["cmdline"] or [])[1:2] == [JOB[1]] and f"output_dir={out}" in p.info["cmdline"]]
+        driver.kill()
+        first.wait(timeout=120)
+        assert first.returncode != 0  # the job failed with its driver
+
+        _, again = head.submit({"env_vars": job_env}, entrypoint, working_dir=False)
+        assert again.returncode == 0, (again.stdout + again.stderr)[-4000:]
+
+    assert f"resuming {out} at iteration 1" in again.stdout + again.stderr
     assert_same_state(out, reference)
