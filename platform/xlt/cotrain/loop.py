@@ -32,6 +32,7 @@ a pair is pseudo-labelled, selected and exchanged as one row.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -71,6 +72,11 @@ class CotrainData:
     @property
     def labels(self) -> tuple[str, ...]:
         return self.task.labels
+
+    @functools.cached_property
+    def pool_ids(self) -> np.ndarray:
+        """The pool's ids in pool order (object array of the rows' own strings), made once per job."""
+        return np.asarray([row["id"] for row in self.pool], dtype=object)
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -272,8 +278,7 @@ def predict(cfg: CotrainConfig, name: str, state: Any, data: CotrainData) -> tup
     bar = progress(len(data.pool), f"pseudo-label {name}", "row")
     # Columns are picked by collect, not by select_columns: that adds a Ray Data task needing a CPU
     # slot, which a preset reserving the whole machine for learners and actors never frees.
-    out = collect(ds.iter_batches(batch_format="numpy"), np.asarray([r["id"] for r in data.pool], dtype=object),
-                  data.labels, bar.update)
+    out = collect(ds.iter_batches(batch_format="numpy"), data.pool_ids, data.labels, bar.update)
     bar.close()
     return out
 

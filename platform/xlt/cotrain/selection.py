@@ -24,6 +24,7 @@ in pool order, so a policy is a pure function of its arguments.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -51,12 +52,14 @@ class PoolPredictions:
         if len(self.labels) != n or len(self.confidence) != n:
             raise ValueError(f"ids, labels and confidence must have one entry per row: got {n}, "
                              f"{len(self.labels)}, {len(self.confidence)}")
-        if self._index().has_duplicates:
+        if self._index.has_duplicates:
             raise ValueError("pool ids must be unique")
 
+    @functools.cached_property
     def _index(self) -> pd.Index:
-        # A hash index in C over the ids' own objects: a Python dict of a million-row pool would
-        # cost ~100 bytes a row in the driver.
+        # A hash index in C over the ids' own objects (a Python dict of a million-row pool would
+        # cost ~100 bytes a row in the driver), built once: by the uniqueness check, then reused by
+        # ``restrict`` and ``agreement``.
         import pandas as pd
 
         return pd.Index(self.ids, dtype=object, copy=False)
@@ -64,7 +67,7 @@ class PoolPredictions:
     def restrict(self, ids: Sequence[str]) -> PoolPredictions:
         """The predictions of the rows in ``ids``, in the order of ``ids``: Ray Data hands predictions
         back in no guaranteed order, and a seeded selection must see the same order every run."""
-        keep = self._index().get_indexer(np.asarray(ids, dtype=object))
+        keep = self._index.get_indexer(np.asarray(ids, dtype=object))
         keep = keep[keep >= 0]
         return PoolPredictions(self.ids[keep], self.labels[keep], self.confidence[keep])
 
@@ -123,7 +126,7 @@ def agreement(preds: PoolPredictions, *, threshold: float, size: int, seed: Seed
     if partner is None:
         raise ValueError("agreement selection needs the partner learner's predictions (co-training only)")
     pool = candidates(preds, threshold)
-    where = partner._index().get_indexer(preds.ids[pool])  # -1: a row the partner did not predict
+    where = partner._index.get_indexer(preds.ids[pool])  # -1: a row the partner did not predict
     seen = where >= 0
     agreed = pool[seen][partner.labels[where[seen]] == preds.labels[pool[seen]]]
     return np.sort(_draw(np.random.default_rng(seed), np.asarray(agreed, dtype=np.int64), size))
