@@ -1,6 +1,6 @@
-"""Pseudo-labelling a large unlabelled pool: rows/s and memory at 10k, 100k and 1M rows.
+"""Co-training's pass over a large unlabelled pool: rows/s and memory at 10k, 100k and 1M rows.
 
-Run from the repository root on a quiet machine (about 15 minutes on 2 idle cores):
+Run from the repository root on a quiet machine (about 25 minutes on 2 idle cores):
 
     .venv/bin/python benchmarks/pool_scale.py                                  # writes pool_scale.md + .json
     .venv/bin/python benchmarks/pool_scale.py --sizes 2000 --out /tmp/x.md     # checks that it runs
@@ -10,30 +10,32 @@ Resumable: a size already in the JSON beside ``--out`` for the checked-out commi
 change to the driver's side is shown against the code before it. Each size runs in a subprocess of
 its own with a fresh local Ray (2 CPUs), so that no size's memory carries into the next.
 
-What runs, per size N, is co-training's pseudo-labelling pass and its driver side:
+What runs, per size N, is what the co-training loop runs (``xlt.cotrain.pool``), on a ``files``
+task written to a temporary directory first: the pool split of ten target languages of N / 10
+rows each (``text`` of 8–16 words drawn from a fixed vocabulary), a small English train split.
 
-- the pool is ``ray.data.range(N)`` turned into rows (``position``, ``text`` of 8–16 words drawn
-  from a fixed vocabulary, seeded by the row number) inside Ray Data's tasks, never in the driver;
-- ``xlt.inference.pseudo_label`` with ``tiny:bert`` and a fresh 7-label head (throughput and memory
-  do not depend on the weights), one actor, batches of 1,024 rows, sub-batches of 256;
-- the driver consumes the stream with ``xlt.cotrain.loop.collect``, as ``predict`` does, into
-  ``PoolPredictions`` over the pool's ids (an array of N strings made before the pass: the loop
-  holds its pool in the driver);
-- then what ``exchange`` does with them: ``restrict`` to the learner's pool ids, select
-  (``threshold-random``, t = 0, so every row is a candidate, the worst case, n = 234 as the demo),
-  and drop the selected ids from the pool list.
+- ``put_pool``: the pool read language by language and put into the object store;
+- one pseudo-labelling pass with both learners in each actor (``tiny:bert``, fresh 7-label heads
+  of two seeds: throughput and memory do not depend on the weights), one actor, batches of 1,024
+  rows, sub-batches of 256;
+- ``stream_selections`` into both learners' ``Selection`` (``threshold-random``, t = 0, so every
+  row is a candidate, the worst case; n = 234 as the demo), then the exactly-once ``Pass.check``
+  and ``exchange`` into a fresh loop state.
 
 Measured:
 
-- rows/s over the whole pass, and the seconds to the first output batch (actor start-up and the
-  first block; at 10k rows, two blocks, that is most of the pass);
+- rows/s over the pass, and the seconds to the first output batch;
 - peak resident memory of all processes (the driver and every Ray process it started: GCS, raylet,
   workers, actors), sampled every 0.25 s. This counts shared pages once per process that maps
   them, so it is an upper bound;
-- peak object store use, as the growth of ``/dev/shm`` (where Ray's object store lives here);
-- the driver's resident memory growth while collecting the predictions (not ``tracemalloc``, which
-  would slow the timed pass), and its Python allocations (``tracemalloc`` peak) for restrict +
-  select + pool bookkeeping, with their time.
+- peak object store use, as the growth of ``/dev/shm`` (where Ray's object store lives here); it
+  holds the pool itself now;
+- the driver's resident memory growth over ``put_pool`` (one language's rows pass through it) and
+  over the pass with its selection, and the seconds of ``put_pool``.
+
+Runs of commits before the loop streamed its pool (fdea726, 2fdb9fd) measured ``collect`` into
+``PoolPredictions`` over a pool made inside Ray Data, and ``restrict`` + ``select`` after it; their
+tables keep their own columns.
 """
 
 from __future__ import annotations
@@ -47,7 +49,6 @@ import subprocess
 import sys
 import threading
 import time
-import tracemalloc
 from pathlib import Path
 
 from machine import cpu_model  # noqa: E402  (benchmarks/machine.py)
@@ -69,15 +70,30 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def texts(batch: dict) -> dict:
-    """Ray Data UDF: row numbers -> ``position`` and a synthetic ``text`` of 8–16 words, seeded by the number."""
+LANGS = ("de", "fr", "es", "it", "pt", "nl", "pl", "ru", "zh", "ja")
+
+
+def write_task(root: Path, n: int) -> dict:
+    """A files task under ``root``: N pool rows over ``LANGS`` and 70 English train rows; its config."""
     import numpy as np
 
-    out = []
-    for i in batch["id"].tolist():
-        rng = np.random.default_rng(i)
-        out.append(" ".join(VOCABULARY[j] for j in rng.integers(0, len(VOCABULARY), rng.integers(8, 17))))
-    return {"position": batch["id"], "text": np.asarray(out, dtype=object)}
+    rng = np.random.default_rng(0)
+    english = root / "en"
+    english.mkdir(parents=True)
+    (english / "train.tsv").write_text("id\ttext\tlabel\n" + "".join(
+        f"en{i}\tlabelled sentence {i}\t{LABELS[i % len(LABELS)]}\n" for i in range(70)))
+    for k, lang in enumerate(LANGS):
+        rows = n // len(LANGS) + (k < n % len(LANGS))
+        lengths = rng.integers(8, 17, rows)
+        words = np.asarray(VOCABULARY, dtype=object)[rng.integers(0, len(VOCABULARY), (rows, 16))]
+        (root / lang).mkdir()
+        with open(root / lang / "pool.tsv", "w", encoding="utf-8") as f:
+            f.write("id\ttext\n")
+            for i in range(rows):
+                f.write(f"{lang}/{i}\t{' '.join(words[i, :lengths[i]])}\n")
+    return {"type": "files", "name": "synthetic", "path": f"{root}/{{lang}}/{{split}}.tsv",
+            "fields": {"id": "id", "text": "text", "label": "label"}, "labels": list(LABELS),
+            "source_lang": "en", "target_langs": list(LANGS), "splits": {"train": "train", "pool": "pool"}}
 
 
 class Sampler(threading.Thread):
@@ -110,55 +126,56 @@ class Sampler(threading.Thread):
 
 
 def run_one(n: int) -> dict:
-    import numpy as np
+    import tempfile
+
     import psutil
     import ray
     import ray.data
 
-    from xlt.cotrain.loop import collect
-    from xlt.cotrain.selection import select
+    from xlt.config import from_dict
+    from xlt.cotrain import LEARNERS, LoopState, exchange, load_cotrain_config
+    from xlt.cotrain.pool import put_pool, stream_selections
+    from xlt.cotrain.selection import Selection
     from xlt.inference import ClassifierSpec, pseudo_label
     from xlt.models import EncoderConfig
+    from xlt.tasks import TaskConfig, load_task
 
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-    ray.data.DataContext.get_current().enable_progress_bars = False
-    sampler = Sampler()
-    sampler.start()
-    blocks = max(2, n // 10_000)
-    pool = ray.data.range(n, override_num_blocks=blocks).map_batches(texts, batch_format="numpy")
-    spec = ClassifierSpec(model=EncoderConfig(source="tiny:bert", max_length=32), labels=LABELS)
-    ds = pseudo_label(pool, spec, batch_size=1024, encode_batch_size=256, num_actors=1, num_cpus=1, threads=2)
+    with tempfile.TemporaryDirectory() as tmp:
+        task = load_task(from_dict(TaskConfig, write_task(Path(tmp), n)))
+        cfg = load_cotrain_config(None, [f"task={{type: files, name: synthetic, path: '{tmp}/{{lang}}/{{split}}.tsv'}}"])
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+        ray.data.DataContext.get_current().enable_progress_bars = False
+        sampler = Sampler()
+        sampler.start()
+        driver = psutil.Process(os.getpid())
+        rss0, t0 = driver.memory_info().rss, time.monotonic()
+        stored = put_pool(task, 0)
+        put_s, put_rss = time.monotonic() - t0, driver.memory_info().rss - rss0
 
-    pool_ids = [f"pool/{i}" for i in range(n)]  # the loop state's list of a learner's pool
-    ids = np.asarray(pool_ids, dtype=object)
-    driver = psutil.Process(os.getpid())
-    rss0 = driver.memory_info().rss
-    start = time.monotonic()
-    first = []
-    preds, _ = collect(ds.iter_batches(batch_format="numpy"), ids, LABELS,
-                       lambda rows: first.append(time.monotonic()) if not first else None)
-    end = time.monotonic()
-    collect_rss = driver.memory_info().rss - rss0
-    sampler.done.set()
-    sampler.join()
-    sampler.sample()
-
-    tracemalloc.start()
-    before, t0 = tracemalloc.get_traced_memory()[0], time.monotonic()
-    own = preds.restrict(pool_ids)
-    picked = select("threshold-random", own, threshold=0.0, size=SELECTED, seed=[0, 0, 0])
-    taken = set(own.ids[picked].tolist())
-    pool_ids = [i for i in pool_ids if i not in taken]
-    select_s = time.monotonic() - t0
-    select_peak = tracemalloc.get_traced_memory()[1] - before
-    tracemalloc.stop()
-    assert len(preds.ids) == n and len(pool_ids) == n - SELECTED
-    ray.shutdown()
-    return {"rows": n, "blocks": blocks, "seconds": end - start, "rows_per_s": n / (end - start),
-            "first_batch_s": first[0] - start,
+        specs = {name: ClassifierSpec(model=EncoderConfig(source="tiny:bert", max_length=32, seed=k), labels=LABELS)
+                 for k, name in enumerate(LEARNERS)}
+        ds = pseudo_label(stored.dataset(), specs, batch_size=1024, encode_batch_size=256, num_actors=1, num_cpus=1,
+                          threads=2)
+        chosen = {name: Selection("threshold-random", threshold=0.0, size=SELECTED, seed=[0, 0, k])
+                  for k, name in enumerate(LEARNERS)}
+        rss0, start, first = driver.memory_info().rss, time.monotonic(), []
+        seen = stream_selections(ds.iter_batches(batch_format="pyarrow"), chosen,
+                                 done=lambda rows: first.append(time.monotonic()) if not first else None)
+        end = time.monotonic()
+        seen.check(stored)
+        state = LoopState.fresh(LEARNERS)
+        exchange(state, chosen, cfg, 0)
+        exchange_s = time.monotonic() - end
+        pass_rss = driver.memory_info().rss - rss0
+        sampler.done.set()
+        sampler.join()
+        sampler.sample()
+        assert seen.rows == n and all(len(state.received[name]) == SELECTED for name in LEARNERS)
+        ray.shutdown()
+    return {"rows": n, "blocks": len(stored.blocks), "seconds": end - start, "rows_per_s": n / (end - start),
+            "first_batch_s": first[0] - start, "put_s": put_s, "exchange_s": exchange_s,
             "peak_rss_all_mb": sampler.peak_rss / 2**20, "peak_object_store_mb": sampler.peak_shm / 2**20,
-            "driver_collect_rss_mb": collect_rss / 2**20,
-            "driver_select_peak_mb": select_peak / 2**20, "select_s": select_s}
+            "driver_put_rss_mb": put_rss / 2**20, "driver_pass_rss_mb": pass_rss / 2**20}
 
 
 def commit() -> str:
@@ -169,6 +186,22 @@ def commit() -> str:
 
 def load_average() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def row(r: dict) -> dict:
+    """A table row of one run: the streamed loop's columns, or those of the runs before it."""
+    common = {"pool rows": f"{r['rows']:,}", "rows/s": round(r["rows_per_s"]),
+              "s to 1st batch": round(r["first_batch_s"], 1) if "first_batch_s" in r else "",
+              "peak RSS, all processes (MB)": round(r["peak_rss_all_mb"]),
+              "peak object store (MB)": round(r["peak_object_store_mb"])}
+    if "driver_pass_rss_mb" in r:
+        return {**common, "driver: put_pool, RSS growth (MB)": round(r["driver_put_rss_mb"], 1),
+                "put_pool s": round(r["put_s"], 1),
+                "driver: pass + selection, RSS growth (MB)": round(r["driver_pass_rss_mb"], 1),
+                "exchange s": round(r["exchange_s"], 3), "1-min load before": r["load_before"].split()[0]}
+    return {**common, "driver: collect, RSS growth (MB)": round(r["driver_collect_rss_mb"], 1),
+            "driver: restrict + select + pool, Python peak (MB)": round(r["driver_select_peak_mb"], 1),
+            "select s": round(r["select_s"], 2), "1-min load before": r["load_before"].split()[0]}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -198,15 +231,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{n:,} rows: {runs[-1]['rows_per_s']:.0f} rows/s", file=sys.stderr)
     tables = []
     for version in dict.fromkeys(r["commit"] for r in sorted(runs, key=lambda r: r["finished"])):
-        table = markdown_table([{
-            "pool rows": f"{r['rows']:,}", "rows/s": round(r["rows_per_s"]),
-            "s to 1st batch": round(r["first_batch_s"], 1) if "first_batch_s" in r else "",
-            "peak RSS, all processes (MB)": round(r["peak_rss_all_mb"]),
-            "peak object store (MB)": round(r["peak_object_store_mb"]),
-            "driver: collect, RSS growth (MB)": round(r["driver_collect_rss_mb"], 1),
-            "driver: restrict + select + pool, Python peak (MB)": round(r["driver_select_peak_mb"], 1),
-            "select s": round(r["select_s"], 2), "1-min load before": r["load_before"].split()[0]}
-            for r in sorted(runs, key=lambda r: r["rows"]) if r["commit"] == version])
+        table = markdown_table([row(r) for r in sorted(runs, key=lambda r: r["rows"]) if r["commit"] == version])
         tables.append(f"### At {version}\n\n{table}\n")
     args.out.write_text(f"# Pseudo-labelling pool scale\n\n```\n{command_line()}\n```\n\n{cpu_model()}; "
                         f"see the docstring of benchmarks/pool_scale.py for what is measured.\n\n"

@@ -93,7 +93,7 @@ def main() -> None:
         "# SIB-200 co-training (Yu & Joty 2021, Table 2 / Fig. 3 analogue)",
         f"Command: `{command_line()}`  \nDate: {time.strftime('%Y-%m-%d')}. Seeds: "
         f"{', '.join(map(str, args.seeds))} (selection, head initialisation and shuffling; tables average over seeds).",
-        settings(cfg, len(data.labeled), len(data.pool)),
+        settings(cfg, len(data.labeled), data.pool_size),
         f"## {split.capitalize()} accuracy per language",
         markdown_table(language_table(records, langs, split)),
     ]

@@ -14,6 +14,7 @@ from cluster.harness import ray_cluster_head
 from conftest import REPO
 
 pytestmark = pytest.mark.cluster
+POOL_ROWS = 24  # the smoke preset's 12 pool rows in each of de and zh
 
 
 @pytest.fixture
@@ -47,7 +48,5 @@ def test_cotraining_spreads_its_learners_and_actors_over_the_worker_nodes(cluste
     used = {node for nodes in fits.values() for node in nodes} | {node for rows in labelled.values() for node in rows}
     assert used == workers, (fits, labelled, ids)  # each worker node ran something; the head ran only the driver
     assert fits[("lm", 0)] == fits[("lm", 1)] != fits[("emb", 0)]  # a learner's worker group stays where it started
-    # Every pool row was predicted once, by actors on worker nodes: the LM's pool before its picks.
-    state = json.loads((out / "state.json").read_text())
-    picked = [r for r in state["received"]["emb"] if r["selected_by"] == "lm"]
-    assert sum(labelled["lm"].values()) == len(state["pool"]["lm"]) + len(picked)
+    # Every pool row was predicted once (the pass checks it), by actors on worker nodes.
+    assert sum(labelled["lm"].values()) == POOL_ROWS

@@ -1,69 +1,98 @@
-"""Exchange bookkeeping over iterations: who receives what, pools shrink, nothing lost or duplicated."""
+"""Exchange bookkeeping over iterations (who receives what, pools shrink, nothing lost or duplicated),
+the loop state file, and a pseudo-labelled stream fed to the selections with its exactly-once check."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from conftest import TINY_TASK, TINY_TASK_OVERRIDE
 from xlt.config import ConfigError, from_dict
-from xlt.cotrain import LEARNERS, LoopState, PoolPredictions, exchange, load_cotrain_config, receiver
-from xlt.cotrain.loop import CotrainData, collect
+from xlt.cotrain import LEARNERS, LoopState, Selection, exchange, load_cotrain_config, receiver
+from xlt.cotrain.loop import CotrainData, selections
+from xlt.cotrain.pool import POOL_COLUMNS, Pass, StoredPool, fingerprint, stream_selections
 from xlt.tasks import Task, TaskConfig
 
 LABELS = ("a", "b", "c")
 
 
-def data(n_pool: int = 60, n_labeled: int = 30) -> CotrainData:
+def data(n_pool: int = 60, n_labeled: int = 30) -> tuple[CotrainData, dict[str, np.ndarray]]:
+    """The loop's data (labelled rows) and the pool's columns, as the stream carries them."""
     labeled = [{"id": f"l{i}", "text": f"labelled {i}", "label": LABELS[i % 3], "lang": "en"} for i in range(n_labeled)]
-    pool = [{"id": f"u{i}", "text": f"pool {i}", "lang": "de", "gold": LABELS[i % 3]} for i in range(n_pool)]
+    pool = {"id": [f"u{i}" for i in range(n_pool)], "text": [f"pool {i}" for i in range(n_pool)],
+            "text_pair": [None] * n_pool, "lang": ["de"] * n_pool, "gold": [LABELS[i % 3] for i in range(n_pool)]}
     task = Task(from_dict(TaskConfig, {**TINY_TASK, "labels": list(LABELS)}), None, {})
-    return CotrainData(task, labeled, pool, {"text": [], "label": [], "lang": []})
+    return (CotrainData(task, labeled, {"de": n_pool}, {"text": [], "label": [], "lang": []}),
+            {k: np.array(v, dtype=object) for k, v in pool.items()})
 
 
-def random_predictions(d: CotrainData, seed: int) -> PoolPredictions:
+def predicted(pool: dict[str, np.ndarray], seed: int) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
-    ids = np.array([r["id"] for r in d.pool], dtype=object)
-    return PoolPredictions(ids, np.array(LABELS, dtype=object)[rng.integers(0, 3, len(ids))], rng.uniform(0.5, 1, len(ids)))
+    n = len(pool["id"])
+    return np.array(LABELS, dtype=object)[rng.integers(0, 3, n)], rng.uniform(0.5, 1, n)
 
 
 @pytest.mark.parametrize("mode", ["cotrain", "self-train"])
 def test_exchange_over_iterations(mode):
     cfg = load_cotrain_config(None, [TINY_TASK_OVERRIDE, f"mode={mode}", "selection.threshold=0.6", "selection.seed=3"])
-    d = data()
-    state = LoopState.fresh(LEARNERS, [r["id"] for r in d.pool])
-    gold = {r["id"]: r["gold"] for r in d.pool}
+    d, pool = data()
+    state = LoopState.fresh(LEARNERS)
+    gold = dict(zip(pool["id"], pool["gold"]))
     for iteration in range(4):
-        preds = {name: random_predictions(d, 10 * iteration + k) for k, name in enumerate(LEARNERS)}
-        pools_before = {name: list(state.pool[name]) for name in LEARNERS}
+        chosen = selections(state, cfg, d, iteration)
+        preds = {name: predicted(pool, 10 * iteration + k) for k, name in enumerate(LEARNERS)}
+        for name in LEARNERS:
+            chosen[name].offer(pool, *preds[name])
+        pools_before = {name: set(pool["id"]) - state.selected(name) for name in LEARNERS}
         received_before = {name: len(state.received[name]) for name in LEARNERS}
-        stats = exchange(state, preds, cfg, d, iteration)
+        stats = exchange(state, chosen, cfg, iteration)
         for k, name in enumerate(LEARNERS):
             to = receiver(mode, name)
             assert to == (name if mode == "self-train" else LEARNERS[1 - k])
             new = [r for r in state.received[to][received_before[to]:] if r["selected_by"] == name]
             ids = [r["id"] for r in new]
             assert len(ids) == stats[name]["pseudo/selected"] <= 30 // 3  # n/3 of the labelled data
-            assert set(ids) <= set(pools_before[name])  # selected from the selector's own pool...
-            assert set(state.pool[name]) == set(pools_before[name]) - set(ids)  # ...which it leaves
-            own = {i: (label, c) for i, label, c in zip(preds[name].ids, preds[name].labels, preds[name].confidence)}
+            assert set(ids) <= pools_before[name]  # selected from the selector's own pool...
+            assert set(pool["id"]) - state.selected(name) == pools_before[name] - set(ids)  # ...which it leaves
+            own = {i: (label, c) for i, label, c in zip(pool["id"], *preds[name])}
             assert all(r["label"] == own[r["id"]][0] and own[r["id"]][1] > 0.6 for r in new)  # its own pseudo-label
-            assert all(r["iteration"] == iteration and r["text"] == f"pool {r['id'][1:]}" for r in new)
+            assert all(r["iteration"] == iteration and r["text"] == f"pool {r['id'][1:]}" and r["lang"] == "de"
+                       and r["text_pair"] is None for r in new)
             if ids:
                 assert stats[name]["pseudo/accuracy"] == pytest.approx(np.mean([gold[r["id"]] == r["label"] for r in new]))
     for name in LEARNERS:
         ids = [r["id"] for r in state.received[name]]
         assert len(ids) == len(set(ids))  # no labelled set receives a row twice
-        assert len(state.pool[name]) + sum(r["selected_by"] == name for learner in LEARNERS
-                                           for r in state.received[learner]) == len(d.pool)  # nothing lost
+        assert len(state.selected(name)) == sum(r["selected_by"] == name for learner in LEARNERS
+                                                 for r in state.received[learner])  # nothing lost
+
+
+def test_nothing_selected_is_scored_nan():
+    cfg = load_cotrain_config(None, [TINY_TASK_OVERRIDE, "selection.threshold=0.6"])
+    d, pool = data()
+    state = LoopState.fresh(LEARNERS)
+    chosen = selections(state, cfg, d, 0)
+    for name in LEARNERS:
+        chosen[name].offer(pool, predicted(pool, 0)[0], np.full(len(pool["id"]), 0.6))  # none above t
+    stats = exchange(state, chosen, cfg, 0)
+    assert stats["lm"]["pseudo/selected"] == 0 and np.isnan(stats["lm"]["pseudo/accuracy"])
+    assert state.received == {"lm": [], "emb": []}
 
 
 def test_state_round_trips_through_its_file(tmp_path):
-    state = LoopState.fresh(LEARNERS, ["u1", "u2"])
+    state = LoopState.fresh(LEARNERS)
     state.received["lm"].append({"id": "u1", "text": "x", "label": "a", "lang": "de", "iteration": 0,
                                  "selected_by": "emb"})
     state.iteration = 1
     state.save(tmp_path)
+    assert LoopState.load(tmp_path) == state
+    assert state.selected("emb") == {"u1"} and state.selected("lm") == set()
+    # A state file of an earlier version listed each learner's remaining pool: derived now, so dropped.
+    old = json.loads((tmp_path / "state.json").read_text()) | {"pool": {"lm": ["u1", "u2"], "emb": ["u2"]}}
+    (tmp_path / "state.json").write_text(json.dumps(old))
     assert LoopState.load(tmp_path) == state
     (tmp_path / "state.json").write_text("{not json")
     with pytest.raises(ValueError, match="is not a co-training state file"):
@@ -96,17 +125,37 @@ def test_custom_resources_of_learner_workers_count_in_the_footprint():
         load_cotrain_config(None, [TINY_TASK_OVERRIDE, "lm.scaling.resources={CPU: 1}"])
 
 
-def test_collect_maps_a_stream_in_any_order_back_to_pool_rows():
-    ids = np.array([f"u{i}" for i in range(7)], dtype=object)
-    batches = [{"position": np.array([5, 1]), "pseudo_label": np.array(["b", "a"], dtype=object),
-                "confidence": np.array([0.9, 0.6], dtype=np.float32), "node": np.array(["n1", "n1"], dtype=object)},
-               {"position": np.array([0, 6, 3]), "pseudo_label": np.array(["c", "c", "a"], dtype=object),
-                "confidence": np.array([0.5, 0.7, 0.8], dtype=np.float32), "node": np.array(["n2"] * 3, dtype=object)}]
-    done = []
-    preds, nodes = collect(iter(batches), ids, LABELS, done.append)
-    assert preds.ids.tolist() == ["u5", "u1", "u0", "u6", "u3"] and preds.labels.tolist() == ["b", "a", "c", "c", "a"]
-    assert preds.confidence.tolist() == [float(np.float32(c)) for c in (0.9, 0.6, 0.5, 0.7, 0.8)]
-    assert nodes == {"n1": 2, "n2": 3} and done == [2, 3]
-    assert preds.ids[0] is ids[5]  # the pool's own id objects, not a string made per row
-    empty, none = collect(iter([]), ids, LABELS)
-    assert len(empty.ids) == 0 and none == {}
+def labelled_batch(ids: list[str], node: str, seed: int) -> pa.Table:
+    """A batch as the actor pool hands it on: pool columns, both learners' predictions, node."""
+    rng = np.random.default_rng(seed)
+    n = len(ids)
+    columns = {"id": ids, "text": [f"t {i}" for i in ids], "text_pair": [None] * n, "lang": ["de"] * n,
+               "gold": ["a"] * n, "probabilities": [[0.5, 0.5]] * n, "node": [node] * n}
+    for name in LEARNERS:
+        columns[f"{name}_pseudo_label"] = list(np.array(LABELS, dtype=object)[rng.integers(0, 3, n)])
+        columns[f"{name}_confidence"] = rng.uniform(0.5, 1, n).astype(np.float32)
+    return pa.table(columns)
+
+
+def test_a_stream_in_any_order_feeds_both_selections_and_is_checked_exactly_once():
+    ids = [f"u{i}" for i in range(9)]
+    batches = [labelled_batch(ids[5:], "n1", 0), labelled_batch(ids[:2], "n2", 1), labelled_batch(ids[2:5], "n2", 2)]
+    stored = StoredPool([], [], len(ids), fingerprint(np.array(ids, dtype=object)))
+    done: list[int] = []
+    chosen = {name: Selection("agreement", threshold=0.0, size=100, seed=0) for name in LEARNERS}
+    seen = stream_selections(iter(batches), chosen, partners={"lm": "emb", "emb": "lm"}, done=done.append)
+    seen.check(stored)
+    assert seen.nodes == {"n1": 4, "n2": 5} and done == [4, 2, 3] and seen.rows == 9
+    table = pa.concat_tables(batches)
+    agreed = [i for i, a, b in zip(table["id"].to_pylist(), table["lm_pseudo_label"].to_pylist(),
+                                   table["emb_pseudo_label"].to_pylist()) if a == b]
+    for name in LEARNERS:
+        got = chosen[name].result()
+        assert sorted(got["id"].tolist()) == sorted(agreed) and set(got) == {*POOL_COLUMNS, "label", "confidence", "key"}
+    # A row lost, or doubled by a retry, fails the pass (O(1) memory: a count and a sum of hashes).
+    for wrong in ([batches[0], batches[1]], [*batches, labelled_batch(["u3"], "n1", 3)],
+                  [batches[0], batches[1], labelled_batch(["u2", "u3", "u3"], "n2", 2)]):
+        fresh = {name: Selection("threshold-random", threshold=0.0, size=1, seed=0) for name in LEARNERS}
+        with pytest.raises(RuntimeError, match="a row was lost or predicted twice"):
+            stream_selections(iter(wrong), fresh).check(stored)
+    assert fingerprint(np.array(ids[::-1], dtype=object)) == stored.fingerprint and Pass().fingerprint == 0

@@ -14,6 +14,7 @@ from xlt.inference import (
     ClassifierSpec,
     PseudoLabelUDF,
     load_classifier,
+    prediction_column,
     pseudo_label,
     share_classifier,
 )
@@ -88,7 +89,7 @@ def test_sorted_and_unsorted_give_the_same_predictions(path_spec: ClassifierSpec
     outputs = {}
     for sort in (True, False):
         udf = PseudoLabelUDF(path_spec, encode_batch_size=2, sort_by_length=sort)
-        encoder = udf.classifier.encoder
+        encoder = udf.classifiers[None].encoder
         calls: list[list[str]] = []
         embed = encoder.embed
         encoder.embed = lambda texts, embed=embed, calls=calls: (calls.append(list(texts)), embed(texts))[1]
@@ -100,6 +101,24 @@ def test_sorted_and_unsorted_give_the_same_predictions(path_spec: ClassifierSpec
     assert outputs[True].column("pseudo_label").equals(outputs[False].column("pseudo_label"))
     assert np.allclose(np.array(outputs[True].column("probabilities").to_pylist()),
                        np.array(outputs[False].column("probabilities").to_pylist()), atol=1e-5)
+
+
+def test_several_classifiers_in_one_pass_each_equal_their_own_udf(path_spec: ClassifierSpec, tmp_path: Path) -> None:
+    other = share_classifier(trained_like(seed=2), MODEL, path=tmp_path / "other.pt")
+    batch = batch_of(TEXTS)
+    out = PseudoLabelUDF({"lm": path_spec, "emb": other}, encode_batch_size=4)(batch)
+    assert out.column_names == [*batch.column_names, *(prediction_column(c, name) for name in ("lm", "emb")
+                                                       for c in ("pseudo_label", "confidence", "probabilities")), "node"]
+    for name, spec in (("lm", path_spec), ("emb", other)):
+        alone = PseudoLabelUDF(spec, encode_batch_size=4)(batch)
+        for column in ("pseudo_label", "confidence", "probabilities"):
+            assert out.column(prediction_column(column, name)).equals(alone.column(column)), (name, column)
+    assert out.column("lm_pseudo_label") != out.column("emb_pseudo_label")  # two heads, two predictions
+    paired = ClassifierSpec(MODEL, LABELS, path_spec.state, paired=True)
+    with pytest.raises(ValueError, match="must all read single texts or all sentence pairs"):
+        PseudoLabelUDF({"lm": path_spec, "emb": paired})
+    with pytest.raises(TypeError, match="spec 'emb' must be a ClassifierSpec"):
+        PseudoLabelUDF({"lm": path_spec, "emb": "model.pt"})
 
 
 def test_spec_round_trips_by_path_and_object_ref(ray_cluster, classifier: Classifier,

@@ -75,7 +75,7 @@ def kill_and_resume(out: Path | str, data_dir: Path, checkpointed: Callable[[], 
 
 def assert_same_run(out: Path | str, reference: Path) -> None:
     after, before = state(out), state(reference)
-    assert after["received"] == before["received"] and after["pool"] == before["pool"]
+    assert after["received"] == before["received"]  # so the same pools
     assert [(h["iteration"], h["learner"]) for h in after["history"]] == [(h["iteration"], h["learner"])
                                                                            for h in before["history"]]
 
@@ -88,12 +88,12 @@ def test_smoke_writes_tables_plots_progress_and_tracking(whole):
         assert (out / name).is_file(), name
     result = json.loads((out / "results.json").read_text())
     assert "cotrain.py" in result["command"] and len(result["history"]) == 6
-    assert {row["phase"] for row in result["phases"]} >= {"start Ray", "fit lm", "pseudo-label emb", "select and exchange"}
+    assert {row["phase"] for row in result["phases"]} >= {"start Ray", "fit lm", "pseudo-label and select", "exchange"}
     assert "### Where the time went" in proc.stdout
     assert "\nresume:  " in proc.stdout and "look:    MLflow: mlflow ui --backend-store-uri sqlite:///" in proc.stdout
     # Progress bars (rows, rate, ETA): the driver's pseudo-labelling, a learner's epochs and its evaluation
     # drawn from its Ray Train worker; Ray's own notices are off without --verbose.
-    for bar in ("pseudo-label lm", "lm-iteration0 epoch 1/1", "emb-iteration2 evaluate val"):
+    for bar in ("pseudo-label", "lm-iteration0 epoch 1/1", "emb-iteration2 evaluate val"):
         assert bar in proc.stderr, bar
     assert "row/s" in proc.stderr or "rows/s" in proc.stderr
     for noise in ("Started a local Ray instance", "Token authentication", "Failed to query Ray Train",

@@ -7,9 +7,10 @@ One iteration i = 0 .. s (s = ``cfg.iterations``):
    received so far (``xlt.cotrain.learner``);
 2. both are evaluated on every language (``<split>/acc/<lang>``); iteration 0 is each learner
    alone, the zero-shot baseline;
-3. if i < s: each learner pseudo-labels the unlabelled pool U with the ``xlt.inference``
-   actor pool (Alg. 1 predicts every x_u in U); from the rows still in its own pool U^k, the
-   selection policy picks the confident ones (``xlt.cotrain.selection``); co-training gives
+3. if i < s: both learners pseudo-label the unlabelled pool U in one pass of the
+   ``xlt.inference`` actor pool (Alg. 1 predicts every x_u in U; ``xlt.cotrain.pool``); from the
+   rows still in its own pool U^k, each learner's selection policy picks confident ones as the
+   predictions stream past (``xlt.cotrain.selection``); co-training gives
    them to the *other* learner's labelled set (§3.1: "the items selected by f^lm [are] merged
    into the original labeled data D for f^emb", and vice versa), self-training to the learner
    itself; either way they leave the selecting learner's pool (Alg. 1: U^k = U^k \\ S^k), so no
@@ -35,7 +36,7 @@ import contextlib
 import functools
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,7 +52,8 @@ from ..tasks import Task, load_task
 from ..train.data import eval_rows
 from .config import LEARNERS, RESUMABLE_CHANGES, CotrainConfig, read_config
 from .learner import Fit, fit, learner_service
-from .selection import PoolPredictions, default_size, select
+from .pool import StoredPool, count_pool, put_pool, stream_selections
+from .selection import Selection, default_size
 from .state import LoopState
 
 logger = logging.getLogger(__name__)
@@ -60,23 +62,29 @@ CONFIG_FILE = "config.yaml"
 
 @dataclass(frozen=True)
 class CotrainData:
-    """Labelled rows (``xlt.tasks.row``), the unlabelled pool (``id, text, text_pair, lang`` + ``gold``,
-    for scoring only; ``None`` where the data has no label) and evaluation rows (``text``,
-    ``text_pair``, ``label``, ``lang``)."""
+    """Labelled rows (``xlt.tasks.row``), the unlabelled pool's size per language (its rows stay
+    out of the driver: ``xlt.cotrain.pool``; at most ``pool_limit`` per language, 0 = all) and
+    evaluation rows (``text``, ``text_pair``, ``label``, ``lang``)."""
 
     task: Task
     labeled: list[dict[str, Any]]
-    pool: list[dict[str, Any]]
+    pool_counts: dict[str, int]
     evaluation_rows: list[dict[str, Any]]
+    pool_limit: int = 0
 
     @property
     def labels(self) -> tuple[str, ...]:
         return self.task.labels
 
+    @property
+    def pool_size(self) -> int:
+        return sum(self.pool_counts.values())
+
     @functools.cached_property
-    def pool_ids(self) -> np.ndarray:
-        """The pool's ids in pool order (object array of the rows' own strings), made once per job."""
-        return np.asarray([row["id"] for row in self.pool], dtype=object)
+    def stored_pool(self) -> StoredPool:
+        """The pool in Ray's object store (``put_pool``), put there on first use (Ray must be running)
+        and kept for the job: one read of the pool per job, not per pass."""
+        return put_pool(self.task, self.pool_limit)
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -88,9 +96,7 @@ def load_data(cfg: CotrainConfig) -> CotrainData:
     task = load_task(cfg.task, cfg.data.data_dir)
     n = cfg.data.max_examples
     labeled = task.rows("train", [task.source_lang], n)
-    pool = [{"id": r["id"], "text": r["text"], "text_pair": r["text_pair"], "lang": r["lang"], "gold": r["label"]}
-            for r in task.rows("pool", task.target_langs, n)]
-    return CotrainData(task, labeled, pool, eval_rows(task, cfg.data.eval_split, n))
+    return CotrainData(task, labeled, count_pool(task, n), eval_rows(task, cfg.data.eval_split, n), n)
 
 
 def receiver(mode: str, selector: str) -> str:
@@ -100,42 +106,35 @@ def receiver(mode: str, selector: str) -> str:
     return LEARNERS[1 - LEARNERS.index(selector)]
 
 
-def exchange(state: LoopState, preds: dict[str, PoolPredictions], cfg: CotrainConfig, data: CotrainData,
-             iteration: int) -> dict[str, dict[str, float]]:
-    """Select from each learner's pool and hand the rows over (step 3 of the module docstring).
-
-    All selections are made from the pools as they were at the start of the iteration, then
-    applied. Returns per selecting learner: candidates, selected, pseudo-label accuracy."""
+def selections(state: LoopState, cfg: CotrainConfig, data: CotrainData, iteration: int) -> dict[str, Selection]:
+    """Each learner's selection of ``iteration``: its policy and seed (seed, iteration, learner), over
+    the rows it has not selected before (its pool U^k)."""
     size = cfg.selection.size or default_size(len(data.labeled))
     prior = dict(Counter(row["label"] for row in data.labeled))
-    chosen: dict[str, PoolPredictions] = {}
-    candidates: dict[str, int] = {}
-    for k, name in enumerate(LEARNERS):
-        own = preds[name].restrict(state.pool[name])
-        partner = preds[LEARNERS[1 - k]] if cfg.mode == "cotrain" else None
-        idx = select(cfg.selection.policy, own, threshold=cfg.selection.threshold, size=size,
-                     seed=[cfg.selection.seed, iteration, k], class_prior=prior, partner=partner)
-        chosen[name] = PoolPredictions(own.ids[idx], own.labels[idx], own.confidence[idx])
-        candidates[name] = int((own.confidence > cfg.selection.threshold).sum())
-    # The pool rows of the selected ids only: an index of the whole pool would cost the driver ~100
-    # bytes a pool row.
-    wanted = {row_id for picked in chosen.values() for row_id in picked.ids.tolist()}
-    by_id = {row["id"]: row for row in data.pool if row["id"] in wanted}
+    return {name: Selection(cfg.selection.policy, threshold=cfg.selection.threshold, size=size,
+                            seed=[cfg.selection.seed, iteration, k], class_prior=prior,
+                            exclude=state.selected(name))
+            for k, name in enumerate(LEARNERS)}
+
+
+def exchange(state: LoopState, chosen: dict[str, Selection], cfg: CotrainConfig,
+             iteration: int) -> dict[str, dict[str, float]]:
+    """Hand each learner's selected rows over (step 3 of the module docstring). Every selection was
+    made over the pools as they were at the start of the iteration. Returns per selecting learner:
+    candidates, selected, pseudo-label accuracy against the pool's gold labels where it has them."""
     stats: dict[str, dict[str, float]] = {}
-    for name, picked in chosen.items():
-        gold = np.asarray([by_id[i]["gold"] for i in picked.ids], dtype=object)
+    for name, selection in chosen.items():
+        picked = selection.result()
+        gold = picked.get("gold", np.empty(0, dtype=object))
         scored = gold != None  # noqa: E711 (element-wise): pool rows without a gold label are not scored
-        stats[name] = {"pseudo/candidates": float(candidates[name]), "pseudo/selected": float(len(picked.ids)),
-                       "pseudo/accuracy": float((gold[scored] == picked.labels[scored]).mean())
+        stats[name] = {"pseudo/candidates": float(selection.candidates), "pseudo/selected": float(len(picked["id"])),
+                       "pseudo/accuracy": float((gold[scored] == picked["label"][scored]).mean())
                        if scored.any() else float("nan")}
-        taken = set(picked.ids.tolist())
-        state.pool[name] = [i for i in state.pool[name] if i not in taken]
         to = receiver(cfg.mode, name)
-        for row_id, label in zip(picked.ids.tolist(), picked.labels.tolist()):
-            row = by_id[row_id]
-            state.received[to].append({"id": row_id, "text": row["text"], "text_pair": row.get("text_pair"),
-                                       "label": label, "lang": row["lang"], "iteration": iteration,
-                                       "selected_by": name})
+        for i in range(len(picked["id"])):
+            state.received[to].append({"id": picked["id"][i], "text": picked["text"][i],
+                                       "text_pair": picked["text_pair"][i], "label": picked["label"][i],
+                                       "lang": picked["lang"][i], "iteration": iteration, "selected_by": name})
     return stats
 
 
@@ -168,7 +167,7 @@ def run_cotraining(cfg: CotrainConfig, *, data: CotrainData | None = None, stop_
     out = cfg.output_dir
     check_resumable(cfg, out)
     data = load_data(cfg) if data is None else data
-    state = LoopState.load(out) or LoopState.fresh(LEARNERS, [row["id"] for row in data.pool])
+    state = LoopState.load(out) or LoopState.fresh(LEARNERS)
     with staged(out) as local:
         save_config(cfg, local / CONFIG_FILE)
     if state.iteration > cfg.iterations:
@@ -184,14 +183,13 @@ def run_cotraining(cfg: CotrainConfig, *, data: CotrainData | None = None, stop_
             records = {name: {"iteration": iteration, "learner": name, "mode": cfg.mode, **fits[name].metrics,
                               "nodes": {"fit": fits[name].nodes}} for name in LEARNERS}
             if iteration < cfg.iterations:
-                preds = {}
-                for name in LEARNERS:
-                    with phases(f"pseudo-label {name}", iteration=iteration):
-                        preds[name], records[name]["nodes"]["pseudo-label"] = predict(cfg, name, fits[name].state,
-                                                                                      data)
-                with phases("select and exchange", iteration=iteration):
-                    for name, stats in exchange(state, preds, cfg, data, iteration).items():
+                chosen = selections(state, cfg, data, iteration)
+                with phases("pseudo-label and select", iteration=iteration):
+                    nodes = predict(cfg, {name: fits[name].state for name in LEARNERS}, data, chosen)
+                with phases("exchange", iteration=iteration):
+                    for name, stats in exchange(state, chosen, cfg, iteration).items():
                         records[name].update(stats)
+                        records[name]["nodes"]["pseudo-label"] = nodes
             state.history.extend(records[name] for name in LEARNERS)
             state.iteration = iteration + 1
             state.save(out)
@@ -257,54 +255,27 @@ def _train_row(received: dict[str, Any]) -> dict[str, Any]:
     return {key: received.get(key) for key in ("id", "text", "text_pair", "label", "lang")}
 
 
-def predict(cfg: CotrainConfig, name: str, state: Any, data: CotrainData) -> tuple[PoolPredictions, dict[str, int]]:
-    """Pseudo-label the whole pool with learner ``name``'s weights (``state``: an ObjectRef to its
-    fit's ``state_dict``) through the ``xlt.inference`` actor pool; keeps id, label, confidence,
-    and counts the rows each Ray node predicted."""
+def predict(cfg: CotrainConfig, states: dict[str, Any], data: CotrainData,
+            chosen: dict[str, Selection]) -> dict[str, int]:
+    """Pseudo-label the whole pool with both learners' weights (``states[name]``: an ObjectRef to its
+    fit's ``state_dict``) in one pass of the ``xlt.inference`` actor pool, feeding each learner's
+    selection as batches arrive; returns the rows each Ray node predicted."""
     import ray.data
 
     from ..inference import ClassifierSpec, pseudo_label
 
     ray.data.DataContext.get_current().enable_progress_bars = False
-
-    spec = ClassifierSpec(model=cfg.learner(name).model, labels=data.labels, state=state,
-                          paired=data.task.paired)
+    specs = {name: ClassifierSpec(model=cfg.learner(name).model, labels=data.labels, state=state,
+                                  paired=data.task.paired) for name, state in states.items()}
     inf = cfg.inference
-    columns = ("text", "text_pair") if data.task.paired else ("text",)
-    pool = ray.data.from_items([{POSITION: i, **{k: r[k] for k in columns}} for i, r in enumerate(data.pool)])
-    ds = pseudo_label(pool, spec, batch_size=inf.batch_size, encode_batch_size=inf.encode_batch_size,
-                      num_actors=inf.num_actors, num_cpus=inf.num_cpus, num_gpus=inf.num_gpus,
-                      threads=inf.torch_threads)
-    bar = progress(len(data.pool), f"pseudo-label {name}", "row")
-    # Columns are picked by collect, not by select_columns: that adds a Ray Data task needing a CPU
-    # slot, which a preset reserving the whole machine for learners and actors never frees.
-    out = collect(ds.iter_batches(batch_format="numpy"), data.pool_ids, data.labels, bar.update)
+    ds = pseudo_label(data.stored_pool.dataset(), specs, batch_size=inf.batch_size,
+                      encode_batch_size=inf.encode_batch_size, num_actors=inf.num_actors, num_cpus=inf.num_cpus,
+                      num_gpus=inf.num_gpus, threads=inf.torch_threads)
+    partners = {name: LEARNERS[1 - k] for k, name in enumerate(LEARNERS)} if cfg.mode == "cotrain" else None
+    bar = progress(data.pool_size, "pseudo-label", "row")
+    # Columns are picked by stream_selections, not by select_columns: that adds a Ray Data task needing
+    # a CPU slot, which a preset reserving the whole machine for learners and actors never frees.
+    seen = stream_selections(ds.iter_batches(batch_format="pyarrow"), chosen, partners=partners, done=bar.update)
     bar.close()
-    return out
-
-
-POSITION = "position"  # a pool row's index in ``CotrainData.pool``: what pseudo-labelling rows carry as their id
-
-
-def collect(batches: Iterable[Mapping[str, np.ndarray]], ids: np.ndarray, labels: Sequence[str],
-            done: Callable[[int], Any] = lambda n: None) -> tuple[PoolPredictions, dict[str, int]]:
-    """Consume a pseudo-labelled stream (``position``, ``pseudo_label``, ``confidence``, ``node``
-    columns) into ``PoolPredictions`` over the pool rows ``ids[position]``, and count the rows each
-    Ray node predicted; ``done(n)`` after each batch of n rows.
-
-    The driver keeps three numbers a row while the stream runs (position, label code, confidence),
-    and the result refers to the objects of ``ids`` and ``labels`` instead of making a Python
-    string per row: about 24 bytes a pool row in all (``benchmarks/pool_scale.md``)."""
-    code = {label: i for i, label in enumerate(labels)}
-    positions, codes, confidence, nodes = [], [], [], Counter()
-    for batch in batches:
-        positions.append(np.asarray(batch[POSITION], dtype=np.int64))
-        codes.append(np.fromiter((code[y] for y in batch["pseudo_label"]), dtype=np.int32,
-                                 count=len(batch["pseudo_label"])))
-        confidence.append(np.asarray(batch["confidence"], dtype=np.float64))
-        nodes.update(batch["node"].tolist())
-        done(len(positions[-1]))
-    position = np.concatenate(positions) if positions else np.empty(0, dtype=np.int64)
-    label = np.concatenate(codes) if codes else np.empty(0, dtype=np.int32)
-    return PoolPredictions(ids[position], np.asarray(labels, dtype=object)[label],
-                           np.concatenate(confidence) if confidence else np.empty(0)), dict(nodes)
+    seen.check(data.stored_pool)
+    return dict(seen.nodes)

@@ -1,4 +1,4 @@
-"""Which pseudo-labelled rows a learner hands on: pure, seeded selection policies (Yu & Joty 2021, §3.1, §4.2).
+"""Which pseudo-labelled rows a learner hands on: seeded selection policies over a stream (Yu & Joty 2021, §3.1, §4.2).
 
 Yu & Joty 2021, Alg. 1 and §4.2 ("Co-training"): the candidates of a learner are the pool rows its
 prediction labels with confidence above a threshold t, C = {(x_u, y_u) | c_u > t}; "during each
@@ -18,79 +18,32 @@ the pool may differ from that of the labelled data; two policies for that are he
 
 Readings chosen: confidence is compared strictly (c > t, as Alg. 1 writes it); the size is
 ``floor(n / 3)`` unless set (``size``); "randomly choose" is a uniform draw without replacement.
-Every draw uses ``numpy.random.default_rng(seed)`` and nothing else, and the result is returned
-in pool order, so a policy is a pure function of its arguments.
+
+How the draw is made, so that it needs neither the pool nor its order: every row gets a key, a
+keyed hash (SipHash-2-4, ``pandas.util.hash_array``) of its id under a key derived from the seed
+(``draw_keys``), and the draw is the ``size`` candidates with the smallest keys. Under a
+pseudo-random function every ordering of the candidates by key is equally likely, so these are a
+uniform draw of ``min(size, |C|)`` without replacement. ``Selection`` keeps only those smallest
+keys while prediction batches stream past, in any order and any split into batches, so the
+driver holds O(size) rows however large the pool (``benchmarks/pool_scale.md``), and a seed picks
+the same rows every run. Two ids with the same 64-bit key (odds ~ R² / 2^65 for R candidates)
+would be ordered by arrival.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+import hashlib
+from collections.abc import Collection, Mapping, Sequence
 
 import numpy as np
 
-if TYPE_CHECKING:
-    import pandas as pd
-
-
-Seed = int | Sequence[int]  # anything numpy.random.default_rng takes: (seed, iteration, learner) in the loop
-
-
-@dataclass(frozen=True)
-class PoolPredictions:
-    """One learner's predictions over pool rows: ``ids`` (R,), ``labels`` (R,) label names,
-    ``confidence`` (R,) = the probability of the predicted label."""
-
-    ids: np.ndarray
-    labels: np.ndarray
-    confidence: np.ndarray
-
-    def __post_init__(self) -> None:
-        n = len(self.ids)
-        if len(self.labels) != n or len(self.confidence) != n:
-            raise ValueError(f"ids, labels and confidence must have one entry per row: got {n}, "
-                             f"{len(self.labels)}, {len(self.confidence)}")
-        if self._index.has_duplicates:
-            raise ValueError("pool ids must be unique")
-
-    @functools.cached_property
-    def _index(self) -> pd.Index:
-        # A hash index in C over the ids' own objects (a Python dict of a million-row pool would
-        # cost ~100 bytes a row in the driver), built once: by the uniqueness check, then reused by
-        # ``restrict`` and ``agreement``.
-        import pandas as pd
-
-        return pd.Index(self.ids, dtype=object, copy=False)
-
-    def restrict(self, ids: Sequence[str]) -> PoolPredictions:
-        """The predictions of the rows in ``ids``, in the order of ``ids``: Ray Data hands predictions
-        back in no guaranteed order, and a seeded selection must see the same order every run."""
-        keep = self._index.get_indexer(np.asarray(ids, dtype=object))
-        keep = keep[keep >= 0]
-        return PoolPredictions(self.ids[keep], self.labels[keep], self.confidence[keep])
+Seed = int | Sequence[int]  # (seed, iteration, learner) in the loop
+POLICIES: tuple[str, ...] = ("threshold-random", "class-balanced", "agreement")
 
 
 def default_size(num_labeled: int) -> int:
     """Yu & Joty 2021, §4.2: n/3 of the raw labelled data per iteration (rounded down)."""
     return num_labeled // 3
-
-
-def candidates(preds: PoolPredictions, threshold: float) -> np.ndarray:
-    """Indices of the rows whose confidence exceeds ``threshold`` (Alg. 1's C)."""
-    return np.flatnonzero(preds.confidence > threshold)
-
-
-def _draw(rng: np.random.Generator, pool: np.ndarray, n: int) -> np.ndarray:
-    return pool if len(pool) <= n else rng.choice(pool, size=n, replace=False)
-
-
-def threshold_random(preds: PoolPredictions, *, threshold: float, size: int, seed: Seed,
-                     class_prior: Mapping[str, int] | None = None,
-                     partner: PoolPredictions | None = None) -> np.ndarray:
-    """Yu & Joty 2021: a uniform draw of min(size, |C|) candidates."""
-    return np.sort(_draw(np.random.default_rng(seed), candidates(preds, threshold), size))
 
 
 def quotas(prior: Mapping[str, int], size: int) -> dict[str, int]:
@@ -106,45 +59,86 @@ def quotas(prior: Mapping[str, int], size: int) -> dict[str, int]:
     return out
 
 
-def class_balanced(preds: PoolPredictions, *, threshold: float, size: int, seed: Seed,
-                   class_prior: Mapping[str, int] | None = None,
-                   partner: PoolPredictions | None = None) -> np.ndarray:
-    """Candidates drawn per predicted class, in the labelled data's class proportions."""
-    if not class_prior:
-        raise ValueError("class-balanced selection needs class_prior: the labelled data's count per class")
-    rng = np.random.default_rng(seed)
-    pool = candidates(preds, threshold)
-    chosen = [_draw(rng, pool[preds.labels[pool] == label], quota)
-              for label, quota in sorted(quotas(class_prior, size).items())]
-    return np.sort(np.concatenate(chosen)) if chosen else np.empty(0, dtype=np.int64)
+def draw_keys(ids: np.ndarray, seed: Seed) -> np.ndarray:
+    """A uint64 key per id: SipHash of the id's UTF-8 bytes under a 16-byte key made from ``seed``.
+    The same id and seed give the same key on any machine, in any batch."""
+    import pandas as pd
+
+    parts = [seed] if isinstance(seed, int) else list(seed)
+    hash_key = hashlib.blake2b(repr([int(p) for p in parts]).encode(), digest_size=8).hexdigest()
+    return pd.util.hash_array(np.asarray(ids, dtype=object), hash_key=hash_key, categorize=False)
 
 
-def agreement(preds: PoolPredictions, *, threshold: float, size: int, seed: Seed,
-              class_prior: Mapping[str, int] | None = None,
-              partner: PoolPredictions | None = None) -> np.ndarray:
-    """Candidates the partner learner labels the same way, then a uniform draw."""
-    if partner is None:
-        raise ValueError("agreement selection needs the partner learner's predictions (co-training only)")
-    pool = candidates(preds, threshold)
-    where = partner._index.get_indexer(preds.ids[pool])  # -1: a row the partner did not predict
-    seen = where >= 0
-    agreed = pool[seen][partner.labels[where[seen]] == preds.labels[pool[seen]]]
-    return np.sort(_draw(np.random.default_rng(seed), np.asarray(agreed, dtype=np.int64), size))
+class Selection:
+    """One learner's selection in one iteration, fed prediction batches as they stream past.
+
+    ``offer(rows, labels, confidence, partner)`` per batch: ``rows`` are the columns to keep for
+    the selected rows (``id`` among them), ``labels`` and ``confidence`` this learner's
+    predictions, ``partner`` the partner learner's labels (``agreement`` only). Rows whose id is
+    in ``exclude`` (those this learner selected before: Alg. 1's U^k = U^k \\ S^k) are not
+    candidates. ``result()``: the selected rows' columns plus ``label`` and ``confidence``, in
+    key order; ``candidates``: how many rows passed the threshold (agreement not required).
+    """
+
+    def __init__(self, policy: str, *, threshold: float, size: int, seed: Seed,
+                 class_prior: Mapping[str, int] | None = None, exclude: Collection[str] = frozenset()) -> None:
+        if policy not in POLICIES:
+            raise ValueError(f"unknown selection policy {policy!r}; valid: {', '.join(POLICIES)}")
+        if not 0.0 <= threshold < 1.0:
+            raise ValueError(f"threshold={threshold} must be in [0, 1): confidences are probabilities")
+        if size < 0:
+            raise ValueError(f"size={size} must be >= 0")
+        if policy == "class-balanced" and not class_prior:
+            raise ValueError("class-balanced selection needs class_prior: the labelled data's count per class")
+        self.policy, self.threshold, self.seed = policy, threshold, seed
+        # One group per class with its quota (class-balanced), else one group of the whole size.
+        self.quota: dict[str | None, int] = quotas(class_prior, size) if policy == "class-balanced" else {None: size}
+        self.exclude = exclude if isinstance(exclude, (set, frozenset)) else frozenset(exclude)
+        self.candidates = 0
+        self._kept: dict[str | None, dict[str, np.ndarray]] = {}
+        self._columns: tuple[str, ...] = ("id",)
+
+    def offer(self, rows: Mapping[str, np.ndarray], labels: np.ndarray, confidence: np.ndarray,
+              partner: np.ndarray | None = None) -> None:
+        ids = np.asarray(rows["id"], dtype=object)
+        self._columns = tuple(rows)
+        labels = np.asarray(labels, dtype=object)
+        confidence = np.asarray(confidence, dtype=np.float64)
+        mask = confidence > self.threshold
+        if self.exclude:
+            mask &= np.fromiter((i not in self.exclude for i in ids), dtype=bool, count=len(ids))
+        self.candidates += int(mask.sum())
+        if self.policy == "agreement":
+            if partner is None:
+                raise ValueError("agreement selection needs the partner learner's labels (co-training only)")
+            mask &= np.asarray(partner, dtype=object) == labels
+        if not mask.any():
+            return
+        new = {name: np.asarray(values, dtype=object)[mask] for name, values in rows.items()}
+        new |= {"label": labels[mask], "confidence": confidence[mask], "key": draw_keys(ids[mask], self.seed)}
+        for group, quota in self.quota.items():
+            part = new if group is None else {k: v[new["label"] == group] for k, v in new.items()}
+            if quota and len(part["key"]):
+                self._kept[group] = _smallest(_concat(self._kept.get(group), part), quota)
+
+    def result(self) -> dict[str, np.ndarray]:
+        kept = [group for group in self._kept.values() if len(group["key"])]
+        if not kept:
+            return {**{name: np.empty(0, dtype=object) for name in (*self._columns, "label")},
+                    "confidence": np.empty(0), "key": np.empty(0, dtype=np.uint64)}
+        out = _concat(*kept) if len(kept) > 1 else kept[0]
+        order = np.argsort(out["key"], kind="stable")
+        return {name: values[order] for name, values in out.items()}
 
 
-Policy = Callable[..., np.ndarray]
-POLICIES: dict[str, Policy] = {"threshold-random": threshold_random, "class-balanced": class_balanced,
-                               "agreement": agreement}
+def _concat(*parts: dict[str, np.ndarray] | None) -> dict[str, np.ndarray]:
+    parts = [p for p in parts if p is not None]
+    return {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
 
 
-def select(policy: str, preds: PoolPredictions, *, threshold: float, size: int, seed: Seed,
-           class_prior: Mapping[str, int] | None = None, partner: PoolPredictions | None = None) -> np.ndarray:
-    """Indices into ``preds`` of the rows ``policy`` selects (sorted, unique, at most ``size``)."""
-    if policy not in POLICIES:
-        raise ValueError(f"unknown selection policy {policy!r}; valid: {', '.join(POLICIES)}")
-    if not 0.0 <= threshold < 1.0:
-        raise ValueError(f"threshold={threshold} must be in [0, 1): confidences are probabilities")
-    if size < 0:
-        raise ValueError(f"size={size} must be >= 0")
-    return POLICIES[policy](preds, threshold=threshold, size=size, seed=seed, class_prior=class_prior,
-                            partner=partner)
+def _smallest(columns: dict[str, np.ndarray], k: int) -> dict[str, np.ndarray]:
+    keys = columns["key"]
+    if len(keys) <= k:
+        return columns
+    keep = np.argpartition(keys, k - 1)[:k]
+    return {name: values[keep] for name, values in columns.items()}

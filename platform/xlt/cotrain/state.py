@@ -5,8 +5,9 @@ is bookkeeping only, small and exact:
 
 - ``iteration``: the next iteration to run (its fit comes first);
 - ``received[learner]``: the pseudo-labelled rows given to that learner so far, in order, each
-  with the iteration and the learner that selected it;
-- ``pool[learner]``: the ids still in that learner's unlabelled pool (Alg. 1's U^lm / U^emb);
+  with the iteration and the learner that selected it. A learner's unlabelled pool (Alg. 1's
+  U^lm / U^emb) is the whole pool less the rows it selected (``selected``), so the state grows
+  with the selections, not with the pool;
 - ``history``: one metrics record per (iteration, learner).
 
 It is written atomically (temporary file + rename, or one object put on a store) after every iteration, so a job killed at
@@ -29,12 +30,15 @@ STATE_FILE = "state.json"
 class LoopState:
     iteration: int
     received: dict[str, list[dict[str, Any]]]
-    pool: dict[str, list[str]]
     history: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
-    def fresh(cls, learners: tuple[str, ...], pool_ids: list[str]) -> LoopState:
-        return cls(0, {name: [] for name in learners}, {name: list(pool_ids) for name in learners})
+    def fresh(cls, learners: tuple[str, ...]) -> LoopState:
+        return cls(0, {name: [] for name in learners})
+
+    def selected(self, learner: str) -> set[str]:
+        """The ids ``learner`` has selected so far: the rows gone from its pool (U^k = U^k \\ S^k)."""
+        return {row["id"] for rows in self.received.values() for row in rows if row["selected_by"] == learner}
 
     def save(self, directory: str | Path) -> str:
         """Write ``state.json`` into ``directory`` (local: temporary file + rename; a URI: one object put,
@@ -52,6 +56,8 @@ class LoopState:
         if text is None:
             return None
         try:
-            return cls(**json.loads(text))
+            fields = json.loads(text)
+            fields.pop("pool", None)  # older state files listed each learner's remaining pool ids: derived now
+            return cls(**fields)
         except (json.JSONDecodeError, TypeError) as e:
             raise ValueError(f"{path} is not a co-training state file ({e}); move it away to start over") from e

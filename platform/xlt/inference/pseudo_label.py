@@ -22,6 +22,7 @@ stream through in batches; nothing is materialised until the caller consumes the
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -40,7 +41,15 @@ if TYPE_CHECKING:
 #   confidence     float32         its probability, max_k p_k (c_u)
 #   probabilities  list<float32>   p_k for every label, in ``ClassifierSpec.labels`` order
 #   node           dictionary<string>  the Ray node of the actor that predicted the row (null outside Ray)
-OUTPUT_COLUMNS: tuple[str, ...] = ("pseudo_label", "confidence", "probabilities", "node")
+# With several classifiers (a mapping name -> spec) the first three come once per classifier,
+# named ``<name>_pseudo_label`` etc. (``prediction_column``); ``node`` once.
+PREDICTION_COLUMNS: tuple[str, ...] = ("pseudo_label", "confidence", "probabilities")
+OUTPUT_COLUMNS: tuple[str, ...] = (*PREDICTION_COLUMNS, "node")
+
+
+def prediction_column(column: str, name: str | None = None) -> str:
+    """``column`` of classifier ``name``'s predictions (``None``: the only classifier)."""
+    return column if name is None else f"{name}_{column}"
 
 
 class PseudoLabelUDF:
@@ -60,19 +69,27 @@ class PseudoLabelUDF:
     ``num_gpus``), else on the CPU. Can be called by hand on a ``pyarrow.Table``.
 
     A sentence-pair classifier (``ClassifierSpec.paired``) reads ``(text_column, pair_column)``.
+
+    ``spec`` may be a mapping ``name -> ClassifierSpec``: every actor then loads each classifier
+    once and every row gets each one's prediction (``prediction_column``) in one pass over the
+    pool, which is how co-training pseudo-labels with both learners and judges their agreement
+    row by row. They must agree on ``paired``: they read the same rows.
     """
 
-    def __init__(self, spec: ClassifierSpec, *, encode_batch_size: int = 64, sort_by_length: bool = True,
-                 text_column: str = "text", pair_column: str = "text_pair", num_threads: int | None = None) -> None:
+    def __init__(self, spec: ClassifierSpec | Mapping[str, ClassifierSpec], *, encode_batch_size: int = 64,
+                 sort_by_length: bool = True, text_column: str = "text", pair_column: str = "text_pair",
+                 num_threads: int | None = None) -> None:
         import torch
 
         check(encode_batch_size >= 1, "encode_batch_size", encode_batch_size, "an integer >= 1")
+        specs = _named(spec)
         if num_threads is not None:
             check(num_threads >= 1, "num_threads", num_threads, "an integer >= 1, or None")
             torch.set_num_threads(num_threads)
-        self.classifier = load_classifier(spec).to("cuda" if torch.cuda.is_available() else "cpu")
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        self.classifiers = {name: load_classifier(s).to(device) for name, s in specs.items()}
         self.encode_batch_size, self.sort_by_length, self.text_column = encode_batch_size, sort_by_length, text_column
-        self.pair_column = pair_column if spec.paired else None
+        self.pair_column = pair_column if next(iter(specs.values())).paired else None
         self.node = this_node()
 
     def __call__(self, batch: pa.Table) -> pa.Table:
@@ -94,17 +111,20 @@ class PseudoLabelUDF:
                                  "drop them before pseudo-labelling (a null has no prediction)")
         sides = [batch.column(name).to_pylist() for name in columns]
         items = sides[0] if len(sides) == 1 else list(zip(*sides))
-        pred = self.classifier.predict(items, batch_size=self.encode_batch_size, sort_by_length=self.sort_by_length)
-        labels, confidence, probabilities = pred.labels, pred.confidence, pred.probabilities
-        probabilities = np.asarray(probabilities, dtype=np.float32)  # (B, C)
-        n, c = probabilities.shape
-        added = {
-            "pseudo_label": pa.array(labels, type=pa.string()),
-            "confidence": pa.array(np.asarray(confidence, dtype=np.float32), type=pa.float32()),
-            "probabilities": pa.ListArray.from_arrays(pa.array(np.arange(0, n * c + 1, c, dtype=np.int32)),
-                                                      pa.array(probabilities.reshape(-1), type=pa.float32())),
-            "node": pa.array([self.node] * n, type=pa.string()).dictionary_encode(),
-        }
+        added = {}
+        for name, classifier in self.classifiers.items():
+            pred = classifier.predict(items, batch_size=self.encode_batch_size, sort_by_length=self.sort_by_length)
+            probabilities = np.asarray(pred.probabilities, dtype=np.float32)  # (B, C)
+            n, c = probabilities.shape
+            added |= {
+                prediction_column("pseudo_label", name): pa.array(pred.labels, type=pa.string()),
+                prediction_column("confidence", name): pa.array(np.asarray(pred.confidence, dtype=np.float32),
+                                                                type=pa.float32()),
+                prediction_column("probabilities", name): pa.ListArray.from_arrays(
+                    pa.array(np.arange(0, n * c + 1, c, dtype=np.int32)),
+                    pa.array(probabilities.reshape(-1), type=pa.float32())),
+            }
+        added["node"] = pa.array([self.node] * batch.num_rows, type=pa.string()).dictionary_encode()
         for name, values in added.items():
             if name in batch.column_names:
                 batch = batch.set_column(batch.column_names.index(name), name, values)
@@ -113,7 +133,8 @@ class PseudoLabelUDF:
         return batch
 
 
-def pseudo_label(ds: ray.data.Dataset, spec: ClassifierSpec, *, text_column: str = "text", batch_size: int = 256,
+def pseudo_label(ds: ray.data.Dataset, spec: ClassifierSpec | Mapping[str, ClassifierSpec], *,
+                 text_column: str = "text", batch_size: int = 256,
                  encode_batch_size: int = 64, num_actors: int | tuple[int, int] = 1, num_cpus: float = 1.0,
                  num_gpus: float = 0.0, threads: int = 0, sort_by_length: bool = True) -> ray.data.Dataset:
     """``ds`` with ``pseudo_label``, ``confidence``, ``probabilities`` per row (Yu & Joty 2021, Alg. 1).
@@ -134,10 +155,10 @@ def pseudo_label(ds: ray.data.Dataset, spec: ClassifierSpec, *, text_column: str
 
     Each batch is encoded in sub-batches of ``encode_batch_size``; ``sort_by_length`` buckets
     them by token length within the batch (less padding; the same predictions). Parallelism
-    needs several input blocks: a single block is processed by one actor.
+    needs several input blocks: a single block is processed by one actor. ``spec`` may name
+    several classifiers (see ``PseudoLabelUDF``): each row then gets every one's prediction.
     """
-    if not isinstance(spec, ClassifierSpec):
-        raise TypeError(f"spec must be a ClassifierSpec (see share_classifier), got {type(spec).__name__}")
+    _named(spec)
     check(batch_size >= 1, "batch_size", batch_size, "an integer >= 1")
     check(encode_batch_size >= 1, "encode_batch_size", encode_batch_size, "an integer >= 1")
     check(threads >= 0, "threads", threads, "an integer >= 0 (0 = from num_cpus)")
@@ -151,3 +172,18 @@ def pseudo_label(ds: ray.data.Dataset, spec: ClassifierSpec, *, text_column: str
              text_column=text_column, num_threads=threads or max(1, int(num_cpus))),
         batch_size=batch_size, num_actors=num_actors, num_cpus=num_cpus, num_gpus=num_gpus,
     )
+
+
+def _named(spec: ClassifierSpec | Mapping[str, ClassifierSpec]) -> dict[str | None, ClassifierSpec]:
+    """``spec`` as ``{name: spec}`` (``None``: the only one), checked."""
+    specs: dict[str | None, ClassifierSpec] = dict(spec) if isinstance(spec, Mapping) else {None: spec}
+    if not specs:
+        raise ValueError("pseudo-labelling needs at least one classifier spec")
+    for name, one in specs.items():
+        if not isinstance(one, ClassifierSpec):
+            raise TypeError(f"spec{'' if name is None else f' {name!r}'} must be a ClassifierSpec (see "
+                            f"share_classifier), got {type(one).__name__}")
+    if len({one.paired for one in specs.values()}) > 1:
+        raise ValueError("the classifiers of one pass must all read single texts or all sentence pairs: "
+                         f"paired = {', '.join(f'{name}: {one.paired}' for name, one in specs.items())}")
+    return specs

@@ -59,14 +59,17 @@ class Task:
     def paired(self) -> bool:
         return self.config.paired
 
-    def examples(self, role: str, lang: str, limit: int = 0) -> list[Example]:
+    def examples(self, role: str, lang: str, limit: int = 0, *, keep: bool = True) -> list[Example]:
         """The examples of ``role``'s split in ``lang`` (at most ``limit``, evenly spaced; 0 = all).
-        ``pool`` examples keep a label only where the data has one (gold, for scoring)."""
+        ``pool`` examples keep a label only where the data has one (gold, for scoring). A split is
+        read once and kept, unless ``keep=False`` (a pool too large to hold: read it when needed)."""
         key = (role, lang)
-        if key not in self._cache:
-            labels = self.labels or None
-            self._cache[key] = self._type.read(self.config, self.data_dir, role, lang, labels, self.found)
-        return evenly_spaced(self._cache[key], limit)
+        if key in self._cache:
+            return evenly_spaced(self._cache[key], limit)
+        examples = self._type.read(self.config, self.data_dir, role, lang, self.labels or None, self.found)
+        if keep:
+            self._cache[key] = examples
+        return evenly_spaced(examples, limit)
 
     def rows(self, role: str, langs: Iterable[str], limit: int = 0) -> list[dict[str, Any]]:
         """``examples`` of every language in ``langs`` as row dicts, language by language."""
