@@ -56,8 +56,8 @@ def test_nothing_reaches_the_store_from_a_block_that_raises(s3):
 
 @pytest.mark.cluster
 def test_loop_state_and_run_config_live_on_the_store(s3):
-    state = LoopState.fresh(("lm", "emb"), ["a", "b"])
-    state.received["lm"].append({"id": "a", "label": "x", "iteration": 0})
+    state = LoopState.fresh(("lm", "emb"))
+    state.received["lm"].append({"id": "a", "label": "x", "iteration": 0, "selected_by": "emb"})
     state.iteration = 1
     assert LoopState.load(f"{s3}/cotrain") is None
     assert state.save(f"{s3}/cotrain") == f"{s3}/cotrain/state.json"
