@@ -9,7 +9,9 @@ from conftest import REPO
 from xlt.config import ConfigError
 from xlt.engine import run_dir
 from xlt.train import build_trainer, config_of, load_finetune_config, read_checkpoint, resume_trainer
-from xlt.train.loop import build_training
+from xlt.tasks import load_task
+from xlt.train.data import eval_rows
+from xlt.train.loop import build_training, read_predictions
 
 
 def config(data_dir, tmp_path, *overrides):
@@ -33,6 +35,17 @@ def test_resume_continues_at_the_checkpoint_step(ray_cluster, data_dir, tmp_path
             "train/loss", "train/loss/ce", "train/loss/supervised_contrastive_alignment"} <= set(first.metrics)
     saved = read_checkpoint(first.checkpoint.path)
     assert (saved.epoch, saved.global_step) == (1, steps)
+    # The checkpoint keeps each evaluated row's prediction: its accuracy is the reported one.
+    predictions = read_predictions(first.checkpoint.path)
+    assert set(predictions) == {"val", "test"}
+    for split, rows in predictions.items():
+        expected = eval_rows(load_task(cfg.task, data_dir), {"val": "dev", "test": "test"}[split], 8)
+        assert sorted(rows["id"]) == sorted(r["id"] for r in expected)
+        gold = {r["id"]: r["label"] for r in expected}
+        assert all(gold[i] == label for i, label in zip(rows["id"], rows["label"]))
+        for lang in ("en", "de"):
+            hits = [p == g for p, g, lg in zip(rows["predicted"], rows["label"], rows["lang"]) if lg == lang]
+            assert first.metrics[f"{split}/acc/{lang}"] == pytest.approx(sum(hits) / len(hits))
 
     # What the loop does on resume: the restored model is the checkpoint's, the optimizer and
     # the schedule continue from its step.

@@ -101,8 +101,8 @@ def train_dataset(data: DataSettings, task: Task, rows: list[dict[str, Any]]) ->
 
 
 def eval_rows(task: Task, split: str, max_examples: int = 0) -> list[dict[str, Any]]:
-    """``text, text_pair, label, lang`` of ``split`` (``dev`` / ``test``) for every language of the task."""
-    keys = ("text", "text_pair", "label", "lang")
+    """``id, text, text_pair, label, lang`` of ``split`` (``dev`` / ``test``) for every language of the task."""
+    keys = ("id", "text", "text_pair", "label", "lang")
     return [{k: r[k] for k in keys} for r in task.rows(split, task.langs, max_examples)]
 
 

@@ -8,7 +8,9 @@ Pieces, each usable without Ray (tests, ``benchmarks/train_overhead.py``):
   translations are originals too) plus ``WeightedObjectives`` over the batch outputs; the step
   never asks which objectives are configured.
 - ``build_training`` / ``train_step``: classifier, AdamW, linear schedule (``xlt.engine``); a step.
-- ``evaluate``: accuracy and macro-F1 per language, averages over targets, transfer gaps (``xlt.eval``).
+- ``evaluate``: accuracy and macro-F1 per language, averages over targets, transfer gaps (``xlt.eval``);
+  every checkpoint keeps the prediction of each evaluated row (``predictions.json``: ``read_predictions``),
+  for paired comparisons of two runs item by item (``xlt.eval.stats``).
 
 ``FINETUNE`` (a ``Finetuning`` workload) plugs them into the engine's per-worker loop
 (``xlt.engine.train_loop_per_worker``: resume, sharded epochs, reporting and checkpoints).
@@ -19,6 +21,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+import json
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -37,7 +42,8 @@ from .batches import UNKNOWN_LABEL, ViewBatch, flatten_batch, items_of
 from .config import FinetuneConfig
 
 CE = "ce"  # the loss part train/loss/ce
-EVAL_COLUMNS: tuple[str, ...] = ("text", "text_pair", "label", "lang")
+EVAL_COLUMNS: tuple[str, ...] = ("id", "text", "text_pair", "label", "lang")
+PREDICTIONS_FILE = "predictions.json"  # in a checkpoint: {split: {id, lang, label, predicted}} of its evaluation
 EVAL_CHUNK = 8  # batches per step of the evaluation's progress bar
 
 
@@ -92,6 +98,8 @@ class FinetuneTraining(Training):
 
     objectives: WeightedObjectives | None = None
     label_index: dict[str, int] = field(default_factory=dict)
+    # The last evaluation's rows and predictions by split (``PREDICTIONS_FILE``); not training state.
+    predictions: dict[str, dict[str, list]] = field(default_factory=dict)
 
     @property
     def classifier(self) -> Classifier:
@@ -122,21 +130,40 @@ def train_step(training: FinetuneTraining, batch: ViewBatch, max_grad_norm: floa
     return accumulation_step(training, lambda model, b: FINETUNE.loss(training, model, b), [batch], max_grad_norm)
 
 
-def evaluate(classifier: Classifier, rows: Mapping[str, Iterable], source_lang: str, split: str,
-             batch_size: int = 64, name: str = "") -> dict[str, float]:
-    """Accuracy and macro-F1 per language, their target averages and transfer gaps
-    (``xlt.eval.classification.transfer_metrics``) on ``rows`` (columns ``text``, ``label``,
-    ``lang``, and ``text_pair`` for a pair task). Shows a progress bar (``name`` labels it),
-    advancing every ``EVAL_CHUNK`` batches."""
-    labels, langs, items = list(rows["label"]), list(rows["lang"]), items_of(rows)
+def predict_rows(classifier: Classifier, rows: Mapping[str, Iterable], batch_size: int = 64,
+                 label: str = "evaluate") -> list[str]:
+    """The predicted label of every row (columns ``text``, and ``text_pair`` for a pair task), with a
+    progress bar (``label``) advancing every ``EVAL_CHUNK`` batches."""
+    items = items_of(rows)
     predicted: list[str] = []
-    bar, chunk = progress(len(items), f"{name} evaluate {split}".strip(), "row"), EVAL_CHUNK * batch_size
+    bar, chunk = progress(len(items), label, "row"), EVAL_CHUNK * batch_size
     for start in range(0, len(items), chunk):
         predicted.extend(classifier.predict(items[start:start + chunk], batch_size=batch_size).labels)
         bar.update(len(items[start:start + chunk]))
     bar.close()
-    return transfer_metrics(np.asarray(labels, dtype=str), np.asarray(predicted, dtype=str),
-                            np.asarray(langs, dtype=str), source_lang, split)
+    return predicted
+
+
+def evaluate(classifier: Classifier, rows: Mapping[str, Iterable], source_lang: str, split: str,
+             batch_size: int = 64, name: str = "", predicted: list[str] | None = None) -> dict[str, float]:
+    """Accuracy and macro-F1 per language, their target averages and transfer gaps
+    (``xlt.eval.classification.transfer_metrics``) on ``rows`` (columns ``text``, ``label``,
+    ``lang``, and ``text_pair`` for a pair task); ``predicted``: the rows' predictions if already
+    made (``predict_rows``; ``name`` labels its progress bar otherwise)."""
+    if predicted is None:
+        predicted = predict_rows(classifier, rows, batch_size, f"{name} evaluate {split}".strip())
+    return transfer_metrics(np.asarray(list(rows["label"]), dtype=str), np.asarray(predicted, dtype=str),
+                            np.asarray(list(rows["lang"]), dtype=str), source_lang, split)
+
+
+def read_predictions(checkpoint: str | Path) -> dict[str, dict[str, list]]:
+    """A checkpoint's ``PREDICTIONS_FILE``: per evaluated split, the rows' ``id``, ``lang``, gold
+    ``label`` and ``predicted`` label, in one order."""
+    path = Path(checkpoint) / PREDICTIONS_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} does not exist: only checkpoints of an epoch that evaluated hold "
+                                "predictions")
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 class Finetuning(Workload):
@@ -170,11 +197,21 @@ class Finetuning(Workload):
 
     def evaluate(self, cfg: FinetuneConfig, training: FinetuneTraining, last: bool) -> dict[str, float]:
         metrics: dict[str, float] = {}
+        training.predictions = {}
         for split in (["val"] if cfg.eval_every_epoch or last else []) + (["test"] if last and cfg.eval_test else []):
             rows = collect(eval_shard(split), cfg.optim.eval_batch_size, EVAL_COLUMNS)
-            metrics.update(evaluate(training.classifier, rows, cfg.task.source_lang, split, cfg.optim.eval_batch_size,
-                                    cfg.output.name))
+            predicted = predict_rows(training.classifier, rows, cfg.optim.eval_batch_size,
+                                     f"{cfg.output.name} evaluate {split}".strip())
+            metrics.update(evaluate(training.classifier, rows, cfg.task.source_lang, split, predicted=predicted))
+            training.predictions[split] = {"id": list(rows["id"]), "lang": list(rows["lang"]),
+                                           "label": list(rows["label"]), "predicted": predicted}
         return metrics
+
+    def write(self, directory: Path, training: FinetuneTraining, cfg: FinetuneConfig) -> None:
+        """The predictions of this epoch's evaluation, if it evaluated (``PREDICTIONS_FILE``)."""
+        if training.predictions:
+            (Path(directory) / PREDICTIONS_FILE).write_text(json.dumps(training.predictions, ensure_ascii=False),
+                                                            encoding="utf-8")
 
     def lengths(self, training: FinetuneTraining, batch: Mapping[str, Any]) -> list[int]:
         """Tokens of each row's original (its views are not counted), as the encoder pads them."""

@@ -1,0 +1,286 @@
+"""The seed papers' comparisons on their own kinds of task, over seeds, with paired bootstrap intervals.
+
+    .venv/bin/python benchmarks/fidelity.py --list                        # the comparisons
+    .venv/bin/python benchmarks/fidelity.py scl-pawsx --seeds 0 1 2       # one comparison
+    .venv/bin/python benchmarks/fidelity.py smoke --out /tmp/f.md         # seconds-long, tiny model
+
+A comparison is a set of variants (each a job configuration) and the differences its paper claims
+("CE+SCL − CE"). A unit is one variant at one seed: one run of the job, in this process, whose
+test accuracy per language and whose prediction of every target-language test item (the final
+checkpoint's ``predictions.json``) are stored at once in the JSON beside ``--out`` (written whole to
+a temporary file, then renamed). Started again, the script runs only the units not stored yet, so a
+killed run loses at most the unit it was in, and that one continues from its latest checkpoint.
+``--fresh`` drops the comparison's stored units first.
+
+The report (``--out``, one section per comparison stored, plus ``fidelity_<name>.png``) gives:
+
+- accuracy per language and averaged over the target languages, mean ± std over seeds;
+- for every claimed difference A − B: the difference of target-language accuracy, and its paired
+  bootstrap 95% interval over test items (``xlt.eval.stats``: each item's correctness averaged
+  over seeds, items resampled with replacement); it is called a gain only when the interval
+  excludes 0;
+- the comparison's sizes, model, epochs and seeds, and its reading, kept in
+  ``benchmarks/fidelity/<name>.md`` (written by hand after looking at the numbers) if there is one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+HERE = REPO / "benchmarks"
+sys.path.insert(0, str(REPO / "platform"))
+
+from xlt.eval.classification import AVG_TARGET  # noqa: E402
+from xlt.eval.stats import mean_std, paired_bootstrap  # noqa: E402
+from xlt.report import command_line, markdown_table  # noqa: E402
+
+Record = dict  # a unit's result: acc per language, its target items' correctness, minutes
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One configuration of a comparison: ``run(seed, storage)`` trains and evaluates it and returns
+    its ``Record``; ``label`` names it in tables."""
+
+    name: str
+    label: str
+    run: Callable[[int, Path], Record]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Variants, the differences the paper claims (``(a, b, what the paper reports)``), and the
+    settings that say what was run (sizes, model, epochs)."""
+
+    name: str
+    title: str
+    settings: str
+    variants: tuple[Variant, ...]
+    claims: tuple[tuple[str, str, str], ...]
+
+    def variant(self, name: str) -> Variant:
+        return next(v for v in self.variants if v.name == name)
+
+
+def finetune(name: str, label: str, preset: str, *overrides: str) -> Variant:
+    """A ``jobs/finetune.py`` run of ``configs/<preset>`` with ``overrides`` (seeded by ``optim.seed``,
+    and ``data.augment.seed`` when it has views)."""
+
+    def run(seed: int, storage: Path) -> Record:
+        from xlt.train import build_trainer, config_of, load_finetune_config
+        from xlt.train.loop import read_predictions
+
+        extra = [f"optim.seed={seed}", f"output.storage_path={storage}", f"output.name={name}-seed{seed}",
+                 "optim.log_every_steps=0", "eval_test=true"]
+        if any(o.startswith("data.augment") for o in overrides):
+            extra.append(f"data.augment.seed={seed}")
+        trainer = build_trainer(load_finetune_config(REPO / "configs" / preset, [*overrides, *extra]))
+        result = trainer.fit()
+        cfg = config_of(trainer)
+        test = read_predictions(result.checkpoint.path)["test"]
+        return unit_record(test, cfg.task.source_lang, {"train_rows": cfg.data.train_rows, "epochs": cfg.optim.epochs})
+
+    return Variant(name, label, run)
+
+
+def unit_record(predictions: dict[str, list], source: str, settings: dict) -> Record:
+    """Accuracy per language and averaged over targets, and the target items' correctness in id
+    order (a string of 0/1, with a digest of the ids so that two units are paired only when they
+    were scored on the same items)."""
+    by_lang: dict[str, list[bool]] = {}
+    items = []
+    for row_id, lang, gold, predicted in zip(predictions["id"], predictions["lang"], predictions["label"],
+                                             predictions["predicted"]):
+        by_lang.setdefault(lang, []).append(gold == predicted)
+        if lang != source:
+            items.append((f"{lang}/{row_id}", gold == predicted))
+    acc = {lang: sum(hits) / len(hits) for lang, hits in sorted(by_lang.items())}
+    targets = [lang for lang in acc if lang != source]
+    acc[AVG_TARGET] = sum(acc[lang] for lang in targets) / len(targets)
+    items.sort()
+    ids = "\n".join(i for i, _ in items)
+    return {"acc": acc, "source": source, "items": "".join("1" if hit else "0" for _, hit in items),
+            "items_digest": hashlib.sha256(ids.encode()).hexdigest()[:16], **settings}
+
+
+# --- the comparisons ---------------------------------------------------------------------------
+
+SMOKE_TINY = ("model.source=tiny:bert", "model.max_length=32", "data.max_examples=16", "optim.epochs=1",
+              "optim.batch_size=8", "optim.eval_batch_size=32", "task.target_langs=[de, zh]",
+              "scaling.cpus_per_worker=1")
+SMOKE = Comparison(
+    "smoke", "Runner check: tiny model, CE vs CE+SCL on 16 SIB-200 sentences",
+    "- `tiny:bert` (random weights), 16 English train sentences, 1 epoch; de and zh targets. Not a "
+    "measurement of anything: the test that the runner resumes and reports.",
+    (finetune("ce", "CE", "finetune_sib200.yaml", *SMOKE_TINY),
+     finetune("scl", "CE+SCL", "finetune_sib200.yaml", *SMOKE_TINY,
+              "data.augment={t_f: 1, t_p: 0, t_c: 0, languages: [de]}",
+              "objectives=[{name: supervised_contrastive_alignment, weight: 1.0, params: {temperature: 1.0}}]")),
+    (("scl", "ce", "none (runner check)"),))
+
+COMPARISONS: dict[str, Comparison] = {c.name: c for c in (SMOKE,)}
+
+
+# --- running and storing -----------------------------------------------------------------------
+
+def load_store(path: Path) -> dict:
+    return json.loads(path.read_text()) if path.is_file() else {"units": {}}
+
+
+def save_store(path: Path, store: dict) -> None:
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(store, indent=1))
+    tmp.replace(path)
+
+
+def unit_key(variant: str, seed: int) -> str:
+    return f"{variant}/seed{seed}"
+
+
+def run_comparison(comparison: Comparison, seeds: Sequence[int], store_path: Path, storage: Path,
+                   only: Sequence[str] | None = None) -> dict:
+    """Every unit of ``comparison`` not stored yet, each stored as soon as it ends; returns the store."""
+    store = load_store(store_path)
+    units = store["units"].setdefault(comparison.name, {})
+    for variant in comparison.variants:
+        if only and variant.name not in only:
+            continue
+        for seed in seeds:
+            key = unit_key(variant.name, seed)
+            if key in units:
+                print(f"== {comparison.name} {key}: stored", file=sys.stderr)
+                continue
+            print(f"== {comparison.name} {key}", file=sys.stderr, flush=True)
+            start = time.monotonic()
+            record = variant.run(seed, storage / comparison.name)
+            units[key] = {**record, "variant": variant.name, "seed": seed,
+                          "minutes": round((time.monotonic() - start) / 60, 2),
+                          "finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "load": os.getloadavg()[0]}
+            store.setdefault("commands", {})[comparison.name] = command_line()
+            save_store(store_path, store)
+            print(f"   avg_target {record['acc'][AVG_TARGET]:.3f}", file=sys.stderr, flush=True)
+    return store
+
+
+# --- the report --------------------------------------------------------------------------------
+
+def correctness(records: Sequence[Record]) -> list[list[int]]:
+    """(seeds, items) of one variant's units, refused if they were scored on different items."""
+    if len({r["items_digest"] for r in records}) != 1:
+        raise ValueError("the units of one variant were scored on different test items")
+    return [[int(c) for c in r["items"]] for r in records]
+
+
+def section(comparison: Comparison, units: dict[str, Record], command: str, plot: Path) -> str:
+    by_variant = {v.name: [units[k] for k in sorted(units) if units[k]["variant"] == v.name]
+                  for v in comparison.variants}
+    by_variant = {name: records for name, records in by_variant.items() if records}
+    langs = sorted({lang for records in by_variant.values() for r in records for lang in r["acc"]} - {AVG_TARGET},
+                   key=lambda lang: (lang != next(iter(by_variant.values()))[0]["source"], lang))
+    table = []
+    for name, records in by_variant.items():
+        row = {"variant": comparison.variant(name).label, "seeds": len(records)}
+        for lang in (*langs, AVG_TARGET):
+            mean, std = mean_std([r["acc"][lang] for r in records])
+            row[lang] = f"{mean:.3f} ± {std:.3f}"
+        table.append(row)
+    claims = []
+    for a, b, paper in comparison.claims:
+        if a not in by_variant or b not in by_variant:
+            continue
+        xa, xb = correctness(by_variant[a]), correctness(by_variant[b])
+        if by_variant[a][0]["items_digest"] != by_variant[b][0]["items_digest"]:
+            raise ValueError(f"{a} and {b} were scored on different test items")
+        interval = paired_bootstrap(xa, xb, seed=0)
+        claims.append({"difference": f"{comparison.variant(a).label} − {comparison.variant(b).label}",
+                       "paper": paper, "measured (avg over target items)": str(interval),
+                       "verdict": interval.verdict, "items": len(xa[0]),
+                       "seeds": f"{len(xa)} / {len(xb)}"})
+    write_plot(comparison, by_variant, plot)
+    reading = HERE / "fidelity" / f"{comparison.name}.md"
+    parts = [f"## {comparison.title}", f"```\n{command}\n```", comparison.settings,
+             "### Test accuracy (mean ± std over seeds)", markdown_table(table)]
+    if claims:
+        parts += ["### The paper's differences: paired bootstrap 95% intervals over target-language test items",
+                  markdown_table(claims)]
+    parts.append(f"![{comparison.name}]({plot.name})")
+    if reading.is_file():
+        parts.append(reading.read_text(encoding="utf-8").strip())
+    return "\n\n".join(parts)
+
+
+def write_plot(comparison: Comparison, by_variant: dict[str, list[Record]], path: Path) -> None:
+    from xlt.report.plots import new_figure, save_figure
+
+    fig, ax = new_figure((max(4.0, 1.2 * len(by_variant)), 3.5))
+    labels, means, stds = [], [], []
+    for name, records in by_variant.items():
+        mean, std = mean_std([r["acc"][AVG_TARGET] for r in records])
+        labels.append(comparison.variant(name).label)
+        means.append(mean)
+        stds.append(std)
+    ax.bar(range(len(labels)), means, yerr=stds, capsize=4, color="#4c72b0", label="mean ± std over seeds")
+    ax.set_xticks(range(len(labels)), labels, rotation=20, ha="right")
+    save_figure(fig, ax, path, xlabel="", ylabel="test accuracy, target average", title=comparison.title)
+
+
+def report(store: dict, out: Path) -> str:
+    sections = []
+    for name, comparison in COMPARISONS.items():
+        units = store["units"].get(name)
+        if units:
+            plot = out.with_name(f"{out.stem}_{name}.png")
+            sections.append(section(comparison, units, store.get("commands", {}).get(name, ""), plot))
+    from machine import cpu_model  # benchmarks/machine.py
+
+    text = "\n\n".join(["# The seed papers' comparisons, over seeds, with intervals",
+                        f"Each section names the command that produced it; {cpu_model()}, 2 cores. "
+                        "See the docstring of benchmarks/fidelity.py for what is computed.", *sections]) + "\n"
+    out.write_text(text, encoding="utf-8")
+    return text
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("comparison", nargs="?", choices=list(COMPARISONS))
+    parser.add_argument("--list", action="store_true", help="list the comparisons and exit")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--only", nargs="+", help="variants to run (default: all)")
+    parser.add_argument("--out", type=Path, default=HERE / "fidelity.md")
+    parser.add_argument("--storage", type=Path, default=REPO / "results" / "fidelity",
+                        help="where the runs' checkpoints go (an interrupted unit resumes from them)")
+    parser.add_argument("--fresh", action="store_true", help="drop this comparison's stored units first")
+    args = parser.parse_args(argv)
+    if args.list or args.comparison is None:
+        for comparison in COMPARISONS.values():
+            print(f"{comparison.name:14} {comparison.title}")
+        return
+    os.environ.setdefault("XLT_DATA_DIR", str(REPO.parent / "shared" / "data"))
+    store_path = args.out.with_suffix(".json")
+    if args.fresh:
+        store = load_store(store_path)
+        store["units"].pop(args.comparison, None)
+        save_store(store_path, store)
+
+    import ray
+
+    from xlt.logs import quiet_libraries
+
+    quiet_libraries()
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    store = run_comparison(COMPARISONS[args.comparison], args.seeds, store_path, args.storage.resolve(), args.only)
+    ray.shutdown()
+    print(report(store, args.out))
+
+
+if __name__ == "__main__":
+    main()
