@@ -49,11 +49,13 @@ Record = dict  # a unit's result: acc per language, its target items' correctnes
 @dataclass(frozen=True)
 class Variant:
     """One configuration of a comparison: ``run(seed, storage)`` trains and evaluates it and returns
-    its ``Record``; ``label`` names it in tables."""
+    its ``Record``; ``label`` names it in tables. A variant that is not ``seeded`` (a deterministic
+    reference such as the frozen-linear probe) runs at the first seed only."""
 
     name: str
     label: str
     run: Callable[[int, Path], Record]
+    seeded: bool = True
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,41 @@ def unit_record(predictions: dict[str, list], source: str, settings: dict) -> Re
             "items_digest": hashlib.sha256(ids.encode()).hexdigest()[:16], **settings}
 
 
+def probe(preset: str, max_examples: int) -> Variant:
+    """The frozen-linear probe of ``configs/<preset>``'s task and model (``jobs/evaluate.py``: logistic
+    regression on the frozen encoder's embeddings, C chosen on English dev): what fine-tuning starts
+    from. Deterministic, so one run; it has no per-item predictions and takes part in no interval."""
+
+    def run(seed: int, storage: Path) -> Record:
+        from xlt.config import from_dict, merge_presets
+        from xlt.eval.tasks import EvaluateConfig, run_evaluation
+
+        preset_cfg = merge_presets(REPO / "configs" / preset)
+        data = {"protocol": "frozen-linear", "task": preset_cfg["task"], "models": [preset_cfg["model"]],
+                "max_examples": max_examples, "progress": False, "output_dir": str(storage / "probe")}
+        result = run_evaluation(from_dict(EvaluateConfig, data))
+        acc = {row["lang"]: row["acc"] for row in result["rows"] if row["lang"] != "transfer_gap"}
+        return {"acc": acc, "source": "en"}
+
+    return Variant("probe", "frozen-linear probe", run, seeded=False)
+
+
+def objective(name: str, weight: float, **params: float) -> str:
+    inner = ", ".join(f"{k}: {v}" for k, v in params.items())
+    return f"objectives=[{{name: {name}, weight: {weight}, params: {{{inner}}}}}]"
+
+
+def alignment(preset: str, sizes: Sequence[str], augment: str) -> tuple[Variant, ...]:
+    """Wang et al. 2022's zero-shot comparison: CE, CE+MVA, CE+CL, CE+SCL on the same views. λ and τ as
+    ``benchmarks/sib200_alignment.py`` settles them from §5.2–5.3: MVA cosine λ = 10, CL and SCL
+    λ = 1, τ = 1.0."""
+    return (finetune("ce", "CE", preset, *sizes),
+            finetune("mva", "CE+MVA", preset, *sizes, augment, objective("multiview_alignment", 10.0, similarity="cosine")),
+            finetune("cl", "CE+CL", preset, *sizes, augment, objective("contrastive_alignment", 1.0, temperature=1.0)),
+            finetune("scl", "CE+SCL", preset, *sizes, augment,
+                     objective("supervised_contrastive_alignment", 1.0, temperature=1.0)))
+
+
 # --- the comparisons ---------------------------------------------------------------------------
 
 SMOKE_TINY = ("model.source=tiny:bert", "model.max_length=32", "data.max_examples=16", "optim.epochs=1",
@@ -127,7 +164,39 @@ SMOKE = Comparison(
               "objectives=[{name: supervised_contrastive_alignment, weight: 1.0, params: {temperature: 1.0}}]")),
     (("scl", "ce", "none (runner check)"),))
 
-COMPARISONS: dict[str, Comparison] = {c.name: c for c in (SMOKE,)}
+# Wang et al. 2022, §4.1: XNLI t_f = 2, t_p = 2, t_c = 1, r_c = 0.75; PAWS-X t_f = t_p = t_c = 1, r_c = 0.5; a
+# target language drawn per view. MUSE (partial translation, code-switching) has no Swahili and its
+# Chinese is Traditional (§4.2: languages MUSE lacks are left out).
+XNLI_VIEWS = ("data.augment={t_f: 2, t_p: 2, t_c: 1, r_c: 0.75, languages: [ar, de, es, fr, hi, ru, sw, zh], "
+              "partial_languages: [ar, de, es, fr, hi, ru, zh-Hant], codeswitch_languages: [ar, de, es, fr, hi, ru, zh-Hant]}")
+PAWSX_VIEWS = ("data.augment={t_f: 1, t_p: 1, t_c: 1, r_c: 0.5, languages: [de, es, fr, ja, zh], "
+               "partial_languages: [de, es, fr, ja, zh-Hant], codeswitch_languages: [de, es, fr, ja, zh-Hant]}")
+SIZES = ("data.max_examples=200", "optim.epochs=2")
+ALIGNMENT_SETTINGS = """- Model `bundled:multilingual-e5-small` (the pair encoded jointly, max length 128), word embeddings
+  frozen, a linear head; AdamW lr 5e-5, batch 16 English pairs (their views on top), {epochs} epochs. One
+  Ray Train worker with 2 CPUs. The paper: XLM-R base, lr 5e-6, batch {paper_batch}, full training sets.
+- Sizes chosen so that the comparison fits in an hour here: {rows} English training pairs ({train}),
+  {rows} evenly spaced test pairs of every language (`data.max_examples={rows}`).
+- Views (MVA, CL, SCL) as §4.1 for {task}: {views}. Full translations are the task's own human
+  translations of the same row (the paper: XTREME's machine translations).
+- The frozen-linear probe: logistic regression on the frozen e5 embeddings (C chosen on English dev),
+  the same rows."""
+SCL_XNLI = Comparison(
+    "scl-xnli", "Wang et al. 2022, Table 1 (zero-shot XNLI): CE vs CE + MVA / CL / SCL",
+    ALIGNMENT_SETTINGS.format(epochs=2, paper_batch=24, rows=200, train="of XNLI's English validation rows [:2000]",
+                              task="XNLI", views="t_f = 2, t_p = 2, t_c = 1 views per example, r_c = 0.75"),
+    (probe("finetune_xnli.yaml", 200), *alignment("finetune_xnli.yaml", SIZES, XNLI_VIEWS)),
+    (("scl", "ce", "+4.1 (79.6 vs 75.5 avg)"), ("cl", "ce", "+1.9 (77.4)"), ("mva", "ce", "+1.0 (76.5)"),
+     ("scl", "cl", "+2.2")))
+SCL_PAWSX = Comparison(
+    "scl-pawsx", "Wang et al. 2022, Table 2 (zero-shot PAWS-X): CE vs CE + MVA / CL / SCL",
+    ALIGNMENT_SETTINGS.format(epochs=2, paper_batch=36, rows=200, train="of PAWS-X's English dev rows [:1200]",
+                              task="PAWS-X", views="t_f = t_p = t_c = 1 view per example, r_c = 0.5"),
+    (probe("finetune_pawsx.yaml", 200), *alignment("finetune_pawsx.yaml", SIZES, PAWSX_VIEWS)),
+    (("scl", "ce", "+3.7 (89.0 vs 85.3 avg)"), ("mva", "ce", "+1.8 (87.1)"), ("cl", "ce", "+1.6 (86.9)"),
+     ("scl", "mva", "+1.9")))
+
+COMPARISONS: dict[str, Comparison] = {c.name: c for c in (SMOKE, SCL_XNLI, SCL_PAWSX)}
 
 
 # --- running and storing -----------------------------------------------------------------------
@@ -154,7 +223,7 @@ def run_comparison(comparison: Comparison, seeds: Sequence[int], store_path: Pat
     for variant in comparison.variants:
         if only and variant.name not in only:
             continue
-        for seed in seeds:
+        for seed in seeds if variant.seeded else seeds[:1]:
             key = unit_key(variant.name, seed)
             if key in units:
                 print(f"== {comparison.name} {key}: stored", file=sys.stderr)
@@ -195,7 +264,7 @@ def section(comparison: Comparison, units: dict[str, Record], command: str, plot
         table.append(row)
     claims = []
     for a, b, paper in comparison.claims:
-        if a not in by_variant or b not in by_variant:
+        if a not in by_variant or b not in by_variant or "items" not in by_variant[a][0]:
             continue
         xa, xb = correctness(by_variant[a]), correctness(by_variant[b])
         if by_variant[a][0]["items_digest"] != by_variant[b][0]["items_digest"]:
