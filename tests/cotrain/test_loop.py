@@ -150,3 +150,14 @@ def test_cached_encoder_embeds_each_text_once():
     with_weights.scale = torch.nn.Parameter(torch.ones(1), requires_grad=False)
     with pytest.raises(ValueError, match="Counting has parameters"):
         CachedEncoder(with_weights)
+
+
+def test_a_fraction_of_the_labels_is_kept_evenly_spaced_over_the_same_pool(data_dir, tmp_path):
+    full = load_data(config(data_dir, tmp_path))
+    part = load_data(config(data_dir, tmp_path, "data.labeled_fraction=0.25"))
+    ids = [r["id"] for r in full.labeled]
+    n = round(0.25 * len(ids))
+    assert [r["id"] for r in part.labeled] == ids[::len(ids) // n][:n]
+    assert part.pool_counts == full.pool_counts and part.pool_size > 0
+    with pytest.raises(ConfigError, match=r"data\.labeled_fraction=0\.0 is not valid: expected a number in \(0, 1\]"):
+        config(data_dir, tmp_path, "data.labeled_fraction=0.0")

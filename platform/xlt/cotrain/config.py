@@ -60,14 +60,18 @@ class PoolData:
     """How the task's rows are used: the source language's labelled train split is D; the
     unlabelled pool U is the ``pool`` split of every target language (labels dropped; a gold
     label, where the data has one, only scores the pseudo-labels); evaluation on every language's
-    ``eval_split``. ``max_examples`` caps each language and split (0 = all)."""
+    ``eval_split``. ``max_examples`` caps each language and split (0 = all). ``labeled_fraction``
+    keeps that fraction of D (evenly spaced, at least one row): the label-scarce setting of Yu &
+    Joty 2021, §4.2 (1.2% of the English labels) against the full one, on the same pool."""
 
     data_dir: str | None = None  # {data_dir} in the task's paths; else $XLT_DATA_DIR
     eval_split: Literal["dev", "test"] = "test"
     max_examples: int = 0
+    labeled_fraction: float = 1.0
 
     def __post_init__(self) -> None:
         check(self.max_examples >= 0, "data.max_examples", self.max_examples, "0 (all) or a positive integer")
+        check(0.0 < self.labeled_fraction <= 1.0, "data.labeled_fraction", self.labeled_fraction, "a number in (0, 1]")
 
     @property
     def metric_split(self) -> str:

@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from ..config import ConfigError, save_config
+from ..data.records import evenly_spaced
 from ..engine import FitService, changed_keys
 from ..progress import progress
 from ..report import Phases
@@ -96,6 +97,8 @@ def load_data(cfg: CotrainConfig) -> CotrainData:
     task = load_task(cfg.task, cfg.data.data_dir)
     n = cfg.data.max_examples
     labeled = task.rows("train", [task.source_lang], n)
+    if cfg.data.labeled_fraction < 1.0:
+        labeled = evenly_spaced(labeled, max(1, round(cfg.data.labeled_fraction * len(labeled))))
     return CotrainData(task, labeled, count_pool(task, n), eval_rows(task, cfg.data.eval_split, n), n)
 
 
