@@ -14,7 +14,7 @@ What runs, per size N, is what the co-training loop runs (``xlt.cotrain.pool``),
 task written to a temporary directory first: the pool split of ten target languages of N / 10
 rows each (``text`` of 8–16 words drawn from a fixed vocabulary), a small English train split.
 
-- ``put_pool``: the pool read language by language and put into the object store;
+- ``put_pool``: the pool read language by language and put into the object store, a block per batch;
 - one pseudo-labelling pass with both learners in each actor (``tiny:bert``, fresh 7-label heads
   of two seeds: throughput and memory do not depend on the weights), one actor, batches of 1,024
   rows, sub-batches of 256;
@@ -58,6 +58,7 @@ HERE = Path(__file__).resolve().parent
 VOCABULARY = [f"w{i}" for i in range(5000)]
 LABELS = ("science", "travel", "politics", "sports", "health", "entertainment", "geography")
 SELECTED = 234  # the demo's n/3 of 701 labelled rows
+BATCH = 1024  # rows per Ray Data batch, and per block of the stored pool (as the loop stores it)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -149,17 +150,17 @@ def run_one(n: int) -> dict:
         sampler.start()
         driver = psutil.Process(os.getpid())
         rss0, t0 = driver.memory_info().rss, time.monotonic()
-        stored = put_pool(task, 0)
+        stored = put_pool(task, 0, BATCH)
         put_s, put_rss = time.monotonic() - t0, driver.memory_info().rss - rss0
 
         specs = {name: ClassifierSpec(model=EncoderConfig(source="tiny:bert", max_length=32, seed=k), labels=LABELS)
                  for k, name in enumerate(LEARNERS)}
-        ds = pseudo_label(stored.dataset(), specs, batch_size=1024, encode_batch_size=256, num_actors=1, num_cpus=1,
+        ds = pseudo_label(stored.dataset(), specs, batch_size=BATCH, encode_batch_size=256, num_actors=1, num_cpus=1,
                           threads=2)
         chosen = {name: Selection("threshold-random", threshold=0.0, size=SELECTED, seed=[0, 0, k])
                   for k, name in enumerate(LEARNERS)}
         rss0, start, first = driver.memory_info().rss, time.monotonic(), []
-        seen = stream_selections(ds.iter_batches(batch_format="pyarrow"), chosen,
+        seen = stream_selections(ds.iter_batches(batch_format="pyarrow", batch_size=None), chosen,
                                  done=lambda rows: first.append(time.monotonic()) if not first else None)
         end = time.monotonic()
         seen.check(stored)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -117,18 +118,23 @@ def test_a_node_lost_while_pseudo_labelling(data_dir, tmp_path, reference):
         ids = head.node_ids()
         killed: list[str] = []
 
+        log = tmp_path / "job.log"
+
         def node_of_a_labelling_actor() -> Node | None:
-            # The first pass (iteration 0) has an actor up and working: its node fails.
+            # The first pass (iteration 0) has an actor up and some rows predicted (the driver's bar
+            # has moved; a block is one row): its node fails.
+            done = [float(n) for n in re.findall(r"pseudo-label: +\d+%\|[^|]*\| *([\d.]+)/", log.read_text())]
+            if not done or max(done) == 0:
+                return None
             for actor in head.actors():
                 if "PseudoLabelUDF" in actor["class_name"]:
                     node = next((n for n in spares if ids[n.name] == actor["node_id"]), None)
                     if node is not None:
-                        time.sleep(1.0)  # some rows predicted before the loss
                         killed.append(ids[node.name])
                         return node
             return None
 
-        run_and_fail(head, data_dir, out, tmp_path / "job.log", node_of_a_labelling_actor)
+        run_and_fail(head, data_dir, out, log, node_of_a_labelling_actor)
 
     labelled = {h["learner"]: h["nodes"]["pseudo-label"] for h in history(out) if h["iteration"] == 0}
     # The pass survived the loss: rows came from the lost node and from the one that took over, and

@@ -65,13 +65,15 @@ CONFIG_FILE = "config.yaml"
 class CotrainData:
     """Labelled rows (``xlt.tasks.row``), the unlabelled pool's size per language (its rows stay
     out of the driver: ``xlt.cotrain.pool``; at most ``pool_limit`` per language, 0 = all) and
-    evaluation rows (``text``, ``text_pair``, ``label``, ``lang``)."""
+    evaluation rows (``text``, ``text_pair``, ``label``, ``lang``). ``block_rows``: rows per block of
+    the stored pool (the inference batch)."""
 
     task: Task
     labeled: list[dict[str, Any]]
     pool_counts: dict[str, int]
     evaluation_rows: list[dict[str, Any]]
     pool_limit: int = 0
+    block_rows: int = 256
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -85,7 +87,7 @@ class CotrainData:
     def stored_pool(self) -> StoredPool:
         """The pool in Ray's object store (``put_pool``), put there on first use (Ray must be running)
         and kept for the job: one read of the pool per job, not per pass."""
-        return put_pool(self.task, self.pool_limit)
+        return put_pool(self.task, self.pool_limit, self.block_rows)
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -99,7 +101,8 @@ def load_data(cfg: CotrainConfig) -> CotrainData:
     labeled = task.rows("train", [task.source_lang], n)
     if cfg.data.labeled_fraction < 1.0:
         labeled = evenly_spaced(labeled, max(1, round(cfg.data.labeled_fraction * len(labeled))))
-    return CotrainData(task, labeled, count_pool(task, n), eval_rows(task, cfg.data.eval_split, n), n)
+    return CotrainData(task, labeled, count_pool(task, n), eval_rows(task, cfg.data.eval_split, n), n,
+                       cfg.inference.batch_size)
 
 
 def receiver(mode: str, selector: str) -> str:
@@ -278,7 +281,10 @@ def predict(cfg: CotrainConfig, states: dict[str, Any], data: CotrainData,
     bar = progress(data.pool_size, "pseudo-label", "row")
     # Columns are picked by stream_selections, not by select_columns: that adds a Ray Data task needing
     # a CPU slot, which a preset reserving the whole machine for learners and actors never frees.
-    seen = stream_selections(ds.iter_batches(batch_format="pyarrow"), chosen, partners=partners, done=bar.update)
+    # Blocks as they come (batch_size=None), not re-batched to Ray Data's default 256 rows: the
+    # driver sees every batch as soon as an actor has predicted it.
+    seen = stream_selections(ds.iter_batches(batch_format="pyarrow", batch_size=None), chosen, partners=partners,
+                             done=bar.update)
     bar.close()
     seen.check(data.stored_pool)
     return dict(seen.nodes)

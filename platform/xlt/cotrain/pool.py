@@ -3,8 +3,9 @@
 The driver never holds the pool. ``count_pool`` reads it once before Ray starts, one language at
 a time, so a bad row fails the job before any work (and keeps only the counts); ``put_pool``
 reads it again once Ray runs, one language at a time, and puts it into the object store as Arrow
-blocks of at most ``BLOCK_ROWS`` rows (spilled to disk when the store is full; any node's actors
-can read them). Each iteration ``pseudo_label_pool`` streams those blocks through one actor pool
+blocks of one inference batch each (spilled to disk when the store is full; any node's actors can
+read them). A block is what Ray Data hands an actor and what it runs again when a node is lost, so
+one batch a block keeps the pass streaming and a retry small. Each iteration ``pseudo_label_pool`` streams those blocks through one actor pool
 that predicts with both learners (``xlt.inference``, a mapping of specs), and hands every batch
 to both learners' ``Selection``: the driver keeps O(selection size) rows, not O(pool).
 
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
 # A pool row: what pseudo-labelling reads (text, text_pair), what the exchange hands on (id, lang),
 # and the gold label where the data has one (for scoring the pseudo-labels only; never trained on).
 POOL_COLUMNS: tuple[str, ...] = ("id", "text", "text_pair", "lang", "gold")
-BLOCK_ROWS = 10_000  # rows per object-store block: a few MB of text, and parallelism for a pool of a few languages
 _FINGERPRINT_SEED = (0x786C74,)
 
 
@@ -101,8 +101,8 @@ def pool_schema() -> pa.Schema:
     return pa.schema([(name, pa.string()) for name in POOL_COLUMNS])
 
 
-def put_pool(task: Task, limit: int) -> StoredPool:
-    """The pool as Arrow tables in the object store (``BLOCK_ROWS`` rows each), language by language."""
+def put_pool(task: Task, limit: int, block_rows: int) -> StoredPool:
+    """The pool as Arrow tables of at most ``block_rows`` rows in the object store, language by language."""
     import pyarrow as pa
     import ray
     from ray.data.block import BlockMetadataWithSchema
@@ -110,8 +110,8 @@ def put_pool(task: Task, limit: int) -> StoredPool:
     blocks, metadata, rows, total = [], [], 0, 0
     for lang in task.target_langs:
         lang_rows = pool_rows(task, lang, limit)
-        for start in range(0, len(lang_rows), BLOCK_ROWS):
-            table = pa.Table.from_pylist(lang_rows[start:start + BLOCK_ROWS], schema=pool_schema())
+        for start in range(0, len(lang_rows), block_rows):
+            table = pa.Table.from_pylist(lang_rows[start:start + block_rows], schema=pool_schema())
             blocks.append(ray.put(table))
             metadata.append(BlockMetadataWithSchema.from_block(table))
             rows += table.num_rows
