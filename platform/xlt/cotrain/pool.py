@@ -5,9 +5,10 @@ a time, so a bad row fails the job before any work (and keeps only the counts); 
 reads it again once Ray runs, one language at a time, and puts it into the object store as Arrow
 blocks of one inference batch each (spilled to disk when the store is full; any node's actors can
 read them). A block is what Ray Data hands an actor and what it runs again when a node is lost, so
-one batch a block keeps the pass streaming and a retry small. Each iteration ``pseudo_label_pool`` streams those blocks through one actor pool
-that predicts with both learners (``xlt.inference``, a mapping of specs), and hands every batch
-to both learners' ``Selection``: the driver keeps O(selection size) rows, not O(pool).
+one batch a block keeps the pass streaming and a retry small. Each iteration the loop
+(``xlt.cotrain.loop.predict``) streams those blocks through one actor pool that predicts with both
+learners (``xlt.inference``, a mapping of specs), and ``stream_selections`` hands every batch to
+both learners' ``Selection``: the driver keeps O(selection size) rows, not O(pool).
 
 That every pool row got exactly one prediction (none lost to a failed node, none doubled by a
 retry) is checked on every pass in O(1) memory: the count of rows and their ``fingerprint``, a
