@@ -61,14 +61,17 @@ class Variant:
 
 @dataclass(frozen=True)
 class Comparison:
-    """Variants, the differences the paper claims (``(a, b, what the paper reports)``), and the
-    settings that say what was run (sizes, model, epochs)."""
+    """Variants, the differences the paper claims, and the settings that say what was run (sizes, model,
+    epochs). A claim is ``(a, b, what the paper reports)`` on test accuracy, or ``(a, b, paper, metric)`` on
+    one of ``metrics``: ``(key, heading)`` of further scores a record keeps under ``metrics[key]``
+    (``values`` by column, and ``items`` when they are means over items)."""
 
     name: str
     title: str
     settings: str
     variants: tuple[Variant, ...]
-    claims: tuple[tuple[str, str, str], ...]
+    claims: tuple[tuple[str, ...], ...]
+    metrics: tuple[tuple[str, str], ...] = ()
 
     def variant(self, name: str) -> Variant:
         return next(v for v in self.variants if v.name == name)
@@ -79,26 +82,31 @@ def finetune(name: str, label: str, preset: str, *overrides: str) -> Variant:
     and ``data.augment.seed`` when it has views)."""
 
     def run(seed: int, storage: Path) -> Record:
-        from xlt.train import build_trainer, config_of, load_finetune_config
-        from xlt.train.loop import read_predictions
-
-        extra = [f"optim.seed={seed}", f"output.storage_path={storage}", f"output.name={name}-seed{seed}",
-                 "optim.log_every_steps=0", "eval_test=true"]
-        if any(o.startswith("data.augment") for o in overrides):
-            extra.append(f"data.augment.seed={seed}")
-        trainer = build_trainer(load_finetune_config(REPO / "configs" / preset, [*overrides, *extra]))
-        result = trainer.fit()
-        cfg = config_of(trainer)
-        test = read_predictions(result.checkpoint.path)["test"]
-        return unit_record(test, cfg.task.source_lang, {"train_rows": cfg.data.train_rows, "epochs": cfg.optim.epochs})
+        return finetune_record(preset, overrides, seed, storage, f"{name}-seed{seed}")
 
     return Variant(name, label, run)
 
 
+def finetune_record(preset: str, overrides: Sequence[str], seed: int, storage: Path, run_name: str) -> Record:
+    """Fine-tune ``configs/<preset>`` with ``overrides`` at ``seed``; the final checkpoint's test predictions
+    as a ``unit_record``."""
+    from xlt.train import build_trainer, config_of, load_finetune_config
+    from xlt.train.loop import read_predictions
+
+    extra = [f"optim.seed={seed}", f"output.storage_path={storage}", f"output.name={run_name}",
+             "optim.log_every_steps=0", "eval_test=true"]
+    if any(o.startswith("data.augment") for o in overrides):
+        extra.append(f"data.augment.seed={seed}")
+    trainer = build_trainer(load_finetune_config(REPO / "configs" / preset, [*overrides, *extra]))
+    result = trainer.fit()
+    cfg = config_of(trainer)
+    test = read_predictions(result.checkpoint.path)["test"]
+    return unit_record(test, cfg.task.source_lang, {"train_rows": cfg.data.train_rows, "epochs": cfg.optim.epochs})
+
+
 def unit_record(predictions: dict[str, list], source: str, settings: dict) -> Record:
-    """Accuracy per language and averaged over targets, and the target items' correctness in id
-    order (a string of 0/1, with a digest of the ids so that two units are paired only when they
-    were scored on the same items)."""
+    """Accuracy per language and averaged over targets, and the target items' correctness
+    (``scored_items``)."""
     by_lang: dict[str, list[bool]] = {}
     items = []
     for row_id, lang, gold, predicted in zip(predictions["id"], predictions["lang"], predictions["label"],
@@ -109,10 +117,16 @@ def unit_record(predictions: dict[str, list], source: str, settings: dict) -> Re
     acc = {lang: sum(hits) / len(hits) for lang, hits in sorted(by_lang.items())}
     targets = [lang for lang in acc if lang != source]
     acc[AVG_TARGET] = sum(acc[lang] for lang in targets) / len(targets)
-    items.sort()
+    return {"acc": acc, "source": source, **scored_items(items), **settings}
+
+
+def scored_items(items: Sequence[tuple[str, bool]]) -> dict[str, str]:
+    """``items`` (id, correct) as stored: the correctness in id order as a string of 0/1, and a digest
+    of the ids, so that two units are paired only when they were scored on the same items."""
+    items = sorted(items)
     ids = "\n".join(i for i, _ in items)
-    return {"acc": acc, "source": source, "items": "".join("1" if hit else "0" for _, hit in items),
-            "items_digest": hashlib.sha256(ids.encode()).hexdigest()[:16], **settings}
+    return {"items": "".join("1" if hit else "0" for _, hit in items),
+            "items_digest": hashlib.sha256(ids.encode()).hexdigest()[:16]}
 
 
 def cotrain(name: str, label: str, run_name: str, learner: str, preset: str, *overrides: str) -> Variant:
@@ -152,22 +166,97 @@ def last_fit_checkpoint(run: Path, learner: str) -> Path:
 
 
 def probe(preset: str, max_examples: int) -> Variant:
-    """The frozen-linear probe of ``configs/<preset>``'s task and model (``jobs/evaluate.py``: logistic
-    regression on the frozen encoder's embeddings, C chosen on English dev): what fine-tuning starts
-    from. Deterministic, so one run; it has no per-item predictions and takes part in no interval."""
+    """The frozen-linear probe of ``configs/<preset>``'s task and model: what fine-tuning starts from.
+    Deterministic, so one run."""
 
     def run(seed: int, storage: Path) -> Record:
-        from xlt.config import from_dict, merge_presets
-        from xlt.eval.tasks import EvaluateConfig, run_evaluation
+        from xlt.config import merge_presets
 
-        preset_cfg = merge_presets(REPO / "configs" / preset)
-        data = {"protocol": "frozen-linear", "task": preset_cfg["task"], "models": [preset_cfg["model"]],
-                "max_examples": max_examples, "progress": False, "output_dir": str(storage / "probe")}
-        result = run_evaluation(from_dict(EvaluateConfig, data))
-        acc = {row["lang"]: row["acc"] for row in result["rows"] if row["lang"] != "transfer_gap"}
-        return {"acc": acc, "source": "en"}
+        return probe_record(preset, merge_presets(REPO / "configs" / preset)["model"], max_examples)
 
     return Variant("probe", "frozen-linear probe", run, seeded=False)
+
+
+def probe_record(preset: str, model: dict, max_examples: int) -> Record:
+    """``jobs/evaluate.py``'s frozen-linear protocol (logistic regression on the frozen encoder's embeddings
+    of ``max_examples`` English train rows, C chosen on English dev) on ``configs/<preset>``'s task with
+    ``model``, as a ``unit_record`` of its test predictions."""
+    from xlt.config import from_dict, merge_presets
+    from xlt.eval.tasks import EvaluateConfig, frozen_linear_predictions
+    from xlt.models import load_encoder
+    from xlt.tasks import load_task
+
+    cfg = from_dict(EvaluateConfig, {"protocol": "frozen-linear", "task": merge_presets(REPO / "configs" / preset)["task"],
+                                     "models": [model], "max_examples": max_examples, "progress": False})
+    task = load_task(cfg.task, cfg.data_dir)
+    p = frozen_linear_predictions(load_encoder(cfg.models[0]), task, cfg)
+    predictions = {"id": p.ids, "lang": p.langs, "label": p.gold.tolist(), "predicted": p.predicted.tolist()}
+    return unit_record(predictions, task.source_lang, {"probe_c": p.c})
+
+
+def pretrained(name: str, label: str, preset: str | None, *overrides: str) -> Variant:
+    """Alignment pretraining (``jobs/pretrain.py``'s run of ``configs/<preset>`` with ``overrides``, seeded by
+    ``optim.seed``; ``None``: the bundled e5 as it ships), then what the pretrained encoder does:
+
+    - ``metrics["tatoeba"]``: top-1 retrieval on the held-apart Tatoeba languages, both directions, each
+      query an item (the same evenly spaced pairs the run excluded from its training data);
+    - ``metrics["bucc"]``: BUCC 2018 zh-en mining F1 (``xlt.eval.tasks.bucc_rows``; no items: F1 is not
+      a mean over items, so it gets mean ± std over seeds only);
+    - ``acc`` and items: zero-shot XNLI transfer, the frozen-linear probe of the encoder on ``TRANSFER_ROWS``
+      English pairs (``probe_record``).
+
+    Every encoder is evaluated at ``max_length`` 128 with the pooling it was pretrained with."""
+
+    def run(seed: int, storage: Path) -> Record:
+        from xlt.models import EncoderConfig
+
+        source, settings = "bundled:multilingual-e5-small", {}
+        if preset is not None:
+            from xlt.pretrain.config import load_pretrain_config
+            from xlt.pretrain.trainer import build_trainer, encoder_dir, prepare
+
+            cfg = load_pretrain_config(REPO / "configs" / preset, [
+                *PRETRAIN_DATA, *overrides, f"optim.seed={seed}", f"output.storage_path={storage}",
+                f"output.name={name}-seed{seed}", "optim.log_every_steps=0"])
+            prepared = prepare(cfg)
+            result = build_trainer(prepared).fit()
+            source = f"local:{encoder_dir(result.checkpoint.path)}"
+            settings = {"train_pairs": prepared.config.data.train_rows, "steps": result.metrics["train/global_step"]}
+        metrics = encoder_metrics(EncoderConfig(source=source))
+        record = probe_record("finetune_xnli.yaml", {"source": source, "max_length": 128}, TRANSFER_ROWS)
+        return {**record, "metrics": metrics, **settings}
+
+    # the bundled encoder and its probe are deterministic: one run
+    return Variant(name, label, run, seeded=preset is not None)
+
+
+def encoder_metrics(model) -> dict[str, dict]:
+    """Tatoeba retrieval on ``HELD_APART`` (per query) and BUCC zh-en F1 of one encoder."""
+    import numpy as np
+
+    from xlt.data import read_bucc, resolve_data_dir
+    from xlt.eval.retrieval import tatoeba_hits
+    from xlt.eval.tasks import EvaluateConfig, bucc_rows, bucc_sample
+    from xlt.models import load_encoder
+    from xlt.pretrain.parallel import tatoeba_rows
+
+    root = resolve_data_dir(None)
+    encoder = load_encoder(model)
+    values, items = {}, []
+    for lang in HELD_APART:
+        rows = tatoeba_rows(root, (lang,), TATOEBA_PAIRS)
+        src_hits, tgt_hits = tatoeba_hits(encoder.encode([r["src"] for r in rows], batch_size=64),
+                                          encoder.encode([r["tgt"] for r in rows], batch_size=64))
+        values[lang] = float(np.mean([*src_hits, *tgt_hits]))
+        items += [(f"{lang}/{i}/{direction}", bool(hit)) for direction, hits in (("xx-en", src_hits), ("en-xx", tgt_hits))
+                  for i, hit in enumerate(hits)]
+    values["avg"] = float(np.mean([values[lang] for lang in HELD_APART]))
+    cfg = EvaluateConfig(protocol="bucc", models=(model,), max_examples=BUCC_ROWS, progress=False)
+    bucc = {row["part"]: row for row in bucc_rows(encoder, bucc_sample(read_bucc(root), BUCC_ROWS), cfg)}
+    held_out, oracle = bucc["held-out (threshold from calibration half)"], bucc["oracle: all of dev"]
+    return {"tatoeba": {"values": values, **scored_items(items)},
+            "bucc": {"values": {"F1 held-out": held_out["f1"], "precision": held_out["precision"],
+                                "recall": held_out["recall"], "F1 oracle": oracle["f1"]}}}
 
 
 def objective(name: str, weight: float, **params: float) -> str:
@@ -289,8 +378,58 @@ LANGUAGE_ADAPTATION = Comparison(
     (("tt-la-sa", "tt-ce", "+0.4 XLM-R, +0.9 mBERT (MARC few-shot, Table 2)"),
      ("tt-la-sa", "tt-sa", "+0.8 XLM-R (Table 4: without LA)"), ("tt-la-sa", "tt-la", "+0.1 XLM-R (Table 4: without SA)")))
 
+# Alignment pretraining (Chen et al. 2022; Li et al. 2021; Zhang et al. 2023) from the bundled e5, on Tatoeba + SIB-200
+# train pairs of six languages as configs/pretrain_*.yaml; fr/ar/sw held apart (their data.eval_langs).
+HELD_APART = ("fr", "ar", "sw")
+# Sizes for 19 units in an hour here: a unit pretrains for about 1.5 minutes and evaluates for about 1.
+PRETRAIN_PAIRS = 40  # per language pair: 240 pairs in all
+TATOEBA_PAIRS = 300  # evenly spaced pairs of each held-apart language
+BUCC_ROWS = 500  # xlt.eval.tasks.bucc_sample: every gold pair's sentences plus the first 500 of each side
+TRANSFER_ROWS = 200  # XNLI probe: English train and dev rows, and test rows per language
+PRETRAIN_DATA = (f"data.max_pairs={PRETRAIN_PAIRS}", f"data.eval_max_pairs={TATOEBA_PAIRS}")
+
+
+def pretrain_batch(pairs: int) -> tuple[str, ...]:
+    return f"optim.batch_size={pairs}", "optim.grad_accum_steps=1"
+
+
+INFO_NCE = "objectives[0].name=parallel_info_nce"
+PRETRAINING = Comparison(
+    "pretrain-align", "Chen et al. 2022, Table 1; Li et al. 2021, Table 1; Zhang et al. 2023, Table 4: alignment "
+    "pretraining, retrieval, BUCC and XNLI transfer",
+    f"""- From `bundled:multilingual-e5-small`, one epoch over {PRETRAIN_PAIRS} pairs per language pair (de, es, ru, zh, hi, ja
+  with English; Tatoeba + SIB-200 train, `data.max_pairs={PRETRAIN_PAIRS}`), lr 2e-5, word embeddings frozen, no
+  accumulation: ML-CTL at 8 and 32 pairs a batch (CZ-NCE, and InfoNCE in its place), MGC and VECO 2.0 at 16. Otherwise
+  the recipes of `configs/pretrain_*.yaml`. Seeds change the mixture, masking, dropout and order.
+- Retrieval: Tatoeba fr, ar, sw (held apart: never trained on, nor any pair sharing a sentence with them),
+  {TATOEBA_PAIRS} evenly spaced pairs each, top-1 both ways; each query is an item of the interval.
+- BUCC 2018 zh-en dev (`xlt.eval.tasks.bucc_rows`): the sentences of all 257 gold pairs plus the first {BUCC_ROWS:,}
+  of each side (757 zh and 757 en sentences at most); F1 on the held-out half at the calibration half's margin threshold. F1 is not a mean over items:
+  mean ± std over seeds only.
+- XNLI transfer: the frozen-linear probe of each encoder (logistic regression on {TRANSFER_ROWS} English pairs, C on
+  English dev, {TRANSFER_ROWS} test pairs a language). The papers fine-tune; at the sizes that fit here, fine-tuning
+  e5 on XNLI stays near chance (scl-xnli's CE), and a probe measures what the encoder carries without it.
+- The papers: mBERT / XLM-R / a 24-layer VECO pretrained for days on UN, OPUS and monolingual corpora.""",
+    (pretrained("base", "no pretraining", None),
+     pretrained("cz-8", "ML-CTL CZ-NCE, batch 8", "pretrain_ml_ctl.yaml", *pretrain_batch(8)),
+     pretrained("info-8", "ML-CTL InfoNCE, batch 8", "pretrain_ml_ctl.yaml", *pretrain_batch(8), INFO_NCE),
+     pretrained("cz-32", "ML-CTL CZ-NCE, batch 32", "pretrain_ml_ctl.yaml", *pretrain_batch(32)),
+     pretrained("info-32", "ML-CTL InfoNCE, batch 32", "pretrain_ml_ctl.yaml", *pretrain_batch(32), INFO_NCE),
+     pretrained("mgc", "MGC", "pretrain_mgc.yaml", *pretrain_batch(16)),
+     pretrained("veco2", "VECO 2.0", "pretrain_veco2.yaml", *pretrain_batch(16))),
+    (("cz-8", "info-8", "Tatoeba +0.6 (CZ-snt 41.8 vs info-snt 41.1; Chen et al. 2022, Table 1, batch 64)", "tatoeba"),
+     ("cz-8", "info-8", "XNLI +0.6 (66.9 vs 66.3)", None),
+     ("cz-32", "info-32", "Tatoeba +0.6 (as above)", "tatoeba"),
+     ("cz-8", "base", "Tatoeba +4.7 (ML-CTL-CZ 43.4 vs mBERT 38.7)", "tatoeba"),
+     ("cz-8", "base", "XNLI +2.4 (67.8 vs 65.4)", None),
+     ("mgc", "base", "XNLI +1.4 (MGC-HARD 75.8 vs XLM-R reimpl. 74.4; Li et al. 2021, Table 1)", None),
+     ("veco2", "base", "XNLI +0.2 (MCTL over MLM + TLM; Zhang et al. 2023, Table 4)", None),
+     ("veco2", "base", "Tatoeba +6.7 over VECO (Zhang et al. 2023, Table 2)", "tatoeba")),
+    metrics=(("tatoeba", "Tatoeba top-1 retrieval on the held-apart languages (mean of both directions)"),
+             ("bucc", "BUCC 2018 zh-en mining, held-out half (threshold from the calibration half)")))
+
 COMPARISONS: dict[str, Comparison] = {c.name: c for c in (SMOKE, SCL_XNLI, SCL_PAWSX, COTRAIN_10, COTRAIN_100,
-                                                          LANGUAGE_ADAPTATION)}
+                                                          LANGUAGE_ADAPTATION, PRETRAINING)}
 
 
 # --- running and storing -----------------------------------------------------------------------
@@ -336,11 +475,25 @@ def run_comparison(comparison: Comparison, seeds: Sequence[int], store_path: Pat
 
 # --- the report --------------------------------------------------------------------------------
 
-def correctness(records: Sequence[Record]) -> list[list[int]]:
+def scored(record: Record, metric: str | None) -> dict:
+    """Where ``record`` keeps ``metric``'s items: the record itself for test accuracy (``None``)."""
+    return record if metric is None else record["metrics"][metric]
+
+
+def correctness(records: Sequence[Record], metric: str | None = None) -> list[list[int]]:
     """(seeds, items) of one variant's units, refused if they were scored on different items."""
-    if len({r["items_digest"] for r in records}) != 1:
+    if len({scored(r, metric)["items_digest"] for r in records}) != 1:
         raise ValueError("the units of one variant were scored on different test items")
-    return [[int(c) for c in r["items"]] for r in records]
+    return [[int(c) for c in scored(r, metric)["items"]] for r in records]
+
+
+def spread(records: Sequence[Record], values: Callable[[Record], dict[str, float]], columns: Sequence[str]) -> dict:
+    """``column: "mean ± std"`` over ``records`` of each column of ``values(record)``."""
+    row = {}
+    for column in columns:
+        mean, std = mean_std([values(r)[column] for r in records])
+        row[column] = f"{mean:.3f} ± {std:.3f}"
+    return row
 
 
 def section(comparison: Comparison, units: dict[str, Record], command: str, plot: Path) -> str:
@@ -349,32 +502,36 @@ def section(comparison: Comparison, units: dict[str, Record], command: str, plot
     by_variant = {name: records for name, records in by_variant.items() if records}
     langs = sorted({lang for records in by_variant.values() for r in records for lang in r["acc"]} - {AVG_TARGET},
                    key=lambda lang: (lang != next(iter(by_variant.values()))[0]["source"], lang))
-    table = []
-    for name, records in by_variant.items():
-        row = {"variant": comparison.variant(name).label, "seeds": len(records)}
-        for lang in (*langs, AVG_TARGET):
-            mean, std = mean_std([r["acc"][lang] for r in records])
-            row[lang] = f"{mean:.3f} ± {std:.3f}"
-        table.append(row)
+    tables = {"Test accuracy": [{"variant": comparison.variant(name).label, "seeds": len(records),
+                                 **spread(records, lambda r: r["acc"], (*langs, AVG_TARGET))}
+                                for name, records in by_variant.items()]}
+    for key, heading in comparison.metrics:
+        columns = list(dict.fromkeys(c for records in by_variant.values() for c in records[0]["metrics"][key]["values"]))
+        tables[heading] = [{"variant": comparison.variant(name).label, "seeds": len(records),
+                            **spread(records, lambda r: r["metrics"][key]["values"], columns)}
+                           for name, records in by_variant.items()]
     claims = []
-    for a, b, paper in comparison.claims:
-        if a not in by_variant or b not in by_variant or "items" not in by_variant[a][0]:
+    for a, b, paper, *metric in comparison.claims:
+        metric = metric[0] if metric else None
+        if a not in by_variant or b not in by_variant or "items" not in scored(by_variant[a][0], metric):
             continue
-        xa, xb = correctness(by_variant[a]), correctness(by_variant[b])
-        if by_variant[a][0]["items_digest"] != by_variant[b][0]["items_digest"]:
+        xa, xb = correctness(by_variant[a], metric), correctness(by_variant[b], metric)
+        if scored(by_variant[a][0], metric)["items_digest"] != scored(by_variant[b][0], metric)["items_digest"]:
             raise ValueError(f"{a} and {b} were scored on different test items")
         interval = paired_bootstrap(xa, xb, seed=0)
         claims.append({"difference": f"{comparison.variant(a).label} − {comparison.variant(b).label}",
-                       "paper": paper, "measured (avg over target items)": str(interval),
+                       **({"score": "test accuracy" if metric is None else metric} if comparison.metrics else {}),
+                       "paper": paper, "measured (mean over items)": str(interval),
                        "verdict": interval.verdict, "items": len(xa[0]),
                        "seeds": f"{len(xa)} / {len(xb)}"})
     write_plot(comparison, by_variant, plot)
     reading = HERE / "fidelity" / f"{comparison.name}.md"
-    parts = [f"## {comparison.title}", f"```\n{command}\n```", comparison.settings,
-             "### Test accuracy (mean ± std over seeds)", markdown_table(table)]
+    parts = [f"## {comparison.title}", f"```\n{command}\n```", comparison.settings]
+    for heading, table in tables.items():
+        parts += [f"### {heading} (mean ± std over seeds)", markdown_table(table)]
     if claims:
-        parts += ["### The paper's differences: paired bootstrap 95% intervals over target-language test items",
-                  markdown_table(claims)]
+        parts += ["### The paper's differences: paired bootstrap 95% intervals over target-language test items "
+                  "(retrieval: over queries)", markdown_table(claims)]
     parts.append(f"![{comparison.name}]({plot.name})")
     if reading.is_file():
         parts.append(reading.read_text(encoding="utf-8").strip())

@@ -21,6 +21,7 @@ from xlt.eval import (
     mine_bitext,
     score_pairs,
     tatoeba_accuracy,
+    tatoeba_hits,
 )
 from xlt.eval.retrieval import Extraction, _best_f1_cut, f1_at_threshold
 
@@ -176,6 +177,24 @@ def test_tatoeba_directions_can_differ():
     tgt[1] = src[0] + 0.1 * src[1]
     r = tatoeba_accuracy(src, tgt)
     assert (r.src_to_tgt, r.tgt_to_src, r.mean, r.n) == (1.0, 0.9, 0.95, 10)
+
+
+def test_tatoeba_hits_name_the_queries_that_miss():
+    # the 6-cycle of test_tatoeba_partial_shuffle_exact_accuracy: exactly the moved rows miss, both ways
+    n = 20
+    src = orthonormal_rows(n, 32, seed=3)
+    perm = np.arange(n)
+    moved = np.array([2, 5, 11, 13, 17, 19])
+    perm[moved] = np.roll(moved, 1)
+    src_hits, tgt_hits = tatoeba_hits(src, src[perm])
+    assert np.flatnonzero(~src_hits).tolist() == moved.tolist()
+    assert np.flatnonzero(~tgt_hits).tolist() == moved.tolist()
+    # the near-duplicate of test_tatoeba_directions_can_differ: only tgt row 1 misses
+    src = orthonormal_rows(10, 16, seed=4)
+    tgt = src.copy()
+    tgt[1] = src[0] + 0.1 * src[1]
+    src_hits, tgt_hits = tatoeba_hits(src, tgt)
+    assert src_hits.all() and np.flatnonzero(~tgt_hits).tolist() == [1]
 
 
 def test_tatoeba_shape_errors():

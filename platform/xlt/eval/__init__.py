@@ -32,6 +32,7 @@ from xlt.eval.retrieval import (
     mine_bitext,
     score_pairs,
     tatoeba_accuracy,
+    tatoeba_hits,
 )
 
 __all__ = [
@@ -55,5 +56,6 @@ __all__ = [
     "score_pairs",
     "summarize_transfer",
     "tatoeba_accuracy",
+    "tatoeba_hits",
     "to_metrics",
 ]

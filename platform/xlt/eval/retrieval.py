@@ -157,13 +157,10 @@ class RetrievalResult:
     n: int
 
 
-def tatoeba_accuracy(src_emb: np.ndarray, tgt_emb: np.ndarray) -> RetrievalResult:
-    """Tatoeba-style top-1 cosine retrieval accuracy in both directions (XTREME, Hu et al. 2020).
-
-    ``src_emb[i]`` and ``tgt_emb[i]`` must embed a sentence and its translation. XTREME reports
-    the xx→en direction; both are returned. Exact duplicates among the candidates tie, and faiss
-    then returns one of them, as any nearest-neighbour evaluation would.
-    """
+def tatoeba_hits(src_emb: np.ndarray, tgt_emb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per query, whether its nearest neighbour by cosine is its own translation: ``(src_hits,
+    tgt_hits)``, boolean arrays of length n, for src→tgt and tgt→src (``tatoeba_accuracy`` averages
+    them; a paired test over queries needs them one by one)."""
     src = _as_embeddings(src_emb, "src_emb", cosine=True)
     tgt = _as_embeddings(tgt_emb, "tgt_emb", cosine=True)
     _check_same_dim(src, tgt, "src_emb", "tgt_emb")
@@ -175,9 +172,19 @@ def tatoeba_accuracy(src_emb: np.ndarray, tgt_emb: np.ndarray) -> RetrievalResul
     gold = np.arange(src.shape[0])
     _, src_nn = knn(src, tgt, 1)  # (n, 1)
     _, tgt_nn = knn(tgt, src, 1)
-    s2t = float(np.mean(src_nn[:, 0] == gold))
-    t2s = float(np.mean(tgt_nn[:, 0] == gold))
-    return RetrievalResult(src_to_tgt=s2t, tgt_to_src=t2s, mean=(s2t + t2s) / 2, n=int(src.shape[0]))
+    return src_nn[:, 0] == gold, tgt_nn[:, 0] == gold
+
+
+def tatoeba_accuracy(src_emb: np.ndarray, tgt_emb: np.ndarray) -> RetrievalResult:
+    """Tatoeba-style top-1 cosine retrieval accuracy in both directions (XTREME, Hu et al. 2020).
+
+    ``src_emb[i]`` and ``tgt_emb[i]`` must embed a sentence and its translation. XTREME reports
+    the xx→en direction; both are returned. Exact duplicates among the candidates tie, and faiss
+    then returns one of them, as any nearest-neighbour evaluation would.
+    """
+    src_hits, tgt_hits = tatoeba_hits(src_emb, tgt_emb)
+    s2t, t2s = float(np.mean(src_hits)), float(np.mean(tgt_hits))
+    return RetrievalResult(src_to_tgt=s2t, tgt_to_src=t2s, mean=(s2t + t2s) / 2, n=len(src_hits))
 
 
 # ---------------------------------------------------------------------------------------------

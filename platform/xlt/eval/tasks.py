@@ -178,32 +178,53 @@ def bucc_rows(encoder: TextEncoder, sample: BuccSample, cfg: EvaluateConfig) -> 
             for label, (part, r) in results.items()]
 
 
-def frozen_linear_rows(encoder: TextEncoder, task: Task, cfg: EvaluateConfig) -> list[dict[str, Any]]:
+@dataclass(frozen=True, eq=False)
+class ProbePredictions:
+    """The frozen-linear probe's prediction of every test item: ``ids``, ``langs``, ``gold`` and
+    ``predicted`` (label indices) aligned, test split of each task language in turn; ``c`` the C chosen."""
+
+    ids: list[str]
+    langs: list[str]
+    gold: np.ndarray
+    predicted: np.ndarray
+    c: float
+
+
+def frozen_linear_predictions(encoder: TextEncoder, task: Task, cfg: EvaluateConfig) -> ProbePredictions:
     """Logistic regression on frozen embeddings of the task's source train split (C chosen on the
-    source dev split); accuracy and macro-F1 on every language's test split."""
+    source dev split), applied to every language's test split."""
     from sklearn.linear_model import LogisticRegression
 
-    def features(role: str, lang: str) -> tuple[np.ndarray, np.ndarray]:
+    def features(role: str, lang: str) -> tuple[list[str], np.ndarray, np.ndarray]:
         examples = task.examples(role, lang, cfg.max_examples)
         items = [(ex.text, ex.text_pair) if task.paired else ex.text for ex in examples]
-        return _embed(encoder, items, cfg), np.array([task.labels.index(ex.label) for ex in examples])
+        return [ex.id for ex in examples], _embed(encoder, items, cfg), np.array([task.labels.index(ex.label)
+                                                                                 for ex in examples])
 
-    x_train, y_train = features("train", task.source_lang)
-    x_dev, y_dev = features("dev", task.source_lang)
+    _, x_train, y_train = features("train", task.source_lang)
+    _, x_dev, y_dev = features("dev", task.source_lang)
     probes = [LogisticRegression(C=c, max_iter=cfg.probe_max_iter, random_state=cfg.seed).fit(x_train, y_train)
               for c in sorted(cfg.probe_c)]
     dev_acc = [float(np.mean(p.predict(x_dev) == y_dev)) for p in probes]
     probe = probes[int(np.argmax(dev_acc))]  # argmax takes the first (smallest C) of ties
-    gold, pred, langs = [], [], []
+    ids, gold, pred, langs = [], [], [], []
     for lang in task.langs:
-        x_test, y_test = features("test", lang)
+        test_ids, x_test, y_test = features("test", lang)
+        ids += test_ids
         gold += y_test.tolist()
         pred += probe.predict(x_test).tolist()
         langs += [lang] * len(y_test)
-    scores = scores_by_language(np.asarray(gold), np.asarray(pred), np.asarray(langs))
+    return ProbePredictions(ids, langs, np.asarray(gold), np.asarray(pred), float(probe.C))
+
+
+def frozen_linear_rows(encoder: TextEncoder, task: Task, cfg: EvaluateConfig) -> list[dict[str, Any]]:
+    """Accuracy and macro-F1 of the frozen-linear probe (``frozen_linear_predictions``) per language,
+    averaged over targets, and the transfer gap."""
+    p = frozen_linear_predictions(encoder, task, cfg)
+    scores = scores_by_language(p.gold, p.predicted, np.asarray(p.langs))
     summaries = {score: summarize_transfer(per_lang, task.source_lang) for score, per_lang in scores.items()}
-    counts = {lang: langs.count(lang) for lang in task.langs}
-    rows = [{"lang": lang, "n": counts[lang], **{score: scores[score][lang] for score in scores}, "probe_c": probe.C}
+    counts = {lang: p.langs.count(lang) for lang in task.langs}
+    rows = [{"lang": lang, "n": counts[lang], **{score: scores[score][lang] for score in scores}, "probe_c": p.c}
             for lang in task.langs]
     rows.append({"lang": "avg_target", "n": sum(counts[lang] for lang in task.target_langs),
                  **{score: s.avg_target for score, s in summaries.items()}})
