@@ -51,3 +51,51 @@ def test_a_killed_comparison_continues_with_the_units_not_stored(data_dir, tmp_p
     assert "python benchmarks/fidelity.py smoke --seeds 0 1" in text.replace(str(FIDELITY), "benchmarks/fidelity.py")
     assert re.search(r"\| CE\+SCL +\| 2 +\|", text) and re.search(r"\| CE\+SCL − CE +\| none \(runner check\)", text)
     assert (tmp_path / "fidelity_smoke.png").is_file()
+
+
+def load_fidelity():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("fidelity", FIDELITY)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["fidelity"] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_section_tables_every_score_and_tests_each_claim_on_its_own_items(tmp_path):
+    from xlt.eval.stats import paired_bootstrap
+
+    fidelity = load_fidelity()
+    a_ret = ["1111111100", "1111111110", "1111111111"]  # retrieval hits of A over 10 queries, per seed
+    b_ret = ["1111100000", "1111100000", "1111110000"]
+
+    def unit(variant, seed, acc_items, ret_items, f1):
+        return {"variant": variant, "seed": seed, "source": "en",
+                "acc": {"en": 1.0, "de": acc_items.count("1") / 4, "avg_target": acc_items.count("1") / 4},
+                **fidelity.scored_items([(f"de/{i}", c == "1") for i, c in enumerate(acc_items)]),
+                "metrics": {"ret": {"values": {"avg": ret_items.count("1") / 10},
+                                    **fidelity.scored_items([(f"q{i}", c == "1") for i, c in enumerate(ret_items)])},
+                            "mine": {"values": {"F1": f1}}}}
+
+    units = {f"a/seed{s}": unit("a", s, "1100", a_ret[s], 0.5 + 0.1 * s) for s in range(3)}
+    units |= {f"b/seed{s}": unit("b", s, "1010", b_ret[s], 0.2) for s in range(3)}
+
+    def never(seed, storage):
+        raise AssertionError("a report runs nothing")
+
+    comparison = fidelity.Comparison(
+        "t", "T", "settings", (fidelity.Variant("a", "A", never), fidelity.Variant("b", "B", never)),
+        (("a", "b", "+1 acc"), ("a", "b", "+2 ret", "ret")),
+        metrics=(("ret", "Retrieval"), ("mine", "Mining")))
+    text = fidelity.section(comparison, units, "cmd", tmp_path / "t.png")
+
+    assert "| A       | 3     | 0.900 ± 0.100 |" in text  # retrieval avg of A: 0.8, 0.9, 1.0
+    assert "| A       | 3     | 0.600 ± 0.100 |" in text  # mining F1 of A: 0.5, 0.6, 0.7
+    ret = paired_bootstrap([[int(c) for c in items] for items in a_ret],
+                           [[int(c) for c in items] for items in b_ret], seed=0)
+    acc = paired_bootstrap([[1, 1, 0, 0]] * 3, [[1, 0, 1, 0]] * 3, seed=0)
+    assert ret.verdict == "gain" and acc.verdict == "within noise"
+    assert re.search(rf"\| A − B +\| ret +\| \+2 ret +\| {re.escape(str(ret))} +\| gain +\| 10 +\| 3 / 3 +\|", text)
+    assert re.search(rf"\| A − B +\| test accuracy +\| \+1 acc +\| {re.escape(str(acc))} +\| within noise +\| 4 ", text)
+    assert (tmp_path / "t.png").is_file()
