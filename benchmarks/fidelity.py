@@ -93,8 +93,9 @@ def finetune_record(preset: str, overrides: Sequence[str], seed: int, storage: P
     from xlt.train import build_trainer, config_of, load_finetune_config
     from xlt.train.loop import read_predictions
 
+    # Only the final test predictions are compared: no dev evaluation after every epoch.
     extra = [f"optim.seed={seed}", f"output.storage_path={storage}", f"output.name={run_name}",
-             "optim.log_every_steps=0", "eval_test=true"]
+             "optim.log_every_steps=0", "eval_every_epoch=false", "eval_test=true"]
     if any(o.startswith("data.augment") for o in overrides):
         extra.append(f"data.augment.seed={seed}")
     trainer = build_trainer(load_finetune_config(REPO / "configs" / preset, [*overrides, *extra]))
