@@ -10,6 +10,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from conftest import REPO
 
 FIDELITY = REPO / "benchmarks" / "fidelity.py"
@@ -99,3 +101,36 @@ def test_a_section_tables_every_score_and_tests_each_claim_on_its_own_items(tmp_
     assert re.search(rf"\| A − B +\| ret +\| \+2 ret +\| {re.escape(str(ret))} +\| gain +\| 10 +\| 3 / 3 +\|", text)
     assert re.search(rf"\| A − B +\| test accuracy +\| \+1 acc +\| {re.escape(str(acc))} +\| within noise +\| 4 ", text)
     assert (tmp_path / "t.png").is_file()
+
+
+def smoke_overrides(path) -> list[str]:
+    """A smoke preset as dotted ``--set`` overrides (its mappings flattened)."""
+    from xlt.config import read_yaml
+
+    def flat(prefix, value):
+        if isinstance(value, dict):
+            return [o for key, inner in value.items() for o in flat(f"{prefix}{key}.", inner)]
+        return [f"{prefix[:-1]}={value}"]
+
+    return [o for o in flat("", read_yaml(path)) if not o.startswith("output_dir=")]
+
+
+def test_the_learners_of_a_cotraining_run_share_it_and_are_read_at_its_end(ray_cluster, data_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("XLT_DATA_DIR", str(data_dir))
+    fidelity = load_fidelity()
+    overrides = (*smoke_overrides(REPO / "configs" / "cotrain_smoke.yaml"), "task.target_langs=[jv, su]",
+                 "data.labeled_fraction=0.5")
+    lm = fidelity.cotrain("lm-co", "LM", "co", "lm", "cotrain_nusax.yaml", *overrides)
+    emb = fidelity.cotrain("emb-co", "emb", "co", "emb", "cotrain_nusax.yaml", *overrides)
+    first = lm.run(0, tmp_path)
+    state = (tmp_path / "co-seed0" / "state.json").stat().st_mtime_ns
+    second = emb.run(0, tmp_path)
+    assert (tmp_path / "co-seed0" / "state.json").stat().st_mtime_ns == state  # read, not run again
+    for record in (first, second):
+        assert len(record["iterations"]) == 3  # iterations 0, 1 and 2
+        assert record["labeled"] > 0 and set(record["acc"]) == {"en", "jv", "su", "avg_target"}
+        assert len(record["items"]) == 24  # 12 test rows of each target
+        assert record["acc"]["avg_target"] == record["items"].count("1") / 24
+        # the last fit's predictions are what the loop's history reports for that iteration
+        assert record["acc"]["avg_target"] == pytest.approx(record["iterations"][-1])
+    assert first["items_digest"] == second["items_digest"]
