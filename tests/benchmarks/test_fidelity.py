@@ -99,7 +99,7 @@ def test_a_section_tables_every_score_and_tests_each_claim_on_its_own_items(tmp_
     acc = paired_bootstrap([[1, 1, 0, 0]] * 3, [[1, 0, 1, 0]] * 3, seed=0)
     assert ret.verdict == "gain" and acc.verdict == "within noise"
     assert re.search(rf"\| A − B +\| ret +\| \+2 ret +\| {re.escape(str(ret))} +\| gain +\| 10 +\| 3 / 3 +\|", text)
-    assert re.search(rf"\| A − B +\| test accuracy +\| \+1 acc +\| {re.escape(str(acc))} +\| within noise +\| 4 ", text)
+    assert re.search(rf"\| A − B +\| accuracy +\| \+1 acc +\| {re.escape(str(acc))} +\| within noise +\| 4 ", text)
     assert (tmp_path / "t.png").is_file()
 
 
