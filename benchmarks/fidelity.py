@@ -508,6 +508,12 @@ def section(comparison: Comparison, units: dict[str, Record], command: str, plot
     tables = {comparison.accuracy: [{"variant": comparison.variant(name).label, "seeds": len(records),
                                  **spread(records, lambda r: r["acc"], (*langs, AVG_TARGET))}
                                 for name, records in by_variant.items()]}
+    if all("iterations" in records[0] for records in by_variant.values()):  # co-training: every iteration's fit
+        columns = [f"iteration {i}" for i in range(max(len(r["iterations"]) for rs in by_variant.values() for r in rs))]
+        tables["Target average after each iteration"] = [
+            {"variant": comparison.variant(name).label, "seeds": len(records),
+             **spread(records, lambda r: dict(zip(columns, r["iterations"])), columns[:len(records[0]["iterations"])])}
+            for name, records in by_variant.items()]
     for key, heading in comparison.metrics:
         columns = list(dict.fromkeys(c for records in by_variant.values() for c in records[0]["metrics"][key]["values"]))
         tables[heading] = [{"variant": comparison.variant(name).label, "seeds": len(records),
@@ -531,7 +537,8 @@ def section(comparison: Comparison, units: dict[str, Record], command: str, plot
     reading = HERE / "fidelity" / f"{comparison.name}.md"
     parts = [f"## {comparison.title}", f"```\n{command}\n```", comparison.settings]
     for heading, table in tables.items():
-        parts += [f"### {heading} (mean ± std over seeds)", markdown_table(table)]
+        columns = list(dict.fromkeys(key for row in table for key in row))  # "alone" has fewer iterations
+        parts += [f"### {heading} (mean ± std over seeds)", markdown_table(table, columns)]
     if claims:
         parts += ["### The paper's differences: paired bootstrap 95% intervals over target-language test items "
                   "(retrieval: over queries)", markdown_table(claims)]

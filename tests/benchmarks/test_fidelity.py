@@ -134,3 +134,20 @@ def test_the_learners_of_a_cotraining_run_share_it_and_are_read_at_its_end(ray_c
         # the last fit's predictions are what the loop's history reports for that iteration
         assert record["acc"]["avg_target"] == pytest.approx(record["iterations"][-1])
     assert first["items_digest"] == second["items_digest"]
+
+
+def test_cotraining_sections_table_every_iteration(tmp_path):
+    fidelity = load_fidelity()
+
+    def unit(variant, seed, iterations):
+        return {"variant": variant, "seed": seed, "source": "en", "iterations": iterations,
+                "acc": {"en": 1.0, "jv": iterations[-1], "avg_target": iterations[-1]},
+                **fidelity.scored_items([("jv/0", True)])}
+
+    units = {"alone/seed0": unit("alone", 0, [0.5]), "alone/seed1": unit("alone", 1, [0.7]),
+             "co/seed0": unit("co", 0, [0.5, 0.6, 0.8]), "co/seed1": unit("co", 1, [0.7, 0.6, 0.6])}
+    variants = tuple(fidelity.Variant(name, name.upper(), lambda seed, storage: {}) for name in ("alone", "co"))
+    text = fidelity.section(fidelity.Comparison("c", "C", "", variants, ()), units, "cmd", tmp_path / "c.png")
+    table = text.split("### Target average after each iteration (mean ± std over seeds)")[1]
+    assert re.search(r"\| ALONE +\| 2 +\| 0\.600 ± 0\.141 +\| – +\| – +\|", table)
+    assert re.search(r"\| CO +\| 2 +\| 0\.600 ± 0\.141 +\| 0\.600 ± 0\.000 +\| 0\.700 ± 0\.141 +\|", table)
