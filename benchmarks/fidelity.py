@@ -196,7 +196,7 @@ def probe_record(preset: str, model: dict, max_examples: int) -> Record:
     return unit_record(predictions, task.source_lang, {"probe_c": p.c})
 
 
-def pretrained(name: str, label: str, preset: str | None, *overrides: str) -> Variant:
+def pretrained(name: str, label: str, preset: str | None, *overrides: str, pooling: str | None = None) -> Variant:
     """Alignment pretraining (``jobs/pretrain.py``'s run of ``configs/<preset>`` with ``overrides``, seeded by
     ``optim.seed``; ``None``: the bundled e5 as it ships), then what the pretrained encoder does:
 
@@ -207,7 +207,8 @@ def pretrained(name: str, label: str, preset: str | None, *overrides: str) -> Va
     - ``acc`` and items: zero-shot XNLI transfer, the frozen-linear probe of the encoder on ``TRANSFER_ROWS``
       English pairs (``probe_record``).
 
-    Every encoder is evaluated at ``max_length`` 128 with the pooling it was pretrained with."""
+    Every encoder is evaluated at ``max_length`` 128 with the pooling it was pretrained with (``pooling``: the
+    bundled encoder's, when there is no pretraining)."""
 
     def run(seed: int, storage: Path) -> Record:
         from xlt.models import EncoderConfig
@@ -224,8 +225,9 @@ def pretrained(name: str, label: str, preset: str | None, *overrides: str) -> Va
             result = build_trainer(prepared).fit()
             source = f"local:{encoder_dir(result.checkpoint.path)}"
             settings = {"train_pairs": prepared.config.data.train_rows, "steps": result.metrics["train/global_step"]}
-        metrics = encoder_metrics(EncoderConfig(source=source))
-        record = probe_record("finetune_xnli.yaml", {"source": source, "max_length": 128}, TRANSFER_ROWS)
+        model = {"source": source, "max_length": 128, "pooling": pooling}
+        metrics = encoder_metrics(EncoderConfig(**model))
+        record = probe_record("finetune_xnli.yaml", model, TRANSFER_ROWS)
         return {**record, "metrics": metrics, **settings}
 
     # the bundled encoder and its probe are deterministic: one run
@@ -413,6 +415,8 @@ PRETRAINING = Comparison(
   e5 on XNLI stays near chance (scl-xnli's CE), and a probe measures what the encoder carries without it.
 - The papers: mBERT / XLM-R / a 24-layer VECO pretrained for days on UN, OPUS and monolingual corpora.""",
     (pretrained("base", "no pretraining", None),
+     # ML-CTL pools avg-first-last (Chen et al. 2022, §2.2): its encoder before pretraining
+     pretrained("base-afl", "no pretraining, avg-first-last pooling", None, pooling="avg_first_last"),
      pretrained("cz-8", "ML-CTL CZ-NCE, batch 8", "pretrain_ml_ctl.yaml", *pretrain_batch(8)),
      pretrained("info-8", "ML-CTL InfoNCE, batch 8", "pretrain_ml_ctl.yaml", *pretrain_batch(8), INFO_NCE),
      pretrained("cz-32", "ML-CTL CZ-NCE, batch 32", "pretrain_ml_ctl.yaml", *pretrain_batch(32)),
@@ -423,6 +427,7 @@ PRETRAINING = Comparison(
      ("cz-8", "info-8", "XNLI +0.6 (66.9 vs 66.3)", None),
      ("cz-32", "info-32", "Tatoeba +0.6 (as above)", "tatoeba"),
      ("cz-8", "base", "Tatoeba +4.7 (ML-CTL-CZ 43.4 vs mBERT 38.7)", "tatoeba"),
+     ("cz-8", "base-afl", "Tatoeba +4.7 (as above; here the same pooling before and after)", "tatoeba"),
      ("cz-8", "base", "XNLI +2.4 (67.8 vs 65.4)", None),
      ("mgc", "base", "XNLI +1.4 (MGC-HARD 75.8 vs XLM-R reimpl. 74.4; Li et al. 2021, Table 1)", None),
      ("veco2", "base", "XNLI +0.2 (MCTL over MLM + TLM; Zhang et al. 2023, Table 4)", None),
