@@ -540,7 +540,12 @@ def section(comparison: Comparison, units: dict[str, Record], command: str, plot
                        "seeds": f"{len(xa)} / {len(xb)}"})
     write_plot(comparison, by_variant, plot)
     reading = HERE / "fidelity" / f"{comparison.name}.md"
-    parts = [f"## {comparison.title}", f"```\n{command}\n```", comparison.settings]
+    stored = list(units.values())
+    loads = [r["load"] for r in stored]
+    runs = (f"{len(stored)} units, {sum(r['minutes'] for r in stored):.0f} minutes of runs, finished "
+            f"{min(r['finished'] for r in stored)} to {max(r['finished'] for r in stored)}; the 1-minute load "
+            f"average at the end of each unit {min(loads):.1f} to {max(loads):.1f}.")
+    parts = [f"## {comparison.title}", f"```\n{command}\n```", runs, comparison.settings]
     for heading, table in tables.items():
         columns = list(dict.fromkeys(key for row in table for key in row))  # "alone" has fewer iterations
         parts += [f"### {heading} (mean ± std over seeds)", markdown_table(table, columns)]

@@ -55,6 +55,9 @@ def test_a_killed_comparison_continues_with_the_units_not_stored(data_dir, tmp_p
     assert (tmp_path / "fidelity_smoke.png").is_file()
 
 
+RUN = {"minutes": 1.5, "finished": "2026-11-25T18:00:00", "load": 1.0}  # what the runner adds to a record
+
+
 def load_fidelity():
     import importlib.util
 
@@ -73,7 +76,7 @@ def test_a_section_tables_every_score_and_tests_each_claim_on_its_own_items(tmp_
     b_ret = ["1111100000", "1111100000", "1111110000"]
 
     def unit(variant, seed, acc_items, ret_items, f1):
-        return {"variant": variant, "seed": seed, "source": "en",
+        return {"variant": variant, "seed": seed, "source": "en", **RUN,
                 "acc": {"en": 1.0, "de": acc_items.count("1") / 4, "avg_target": acc_items.count("1") / 4},
                 **fidelity.scored_items([(f"de/{i}", c == "1") for i, c in enumerate(acc_items)]),
                 "metrics": {"ret": {"values": {"avg": ret_items.count("1") / 10},
@@ -100,6 +103,7 @@ def test_a_section_tables_every_score_and_tests_each_claim_on_its_own_items(tmp_
     assert ret.verdict == "gain" and acc.verdict == "within noise"
     assert re.search(rf"\| A − B +\| ret +\| \+2 ret +\| {re.escape(str(ret))} +\| gain +\| 10 +\| 3 / 3 +\|", text)
     assert re.search(rf"\| A − B +\| accuracy +\| \+1 acc +\| {re.escape(str(acc))} +\| within noise +\| 4 ", text)
+    assert "6 units, 9 minutes of runs, finished 2026-11-25T18:00:00 to 2026-11-25T18:00:00" in text
     assert (tmp_path / "t.png").is_file()
 
 
@@ -140,7 +144,7 @@ def test_cotraining_sections_table_every_iteration(tmp_path):
     fidelity = load_fidelity()
 
     def unit(variant, seed, iterations):
-        return {"variant": variant, "seed": seed, "source": "en", "iterations": iterations,
+        return {"variant": variant, "seed": seed, "source": "en", "iterations": iterations, **RUN,
                 "acc": {"en": 1.0, "jv": iterations[-1], "avg_target": iterations[-1]},
                 **fidelity.scored_items([("jv/0", True)])}
 
