@@ -12,6 +12,7 @@ from xlt.data.dictionary import BilingualDictionary, Lexicon, read_muse
 from xlt.data.errors import DataError
 from xlt.data.files import read_examples, read_parallel
 from xlt.data.hf import read_hf_dataset, read_hf_parallel
+from xlt.data.ntrex import ntrex_languages, read_ntrex
 from xlt.data.paths import resolve_data_dir
 from xlt.data.ray_data import to_ray_dataset
 from xlt.data.records import Example, ParallelPair, as_rows, evenly_spaced
@@ -32,6 +33,8 @@ __all__ = [
     "read_hf_dataset",
     "read_hf_parallel",
     "read_muse",
+    "read_ntrex",
+    "ntrex_languages",
     "read_parallel",
     "read_sib200",
     "read_tatoeba",

@@ -10,11 +10,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from xlt.data.errors import DataError
 from xlt.text.languages import code_among, normalize_lang
 from xlt.data.paths import dataset_dir
 from xlt.data.records import ParallelPair
-from xlt.data.textfile import read_lines
+from xlt.data.textfile import read_aligned_lines
 
 _PAIR_FILE = re.compile(r"tatoeba\.([a-z]{3})-eng\.eng")
 
@@ -56,18 +55,7 @@ def read_tatoeba(root: str | Path, lang: str) -> list[ParallelPair]:
             raise FileNotFoundError(
                 f"{path} does not exist (language {lang!r} -> {code}); languages present: {available}"
             )
-    src_lines, tgt_lines = read_lines(src_path), read_lines(tgt_path)
-    if len(src_lines) != len(tgt_lines):
-        raise DataError(
-            src_path,
-            None,
-            f"has {len(src_lines)} lines but {tgt_path} has {len(tgt_lines)}; "
-            "line i of one must be the translation of line i of the other",
-        )
-    for path, lines, other in ((src_path, src_lines, tgt_path), (tgt_path, tgt_lines, src_path)):
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                raise DataError(path, number, f"empty line; expected the translation of line {number} of {other}")
+    src_lines, tgt_lines = read_aligned_lines(src_path, tgt_path)
     # The file's own language, not the caller's spelling: ``zh-Hant`` also reads ``cmn``,
     # whose sentences are in both scripts, so the pairs are labelled ``zh``.
     src_lang = normalize_lang(code)

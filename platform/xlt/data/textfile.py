@@ -42,3 +42,22 @@ def read_lines(path: str | Path) -> list[str]:
     if lines[-1] == "":
         lines.pop()
     return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def read_aligned_lines(src_path: Path, tgt_path: Path) -> tuple[list[str], list[str]]:
+    """The lines of two files where line i of one is the translation of line i of the other: refused
+    (``DataError``) when their line counts differ or a line is empty, since one missing line would
+    silently pair every later sentence with the wrong translation."""
+    src_lines, tgt_lines = read_lines(src_path), read_lines(tgt_path)
+    if len(src_lines) != len(tgt_lines):
+        raise DataError(
+            src_path,
+            None,
+            f"has {len(src_lines)} lines but {tgt_path} has {len(tgt_lines)}; "
+            "line i of one must be the translation of line i of the other",
+        )
+    for path, lines, other in ((src_path, src_lines, tgt_path), (tgt_path, tgt_lines, src_path)):
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                raise DataError(path, number, f"empty line; expected the translation of line {number} of {other}")
+    return src_lines, tgt_lines

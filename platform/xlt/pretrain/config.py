@@ -45,7 +45,7 @@ from ..train.config import normalized_langs
 Recipe = Literal["ml-ctl", "mgc", "veco2", "custom"]
 Features = Literal["pooled", "cce"]
 MlmInput = Literal["monolingual", "concatenated"]
-SourceType = Literal["tatoeba", "sib200", "file", "hf"]
+SourceType = Literal["tatoeba", "ntrex", "sib200", "file", "hf"]
 Subword = Literal["first", "all"]
 
 # What the pretraining step computes (``xlt.losses.base`` vocabulary). ``features``, ``labels``
@@ -93,6 +93,7 @@ class BitextSource:
     """One source of parallel pairs (``xlt.pretrain.parallel.read_bitext``).
 
     - ``tatoeba``: ``tatoeba.<xxx>-eng`` of each of ``langs`` (paired with English).
+    - ``ntrex``: NTREX-128's news sentences in each of ``langs`` with their English source.
     - ``sib200``: each of ``langs`` joined with the pivot language on ``index_id``, from the
       **train split only** (dev and test are evaluation data; there is no ``split`` to set).
     - ``file``: ``path`` (``.jsonl`` / ``.tsv`` / ``.csv`` / ``.parquet``) with ``src_field`` /
@@ -119,9 +120,9 @@ class BitextSource:
         for name in ("src_lang", "tgt_lang"):
             if getattr(self, name) is not None:
                 object.__setattr__(self, name, _langs(f"{key}.{name}", [getattr(self, name)])[0])
-        bundled = self.type in ("tatoeba", "sib200")
+        bundled = self.type in ("tatoeba", "ntrex", "sib200")
         check(not bundled or bool(self.langs), f"{key}.langs", self.langs,
-              "the languages to pair with English (tatoeba) or the pivot language (sib200)")
+              "the languages to pair with English (tatoeba, ntrex) or the pivot language (sib200)")
         check(bundled or self.path is not None, f"{key}.path", self.path, "a file path or dataset name")
         check(not bundled or self.path is None, f"{key}.path", self.path, f"none: {self.type} is read from data_dir")
         check(bundled or not self.langs, f"{key}.langs", self.langs,

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data import (BilingualDictionary, ParallelPair, evenly_spaced, read_hf_parallel, read_muse, read_parallel,
-                    read_sib200, read_tatoeba, sib200_languages)
+                    read_ntrex, read_sib200, read_tatoeba, sib200_languages)
 from .config import BitextSource, PretrainData
 
 
@@ -49,6 +49,8 @@ def read_bitext(source: BitextSource, root: str | Path, pivot: str = "en") -> li
     """Every pair of ``source`` as the reader gives it (``orient`` them afterwards)."""
     if source.type == "tatoeba":
         return [p for lang in source.langs for p in read_tatoeba(root, lang)]
+    if source.type == "ntrex":
+        return [p for lang in source.langs for p in read_ntrex(root, lang)]
     if source.type == "sib200":
         return [p for lang in source.langs for p in sib200_pairs(root, lang, pivot)]
     fields: dict[str, Any] = dict(src_field=source.src_field, tgt_field=source.tgt_field, src_lang=source.src_lang,
