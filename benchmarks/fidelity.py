@@ -411,8 +411,8 @@ PRETRAINING = Comparison(
   of each side (757 zh and 757 en sentences at most); F1 on the held-out half at the calibration half's margin threshold. F1 is not a mean over items:
   mean ± std over seeds only.
 - XNLI transfer: the frozen-linear probe of each encoder (logistic regression on {TRANSFER_ROWS} English pairs, C on
-  English dev, {TRANSFER_ROWS} test pairs a language). The papers fine-tune; at the sizes that fit here, fine-tuning
-  e5 on XNLI stays near chance (scl-xnli's CE), and a probe measures what the encoder carries without it.
+  English dev, {TRANSFER_ROWS} test pairs a language). The papers fine-tune; a probe measures what the encoder carries
+  without a fine-tuning run per unit, which would not fit the hour.
 - The papers: mBERT / XLM-R / a 24-layer VECO pretrained for days on UN, OPUS and monolingual corpora.""",
     (pretrained("base", "no pretraining", None),
      # ML-CTL pools avg-first-last (Chen et al. 2022, §2.2): its encoder before pretraining
