@@ -12,12 +12,15 @@ from typing import Any, Mapping, Sequence
 
 def _cell(value: Any, digits: int) -> str:
     if isinstance(value, float):
+        if value and abs(value) < 10 ** (1 - digits):  # a learning rate of 6e-05 is not "0.0001"
+            return f"{value:.2e}"
         return f"{value:.{digits}f}"
     return "–" if value is None else str(value)
 
 
 def markdown_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None, digits: int = 3) -> str:
-    """A GitHub markdown table; floats to ``digits`` places, missing cells as an en dash."""
+    """A GitHub markdown table; floats to ``digits`` places (in scientific notation when fewer than two
+    significant digits would show), missing cells as an en dash."""
     if not rows:
         raise ValueError("markdown_table needs at least one row")
     columns = list(columns or rows[0].keys())
