@@ -179,10 +179,10 @@ def probe(preset: str, max_examples: int) -> Variant:
     return Variant("probe", "frozen-linear probe", run, seeded=False)
 
 
-def probe_record(preset: str, model: dict, max_examples: int) -> Record:
+def probe_record(preset: str, model: dict, max_examples: int, encoder=None) -> Record:
     """``jobs/evaluate.py``'s frozen-linear protocol (logistic regression on the frozen encoder's embeddings
     of ``max_examples`` English train rows, C chosen on English dev) on ``configs/<preset>``'s task with
-    ``model``, as a ``unit_record`` of its test predictions."""
+    ``model`` (``encoder``: that model already loaded), as a ``unit_record`` of its test predictions."""
     from xlt.config import from_dict, merge_presets
     from xlt.eval.tasks import EvaluateConfig, frozen_linear_predictions
     from xlt.models import load_encoder
@@ -191,7 +191,7 @@ def probe_record(preset: str, model: dict, max_examples: int) -> Record:
     cfg = from_dict(EvaluateConfig, {"protocol": "frozen-linear", "task": merge_presets(REPO / "configs" / preset)["task"],
                                      "models": [model], "max_examples": max_examples, "progress": False})
     task = load_task(cfg.task, cfg.data_dir)
-    p = frozen_linear_predictions(load_encoder(cfg.models[0]), task, cfg)
+    p = frozen_linear_predictions(encoder or load_encoder(cfg.models[0]), task, cfg)
     predictions = {"id": p.ids, "lang": p.langs, "label": p.gold.tolist(), "predicted": p.predicted.tolist()}
     return unit_record(predictions, task.source_lang, {"probe_c": p.c})
 
@@ -211,7 +211,7 @@ def pretrained(name: str, label: str, preset: str | None, *overrides: str, pooli
     bundled encoder's, when there is no pretraining)."""
 
     def run(seed: int, storage: Path) -> Record:
-        from xlt.models import EncoderConfig
+        from xlt.models import EncoderConfig, load_encoder
 
         source, settings = "bundled:multilingual-e5-small", {}
         if preset is not None:
@@ -226,26 +226,25 @@ def pretrained(name: str, label: str, preset: str | None, *overrides: str, pooli
             source = f"local:{encoder_dir(result.checkpoint.path)}"
             settings = {"train_pairs": prepared.config.data.train_rows, "steps": result.metrics["train/global_step"]}
         model = {"source": source, "max_length": 128, "pooling": pooling}
-        metrics = encoder_metrics(EncoderConfig(**model))
-        record = probe_record("finetune_xnli.yaml", model, TRANSFER_ROWS)
+        encoder = load_encoder(EncoderConfig(**model))
+        metrics = encoder_metrics(encoder)
+        record = probe_record("finetune_xnli.yaml", model, TRANSFER_ROWS, encoder)
         return {**record, "metrics": metrics, **settings}
 
     # the bundled encoder and its probe are deterministic: one run
     return Variant(name, label, run, seeded=preset is not None)
 
 
-def encoder_metrics(model) -> dict[str, dict]:
-    """Tatoeba retrieval on ``HELD_APART`` (per query) and BUCC zh-en F1 of one encoder."""
+def encoder_metrics(encoder) -> dict[str, dict]:
+    """Tatoeba retrieval on ``HELD_APART`` (per query) and BUCC zh-en F1 of one (loaded) encoder."""
     import numpy as np
 
     from xlt.data import read_bucc, resolve_data_dir
     from xlt.eval.retrieval import tatoeba_hits
     from xlt.eval.tasks import EvaluateConfig, bucc_rows, bucc_sample
-    from xlt.models import load_encoder
     from xlt.pretrain.parallel import tatoeba_rows
 
     root = resolve_data_dir(None)
-    encoder = load_encoder(model)
     values, items = {}, []
     for lang in HELD_APART:
         rows = tatoeba_rows(root, (lang,), TATOEBA_PAIRS)
@@ -255,7 +254,7 @@ def encoder_metrics(model) -> dict[str, dict]:
         items += [(f"{lang}/{i}/{direction}", bool(hit)) for direction, hits in (("xx-en", src_hits), ("en-xx", tgt_hits))
                   for i, hit in enumerate(hits)]
     values["avg"] = float(np.mean([values[lang] for lang in HELD_APART]))
-    cfg = EvaluateConfig(protocol="bucc", models=(model,), max_examples=BUCC_ROWS, progress=False)
+    cfg = EvaluateConfig(protocol="bucc", max_examples=BUCC_ROWS, progress=False)  # bucc_rows: batch, normalisation, k
     bucc = {row["part"]: row for row in bucc_rows(encoder, bucc_sample(read_bucc(root), BUCC_ROWS), cfg)}
     held_out, oracle = bucc["held-out (threshold from calibration half)"], bucc["oracle: all of dev"]
     return {"tatoeba": {"values": values, **scored_items(items)},
@@ -495,13 +494,18 @@ def correctness(records: Sequence[Record], metric: str | None = None) -> list[li
     return [[int(c) for c in scored(r, metric)["items"]] for r in records]
 
 
-def spread(records: Sequence[Record], values: Callable[[Record], dict[str, float]], columns: Sequence[str]) -> dict:
-    """``column: "mean ± std"`` over ``records`` of each column of ``values(record)``."""
-    row = {}
-    for column in columns:
-        mean, std = mean_std([values(r)[column] for r in records])
-        row[column] = f"{mean:.3f} ± {std:.3f}"
-    return row
+def spread(comparison: Comparison, by_variant: dict[str, list[Record]],
+           values: Callable[[Record], dict[str, float]], columns: Callable[[list[Record]], Sequence[str]]) -> list[dict]:
+    """A table row per variant: its label, its seed count, and ``column: "mean ± std"`` over its records of
+    each of ``columns(records)`` in ``values(record)``."""
+    table = []
+    for name, records in by_variant.items():
+        row = {"variant": comparison.variant(name).label, "seeds": len(records)}
+        for column in columns(records):
+            mean, std = mean_std([values(r)[column] for r in records])
+            row[column] = f"{mean:.3f} ± {std:.3f}"
+        table.append(row)
+    return table
 
 
 def section(comparison: Comparison, units: dict[str, Record], command: str, plot: Path) -> str:
@@ -510,20 +514,15 @@ def section(comparison: Comparison, units: dict[str, Record], command: str, plot
     by_variant = {name: records for name, records in by_variant.items() if records}
     langs = sorted({lang for records in by_variant.values() for r in records for lang in r["acc"]} - {AVG_TARGET},
                    key=lambda lang: (lang != next(iter(by_variant.values()))[0]["source"], lang))
-    tables = {comparison.accuracy: [{"variant": comparison.variant(name).label, "seeds": len(records),
-                                 **spread(records, lambda r: r["acc"], (*langs, AVG_TARGET))}
-                                for name, records in by_variant.items()]}
+    tables = {comparison.accuracy: spread(comparison, by_variant, lambda r: r["acc"], lambda _: (*langs, AVG_TARGET))}
     if all("iterations" in records[0] for records in by_variant.values()):  # co-training: every iteration's fit
         columns = [f"iteration {i}" for i in range(max(len(r["iterations"]) for rs in by_variant.values() for r in rs))]
-        tables["Target average after each iteration"] = [
-            {"variant": comparison.variant(name).label, "seeds": len(records),
-             **spread(records, lambda r: dict(zip(columns, r["iterations"])), columns[:len(records[0]["iterations"])])}
-            for name, records in by_variant.items()]
+        tables["Target average after each iteration"] = spread(
+            comparison, by_variant, lambda r: dict(zip(columns, r["iterations"])),
+            lambda records: columns[:len(records[0]["iterations"])])
     for key, heading in comparison.metrics:
         columns = list(dict.fromkeys(c for records in by_variant.values() for c in records[0]["metrics"][key]["values"]))
-        tables[heading] = [{"variant": comparison.variant(name).label, "seeds": len(records),
-                            **spread(records, lambda r: r["metrics"][key]["values"], columns)}
-                           for name, records in by_variant.items()]
+        tables[heading] = spread(comparison, by_variant, lambda r: r["metrics"][key]["values"], lambda _: columns)
     claims = []
     for a, b, paper, *metric in comparison.claims:
         metric = metric[0] if metric else None
