@@ -470,6 +470,9 @@ def test_mining_with_no_correct_candidate():
     # a fixed threshold above every score extracts nothing either
     r = mine_bitext(src, tgt, gold, threshold=1e6)
     assert (r.precision, r.recall, r.f1, r.n_extracted) == (0.0, 0.0, 0.0, 0)
+    # nor does the oracle's inf, carried to a held-out part (an untrained encoder's BUCC row)
+    r = mine_bitext(src, tgt, gold, threshold=math.inf)
+    assert (r.precision, r.recall, r.f1, r.n_extracted, r.threshold) == (0.0, 0.0, 0.0, 0, math.inf)
 
 
 def test_mining_protocol_states_mode_k_and_threshold():
@@ -505,6 +508,7 @@ def test_mining_clips_k_and_says_so():
         ({"gold": {(0, -1)}}, r"gold has 1 pairs outside"),
         ({"threshold": math.nan}, r"threshold=nan is not valid"),
         ({"threshold": "1.2"}, r"threshold='1.2' is not valid"),
+        ({"threshold": -math.inf}, r"threshold=-inf is not valid"),
         ({"src_emb": np.zeros((0, 3))}, r"src_emb is empty"),
         ({"tgt_emb": np.ones((4, 2))}, r"src_emb \(4, 3\) and tgt_emb \(4, 2\)"),
         ({"tgt_emb": np.full((4, 3), np.nan)}, r"tgt_emb has NaN or inf .* in 4 of 4 rows"),

@@ -503,7 +503,8 @@ def mine_bitext(
         mode: which candidates to mine, one of :data:`MINING_MODES` (see ``_MODE_DESCRIPTIONS``).
         threshold: ``None`` to choose the threshold that maximises F1 against ``gold`` (XTREME's
             protocol, an oracle on this set); or a fixed margin threshold, e.g. one chosen on a
-            development set, to get a held-out estimate.
+            development set, to get a held-out estimate; ``inf`` (what the oracle returns when no
+            cut extracts a gold pair) extracts nothing.
 
     Returns:
         A :class:`MiningResult`; its ``protocol`` states the mode, k and threshold selection.
@@ -511,10 +512,14 @@ def mine_bitext(
     if mode not in MINING_MODES:
         raise ValueError(f"mode={mode!r} is not valid: expected one of {', '.join(MINING_MODES)}")
     k = _check_k(k)
+    # +inf is a threshold the oracle itself returns (no cut extracts a gold pair): passed on to a
+    # held-out part, it extracts nothing there.
     if threshold is not None and (
-        isinstance(threshold, bool) or not isinstance(threshold, numbers.Real) or not math.isfinite(threshold)
+        isinstance(threshold, bool) or not isinstance(threshold, numbers.Real) or math.isnan(threshold)
+        or threshold == -math.inf
     ):
-        raise ValueError(f"threshold={threshold!r} is not valid: expected None (choose by F1) or a finite number")
+        raise ValueError(f"threshold={threshold!r} is not valid: expected None (choose by F1), a finite number or "
+                         "inf (extract nothing)")
     src = _as_embeddings(src_emb, "src_emb", cosine=True)
     tgt = _as_embeddings(tgt_emb, "tgt_emb", cosine=True)
     _check_same_dim(src, tgt, "src_emb", "tgt_emb")
