@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import os
 import re
 import sys
@@ -362,7 +363,7 @@ COTRAIN_10 = Comparison(
      ("emb-co", "emb-self", "about +1 (LaBSE, Fig. 3)"), ("emb-co", "emb-alone", "gains (Fig. 3)")))
 COTRAIN_100 = Comparison(
     "cotrain-nusax-100", "Yu & Joty 2021, Table 2 (full labels): co-training vs self-training vs alone, "
-    "NusaX, 100% of the labels", COTRAIN_SETTINGS.format(labeled=500, pct="100%", k=3, k_note=" (96 steps)"),
+    "NusaX, 100% of the labels", COTRAIN_SETTINGS.format(labeled=500, pct="100%", k=3, k_note=f" ({3 * math.ceil(500 / 16)} steps)"),
     cotraining(1.0, 3),
     (("lm-co", "lm-self", "+0.9 XLM-R, +6.9 mBERT (MARC, 100%)"), ("lm-co", "lm-alone", "+1.1 XLM-R, +8.0 mBERT"),
      ("emb-co", "emb-alone", "not reported")))
@@ -370,15 +371,16 @@ COTRAIN_100 = Comparison(
 # Yu & Joty 2021, §3.2: LA (Eq. 2-3) over every row of the batch, sources and translations alike; SA (Eq. 4-5) over
 # 2b-batches of a source, b of its translations (full-translation views) and b other-class sources. λ_LA = 1/64
 # and τ = 1 as benchmarks/sib200_alignment.py; b = 1.
-TRANSLATE_TRAIN = ("data.setting=translate-train", "data.max_examples=150", "optim.epochs=1")
+TT_PAIRS = 150  # English pairs; each with its translations into the eight targets
+TRANSLATE_TRAIN = ("data.setting=translate-train", f"data.max_examples={TT_PAIRS}", "optim.epochs=1")
 SA_VIEWS = "data.augment={t_f: 1, t_p: 0, t_c: 0, languages: [ar, de, es, fr, hi, ru, sw, zh]}"
 LA = "{name: label_alignment, weight: 0.015625, params: {temperature: 1.0}}"
 SA = "{name: semantic_alignment, weight: 1.0, params: {b: 1, temperature: 1.0}}"
 LANGUAGE_ADAPTATION = Comparison(
     "la-sa-xnli", "Yu & Joty 2021, Tables 2 and 4 (language adaptation): translate-train CE vs + LA / + SA / + LA + SA, XNLI",
-    """- `bundled:multilingual-e5-small` on XNLI translate-train: 150 English pairs (validation rows, evenly spaced)
-  and their human translations into the eight targets (1,350 training pairs, 85 steps), 1 epoch, AdamW lr 5e-5,
-  batch 16, word embeddings frozen; 150 test pairs a language (evenly spaced). Sized to fit the hour: zero-shot
+    f"""- `bundled:multilingual-e5-small` on XNLI translate-train: {TT_PAIRS} English pairs (validation rows, evenly spaced)
+  and their human translations into the eight targets ({9 * TT_PAIRS:,} training pairs, {math.ceil(9 * TT_PAIRS / 16)} steps), 1 epoch, AdamW lr 5e-5,
+  batch 16, word embeddings frozen; {TT_PAIRS} test pairs a language (evenly spaced). Sized to fit the hour: zero-shot
   CE at 200 pairs x 2 epochs (26 steps) stayed at chance (`benchmarks/fidelity/xnli-lr-sweep.md`).
 - LA: every row of the batch an anchor (λ = 1/64, τ = 1); SA: b = 1, each English pair's positive one of its
   translations (a full-translation view), its negatives other-class English pairs of the batch (λ = 1, τ = 1).
