@@ -392,15 +392,18 @@ LANGUAGE_ADAPTATION = Comparison(
     (("tt-la-sa", "tt-ce", "+0.4 XLM-R, +0.9 mBERT (MARC few-shot, Table 2)"),
      ("tt-la-sa", "tt-sa", "+0.8 XLM-R (Table 4: without LA)"), ("tt-la-sa", "tt-la", "+0.1 XLM-R (Table 4: without SA)")))
 
-# Alignment pretraining (Chen et al. 2022; Li et al. 2021; Zhang et al. 2023) from the bundled e5, on Tatoeba + SIB-200
-# train pairs of six languages as configs/pretrain_*.yaml; fr/ar/sw held apart (their data.eval_langs).
+# Alignment pretraining (Chen et al. 2022; Li et al. 2021; Zhang et al. 2023) from the bundled e5, on NTREX-128 news pairs
+# of six languages with English; fr/ar/sw held apart (configs/pretrain_*.yaml's data.eval_langs). NTREX is multi-way:
+# each English line goes to one language only (data.distinct_pivot), else a batch would hold its copies as negatives.
 HELD_APART = ("fr", "ar", "sw")
 # Sizes for 19 units in an hour here: a unit pretrains for about 1.5 minutes and evaluates for about 1.
 PRETRAIN_PAIRS = 40  # per language pair: 240 pairs in all
 TATOEBA_PAIRS = 300  # evenly spaced pairs of each held-apart language
 BUCC_ROWS = 500  # xlt.eval.tasks.bucc_sample: every gold pair's sentences plus the first 500 of each side
 TRANSFER_ROWS = 200  # XNLI probe: English train and dev rows, and test rows per language
-PRETRAIN_DATA = (f"data.max_pairs={PRETRAIN_PAIRS}", f"data.eval_max_pairs={TATOEBA_PAIRS}")
+PRETRAIN_LANGS = "[de, es, ru, zh, hi, ja]"
+PRETRAIN_DATA = (f"data.sources=[{{type: ntrex, langs: {PRETRAIN_LANGS}}}]", "data.distinct_pivot=true",
+                 f"data.max_pairs={PRETRAIN_PAIRS}", f"data.eval_max_pairs={TATOEBA_PAIRS}")
 
 
 def pretrain_batch(pairs: int) -> tuple[str, ...]:
@@ -412,11 +415,14 @@ PRETRAINING = Comparison(
     "pretrain-align", "Chen et al. 2022, Table 1; Li et al. 2021, Table 1; Zhang et al. 2023, Table 4: alignment "
     "pretraining, retrieval, BUCC and XNLI transfer",
     f"""- From `bundled:multilingual-e5-small`, one epoch over {PRETRAIN_PAIRS} pairs per language pair (de, es, ru, zh, hi, ja
-  with English; Tatoeba + SIB-200 train, `data.max_pairs={PRETRAIN_PAIRS}`), lr 2e-5, word embeddings frozen, no
+  with English) of NTREX-128 news, each English line given to one language only (`data.distinct_pivot`: the corpus
+  is multi-way, and copies of a line in one batch would be negatives of each other), evenly spaced
+  (`data.max_pairs={PRETRAIN_PAIRS}`); lr 2e-5, word embeddings frozen, no
   accumulation: ML-CTL at 8 and 32 pairs a batch (CZ-NCE, and InfoNCE in its place), MGC and VECO 2.0 at 16. Otherwise
   the recipes of `configs/pretrain_*.yaml`. Seeds change the mixture, masking, dropout and order.
 - Retrieval: Tatoeba fr, ar, sw (held apart: never trained on, nor any pair sharing a sentence with them),
-  {TATOEBA_PAIRS} evenly spaced pairs each, top-1 both ways; each query is an item of the interval.
+  {TATOEBA_PAIRS} evenly spaced pairs each, top-1 both ways; each query is an item of the interval. Not NTREX fr/ar/sw:
+  their English side is the pretraining pairs' English.
 - BUCC 2018 zh-en dev (`xlt.eval.tasks.bucc_rows`): the sentences of all 257 gold pairs plus the first {BUCC_ROWS:,}
   of each side (757 zh and 757 en sentences at most); F1 on the held-out half at the calibration half's margin threshold. F1 is not a mean over items:
   mean ± std over seeds only.

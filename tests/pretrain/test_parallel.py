@@ -9,7 +9,7 @@ import pytest
 
 from xlt.data import read_sib200, read_tatoeba
 from xlt.pretrain.config import BitextSource, PretrainData
-from xlt.pretrain.parallel import (build_mixture, evaluation_sentences, load_dictionaries, mix, mixture_counts, orient,
+from xlt.pretrain.parallel import (build_mixture, distinct_pivot, evaluation_sentences, load_dictionaries, mix, mixture_counts, orient,
                                    read_bitext, sampling_probabilities, sib200_pairs, tatoeba_rows)
 
 from .conftest import pair
@@ -93,6 +93,22 @@ def test_mixture_holds_evaluation_apart(data_dir, tmp_path):
     assert normalized_in(fr[3].src, evaluation_sentences(data_dir, ["fr"], sib200=False))
     rows = tatoeba_rows(data_dir, ["fr", "sw"], max_pairs=5)
     assert len(rows) == 10 and rows[0] == {"lang": "fr", "src": fr[0].src, "tgt": fr[0].tgt}
+
+
+def test_distinct_pivot_gives_each_english_line_of_a_multiway_corpus_to_one_language(data_dir):
+    pairs = [orient(p, "en") for p in read_bitext(BitextSource("ntrex", langs=("de", "ja", "sw")), data_dir)]
+    kept = distinct_pivot(pairs)
+    english = [" ".join(p.src.split()).casefold() for p in kept]
+    assert len(english) == len(set(english)) == len(set(" ".join(p.src.split()).casefold() for p in pairs))
+    # NTREX: line i of every language translates English line i, so the languages take lines in turn
+    shares = Counter(p.tgt_lang for p in kept)
+    assert set(shares) == {"de", "ja", "sw"} and max(shares.values()) - min(shares.values()) <= 30
+    assert kept[:3] == [pairs[0], pairs[1997 + 1], pairs[2 * 1997 + 2]]
+    # a corpus without repeated pivot sentences is left as it is
+    assert distinct_pivot(kept) == kept
+    mixture = build_mixture(PretrainData(sources=(BitextSource("ntrex", langs=("de", "ja")),), distinct_pivot=True),
+                            data_dir)
+    assert len({p.src for p in mixture.pairs}) == len(mixture.pairs) < 2 * 1997
 
 
 def normalized_in(text: str, sentences: set[str]) -> bool:

@@ -146,6 +146,9 @@ class PretrainData:
       held apart: no training pair may be in one of them. ``exclude_eval_sentences`` drops every
       training pair with a side equal to a sentence of those Tatoeba sets or of any SIB-200
       dev/test split on disk, so that neither evaluation is trained on.
+    - ``distinct_pivot``: keep each pivot-language sentence in one training pair only
+      (``xlt.pretrain.parallel.distinct_pivot``): for multi-way sources (NTREX-128, SIB-200), whose
+      English lines would otherwise recur once per language and be in-batch false negatives.
     - ``dictionary_dir``: bilingual dictionaries ``<src>-<tgt>.txt`` in MUSE format (default
       ``<data_dir>/muse``), for word-positioned samples, aligned tokens and spans, and the
       dictionary back-translations of noisy positives. ``english_stop_words``: leave English
@@ -162,6 +165,7 @@ class PretrainData:
     eval_langs: tuple[str, ...] = ()
     eval_max_pairs: int = 0
     exclude_eval_sentences: bool = True
+    distinct_pivot: bool = False
     dictionary_dir: str | None = None
     english_stop_words: bool = True
     annotate_cpus: float = 1.0

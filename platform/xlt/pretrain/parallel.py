@@ -6,6 +6,8 @@
   direction (MUSE ``en-xx``) serves every pair of a language.
 - ``evaluation_sentences`` / ``exclude_sentences``: no training pair may contain a sentence the
   evaluations score (Tatoeba of the held-apart languages, SIB-200 dev and test).
+- ``distinct_pivot``: each pivot sentence in one training pair only, for multi-way corpora
+  (NTREX-128, SIB-200), whose every English line has a translation in every language.
 - ``sampling_probabilities`` / ``mixture_counts`` / ``mix``: language pairs mixed with
   q_i = p_i^α / Σ_j p_j^α, p_i = n_i / Σ_k n_k (Zhang et al. 2023, Eq. 9, after XLM).
 - ``load_dictionaries``: the bilingual dictionaries of the mixture's language pairs.
@@ -95,6 +97,20 @@ def exclude_sentences(pairs: Sequence[ParallelPair], sentences: set[str]) -> lis
     return [p for p in pairs if normalize_sentence(p.src) not in sentences and normalize_sentence(p.tgt) not in sentences]
 
 
+def distinct_pivot(pairs: Sequence[ParallelPair]) -> list[ParallelPair]:
+    """``pairs`` keeping each pivot (source-side, after ``orient``) sentence in one pair only.
+
+    Why: a multi-way corpus pairs every English line with each language, so a mixture of its language
+    pairs holds the same English sentence several times, and an in-batch contrastive loss (which does
+    not deduplicate rows, as the papers write it) takes the copies as negatives of each other. The
+    h-th distinct pivot sentence (in reading order) keeps its (h mod m)-th of m pairs, so the
+    languages of a multi-way corpus take its lines in turn and keep equal shares."""
+    by_sentence: dict[str, list[ParallelPair]] = {}
+    for p in pairs:
+        by_sentence.setdefault(normalize_sentence(p.src), []).append(p)
+    return [group[h % len(group)] for h, group in enumerate(by_sentence.values())]
+
+
 def sampling_probabilities(counts: Mapping[str, int], alpha: float) -> dict[str, float]:
     """q_i = p_i^α / Σ_j p_j^α with p_i = n_i / Σ_k n_k (Zhang et al. 2023, Eq. 9). α = 1 keeps the data's
     proportions; smaller α moves towards uniform, favouring low-resource pairs."""
@@ -174,6 +190,8 @@ def build_mixture(data: PretrainData, root: str | Path, seed: int = 0) -> Mixtur
     if data.exclude_eval_sentences:
         kept = exclude_sentences(pairs, evaluation_sentences(root, data.eval_langs))
         excluded, pairs = len(pairs) - len(kept), kept
+    if data.distinct_pivot:
+        pairs = distinct_pivot(pairs)
     groups: dict[str, list[ParallelPair]] = {}
     for p in pairs:
         groups.setdefault(language_pair(p), []).append(p)
