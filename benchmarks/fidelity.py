@@ -382,6 +382,8 @@ TT_PAIRS = 150  # English pairs; each with its translations into the eight targe
 TRANSLATE_TRAIN = ("data.setting=translate-train", f"data.max_examples={TT_PAIRS}", "optim.epochs=1")
 SA_VIEWS = "data.augment={t_f: 1, t_p: 0, t_c: 0, languages: [ar, de, es, fr, hi, ru, sw, zh]}"
 LA = "{name: label_alignment, weight: 0.015625, params: {temperature: 1.0}}"
+# λ_LA picked on XNLI dev by search_spaces/language_adaptation.yaml at this size (benchmarks/fidelity/la-weight-xnli.md)
+LA_DEV = "{name: label_alignment, weight: 0.25, params: {temperature: 1.0}}"
 SA = "{name: semantic_alignment, weight: 1.0, params: {b: 1, temperature: 1.0}}"
 LANGUAGE_ADAPTATION = Comparison(
     "la-sa-xnli", "Yu & Joty 2021, Tables 2 and 4 (language adaptation): translate-train CE vs + LA / + SA / + LA + SA, XNLI",
@@ -389,15 +391,22 @@ LANGUAGE_ADAPTATION = Comparison(
   and their human translations into the eight targets ({9 * TT_PAIRS:,} training pairs, {math.ceil(9 * TT_PAIRS / 16)} steps), 1 epoch, AdamW lr 5e-5,
   batch 16, word embeddings frozen; {TT_PAIRS} test pairs a language (evenly spaced). Sized to fit the hour: zero-shot
   CE at 200 pairs x 2 epochs (26 steps) stayed at chance (`benchmarks/fidelity/xnli-lr-sweep.md`).
-- LA: every row of the batch an anchor (λ = 1/64, τ = 1); SA: b = 1, each English pair's positive one of its
+- LA: every row of the batch an anchor (λ = 1/64, τ = 1; and λ = 1/4, picked on dev by
+  `search_spaces/language_adaptation.yaml`, `benchmarks/fidelity/la-weight-xnli.md`); SA: b = 1, each English pair's positive one of its
   translations (a full-translation view), its negatives other-class English pairs of the batch (λ = 1, τ = 1).
 - The paper: MARC and XNLI, 1.2% of the labels plus 200 translated examples (few-shot), mBERT / XLM-R.""",
     (finetune("tt-ce", "translate-train CE", "finetune_xnli.yaml", *TRANSLATE_TRAIN),
      finetune("tt-la", "+ LA", "finetune_xnli.yaml", *TRANSLATE_TRAIN, f"objectives=[{LA}]"),
      finetune("tt-sa", "+ SA", "finetune_xnli.yaml", *TRANSLATE_TRAIN, SA_VIEWS, f"objectives=[{SA}]"),
-     finetune("tt-la-sa", "+ LA + SA", "finetune_xnli.yaml", *TRANSLATE_TRAIN, SA_VIEWS, f"objectives=[{LA}, {SA}]")),
+     finetune("tt-la-sa", "+ LA + SA", "finetune_xnli.yaml", *TRANSLATE_TRAIN, SA_VIEWS, f"objectives=[{LA}, {SA}]"),
+     finetune("tt-la-dev", "+ LA, λ_LA = 1/4 (dev)", "finetune_xnli.yaml", *TRANSLATE_TRAIN, f"objectives=[{LA_DEV}]"),
+     finetune("tt-la-sa-dev", "+ LA + SA, λ_LA = 1/4 (dev)", "finetune_xnli.yaml", *TRANSLATE_TRAIN, SA_VIEWS,
+              f"objectives=[{LA_DEV}, {SA}]")),
     (("tt-la-sa", "tt-ce", "+0.4 XLM-R, +0.9 mBERT (MARC few-shot, Table 2)"),
-     ("tt-la-sa", "tt-sa", "+0.8 XLM-R (Table 4: without LA)"), ("tt-la-sa", "tt-la", "+0.1 XLM-R (Table 4: without SA)")))
+     ("tt-la-sa", "tt-sa", "+0.8 XLM-R (Table 4: without LA)"), ("tt-la-sa", "tt-la", "+0.1 XLM-R (Table 4: without SA)"),
+     ("tt-la-sa-dev", "tt-ce", "+0.4 XLM-R, +0.9 mBERT (as above; λ_LA from dev)"),
+     ("tt-la-sa-dev", "tt-sa", "+0.8 XLM-R (as above; λ_LA from dev)"),
+     ("tt-la-dev", "tt-ce", "not reported alone")))
 
 # Alignment pretraining (Chen et al. 2022; Li et al. 2021; Zhang et al. 2023) from the bundled e5, on NTREX-128 news pairs
 # of six languages with English; fr/ar/sw held apart (configs/pretrain_*.yaml's data.eval_langs). NTREX is multi-way:
