@@ -381,9 +381,15 @@ COTRAIN_100 = Comparison(
 TT_PAIRS = 150  # English pairs; each with its translations into the eight targets
 TRANSLATE_TRAIN = ("data.setting=translate-train", f"data.max_examples={TT_PAIRS}", "optim.epochs=1")
 SA_VIEWS = "data.augment={t_f: 1, t_p: 0, t_c: 0, languages: [ar, de, es, fr, hi, ru, sw, zh]}"
-LA = "{name: label_alignment, weight: 0.015625, params: {temperature: 1.0}}"
+
+
+def label_alignment(weight: float) -> str:
+    return f"{{name: label_alignment, weight: {weight}, params: {{temperature: 1.0}}}}"
+
+
+LA = label_alignment(0.015625)
 # λ_LA picked on XNLI dev by search_spaces/language_adaptation.yaml at this size (benchmarks/fidelity/la-weight-xnli.md)
-LA_DEV = "{name: label_alignment, weight: 0.25, params: {temperature: 1.0}}"
+LA_DEV = label_alignment(0.25)
 SA = "{name: semantic_alignment, weight: 1.0, params: {b: 1, temperature: 1.0}}"
 LANGUAGE_ADAPTATION = Comparison(
     "la-sa-xnli", "Yu & Joty 2021, Tables 2 and 4 (language adaptation): translate-train CE vs + LA / + SA / + LA + SA, XNLI",
