@@ -609,7 +609,7 @@ def write_plot(comparison: Comparison, by_variant: dict[str, list[Record]], path
     ax.bar(range(len(labels)), means, yerr=stds, capsize=4, color="#4c72b0", label="mean ± std over seeds")
     ax.set_xticks(range(len(labels)), labels, rotation=20, ha="right")
     # The titles are the papers' table names: wrapped to the figure's width, not cut at its edges.
-    title = "\n".join(textwrap.wrap(comparison.title, width=int(12 * fig.get_figwidth())))
+    title = "\n".join(textwrap.wrap(comparison.title, width=int(9 * fig.get_figwidth())))
     save_figure(fig, ax, path, xlabel="", ylabel="test accuracy, target average", title=title)
 
 
