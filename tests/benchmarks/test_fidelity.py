@@ -107,6 +107,16 @@ def test_a_section_tables_every_score_and_tests_each_claim_on_its_own_items(tmp_
     assert (tmp_path / "t.png").is_file()
 
 
+def test_the_report_names_every_comparison_not_run_yet_with_its_command(tmp_path):
+    fidelity = load_fidelity()
+    text = fidelity.report({"units": {"scl-xnli": {}}}, tmp_path / "fidelity.md")
+
+    not_run = text.split("## Not run yet", 1)[1]
+    for name in set(fidelity.COMPARISONS) - {"smoke"}:
+        assert f"`python benchmarks/fidelity.py {name} --seeds 0 1 2`" in not_run
+    assert "fidelity.py smoke" not in text
+
+
 def smoke_overrides(path) -> list[str]:
     """A smoke preset as dotted ``--set`` overrides (its mappings flattened)."""
     from xlt.config import read_yaml
