@@ -588,6 +588,10 @@ def section(comparison: Comparison, units: dict[str, Record], command: str, plot
     runs = (f"{len(stored)} units, {sum(r['minutes'] for r in stored):.0f} minutes of runs, finished "
             f"{min(r['finished'] for r in stored)} to {max(r['finished'] for r in stored)}; the 1-minute load "
             f"average at the end of each unit {min(loads):.1f} to {max(loads):.1f}.")
+    missing = [v for v in comparison.variants if v.name not in by_variant]
+    if missing:
+        runs += (f" Not run yet: {', '.join(v.label for v in missing)} (`python benchmarks/fidelity.py {comparison.name} "
+                 f"--seeds 0 1 2 --only {' '.join(v.name for v in missing)}`).")
     parts = [f"## {comparison.title}", f"```\n{command}\n```", runs, comparison.settings]
     for heading, table in tables.items():
         columns = list(dict.fromkeys(key for row in table for key in row))  # "alone" has fewer iterations

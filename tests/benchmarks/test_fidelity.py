@@ -104,6 +104,13 @@ def test_a_section_tables_every_score_and_tests_each_claim_on_its_own_items(tmp_
     assert re.search(rf"\| A − B +\| ret +\| \+2 ret +\| {re.escape(str(ret))} +\| gain +\| 10 +\| 3 / 3 +\|", text)
     assert re.search(rf"\| A − B +\| accuracy +\| \+1 acc +\| {re.escape(str(acc))} +\| within noise +\| 4 ", text)
     assert "6 units, 9 minutes of runs, finished 2026-11-25T18:00:00 to 2026-11-25T18:00:00" in text
+    assert "Not run yet" not in text
+
+    comparison = fidelity.Comparison("t", "T", "settings", (*comparison.variants, fidelity.Variant("c", "C", never)),
+                                     comparison.claims + (("c", "a", "+3 acc"),))
+    text = fidelity.section(comparison, units, "cmd", tmp_path / "t.png")
+    assert "Not run yet: C (`python benchmarks/fidelity.py t --seeds 0 1 2 --only c`)." in text
+    assert "C − A" not in text
     assert (tmp_path / "t.png").is_file()
 
 
