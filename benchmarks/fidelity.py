@@ -45,7 +45,7 @@ sys.path[:0] = [str(REPO / "platform"), str(HERE)]  # HERE also when imported, n
 from machine import cpu_model  # noqa: E402  (benchmarks/machine.py)
 from xlt.eval.classification import AVG_TARGET  # noqa: E402
 from xlt.eval.stats import mean_std, paired_bootstrap  # noqa: E402
-from xlt.report import command_line, markdown_table  # noqa: E402
+from xlt.report import markdown_table  # noqa: E402
 
 Record = dict  # a unit's result: acc per language, its target items' correctness, minutes
 
@@ -522,7 +522,6 @@ def run_comparison(comparison: Comparison, seeds: Sequence[int], store_path: Pat
             units[key] = {**record, "variant": variant.name, "seed": seed,
                           "minutes": round((time.monotonic() - start) / 60, 2),
                           "finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "load": os.getloadavg()[0]}
-            store.setdefault("commands", {})[comparison.name] = command_line()
             save_store(store_path, store)
             print(f"   avg_target {record['acc'][AVG_TARGET]:.3f}", file=sys.stderr, flush=True)
     return store
@@ -556,7 +555,7 @@ def spread(comparison: Comparison, by_variant: dict[str, list[Record]],
     return table
 
 
-def section(comparison: Comparison, units: dict[str, Record], command: str, plot: Path) -> str:
+def section(comparison: Comparison, units: dict[str, Record], plot: Path) -> str:
     by_variant = {v.name: [units[k] for k in sorted(units) if units[k]["variant"] == v.name]
                   for v in comparison.variants}
     by_variant = {name: records for name, records in by_variant.items() if records}
@@ -596,6 +595,13 @@ def section(comparison: Comparison, units: dict[str, Record], command: str, plot
     if missing:
         runs += (f" Not run yet: {', '.join(v.label for v in missing)} (`python benchmarks/fidelity.py {comparison.name} "
                  f"--seeds 0 1 2 --only {' '.join(v.name for v in missing)}`).")
+    # The command that reproduces the section: the runner skips stored units, so partial runs (--only, resumed
+    # sessions) add up to it; the readings say how each comparison was run in parts.
+    seeded = [r for r in stored if comparison.variant(r["variant"]).seeded] or stored
+    seeds = " ".join(map(str, sorted({r["seed"] for r in seeded})))
+    command = f"python benchmarks/fidelity.py {comparison.name} --seeds {seeds}"
+    if missing:
+        command += f" --only {' '.join(by_variant)}"
     parts = [f"## {comparison.title}", f"```\n{command}\n```", runs, comparison.settings]
     for heading, table in tables.items():
         columns = list(dict.fromkeys(key for row in table for key in row))  # "alone" has fewer iterations
@@ -632,13 +638,13 @@ def report(store: dict, out: Path) -> str:
         units = store["units"].get(name)
         if units:
             plot = out.with_name(f"{out.stem}_{name}.png")
-            sections.append(section(comparison, units, store.get("commands", {}).get(name, ""), plot))
+            sections.append(section(comparison, units, plot))
         elif name != SMOKE.name:
             not_run.append(f"- {comparison.title}: `python benchmarks/fidelity.py {name} --seeds 0 1 2`")
     if not_run:
         sections.append("\n".join(["## Not run yet", "", *not_run]))
     text = "\n\n".join(["# The seed papers' comparisons, over seeds, with intervals",
-                        f"Each section names the command that produced it; {cpu_model()}, 2 cores. "
+                        f"Each section names the command that reproduces it (the runner skips stored units, so it also resumes); {cpu_model()}, 2 cores. "
                         "See the docstring of benchmarks/fidelity.py for what is computed.", *sections]) + "\n"
     out.write_text(text, encoding="utf-8")
     return text

@@ -93,7 +93,7 @@ def test_a_section_tables_every_score_and_tests_each_claim_on_its_own_items(tmp_
         "t", "T", "settings", (fidelity.Variant("a", "A", never), fidelity.Variant("b", "B", never)),
         (("a", "b", "+1 acc"), ("a", "b", "+2 ret", "ret")),
         metrics=(("ret", "Retrieval"), ("mine", "Mining")))
-    text = fidelity.section(comparison, units, "cmd", tmp_path / "t.png")
+    text = fidelity.section(comparison, units, tmp_path / "t.png")
 
     assert "| A       | 3     | 0.900 ± 0.100 |" in text  # retrieval avg of A: 0.8, 0.9, 1.0
     assert "| A       | 3     | 0.600 ± 0.100 |" in text  # mining F1 of A: 0.5, 0.6, 0.7
@@ -105,11 +105,13 @@ def test_a_section_tables_every_score_and_tests_each_claim_on_its_own_items(tmp_
     assert re.search(rf"\| A − B +\| accuracy +\| \+1 acc +\| {re.escape(str(acc))} +\| within noise +\| 4 ", text)
     assert "6 units, 9 minutes of runs, finished 2026-11-25T18:00:00 to 2026-11-25T18:00:00" in text
     assert "Not run yet" not in text
+    assert "```\npython benchmarks/fidelity.py t --seeds 0 1 2\n```" in text  # reproduces every stored unit
 
     comparison = fidelity.Comparison("t", "T", "settings", (*comparison.variants, fidelity.Variant("c", "C", never)),
                                      comparison.claims + (("c", "a", "+3 acc"),))
-    text = fidelity.section(comparison, units, "cmd", tmp_path / "t.png")
+    text = fidelity.section(comparison, units, tmp_path / "t.png")
     assert "Not run yet: C (`python benchmarks/fidelity.py t --seeds 0 1 2 --only c`)." in text
+    assert "```\npython benchmarks/fidelity.py t --seeds 0 1 2 --only a b\n```" in text  # what is shown, no more
     assert "C − A" not in text
     assert (tmp_path / "t.png").is_file()
 
@@ -168,7 +170,7 @@ def test_cotraining_sections_table_every_iteration(tmp_path):
     units = {"alone/seed0": unit("alone", 0, [0.5]), "alone/seed1": unit("alone", 1, [0.7]),
              "co/seed0": unit("co", 0, [0.5, 0.6, 0.8]), "co/seed1": unit("co", 1, [0.7, 0.6, 0.6])}
     variants = tuple(fidelity.Variant(name, name.upper(), lambda seed, storage: {}) for name in ("alone", "co"))
-    text = fidelity.section(fidelity.Comparison("c", "C", "", variants, ()), units, "cmd", tmp_path / "c.png")
+    text = fidelity.section(fidelity.Comparison("c", "C", "", variants, ()), units, tmp_path / "c.png")
     table = text.split("### Target average after each iteration (mean ± std over seeds)")[1]
     assert re.search(r"\| ALONE +\| 2 +\| 0\.600 ± 0\.141 +\| – +\| – +\|", table)
     assert re.search(r"\| CO +\| 2 +\| 0\.600 ± 0\.141 +\| 0\.600 ± 0\.000 +\| 0\.700 ± 0\.141 +\|", table)
