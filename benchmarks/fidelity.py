@@ -644,7 +644,8 @@ def report(store: dict, out: Path) -> str:
     if not_run:
         sections.append("\n".join(["## Not run yet", "", *not_run]))
     text = "\n\n".join(["# The seed papers' comparisons, over seeds, with intervals",
-                        f"Each section names the command that reproduces it (the runner skips stored units, so it also resumes); {cpu_model()}, 2 cores. "
+                        "Each section names the command that reproduces it (the runner skips stored units, so "
+                        f"it also resumes); {cpu_model()}, 2 cores. "
                         "See the docstring of benchmarks/fidelity.py for what is computed.", *sections]) + "\n"
     out.write_text(text, encoding="utf-8")
     return text
