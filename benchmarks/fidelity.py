@@ -555,6 +555,12 @@ def spread(comparison: Comparison, by_variant: dict[str, list[Record]],
     return table
 
 
+def run_command(name: str, seeds: Sequence[int] = (0, 1, 2), only: Sequence[str] = ()) -> str:
+    """The command line that runs comparison ``name`` (only the variants ``only``, if given) over ``seeds``."""
+    return (f"python benchmarks/fidelity.py {name} --seeds {' '.join(map(str, seeds))}"
+            + (f" --only {' '.join(only)}" if only else ""))
+
+
 def section(comparison: Comparison, units: dict[str, Record], plot: Path) -> str:
     by_variant = {v.name: [units[k] for k in sorted(units) if units[k]["variant"] == v.name]
                   for v in comparison.variants}
@@ -591,17 +597,14 @@ def section(comparison: Comparison, units: dict[str, Record], plot: Path) -> str
     runs = (f"{len(stored)} units, {sum(r['minutes'] for r in stored):.0f} minutes of runs, finished "
             f"{min(r['finished'] for r in stored)} to {max(r['finished'] for r in stored)}; the 1-minute load "
             f"average at the end of each unit {min(loads):.1f} to {max(loads):.1f}.")
-    missing = [v for v in comparison.variants if v.name not in by_variant]
+    missing = [v.name for v in comparison.variants if v.name not in by_variant]
     if missing:
-        runs += (f" Not run yet: {', '.join(v.label for v in missing)} (`python benchmarks/fidelity.py {comparison.name} "
-                 f"--seeds 0 1 2 --only {' '.join(v.name for v in missing)}`).")
+        runs += (f" Not run yet: {', '.join(comparison.variant(name).label for name in missing)} "
+                 f"(`{run_command(comparison.name, only=missing)}`).")
     # The command that reproduces the section: the runner skips stored units, so partial runs (--only, resumed
     # sessions) add up to it; the readings say how each comparison was run in parts.
     seeded = [r for r in stored if comparison.variant(r["variant"]).seeded] or stored
-    seeds = " ".join(map(str, sorted({r["seed"] for r in seeded})))
-    command = f"python benchmarks/fidelity.py {comparison.name} --seeds {seeds}"
-    if missing:
-        command += f" --only {' '.join(by_variant)}"
+    command = run_command(comparison.name, sorted({r["seed"] for r in seeded}), list(by_variant) if missing else ())
     parts = [f"## {comparison.title}", f"```\n{command}\n```", runs, comparison.settings]
     for heading, table in tables.items():
         columns = list(dict.fromkeys(key for row in table for key in row))  # "alone" has fewer iterations
@@ -640,7 +643,7 @@ def report(store: dict, out: Path) -> str:
             plot = out.with_name(f"{out.stem}_{name}.png")
             sections.append(section(comparison, units, plot))
         elif name != SMOKE.name:
-            not_run.append(f"- {comparison.title}: `python benchmarks/fidelity.py {name} --seeds 0 1 2`")
+            not_run.append(f"- {comparison.title}: `{run_command(name)}`")
     if not_run:
         sections.append("\n".join(["## Not run yet", "", *not_run]))
     text = "\n\n".join(["# The seed papers' comparisons, over seeds, with intervals",
