@@ -544,13 +544,13 @@ def correctness(records: Sequence[Record], metric: str | None = None) -> list[li
 def spread(comparison: Comparison, by_variant: dict[str, list[Record]],
            values: Callable[[Record], dict[str, float]], columns: Callable[[list[Record]], Sequence[str]]) -> list[dict]:
     """A table row per variant: its label, its seed count, and ``column: "mean ± std"`` over its records of
-    each of ``columns(records)`` in ``values(record)``."""
+    each of ``columns(records)`` in ``values(record)``; a single seed has no spread to show, only its value."""
     table = []
     for name, records in by_variant.items():
         row = {"variant": comparison.variant(name).label, "seeds": len(records)}
         for column in columns(records):
             mean, std = mean_std([values(r)[column] for r in records])
-            row[column] = f"{mean:.3f} ± {std:.3f}"
+            row[column] = f"{mean:.3f} ± {std:.3f}" if len(records) > 1 else f"{mean:.3f}"
         table.append(row)
     return table
 

@@ -116,6 +116,20 @@ def test_a_section_tables_every_score_and_tests_each_claim_on_its_own_items(tmp_
     assert (tmp_path / "t.png").is_file()
 
 
+def test_a_single_seed_shows_its_value_without_a_spread():
+    fidelity = load_fidelity()
+
+    def never(seed, storage):
+        raise AssertionError("a report runs nothing")
+
+    comparison = fidelity.Comparison("t", "T", "settings", (fidelity.Variant("a", "A", never),
+                                                            fidelity.Variant("b", "B", never)), ())
+    records = {"a": [{"acc": {"de": 0.5}}], "b": [{"acc": {"de": 0.5}}, {"acc": {"de": 0.7}}]}
+    table = fidelity.spread(comparison, records, lambda r: r["acc"], lambda rs: ["de"])
+    assert table == [{"variant": "A", "seeds": 1, "de": "0.500"},
+                     {"variant": "B", "seeds": 2, "de": "0.600 ± 0.141"}]
+
+
 def test_the_report_names_every_comparison_not_run_yet_with_its_command(tmp_path):
     fidelity = load_fidelity()
     text = fidelity.report({"units": {"scl-xnli": {}}}, tmp_path / "fidelity.md")
