@@ -555,7 +555,10 @@ def spread(comparison: Comparison, by_variant: dict[str, list[Record]],
     return table
 
 
-def run_command(name: str, seeds: Sequence[int] = (0, 1, 2), only: Sequence[str] = ()) -> str:
+SEEDS = (0, 1, 2)  # the seeds a comparison runs over unless told otherwise
+
+
+def run_command(name: str, seeds: Sequence[int] = SEEDS, only: Sequence[str] = ()) -> str:
     """The command line that runs comparison ``name`` (only the variants ``only``, if given) over ``seeds``."""
     return (f"python benchmarks/fidelity.py {name} --seeds {' '.join(map(str, seeds))}"
             + (f" --only {' '.join(only)}" if only else ""))
@@ -658,7 +661,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("comparison", nargs="?", choices=list(COMPARISONS))
     parser.add_argument("--list", action="store_true", help="list the comparisons and exit")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
     parser.add_argument("--only", nargs="+", help="variants to run (default: all)")
     parser.add_argument("--out", type=Path, default=HERE / "fidelity.md")
     parser.add_argument("--storage", type=Path, default=REPO / "results" / "fidelity",

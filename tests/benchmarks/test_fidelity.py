@@ -68,6 +68,11 @@ def load_fidelity():
     return module
 
 
+def never(seed, storage):
+    """A variant's runner in tests that only report: a report runs nothing."""
+    raise AssertionError("a report runs nothing")
+
+
 def test_a_section_tables_every_score_and_tests_each_claim_on_its_own_items(tmp_path):
     from xlt.eval.stats import paired_bootstrap
 
@@ -85,9 +90,6 @@ def test_a_section_tables_every_score_and_tests_each_claim_on_its_own_items(tmp_
 
     units = {f"a/seed{s}": unit("a", s, "1100", a_ret[s], 0.5 + 0.1 * s) for s in range(3)}
     units |= {f"b/seed{s}": unit("b", s, "1010", b_ret[s], 0.2) for s in range(3)}
-
-    def never(seed, storage):
-        raise AssertionError("a report runs nothing")
 
     comparison = fidelity.Comparison(
         "t", "T", "settings", (fidelity.Variant("a", "A", never), fidelity.Variant("b", "B", never)),
@@ -118,9 +120,6 @@ def test_a_section_tables_every_score_and_tests_each_claim_on_its_own_items(tmp_
 
 def test_a_single_seed_shows_its_value_without_a_spread():
     fidelity = load_fidelity()
-
-    def never(seed, storage):
-        raise AssertionError("a report runs nothing")
 
     comparison = fidelity.Comparison("t", "T", "settings", (fidelity.Variant("a", "A", never),
                                                             fidelity.Variant("b", "B", never)), ())
