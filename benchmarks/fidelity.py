@@ -597,9 +597,10 @@ def section(comparison: Comparison, units: dict[str, Record], plot: Path) -> str
     reading = HERE / "fidelity" / f"{comparison.name}.md"
     stored = list(units.values())
     loads = [r["load"] for r in stored]
-    runs = (f"{len(stored)} units, {sum(r['minutes'] for r in stored):.0f} minutes of runs, finished "
-            f"{min(r['finished'] for r in stored)} to {max(r['finished'] for r in stored)}; the 1-minute load "
-            f"average at the end of each unit {min(loads):.1f} to {max(loads):.1f}.")
+    minutes = round(sum(r["minutes"] for r in stored))
+    runs = (f"{len(stored)} unit{'s' if len(stored) != 1 else ''}, {minutes} minute{'s' if minutes != 1 else ''} "
+            f"of runs, finished {min(r['finished'] for r in stored)} to {max(r['finished'] for r in stored)}; "
+            f"the 1-minute load average at the end of each unit {min(loads):.1f} to {max(loads):.1f}.")
     missing = [v.name for v in comparison.variants if v.name not in by_variant]
     if missing:
         runs += (f" Not run yet: {', '.join(comparison.variant(name).label for name in missing)} "

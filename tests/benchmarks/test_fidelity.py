@@ -116,6 +116,8 @@ def test_a_section_tables_every_score_and_tests_each_claim_on_its_own_items(tmp_
     assert "```\npython benchmarks/fidelity.py t --seeds 0 1 2 --only a b\n```" in text  # what is shown, no more
     assert "C − A" not in text
     assert (tmp_path / "t.png").is_file()
+    one = fidelity.section(comparison, {"a/seed0": units["a/seed0"]}, tmp_path / "t.png")
+    assert "1 unit, 2 minutes of runs" in one  # 1.5 minutes, rounded
 
 
 def test_a_single_seed_shows_its_value_without_a_spread():
