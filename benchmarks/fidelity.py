@@ -598,9 +598,8 @@ def section(comparison: Comparison, units: dict[str, Record], plot: Path) -> str
     stored = list(units.values())
     loads = [r["load"] for r in stored]
     minutes = round(sum(r["minutes"] for r in stored))
-    runs = (f"{len(stored)} unit{'s' if len(stored) != 1 else ''}, {minutes} minute{'s' if minutes != 1 else ''} "
-            f"of runs, finished {min(r['finished'] for r in stored)} to {max(r['finished'] for r in stored)}; "
-            f"the 1-minute load average at the end of each unit {min(loads):.1f} to {max(loads):.1f}.")
+    runs = (f"{counted(len(stored), 'unit')}, {counted(minutes, 'minute')} of runs, finished "
+            f"{min(r['finished'] for r in stored)} to {max(r['finished'] for r in stored)}; the 1-minute load average at the end of each unit {min(loads):.1f} to {max(loads):.1f}.")
     missing = [v.name for v in comparison.variants if v.name not in by_variant]
     if missing:
         runs += (f" Not run yet: {', '.join(comparison.variant(name).label for name in missing)} "
@@ -620,6 +619,11 @@ def section(comparison: Comparison, units: dict[str, Record], plot: Path) -> str
     if reading.is_file():
         parts.append(reading.read_text(encoding="utf-8").strip())
     return "\n\n".join(parts)
+
+
+def counted(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless ``n`` is 1."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def write_plot(comparison: Comparison, by_variant: dict[str, list[Record]], path: Path) -> None:
