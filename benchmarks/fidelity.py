@@ -599,7 +599,8 @@ def section(comparison: Comparison, units: dict[str, Record], plot: Path) -> str
     loads = [r["load"] for r in stored]
     minutes = round(sum(r["minutes"] for r in stored))
     runs = (f"{counted(len(stored), 'unit')}, {counted(minutes, 'minute')} of runs, finished "
-            f"{min(r['finished'] for r in stored)} to {max(r['finished'] for r in stored)}; the 1-minute load average at the end of each unit {min(loads):.1f} to {max(loads):.1f}.")
+            f"{min(r['finished'] for r in stored)} to {max(r['finished'] for r in stored)}; the 1-minute load "
+            f"average at the end of each unit {min(loads):.1f} to {max(loads):.1f}.")
     missing = [v.name for v in comparison.variants if v.name not in by_variant]
     if missing:
         runs += (f" Not run yet: {', '.join(comparison.variant(name).label for name in missing)} "
