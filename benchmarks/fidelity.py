@@ -521,7 +521,8 @@ def run_comparison(comparison: Comparison, seeds: Sequence[int], store_path: Pat
             record = variant.run(seed, storage / comparison.name)
             units[key] = {**record, "variant": variant.name, "seed": seed,
                           "minutes": round((time.monotonic() - start) / 60, 2),
-                          "finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "load": os.getloadavg()[0]}
+                          "finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "load": os.getloadavg()[0],
+                          "cpu": cpu_model()}
             save_store(store_path, store)
             print(f"   avg_target {record['acc'][AVG_TARGET]:.3f}", file=sys.stderr, flush=True)
     return store
@@ -600,7 +601,7 @@ def section(comparison: Comparison, units: dict[str, Record], plot: Path) -> str
     minutes = round(sum(r["minutes"] for r in stored))
     runs = (f"{counted(len(stored), 'unit')}, {counted(minutes, 'minute')} of runs, finished "
             f"{min(r['finished'] for r in stored)} to {max(r['finished'] for r in stored)}; the 1-minute load "
-            f"average at the end of each unit {min(loads):.1f} to {max(loads):.1f}.")
+            f"average at the end of each unit {min(loads):.1f} to {max(loads):.1f}; {machines(stored)}.")
     missing = [v.name for v in comparison.variants if v.name not in by_variant]
     if missing:
         runs += (f" Not run yet: {', '.join(comparison.variant(name).label for name in missing)} "
@@ -620,6 +621,16 @@ def section(comparison: Comparison, units: dict[str, Record], plot: Path) -> str
     if reading.is_file():
         parts.append(reading.read_text(encoding="utf-8").strip())
     return "\n\n".join(parts)
+
+
+def machines(units: Sequence[Record]) -> str:
+    """The CPUs ``units`` ran on (2 cores each), with how many units each ran when there are several."""
+    cpus: dict[str, int] = {}
+    for unit in units:
+        cpus[unit["cpu"]] = cpus.get(unit["cpu"], 0) + 1
+    if len(cpus) == 1:
+        return f"on {next(iter(cpus))}, 2 cores"
+    return "on " + " and ".join(f"{cpu} ({counted(n, 'unit')})" for cpu, n in cpus.items()) + ", 2 cores each"
 
 
 def counted(n: int, noun: str) -> str:
@@ -657,7 +668,7 @@ def report(store: dict, out: Path) -> str:
         sections.append("\n".join(["## Not run yet", "", *not_run]))
     text = "\n\n".join(["# The seed papers' comparisons, over seeds, with intervals",
                         "Each section names the command that reproduces it (the runner skips stored units, so "
-                        f"it also resumes); {cpu_model()}, 2 cores. "
+                        "it also resumes) and the machine its units ran on. "
                         "See the docstring of benchmarks/fidelity.py for what is computed.", *sections]) + "\n"
     out.write_text(text, encoding="utf-8")
     return text

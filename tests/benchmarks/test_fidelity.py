@@ -55,7 +55,7 @@ def test_a_killed_comparison_continues_with_the_units_not_stored(data_dir, tmp_p
     assert (tmp_path / "fidelity_smoke.png").is_file()
 
 
-RUN = {"minutes": 1.5, "finished": "2026-11-25T18:00:00", "load": 1.0}  # what the runner adds to a record
+RUN = {"minutes": 1.5, "finished": "2026-11-25T18:00:00", "load": 1.0, "cpu": "CPU A"}  # what the runner adds
 
 
 def load_fidelity():
@@ -106,6 +106,7 @@ def test_a_section_tables_every_score_and_tests_each_claim_on_its_own_items(tmp_
     assert re.search(rf"\| A − B +\| ret +\| \+2 ret +\| {re.escape(str(ret))} +\| gain +\| 10 +\| 3 / 3 +\|", text)
     assert re.search(rf"\| A − B +\| accuracy +\| \+1 acc +\| {re.escape(str(acc))} +\| within noise +\| 4 ", text)
     assert "6 units, 9 minutes of runs, finished 2026-11-25T18:00:00 to 2026-11-25T18:00:00" in text
+    assert "; on CPU A, 2 cores." in text
     assert "Not run yet" not in text
     assert "```\npython benchmarks/fidelity.py t --seeds 0 1 2\n```" in text  # reproduces every stored unit
 
@@ -118,6 +119,9 @@ def test_a_section_tables_every_score_and_tests_each_claim_on_its_own_items(tmp_
     assert (tmp_path / "t.png").is_file()
     one = fidelity.section(comparison, {"a/seed0": units["a/seed0"]}, tmp_path / "t.png")
     assert "1 unit, 2 minutes of runs" in one  # 1.5 minutes, rounded
+    moved = {**units, "b/seed2": {**units["b/seed2"], "cpu": "CPU B"}}  # a unit run on another machine
+    assert "; on CPU A (5 units) and CPU B (1 unit), 2 cores each." in fidelity.section(comparison, moved,
+                                                                                      tmp_path / "t.png")
 
 
 def test_a_single_seed_shows_its_value_without_a_spread():
