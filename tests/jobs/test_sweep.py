@@ -1,6 +1,7 @@
 """jobs/sweep.py --smoke end to end on a fresh local Ray: two trials of random search (every entry
 sampled, the conditional one applied only when active), the table, the plot, a best config that
-jobs/finetune.py reads; and an Optuna + ASHA sweep killed after its first trial that --resume completes."""
+jobs/finetune.py reads; an Optuna + ASHA sweep killed after its first trial that --resume completes; and
+one stopped by Ctrl+C, whose report tells its unfinished trial from the finished one."""
 
 from __future__ import annotations
 
@@ -113,6 +114,29 @@ def test_killed_sweep_resumes(data_dir, tmp_path):
     assert (out / f"trial_{finished}" / "result.json").read_text().splitlines() == lines
     assert load_finetune_config(out / "best.yaml").objectives[0].params["temperature"] == \
         result["best"]["values"][TEMPERATURE]
+
+
+def one_of_two_finished(found: dict[str, str]) -> bool:
+    """The first trial finished and the second one is made (it cannot finish within a poll: its Ray Train
+    worker group takes seconds to start)."""
+    return len(found) == 2 and list(found.values()).count("TERMINATED") == 1
+
+
+def test_a_sweep_stopped_by_ctrl_c_reports_its_unfinished_trials_as_interrupted(data_dir, tmp_path):
+    args = ["--storage", str(tmp_path), "--max-concurrent", "1", "--searcher", "random", "--scheduler", "none"]
+    out = tmp_path / "smoke-smoke"
+    proc = subprocess.Popen([*JOB, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=environment(data_dir), start_new_session=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not one_of_two_finished(statuses(out)):
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)  # Ctrl+C: Tune saves its state, stops the trials, and the job reports
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stderr[-3000:]
+    result = json.loads((out / "results.json").read_text())
+    assert sorted(t["status"] for t in result["trials"]) == ["INTERRUPTED", "TERMINATED"]
+    assert "best so far (1 of 2 trials interrupted; --resume runs them again): trial 0" in stdout
+    assert "--resume  (finishes the sweep's unfinished trials)" in stdout
 
 
 def test_a_sweep_over_a_sentence_pair_task_selects_on_macro_f1(data_dir, tmp_path):

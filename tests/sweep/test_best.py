@@ -8,8 +8,8 @@ import pytest
 
 from conftest import TINY_TASK
 from report.images import assert_a_drawn_png
-from xlt.sweep.best import (TrialRecord, best_so_far, best_trial, export_config, plot_best_so_far, results_rows,
-                            summary)
+from xlt.sweep.best import (INTERRUPTED, TrialRecord, best_so_far, best_trial, export_config, plot_best_so_far,
+                            reported_status, results_rows, summary)
 from xlt.sweep.space import Param
 from xlt.sweep.trainables import JOBS
 from xlt.train import load_finetune_config
@@ -31,6 +31,15 @@ def test_best_prefers_trials_that_ran_to_the_end():
     assert best_trial([rec(0, 0.7, 3), rec(1, 0.7, 3)], M, "max", T, 3).index == 0  # ties: the earlier
     with pytest.raises(ValueError, match="no trial reported 'val/acc/avg_target'; statuses: ERROR"):
         best_trial(records[3:], M, "max", T, 3)
+
+
+def test_a_trial_the_saved_state_left_running_or_pending_was_interrupted():
+    # tune.run marks every trial TERMINATED when SIGINT stops it; the state it saved just before does not
+    assert reported_status("TERMINATED", "TERMINATED") == "TERMINATED"
+    assert reported_status("TERMINATED", "RUNNING") == INTERRUPTED
+    assert reported_status("TERMINATED", "PENDING") == INTERRUPTED
+    assert reported_status("ERROR", "ERROR") == "ERROR"
+    assert reported_status("TERMINATED", None) == "TERMINATED"  # not in the saved state: Tune's word stands
 
 
 def test_non_finite_scores_do_not_count():

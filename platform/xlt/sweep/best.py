@@ -35,6 +35,18 @@ class TrialRecord:
     error: str | None = None
 
 
+INTERRUPTED = "INTERRUPTED"
+
+
+def reported_status(status: str, saved: str | None) -> str:
+    """A trial's status for the report, from its status when ``tune.run`` returned and the one in the
+    experiment state Tune saved last (``saved``; ``None``: not in it). Stopped by SIGINT, ``tune.run``
+    saves its state with the unfinished trials still RUNNING or PENDING, then stops them and marks them
+    TERMINATED, as if they had finished; a resumed sweep runs them again. So a trial the saved state
+    does not call TERMINATED or ERROR was interrupted."""
+    return status if saved in (None, "TERMINATED", "ERROR") else INTERRUPTED
+
+
 def score(record: TrialRecord, metric: str) -> float | None:
     """The last reported ``metric``, or ``None`` (no report, or not a finite number)."""
     value = record.result.get(metric)

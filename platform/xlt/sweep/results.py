@@ -1,9 +1,10 @@
 """The files a finished sweep leaves in its directory, and the text the job prints.
 
-``results.md`` (one row per trial: values, score, epochs or iterations run; the best trial as
-``--set`` overrides; totals), ``results.json`` (trials, best, settings, space, exported config,
-the command), ``best_so_far.png`` and ``best.yaml`` (the best trial's config for the job's
-``--config``: the base config with its values, without ``sweep_only``; see ``best``).
+``results.md`` (one row per trial: status, values, score, epochs or iterations run; the best trial as
+``--set`` overrides, "best so far" while trials were interrupted; totals), ``results.json`` (trials,
+best, settings, space, exported config, the command), ``best_so_far.png`` and ``best.yaml`` (the best
+trial's config for the job's ``--config``: the base config with its values, without ``sweep_only``;
+see ``best``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any, Sequence
 
 from ..report import markdown_table, write_results
 from ..storage import staged
-from .best import TrialRecord, best_trial, export_config, plot_best_so_far, results_rows, summary
+from .best import INTERRUPTED, TrialRecord, best_trial, export_config, plot_best_so_far, results_rows, summary
 from .overrides import as_overrides
 from .runner import Sweep
 
@@ -38,8 +39,11 @@ def _write(sweep: Sweep, records: Sequence[TrialRecord], out: Path) -> str:
     table = markdown_table(results_rows(records, space.params, space.metric, job.time_attr), digits=4)
     totals = summary(records, job.time_attr)
     title = f"{settings.name}: {space.job}, {settings.searcher} + {settings.scheduler}"
+    interrupted = sum(r.status == INTERRUPTED for r in records)
+    best_line = (f"best so far ({interrupted} of {len(records)} trials interrupted; --resume runs them again)"
+                 if interrupted else "best")
     text = (f"## Sweep {title}, {len(records)} trials\n\n{table}\n\n"
-            f"best: trial {best.index}, {space.metric} = {best.result[space.metric]:.4f}: "
+            f"{best_line}: trial {best.index}, {space.metric} = {best.result[space.metric]:.4f}: "
             f"{' '.join('--set ' + o for o in as_overrides(best.values))}\n\n"
             f"trials per status: {totals['statuses']}; {job.time_attr} summed over trials: "
             f"{totals[f'total {job.time_attr}']}\n")

@@ -36,7 +36,7 @@ from ..data import resolve_data_dir
 from ..data.paths import ENV_VAR
 from ..storage import join, names, read_text, staged
 from ..tasks import load_task
-from .best import TrialRecord
+from .best import TrialRecord, reported_status
 from .overrides import check_space, trial_data
 from .space import Param, SearchSpace, Searcher, active_values, to_tune
 from .trainables import JOBS, JobSpec, TrialSetup, max_concurrent, trial_dirname, with_data_dir
@@ -135,9 +135,18 @@ def _trial_dirname(trial: Trial) -> str:
     return trial_dirname(trial.trial_id)
 
 
-def to_record(index: int, trial: Trial, params: Sequence[Param]) -> TrialRecord:
+def saved_statuses(directory: str) -> dict[str, str]:
+    """Trial id -> status in the experiment state Tune saved last in ``directory`` (a path or URI):
+    what a resumed sweep starts from."""
+    from ray.tune import ExperimentAnalysis
+
+    return {trial.trial_id: trial.status for trial in ExperimentAnalysis(directory).trials}
+
+
+def to_record(index: int, trial: Trial, params: Sequence[Param], saved: str | None = None) -> TrialRecord:
     """Tune's ``index``-th trial (Tune lists trials in the order the searcher made them) as a
-    ``TrialRecord``: its active values, last result, the last line of its error if any."""
+    ``TrialRecord``: its status (``reported_status`` of ``saved``, its status in the saved experiment
+    state), active values, last result, the last line of its error if any."""
     error = None
     if trial.error_file and Path(trial.error_file).is_file():
         error = Path(trial.error_file).read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1]
@@ -145,8 +154,8 @@ def to_record(index: int, trial: Trial, params: Sequence[Param]) -> TrialRecord:
         values = active_values(params, trial.config)
     except KeyError:  # a trial that failed before Tune gave it a full config
         values = {}
-    return TrialRecord(index, trial.trial_id, trial.status, values, dict(trial.last_result or {}),
-                       error)
+    return TrialRecord(index, trial.trial_id, reported_status(trial.status, saved), values,
+                       dict(trial.last_result or {}), error)
 
 
 @dataclass(frozen=True)
@@ -195,7 +204,8 @@ class Sweep:
             callbacks=list(callbacks) or None,
             verbose=1,
         )
-        return [to_record(i, trial, space.params) for i, trial in enumerate(analysis.trials)]
+        saved = saved_statuses(settings.directory)
+        return [to_record(i, trial, space.params, saved.get(trial.trial_id)) for i, trial in enumerate(analysis.trials)]
 
 
 def prepare_sweep(space: SearchSpace, base: Mapping[str, Any], settings: SweepSettings) -> Sweep:
