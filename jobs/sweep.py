@@ -12,10 +12,14 @@ overrides it) and the entries to sample (``xlt.sweep.space``). Every trial is th
 space's ``sweep_only`` overrides plus its sampled values, reports dev metrics every epoch
 (iteration), and may be stopped early by ASHA. Everything goes to ``<storage>/<name>/`` (name: the
 space file's stem, ``-smoke`` appended with ``--smoke``): Tune's trials and state, ``results.md``
-(one row per trial: values, score, epochs run), ``results.json``, ``best_so_far.png`` and
+(one row per trial: status, values, score, epochs run), ``results.json``, ``best_so_far.png`` and
 ``best.yaml``, the best trial's config, which the job's ``--config`` accepts:
 
     python jobs/finetune.py --config results/sweeps/scl/best.yaml
+
+Ctrl+C stops a sweep cleanly: Tune saves its state, the report marks the unfinished trials
+INTERRUPTED and names its best "so far", and ``--resume`` continues each from its latest epoch
+(iteration). A killed sweep resumes the same way; it leaves no report.
 
 ``--smoke`` merges the job's smoke preset (configs/smoke.yaml, configs/cotrain_smoke.yaml) over
 the preset. Ray: ``--address`` or $RAY_ADDRESS, else a new local instance.

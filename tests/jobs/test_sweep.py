@@ -135,7 +135,7 @@ def test_a_sweep_stopped_by_ctrl_c_reports_its_unfinished_trials_as_interrupted(
     assert proc.returncode == 0, stderr[-3000:]
     result = json.loads((out / "results.json").read_text())
     assert sorted(t["status"] for t in result["trials"]) == ["INTERRUPTED", "TERMINATED"]
-    assert "best so far (1 of 2 trials interrupted; --resume runs them again): trial 0" in stdout
+    assert "best so far (1 of 2 trials interrupted; --resume continues them): trial 0" in stdout
     assert "--resume  (finishes the sweep's unfinished trials)" in stdout
 
 

@@ -40,7 +40,7 @@ def _write(sweep: Sweep, records: Sequence[TrialRecord], out: Path) -> str:
     totals = summary(records, job.time_attr)
     title = f"{settings.name}: {space.job}, {settings.searcher} + {settings.scheduler}"
     interrupted = sum(r.status == INTERRUPTED for r in records)
-    best_line = (f"best so far ({interrupted} of {len(records)} trials interrupted; --resume runs them again)"
+    best_line = (f"best so far ({interrupted} of {len(records)} trials interrupted; --resume continues them)"
                  if interrupted else "best")
     text = (f"## Sweep {title}, {len(records)} trials\n\n{table}\n\n"
             f"{best_line}: trial {best.index}, {space.metric} = {best.result[space.metric]:.4f}: "
