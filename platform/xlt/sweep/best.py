@@ -42,7 +42,7 @@ def reported_status(status: str, saved: str | None) -> str:
     """A trial's status for the report, from its status when ``tune.run`` returned and the one in the
     experiment state Tune saved last (``saved``; ``None``: not in it). Stopped by SIGINT, ``tune.run``
     saves its state with the unfinished trials still RUNNING or PENDING, then stops them and marks them
-    TERMINATED, as if they had finished; a resumed sweep runs them again. So a trial the saved state
+    TERMINATED, as if they had finished; a resumed sweep continues them. So a trial the saved state
     does not call TERMINATED or ERROR was interrupted."""
     return status if saved in (None, "TERMINATED", "ERROR") else INTERRUPTED
 
