@@ -145,6 +145,20 @@ def test_the_report_names_every_comparison_not_run_yet_with_its_command(tmp_path
     assert "fidelity.py smoke" not in text
 
 
+def test_fresh_forgets_one_comparison_its_units_and_its_runs(tmp_path):
+    fidelity = load_fidelity()
+    store_path, storage = tmp_path / "fidelity.json", tmp_path / "runs"
+    fidelity.save_store(store_path, {"units": {"a": {"ce/seed0": RUN}, "b": {"ce/seed0": RUN}}})
+    for name in ("a", "b"):
+        (storage / name / "ce-seed0" / "checkpoint_000001").mkdir(parents=True)
+
+    fidelity.drop_comparison("a", store_path, storage)
+    assert fidelity.load_store(store_path) == {"units": {"b": {"ce/seed0": RUN}}}
+    assert not (storage / "a").exists() and (storage / "b" / "ce-seed0" / "checkpoint_000001").is_dir()
+    fidelity.drop_comparison("a", store_path, storage)  # nothing left to drop
+    assert fidelity.load_store(store_path) == {"units": {"b": {"ce/seed0": RUN}}}
+
+
 def smoke_overrides(path) -> list[str]:
     """A smoke preset as dotted ``--set`` overrides (its mappings flattened)."""
     from xlt.config import read_yaml
