@@ -510,6 +510,7 @@ def drop_comparison(name: str, store_path: Path, storage: Path) -> None:
     behind would be resumed by the next unit of the same name, or refused when its sizes changed."""
     store = load_store(store_path)
     store["units"].pop(name, None)
+    store.get("started", {}).pop(name, None)
     save_store(store_path, store)
     shutil.rmtree(storage / name, ignore_errors=True)
 
@@ -518,11 +519,23 @@ def unit_key(variant: str, seed: int) -> str:
     return f"{variant}/seed{seed}"
 
 
+def minutes_before(started: dict | None, runs: Path) -> float:
+    """The minutes a unit's earlier, killed runs count: from each start to the last thing it wrote under
+    ``runs`` (its latest checkpoint). What came after that is done again, and counted, by the run that
+    continues from it. ``started``: the unit's ``{"minutes": before it, "at": epoch seconds}``."""
+    if started is None:
+        return 0.0
+    last = max((path.stat().st_mtime for path in runs.rglob("*")), default=started["at"])
+    return started["minutes"] + max(0.0, last - started["at"]) / 60
+
+
 def run_comparison(comparison: Comparison, seeds: Sequence[int], store_path: Path, storage: Path,
                    only: Sequence[str] | None = None) -> dict:
-    """Every unit of ``comparison`` not stored yet, each stored as soon as it ends; returns the store."""
+    """Every unit of ``comparison`` not stored yet, each stored as soon as it ends; returns the store.
+    A unit's minutes add up the runs it took when it was killed and continued."""
     store = load_store(store_path)
     units = store["units"].setdefault(comparison.name, {})
+    started = store.setdefault("started", {}).setdefault(comparison.name, {})
     for variant in comparison.variants:
         if only and variant.name not in only:
             continue
@@ -532,10 +545,14 @@ def run_comparison(comparison: Comparison, seeds: Sequence[int], store_path: Pat
                 print(f"== {comparison.name} {key}: stored", file=sys.stderr)
                 continue
             print(f"== {comparison.name} {key}", file=sys.stderr, flush=True)
+            before = minutes_before(started.get(key), storage / comparison.name)
+            started[key] = {"minutes": before, "at": time.time()}
+            save_store(store_path, store)
             start = time.monotonic()
             record = variant.run(seed, storage / comparison.name)
+            del started[key]
             units[key] = {**record, "variant": variant.name, "seed": seed,
-                          "minutes": round((time.monotonic() - start) / 60, 2),
+                          "minutes": round(before + (time.monotonic() - start) / 60, 2),
                           "finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "load": os.getloadavg()[0],
                           "cpu": cpu_model()}
             save_store(store_path, store)

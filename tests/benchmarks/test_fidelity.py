@@ -159,6 +159,33 @@ def test_fresh_forgets_one_comparison_its_units_and_its_runs(tmp_path):
     assert fidelity.load_store(store_path) == {"units": {"b": {"ce/seed0": RUN}}}
 
 
+
+def test_a_unit_killed_and_continued_counts_its_minutes_up_to_the_checkpoint_it_continued_from(tmp_path):
+    fidelity = load_fidelity()
+    store_path, storage = tmp_path / "fidelity.json", tmp_path / "runs"
+    calls = []
+
+    def run(seed, runs):
+        calls.append(seed)
+        (runs / "ce-seed0" / f"epoch{len(calls):03d}").mkdir(parents=True)
+        if len(calls) == 1:  # its first epoch's checkpoint written 2 minutes in, then killed
+            at = fidelity.load_store(store_path)["started"]["c"]["ce/seed0"]["at"]
+            for path in runs.rglob("*"):
+                os.utime(path, (at + 120, at + 120))
+            raise KeyboardInterrupt
+        return {"acc": {"avg_target": 0.5}, "items": "1", "items_digest": "d"}
+
+    comparison = fidelity.Comparison("c", "title", "settings", (fidelity.Variant("ce", "CE", run),), ())
+    with pytest.raises(KeyboardInterrupt):
+        fidelity.run_comparison(comparison, [0], store_path, storage)
+    assert "ce/seed0" not in fidelity.load_store(store_path)["units"]["c"]
+
+    store = fidelity.run_comparison(comparison, [0], store_path, storage)
+    assert 2.0 <= store["units"]["c"]["ce/seed0"]["minutes"] < 2.1  # the 2 minutes, and the seconds since
+    assert store["started"] == {"c": {}} and fidelity.load_store(store_path) == store
+    fidelity.drop_comparison("c", store_path, storage)
+    assert fidelity.load_store(store_path) == {"units": {}, "started": {}}
+
 def smoke_overrides(path) -> list[str]:
     """A smoke preset as dotted ``--set`` overrides (its mappings flattened)."""
     from xlt.config import read_yaml
