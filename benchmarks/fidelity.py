@@ -548,11 +548,10 @@ def run_comparison(comparison: Comparison, seeds: Sequence[int], store_path: Pat
             before = minutes_before(started.get(key), storage / comparison.name)
             started[key] = {"minutes": before, "at": time.time()}
             save_store(store_path, store)
-            start = time.monotonic()
             record = variant.run(seed, storage / comparison.name)
-            del started[key]
+            at = started.pop(key)["at"]
             units[key] = {**record, "variant": variant.name, "seed": seed,
-                          "minutes": round(before + (time.monotonic() - start) / 60, 2),
+                          "minutes": round(before + (time.time() - at) / 60, 2),
                           "finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "load": os.getloadavg()[0],
                           "cpu": cpu_model()}
             save_store(store_path, store)
