@@ -1,4 +1,5 @@
-"""benchmarks/fidelity.py: the smoke comparison killed after its first stored unit, then continued."""
+"""benchmarks/fidelity.py: the smoke comparison killed after its first stored unit, then continued; benchmarks/fit.py on
+its units."""
 
 from __future__ import annotations
 
@@ -54,18 +55,28 @@ def test_a_killed_comparison_continues_with_the_units_not_stored(data_dir, tmp_p
     assert re.search(r"\| CE\+SCL +\| 2 +\|", text) and re.search(r"\| CE\+SCL − CE +\| none \(runner check\)", text)
     assert (tmp_path / "fidelity_smoke.png").is_file()
 
+    # benchmarks/fit.py scores a unit's final checkpoint as the job did: its English test accuracy is the stored one
+    fit = load_benchmark("fit").unit_fit(tmp_path / "runs" / "smoke" / "ce-seed0")
+    assert fit["test"] == units["ce/seed0"]["acc"]["en"] and fit["test_rows"] == 16
+    assert fit["train_rows"] == 16 and 0 <= fit["train"] <= 1
+
 
 RUN = {"minutes": 1.5, "finished": "2026-11-25T18:00:00", "load": 1.0, "cpu": "CPU A"}  # what the runner adds
 
 
-def load_fidelity():
+def load_benchmark(name: str):
+    """``benchmarks/<name>.py`` as a module (benchmarks/ is not a package)."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("fidelity", FIDELITY)
+    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
-    sys.modules["fidelity"] = module  # dataclasses look their module up
+    sys.modules[name] = module  # dataclasses look their module up
     spec.loader.exec_module(module)
     return module
+
+
+def load_fidelity():
+    return load_benchmark("fidelity")
 
 
 def never(seed, storage):

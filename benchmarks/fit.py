@@ -1,0 +1,93 @@
+"""How closely the fine-tuned units of a fidelity comparison fit the rows they trained on, against their test rows.
+
+    .venv/bin/python benchmarks/fit.py scl-pawsx ce-seed0 scl-seed0    # -> benchmarks/fidelity/scl-pawsx-fit.md
+
+A unit that scores far higher on the English pairs it was trained on than on English test pairs has
+learned those pairs rather than the task. For each unit this reads its final checkpoint under
+``results/fidelity/<comparison>/<unit>/`` (``benchmarks/fidelity.py`` keeps the last two), the source-
+language rows its configuration trained on (``xlt.train.data.train_rows``: views are not scored, only
+the originals CE saw) and the source language's test rows the comparison scores, and predicts both with
+the classifier as the job's own evaluation does (``Classifier.predict``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+HERE = REPO / "benchmarks"
+sys.path[:0] = [str(REPO / "platform"), str(HERE)]
+
+from machine import cpu_model  # noqa: E402  (benchmarks/machine.py)
+from xlt.report import command_line, markdown_table  # noqa: E402
+
+RESULTS = REPO / "results" / "fidelity"
+
+
+def final_checkpoint(unit: Path) -> Path:
+    """The last ``epochNNN-stepNNNNNNN`` checkpoint of a run directory (the names sort by epoch, then step)."""
+    kept = sorted(unit.glob("epoch*-step*"))
+    if not kept:
+        raise FileNotFoundError(f"no checkpoint under {unit}: has the unit run (benchmarks/fidelity.py)?")
+    return kept[-1]
+
+
+def accuracy(classifier, rows: list[dict]) -> float:
+    """Share of ``rows`` whose predicted label is the gold one."""
+    items = [(r["text"], r["text_pair"]) if classifier.paired else r["text"] for r in rows]
+    predicted = classifier.predict(items).labels
+    return sum(p == r["label"] for p, r in zip(predicted, rows)) / len(rows)
+
+
+def unit_fit(unit: Path) -> dict:
+    """Accuracy of ``unit``'s final checkpoint on its source-language train rows and on its source-language test rows."""
+    from xlt.tasks import load_task
+    from xlt.train.checkpoint import load_classifier, read_checkpoint
+    from xlt.train.data import eval_rows, train_rows
+
+    checkpoint = final_checkpoint(unit)
+    cfg = read_checkpoint(checkpoint).config
+    task = load_task(cfg.task, cfg.data.data_dir)
+    source = task.source_lang
+    train = [r for r in train_rows(cfg.data, task) if r["lang"] == source]
+    test = [r for r in eval_rows(task, "test", cfg.data.max_examples) if r["lang"] == source]
+    classifier = load_classifier(checkpoint)
+    return {"unit": unit.name, "checkpoint": checkpoint.name, "train_rows": len(train), "train": accuracy(classifier, train),
+            "test_rows": len(test), "test": accuracy(classifier, test), "source": source}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("comparison", help="a benchmarks/fidelity.py comparison whose units have run, e.g. scl-pawsx")
+    parser.add_argument("units", nargs="+", help="run directories under results/fidelity/<comparison>/, e.g. ce-seed0")
+    parser.add_argument("--out", type=Path, help="default: benchmarks/fidelity/<comparison>-fit.md")
+    args = parser.parse_args()
+    out = args.out or HERE / "fidelity" / f"{args.comparison}-fit.md"
+
+    started = time.time()
+    fits = []
+    for name in args.units:
+        fits.append(unit_fit(RESULTS / args.comparison / name))
+        print(f"{name}: train {fits[-1]['train']:.3f}, test {fits[-1]['test']:.3f}", flush=True)
+    source = fits[0]["source"]
+    rows = [{"unit": f["unit"], "checkpoint": f["checkpoint"], f"{source} train": f"{f['train']:.3f} ({f['train_rows']})",
+             f"{source} test": f"{f['test']:.3f} ({f['test_rows']})", "train − test": f"{f['train'] - f['test']:+.3f}"}
+            for f in fits]
+    out.write_text(
+        f"## {args.comparison}: fit to the training rows against the test rows\n\n"
+        f"```\n{command_line()}\n```\n\n"
+        f"{time.strftime('%Y-%m-%dT%H:%M:%S')}, {(time.time() - started) / 60:.1f} minutes on {cpu_model()}, "
+        f"{os.cpu_count()} cores; 1-minute load average at the end {os.getloadavg()[0]:.1f}.\n\n"
+        f"Accuracy of each unit's final checkpoint on the {source} rows it was trained on and on the {source} "
+        "test rows (rows in parentheses).\n\n"
+        + markdown_table(rows) + "\n",
+        encoding="utf-8")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
