@@ -36,6 +36,7 @@ from xlt.logs import configure_logging, quiet_libraries
 from xlt.report import command_line
 from xlt.storage import join
 from xlt.sweep import load_space
+from xlt.sweep.best import INTERRUPTED, TrialRecord
 from xlt.sweep.results import BEST_CONFIG, PLOT, RESULTS, TABLE, write_outputs
 from xlt.sweep.runner import SweepSettings, prepare_sweep
 from xlt.sweep.space import SEARCHERS
@@ -84,8 +85,16 @@ def main() -> None:
         print(write_outputs(sweep, records, tracker))
         outputs = {"best config": BEST_CONFIG, "table": TABLE, "results": RESULTS, "plot": PLOT}
         outputs = {name: join(settings.directory, file) for name, file in outputs.items()}
-        resume = command_line() if settings.resume else f"{command_line()} --resume"
-        print(epilogue(outputs, f"{resume}  (finishes the sweep's unfinished trials)", tracker.how_to_look()))
+        print(epilogue(outputs, resume_line(records, settings.resume), tracker.how_to_look()))
+
+
+def resume_line(records: list[TrialRecord], resumed: bool) -> str:
+    """How to finish the sweep's interrupted trials, or that none is left: ``--resume`` on a sweep whose
+    trials all ended would only restore it and stop (Tune retries no failed trial on resume)."""
+    if not any(r.status == INTERRUPTED for r in records):
+        return "nothing to resume: every trial ended (another sweep: --name NAME)"
+    resume = command_line() if resumed else f"{command_line()} --resume"
+    return f"{resume}  (finishes the sweep's unfinished trials)"
 
 
 if __name__ == "__main__":

@@ -54,6 +54,7 @@ def test_smoke_sweep_and_best_config(data_dir, tmp_path, mlflow_store):
     out = tmp_path / "smoke-smoke"
     assert "## Sweep smoke-smoke: finetune, random + none, 2 trials" in proc.stdout
     assert f"| trial | status     | {TEMPERATURE} | data.augment.t_c | data.augment.r_c |" in proc.stdout
+    assert "resume:  nothing to resume: every trial ended" in proc.stdout  # not a --resume that does nothing
     for name in ("results.md", "results.json", "best.yaml", "best_so_far.png", "sweep.json"):
         assert (out / name).is_file(), name
 
