@@ -53,14 +53,20 @@ Record = dict  # a unit's result: acc per language, its target items' correctnes
 
 @dataclass(frozen=True)
 class Variant:
-    """One configuration of a comparison: ``run(seed, storage)`` trains and evaluates it and returns
-    its ``Record``; ``label`` names it in tables. A variant that is not ``seeded`` (a deterministic
-    reference such as the frozen-linear probe) runs at the first seed only."""
+    """One configuration of a comparison: ``run(seed, out)`` trains and evaluates it in the unit's own
+    directory ``out`` and returns its ``Record``; ``label`` names it in tables. A variant that is not
+    ``seeded`` (a deterministic reference such as the frozen-linear probe) runs at the first seed only.
+    Variants that read one run (a co-training run's two learners) share its ``run_name``."""
 
     name: str
     label: str
     run: Callable[[int, Path], Record]
     seeded: bool = True
+    run_name: str = ""
+
+    def directory(self, seed: int) -> str:
+        """The unit's directory under its comparison's: ``<run name>-seed<seed>``."""
+        return f"{self.run_name or self.name}-seed{seed}"
 
 
 @dataclass(frozen=True)
@@ -86,20 +92,20 @@ def finetune(name: str, label: str, preset: str, *overrides: str) -> Variant:
     """A ``jobs/finetune.py`` run of ``configs/<preset>`` with ``overrides`` (seeded by ``optim.seed``,
     and ``data.augment.seed`` when it has views)."""
 
-    def run(seed: int, storage: Path) -> Record:
-        return finetune_record(preset, overrides, seed, storage, f"{name}-seed{seed}")
+    def run(seed: int, out: Path) -> Record:
+        return finetune_record(preset, overrides, seed, out)
 
     return Variant(name, label, run)
 
 
-def finetune_record(preset: str, overrides: Sequence[str], seed: int, storage: Path, run_name: str) -> Record:
-    """Fine-tune ``configs/<preset>`` with ``overrides`` at ``seed``; the final checkpoint's test predictions
-    as a ``unit_record``."""
+def finetune_record(preset: str, overrides: Sequence[str], seed: int, out: Path) -> Record:
+    """Fine-tune ``configs/<preset>`` with ``overrides`` at ``seed`` into run directory ``out``; the final
+    checkpoint's test predictions as a ``unit_record``."""
     from xlt.train import build_trainer, config_of, load_finetune_config
     from xlt.train.loop import read_predictions
 
     # Only the final test predictions are compared: no dev evaluation after every epoch.
-    extra = [f"optim.seed={seed}", f"output.storage_path={storage}", f"output.name={run_name}",
+    extra = [f"optim.seed={seed}", f"output.storage_path={out.parent}", f"output.name={out.name}",
              "optim.log_every_steps=0", "eval_every_epoch=false", "eval_test=true"]
     if any(o.startswith("data.augment") for o in overrides):
         extra.append(f"data.augment.seed={seed}")
@@ -141,11 +147,10 @@ def cotrain(name: str, label: str, run_name: str, learner: str, preset: str, *ov
     learners) share it: ``run_name`` names its directory, and the second reads the finished run.
     The record adds the target average of every iteration (``iterations``)."""
 
-    def run(seed: int, storage: Path) -> Record:
+    def run(seed: int, out: Path) -> Record:
         from xlt.cotrain import load_cotrain_config, run_cotraining
         from xlt.train.loop import read_predictions
 
-        out = storage / f"{run_name}-seed{seed}"
         cfg = load_cotrain_config(REPO / "configs" / preset, [
             *overrides, f"selection.seed={seed}", f"lm.optim.seed={seed}", f"emb.optim.seed={seed}",
             f"output_dir={out}", "lm.optim.log_every_steps=0", "emb.optim.log_every_steps=0"])
@@ -159,7 +164,7 @@ def cotrain(name: str, label: str, run_name: str, learner: str, preset: str, *ov
                 h[f"{split}/acc/{AVG_TARGET}"] for h in records]})
         return record
 
-    return Variant(name, label, run)
+    return Variant(name, label, run, run_name=run_name)
 
 
 def last_fit_checkpoint(run: Path, learner: str) -> Path:
@@ -175,7 +180,7 @@ def probe(preset: str, max_examples: int) -> Variant:
     """The frozen-linear probe of ``configs/<preset>``'s task and model: what fine-tuning starts from.
     Deterministic, so one run."""
 
-    def run(seed: int, storage: Path) -> Record:
+    def run(seed: int, out: Path) -> Record:
         from xlt.config import merge_presets
 
         return probe_record(preset, merge_presets(REPO / "configs" / preset)["model"], max_examples)
@@ -214,7 +219,7 @@ def pretrained(name: str, label: str, preset: str | None, *overrides: str, pooli
     Every encoder is evaluated at ``max_length`` 128 with the pooling it was pretrained with (``pooling``: the
     bundled encoder's, when there is no pretraining)."""
 
-    def run(seed: int, storage: Path) -> Record:
+    def run(seed: int, out: Path) -> Record:
         from xlt.models import EncoderConfig, load_encoder
 
         source, settings = "bundled:multilingual-e5-small", {}
@@ -223,8 +228,8 @@ def pretrained(name: str, label: str, preset: str | None, *overrides: str, pooli
             from xlt.pretrain.trainer import build_trainer, encoder_dir, prepare
 
             cfg = load_pretrain_config(REPO / "configs" / preset, [
-                *PRETRAIN_DATA, *overrides, f"optim.seed={seed}", f"output.storage_path={storage}",
-                f"output.name={name}-seed{seed}", "optim.log_every_steps=0"])
+                *PRETRAIN_DATA, *overrides, f"optim.seed={seed}", f"output.storage_path={out.parent}",
+                f"output.name={out.name}", "optim.log_every_steps=0"])
             prepared = prepare(cfg)
             result = build_trainer(prepared).fit()
             source = f"local:{encoder_dir(result.checkpoint.path)}"
@@ -527,13 +532,13 @@ def unit_key(variant: str, seed: int) -> str:
     return f"{variant}/seed{seed}"
 
 
-def minutes_before(started: dict | None, runs: Path) -> float:
-    """The minutes a unit's earlier, killed runs count: from each start to the last thing it wrote under
-    ``runs`` (its latest checkpoint). What came after that is done again, and counted, by the run that
+def minutes_before(started: dict | None, out: Path) -> float:
+    """The minutes a unit's earlier, killed runs count: from each start to the last thing it wrote in its
+    directory ``out`` (its latest checkpoint; not another unit's, which may have run since). What came after that is done again, and counted, by the run that
     continues from it. ``started``: the unit's ``{"minutes": before it, "at": epoch seconds}``."""
     if started is None:
         return 0.0
-    last = max((path.stat().st_mtime for path in runs.rglob("*")), default=started["at"])
+    last = max((path.stat().st_mtime for path in out.rglob("*")), default=started["at"])
     return started["minutes"] + max(0.0, last - started["at"]) / 60
 
 
@@ -553,10 +558,11 @@ def run_comparison(comparison: Comparison, seeds: Sequence[int], store_path: Pat
                 print(f"== {comparison.name} {key}: stored", file=sys.stderr)
                 continue
             print(f"== {comparison.name} {key}", file=sys.stderr, flush=True)
-            before = minutes_before(started.get(key), storage / comparison.name)
+            out = storage / comparison.name / variant.directory(seed)
+            before = minutes_before(started.get(key), out)
             started[key] = {"minutes": before, "at": time.time()}
             save_store(store_path, store)
-            record = variant.run(seed, storage / comparison.name)
+            record = variant.run(seed, out)
             at = started.pop(key)["at"]
             units[key] = {**record, "variant": variant.name, "seed": seed,
                           "minutes": round(before + (time.time() - at) / 60, 2),

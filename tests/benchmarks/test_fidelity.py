@@ -176,13 +176,17 @@ def test_a_unit_killed_and_continued_counts_its_minutes_up_to_the_checkpoint_it_
     store_path, storage = tmp_path / "fidelity.json", tmp_path / "runs"
     calls = []
 
-    def run(seed, runs):
+    def run(seed, out):
         calls.append(seed)
-        (runs / "ce-seed0" / f"epoch{len(calls):03d}").mkdir(parents=True)
+        assert out == storage / "c" / "ce-seed0"
+        (out / f"epoch{len(calls):03d}").mkdir(parents=True)
         if len(calls) == 1:  # its first epoch's checkpoint written 2 minutes in, then killed
             at = fidelity.load_store(store_path)["started"]["c"]["ce/seed0"]["at"]
-            for path in runs.rglob("*"):
+            for path in out.rglob("*"):
                 os.utime(path, (at + 120, at + 120))
+            # another unit that ran in between wrote later: not this unit's minutes
+            (storage / "c" / "cl-seed0").mkdir()
+            os.utime(storage / "c" / "cl-seed0", (at + 3600, at + 3600))
             raise KeyboardInterrupt
         return {"acc": {"avg_target": 0.5}, "items": "1", "items_digest": "d"}
 
@@ -216,9 +220,10 @@ def test_the_learners_of_a_cotraining_run_share_it_and_are_read_at_its_end(ray_c
                  "data.labeled_fraction=0.5")
     lm = fidelity.cotrain("lm-co", "LM", "co", "lm", "cotrain_nusax.yaml", *overrides)
     emb = fidelity.cotrain("emb-co", "emb", "co", "emb", "cotrain_nusax.yaml", *overrides)
-    first = lm.run(0, tmp_path)
+    assert lm.directory(0) == emb.directory(0) == "co-seed0"
+    first = lm.run(0, tmp_path / "co-seed0")
     state = (tmp_path / "co-seed0" / "state.json").stat().st_mtime_ns
-    second = emb.run(0, tmp_path)
+    second = emb.run(0, tmp_path / "co-seed0")
     assert (tmp_path / "co-seed0" / "state.json").stat().st_mtime_ns == state  # read, not run again
     for record in (first, second):
         assert len(record["iterations"]) == 3  # iterations 0, 1 and 2
