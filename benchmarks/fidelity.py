@@ -534,8 +534,9 @@ def unit_key(variant: str, seed: int) -> str:
 
 def minutes_before(started: dict | None, out: Path) -> float:
     """The minutes a unit's earlier, killed runs count: from each start to the last thing it wrote in its
-    directory ``out`` (its latest checkpoint; not another unit's, which may have run since). What came after that is done again, and counted, by the run that
-    continues from it. ``started``: the unit's ``{"minutes": before it, "at": epoch seconds}``."""
+    directory ``out`` (its latest checkpoint; not another unit's, which may have run since). What came after
+    that is done again, and counted, by the run that continues from it. ``started``: the unit's
+    ``{"minutes": before it, "at": epoch seconds}``."""
     if started is None:
         return 0.0
     last = max((path.stat().st_mtime for path in out.rglob("*")), default=started["at"])
