@@ -36,7 +36,7 @@ from xlt.logs import configure_logging, quiet_libraries
 from xlt.report import command_line
 from xlt.storage import join
 from xlt.sweep import load_space
-from xlt.sweep.best import INTERRUPTED, TrialRecord
+from xlt.sweep.best import TrialRecord, interrupted
 from xlt.sweep.results import BEST_CONFIG, PLOT, RESULTS, TABLE, write_outputs
 from xlt.sweep.runner import SweepSettings, prepare_sweep
 from xlt.sweep.space import SEARCHERS
@@ -91,7 +91,7 @@ def main() -> None:
 def resume_line(records: list[TrialRecord], resumed: bool) -> str:
     """How to finish the sweep's interrupted trials, or that none is left: ``--resume`` on a sweep whose
     trials all ended would only restore it and stop (Tune retries no failed trial on resume)."""
-    if not any(r.status == INTERRUPTED for r in records):
+    if not interrupted(records):
         return "nothing to resume: every trial ended (another sweep: --name NAME)"
     resume = command_line() if resumed else f"{command_line()} --resume"
     return f"{resume}  (finishes the sweep's unfinished trials)"

@@ -47,6 +47,11 @@ def reported_status(status: str, saved: str | None) -> str:
     return status if saved in (None, "TERMINATED", "ERROR") else INTERRUPTED
 
 
+def interrupted(records: Sequence[TrialRecord]) -> int:
+    """How many of ``records`` were interrupted: what ``--resume`` would continue."""
+    return sum(r.status == INTERRUPTED for r in records)
+
+
 def score(record: TrialRecord, metric: str) -> float | None:
     """The last reported ``metric``, or ``None`` (no report, or not a finite number)."""
     value = record.result.get(metric)

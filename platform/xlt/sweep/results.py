@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 from ..report import markdown_table, write_results
 from ..storage import staged
-from .best import INTERRUPTED, TrialRecord, best_trial, export_config, plot_best_so_far, results_rows, summary
+from .best import TrialRecord, best_trial, export_config, interrupted, plot_best_so_far, results_rows, summary
 from .overrides import as_overrides
 from .runner import Sweep
 
@@ -39,9 +39,9 @@ def _write(sweep: Sweep, records: Sequence[TrialRecord], out: Path) -> str:
     table = markdown_table(results_rows(records, space.params, space.metric, job.time_attr), digits=4)
     totals = summary(records, job.time_attr)
     title = f"{settings.name}: {space.job}, {settings.searcher} + {settings.scheduler}"
-    interrupted = sum(r.status == INTERRUPTED for r in records)
-    best_line = (f"best so far ({interrupted} of {len(records)} trials interrupted; --resume continues them)"
-                 if interrupted else "best")
+    unfinished = interrupted(records)
+    best_line = (f"best so far ({unfinished} of {len(records)} trials interrupted; --resume continues them)"
+                 if unfinished else "best")
     text = (f"## Sweep {title}, {len(records)} trials\n\n{table}\n\n"
             f"{best_line}: trial {best.index}, {space.metric} = {best.result[space.metric]:.4f}: "
             f"{' '.join('--set ' + o for o in as_overrides(best.values))}\n\n"
