@@ -134,6 +134,18 @@ def test_a_section_tables_every_score_and_tests_each_claim_on_its_own_items(tmp_
     assert "; on CPU A (5 units) and CPU B (1 unit), 2 cores each." in fidelity.section(comparison, moved,
                                                                                       tmp_path / "t.png")
 
+    # The interval is over items, not seeds: a seeded variant short of three seeds gives a provisional verdict, a
+    # deterministic reference (one unit by design) does not
+    one_a = {k: v for k, v in units.items() if k not in ("a/seed1", "a/seed2")}
+    assert re.search(r"\| A − B +\| \+1 acc +\| .+ \| within noise \(provisional: 1 seed\) +\| 4 +\| 1 / 3 +\|",
+                     fidelity.section(comparison, one_a, tmp_path / "t.png"))
+    reference = fidelity.Comparison("t", "T", "settings", (comparison.variants[0],
+                                                           fidelity.Variant("b", "B", never, seeded=False)),
+                                    comparison.claims[:1])
+    one_b = {k: v for k, v in units.items() if k not in ("b/seed1", "b/seed2")}
+    assert re.search(r"\| A − B +\| \+1 acc +\| .+ \| within noise +\| 4 +\| 3 / 1 +\|",
+                     fidelity.section(reference, one_b, tmp_path / "t.png"))
+
 
 def test_a_single_seed_shows_its_value_without_a_spread():
     fidelity = load_fidelity()
