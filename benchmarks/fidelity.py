@@ -18,9 +18,9 @@ The report (``--out``, one section per comparison stored, plus ``fidelity_<name>
 - for every claimed difference A − B: the difference of target-language accuracy, and its paired
   bootstrap 95% interval over test items (``xlt.eval.stats``: each item's correctness averaged
   over seeds, items resampled with replacement); it is called a gain only when the interval
-  excludes 0. The interval is over test items, not over training seeds: a seeded variant with fewer
-  seeds than ``SEEDS`` marks its verdict provisional, since another seed can move it past the interval
-  (scl-pawsx: one MVA seed gains on CE's seed 0 and loses on its seeds 1 and 2);
+  excludes 0. The interval is over test items, not over training seeds, so a difference whose seeded
+  variant has fewer seeds than ``SEEDS`` has its verdict marked provisional: another seed can move the
+  difference outside it (scl-pawsx: one MVA seed gains on CE's seed 0 and loses on its seeds 1 and 2);
 - the comparison's sizes, model, epochs and seeds, and its reading, kept in
   ``benchmarks/fidelity/<name>.md`` (written by hand after looking at the numbers) if there is one.
 """
