@@ -21,6 +21,11 @@ The report (``--out``, one section per comparison stored, plus ``fidelity_<name>
   excludes 0. The interval is over test items, not over training seeds, so a difference whose seeded
   variant has fewer seeds than ``SEEDS`` has its verdict marked provisional: another seed can move the
   difference outside it (scl-pawsx: one MVA seed gains on CE's seed 0 and loses on its seeds 1 and 2);
+- beside it, the interval and verdict of the same difference when the seeds are resampled too (Owen's
+  pigeonhole bootstrap over seeds × items, ``seed_item_bootstrap``; the seeds drawn together where both
+  variants ran the same seeds, since a seed gives both the same initialisation, batches and views): what
+  other seeds could make of it. The verdict column is the item interval's, the rule the issue sets;
+  where the two disagree, the reading says so;
 - the comparison's sizes, model, epochs and seeds, and its reading, kept in
   ``benchmarks/fidelity/<name>.md`` (written by hand after looking at the numbers) if there is one.
 """
@@ -47,7 +52,7 @@ sys.path[:0] = [str(REPO / "platform"), str(HERE)]  # HERE also when imported, n
 
 from machine import cpu_model  # noqa: E402  (benchmarks/machine.py)
 from xlt.eval.classification import AVG_TARGET  # noqa: E402
-from xlt.eval.stats import mean_std, paired_bootstrap  # noqa: E402
+from xlt.eval.stats import mean_std, paired_bootstrap, seed_item_bootstrap  # noqa: E402
 from xlt.report import markdown_table  # noqa: E402
 
 Record = dict  # a unit's result: acc per language, its target items' correctness, minutes
@@ -636,13 +641,19 @@ def section(comparison: Comparison, units: dict[str, Record], plot: Path) -> str
         xa, xb = correctness(by_variant[a], metric), correctness(by_variant[b], metric)
         if scored(by_variant[a][0], metric)["items_digest"] != scored(by_variant[b][0], metric)["items_digest"]:
             raise ValueError(f"{a} and {b} were scored on different test items")
+        # Runs of the same seed share their initialisation, batches and views (a deterministic reference
+        # has one run, at the first seed, and shares them with no one).
+        matched = all(comparison.variant(name).seeded for name in (a, b)) and \
+            [r["seed"] for r in by_variant[a]] == [r["seed"] for r in by_variant[b]]
         interval = paired_bootstrap(xa, xb, seed=0)
+        crossed = seed_item_bootstrap(xa, xb, matched=matched, seed=0)
         short = [len(x) for name, x in ((a, xa), (b, xb)) if comparison.variant(name).seeded and len(x) < len(SEEDS)]
         verdict = interval.verdict + (f" (provisional: {counted(min(short), 'seed')})" if short else "")
         claims.append({"difference": f"{comparison.variant(a).label} − {comparison.variant(b).label}",
                        **({"score": metric or "accuracy"} if comparison.metrics else {}),
                        "paper": paper, "measured (mean over items)": str(interval),
-                       "verdict": verdict, "items": len(xa[0]),
+                       "verdict": verdict, "over seeds and items": f"{crossed} {crossed.verdict}",
+                       "items": len(xa[0]),
                        "seeds": f"{len(xa)} / {len(xb)}"})
     write_plot(comparison, by_variant, plot)
     reading = HERE / "fidelity" / f"{comparison.name}.md"
@@ -666,7 +677,7 @@ def section(comparison: Comparison, units: dict[str, Record], plot: Path) -> str
         parts += [f"### {heading} (mean ± std over seeds)", markdown_table(table, columns)]
     if claims:
         parts += ["### The paper's differences: paired bootstrap 95% intervals over target-language test items "
-                  "(retrieval: over queries)", markdown_table(claims)]
+                  "(retrieval: over queries), and over seeds and items together", markdown_table(claims)]
     parts.append(f"![{comparison.name}]({plot.name})")
     if reading.is_file():
         parts.append(reading.read_text(encoding="utf-8").strip())

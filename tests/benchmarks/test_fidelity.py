@@ -85,7 +85,7 @@ def never(seed, storage):
 
 
 def test_a_section_tables_every_score_and_tests_each_claim_on_its_own_items(tmp_path):
-    from xlt.eval.stats import paired_bootstrap
+    from xlt.eval.stats import paired_bootstrap, seed_item_bootstrap
 
     fidelity = load_fidelity()
     a_ret = ["1111111100", "1111111110", "1111111111"]  # retrieval hits of A over 10 queries, per seed
@@ -114,8 +114,13 @@ def test_a_section_tables_every_score_and_tests_each_claim_on_its_own_items(tmp_
                            [[int(c) for c in items] for items in b_ret], seed=0)
     acc = paired_bootstrap([[1, 1, 0, 0]] * 3, [[1, 0, 1, 0]] * 3, seed=0)
     assert ret.verdict == "gain" and acc.verdict == "within noise"
-    assert re.search(rf"\| A − B +\| ret +\| \+2 ret +\| {re.escape(str(ret))} +\| gain +\| 10 +\| 3 / 3 +\|", text)
-    assert re.search(rf"\| A − B +\| accuracy +\| \+1 acc +\| {re.escape(str(acc))} +\| within noise +\| 4 ", text)
+    # Over seeds and items too, the seeds drawn together: A and B ran the same seeds
+    a_seeds, b_seeds = ([[int(c) for c in items] for items in hits] for hits in (a_ret, b_ret))
+    crossed = seed_item_bootstrap(a_seeds, b_seeds, matched=True, seed=0)
+    assert str(crossed) != str(seed_item_bootstrap(a_seeds, b_seeds, seed=0))
+    assert re.search(rf"\| A − B +\| ret +\| \+2 ret +\| {re.escape(str(ret))} +\| gain +\| "
+                     rf"{re.escape(str(crossed))} {crossed.verdict} +\| 10 +\| 3 / 3 +\|", text)
+    assert re.search(rf"\| A − B +\| accuracy +\| \+1 acc +\| {re.escape(str(acc))} +\| within noise +\| [^|]+ \| 4 ", text)
     assert "6 units, 9 minutes of runs, finished 2026-11-25T18:00:00 to 2026-11-25T18:00:00" in text
     assert "; on CPU A, 2 cores." in text
     assert "Not run yet" not in text
@@ -137,13 +142,13 @@ def test_a_section_tables_every_score_and_tests_each_claim_on_its_own_items(tmp_
     # The interval is over items, not seeds: a seeded variant short of three seeds gives a provisional verdict, a
     # deterministic reference (one unit by design) does not
     one_a = {k: v for k, v in units.items() if k not in ("a/seed1", "a/seed2")}
-    assert re.search(r"\| A − B +\| \+1 acc +\| .+ \| within noise \(provisional: 1 seed\) +\| 4 +\| 1 / 3 +\|",
+    assert re.search(r"\| A − B +\| \+1 acc +\| .+ \| within noise \(provisional: 1 seed\) +\| [^|]+ \| 4 +\| 1 / 3 +\|",
                      fidelity.section(comparison, one_a, tmp_path / "t.png"))
     reference = fidelity.Comparison("t", "T", "settings", (comparison.variants[0],
                                                            fidelity.Variant("b", "B", never, seeded=False)),
                                     comparison.claims[:1])
     one_b = {k: v for k, v in units.items() if k not in ("b/seed1", "b/seed2")}
-    assert re.search(r"\| A − B +\| \+1 acc +\| .+ \| within noise +\| 4 +\| 3 / 1 +\|",
+    assert re.search(r"\| A − B +\| \+1 acc +\| .+ \| within noise +\| [^|]+ \| 4 +\| 3 / 1 +\|",
                      fidelity.section(reference, one_b, tmp_path / "t.png"))
 
 

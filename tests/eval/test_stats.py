@@ -1,11 +1,12 @@
-"""Statistics of a comparison (mean ± std over seeds, paired bootstrap over items) on cases with known answers."""
+"""Statistics of a comparison (mean ± std over seeds, bootstraps over items and over seeds and items) on cases
+with known answers."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from xlt.eval.stats import Interval, mean_std, paired_bootstrap, per_item
+from xlt.eval.stats import Interval, mean_std, paired_bootstrap, per_item, seed_item_bootstrap
 
 
 def naive_bootstrap(d: np.ndarray, resamples: int, confidence: float, seed: int) -> tuple[float, float]:
@@ -68,3 +69,79 @@ def test_seeds_are_averaged_per_item_before_resampling():
 def test_the_verdict_and_its_text():
     assert Interval(0.02, 0.01, 0.03).verdict == "gain" and Interval(0.02, -0.01, 0.05).verdict == "within noise"
     assert str(Interval(0.02, -0.01, 0.05)) == "+0.020 [-0.010, +0.050]"
+
+
+def naive_seed_item_bootstrap(a: np.ndarray, b: np.ndarray, resamples: int, seed: int,
+                              matched: bool = False) -> tuple[float, float]:
+    """Owen's pigeonhole bootstrap as a loop: each round draws A's seeds, B's seeds (the same rows as A's
+    if ``matched``) and the items, then averages the drawn seeds' correctness on the drawn items."""
+    rng = np.random.default_rng(seed)
+    means = []
+    for _ in range(resamples):
+        sa = rng.integers(0, len(a), len(a))
+        sb = sa if matched else rng.integers(0, len(b), len(b))
+        items = rng.integers(0, a.shape[1], a.shape[1])
+        means.append(float(a[sa][:, items].mean() - b[sb][:, items].mean()))
+    return float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))
+
+
+def test_seed_item_bootstrap_sees_the_seeds_that_the_item_bootstrap_averages_away():
+    # Every item alike within a seed: only the seeds vary. A's seeds score 0.6, 0.7, 0.8 and B's one seed
+    # 0.5, so a round's difference is the mean of three draws from {0.1, 0.2, 0.3}: 0.1 with probability
+    # 1/27 (> 2.5 %) and 0.3 likewise, the interval's ends exactly.
+    a = np.repeat([[0.6], [0.7], [0.8]], 40, axis=1)
+    b = np.full((1, 40), 0.5)
+    crossed = seed_item_bootstrap(a, b, resamples=4000)
+    assert (crossed.difference, crossed.low, crossed.high) == pytest.approx((0.2, 0.1, 0.3))
+    assert crossed.verdict == "gain"
+    items_only = paired_bootstrap(a, b, resamples=4000)
+    assert (items_only.low, items_only.high) == pytest.approx((0.2, 0.2))
+    # A seed of A below B's, another above: a gain over items, within noise over seeds and items.
+    a = np.repeat([[0.45], [0.6], [0.75]], 40, axis=1)
+    assert paired_bootstrap(a, b).verdict == "gain" and seed_item_bootstrap(a, b).verdict == "within noise"
+
+
+def test_seed_item_bootstrap_is_the_naive_loops_distribution_and_seeded():
+    rng = np.random.default_rng(5)
+    skill_a, skill_b = np.array([[0.55], [0.7], [0.62]]), np.array([[0.5], [0.58]])
+    a = (rng.uniform(size=(3, 400)) < skill_a).astype(float)
+    b = (rng.uniform(size=(2, 400)) < skill_b).astype(float)
+    got = seed_item_bootstrap(a, b, resamples=20_000, seed=2)
+    assert got.difference == pytest.approx(a.mean() - b.mean())
+    # The loop draws in another order, so the two agree up to Monte Carlo error (about 0.002 here).
+    assert (got.low, got.high) == pytest.approx(naive_seed_item_bootstrap(a, b, 20_000, seed=3), abs=0.008)
+    assert seed_item_bootstrap(a, b, resamples=500, seed=2) == seed_item_bootstrap(a, b, resamples=500, seed=2)
+    assert seed_item_bootstrap(a, b, resamples=500, seed=2) != seed_item_bootstrap(a, b, resamples=500, seed=4)
+    # One seed a side leaves nothing but the items to resample: the item bootstrap's interval.
+    b3 = (rng.uniform(size=(3, 400)) < (skill_a - 0.05)).astype(float)
+    paired = seed_item_bootstrap(a, b3, matched=True, resamples=20_000, seed=2)
+    assert (paired.low, paired.high) == pytest.approx(
+        naive_seed_item_bootstrap(a, b3, 20_000, seed=3, matched=True), abs=0.008)
+    one, items_only = seed_item_bootstrap(a[0], b[0], resamples=20_000), paired_bootstrap(a[0], b[0], resamples=20_000)
+    assert (one.low, one.high) == pytest.approx((items_only.low, items_only.high), abs=0.008)
+
+
+def test_matched_seeds_cancel_what_a_seed_does_to_both_systems():
+    # Each seed lifts both systems alike, and A leads B by 0.05 in every seed: drawn together, the seeds
+    # leave the difference at 0.05 in every round; drawn apart, they mix one seed's A with another's B.
+    a = np.repeat([[0.6], [0.7], [0.8]], 40, axis=1)
+    b = a - 0.05
+    matched = seed_item_bootstrap(a, b, matched=True, resamples=2000)
+    assert (matched.difference, matched.low, matched.high) == pytest.approx((0.05, 0.05, 0.05))
+    apart = seed_item_bootstrap(a, b, resamples=2000)
+    assert apart.low < 0 < apart.high and apart.verdict == "within noise"
+    with pytest.raises(ValueError, match="as many runs of A as of B: 3 vs 1"):
+        seed_item_bootstrap(a, b[:1], matched=True)
+
+
+def test_seed_item_bootstrap_refuses_what_it_cannot_pair():
+    with pytest.raises(ValueError, match="same items: 4 vs 3"):
+        seed_item_bootstrap(np.zeros((2, 4)), np.zeros((3, 3)))
+    with pytest.raises(ValueError, match="a seed or more"):
+        seed_item_bootstrap(np.zeros((0, 4)), np.zeros((1, 4)))
+    with pytest.raises(ValueError, match=r"\(items,\) or \(seeds, items\)"):
+        seed_item_bootstrap(np.zeros((1, 2, 3)), np.zeros((1, 3)))
+    with pytest.raises(ValueError, match="at least one test item"):
+        seed_item_bootstrap(np.zeros((1, 0)), np.zeros((1, 0)))
+    with pytest.raises(ValueError, match="confidence"):
+        seed_item_bootstrap(np.zeros(3), np.zeros(3), confidence=1.0)

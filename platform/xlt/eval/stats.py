@@ -1,4 +1,4 @@
-"""How sure a comparison is: mean ± std over seeds, and a paired bootstrap interval over test items.
+"""How sure a comparison is: mean ± std over seeds, and bootstrap intervals over test items and seeds.
 
 The seed papers report single runs; a difference between two methods is only worth stating when
 it is larger than what another seed or another sample of test items would change. Two numbers say
@@ -10,7 +10,20 @@ how large that is:
   Koehn 2004 for MT and Dror et al. 2018 for NLP significance). Both systems are scored on the same
   resampled items in every round, so what varies is the test sample, not the pairing. With several
   seeds per system, each item's correctness is first averaged over the seeds (a per-item accuracy
-  in [0, 1]), so the interval is over items of the seed-averaged systems.
+  in [0, 1]), so the interval is over items of the seed-averaged systems;
+- ``seed_item_bootstrap``: the same difference with an interval that also resamples the seeds.
+  Seeds and items are crossed (every seed scores every item), so each round draws seeds and items
+  with replacement, the items once for both systems: Owen's pigeonhole bootstrap for crossed random
+  effects (Owen 2007), which he shows errs on the wide side. Where A's and B's runs are matched by
+  seed (row i of each ran with the same seed: the same initialisation, batches and views), a round
+  draws one set of seeds for both, so what the seed does to both systems alike cancels in the
+  difference, as the test items' own difficulty does; otherwise each system's seeds are drawn on
+  their own. The item interval says how far another sample of test items moves the difference; this
+  one also says how far other training seeds move it, which the item interval cannot see (it
+  averages the seeds away). With one seed a system shows no seed variance, in either interval; with
+  three, a round draws the same seed three times with probability 1/27 (more than the 2.5 % tail), so
+  the interval reaches about as far as the most extreme seed and no further, milder than a t-interval
+  over seeds, which extrapolates from their spread.
 
 A difference is called a gain (``Interval.gain``) only when its whole interval lies above 0, a
 loss when it lies below, and "within noise" otherwise.
@@ -64,20 +77,33 @@ def per_item(correct: Sequence[Sequence[float]] | np.ndarray) -> np.ndarray:
     return x.mean(axis=0)
 
 
+def check_bootstrap(items_a: int, items_b: int, resamples: int, confidence: float) -> None:
+    """Refuse a bootstrap of A − B whose systems were not scored on the same, non-empty items, or
+    whose settings are out of range."""
+    if items_a != items_b:
+        raise ValueError(f"A and B must be scored on the same items: {items_a} vs {items_b} items")
+    if items_a == 0:
+        raise ValueError("a bootstrap needs at least one test item")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence={confidence} must be in (0, 1)")
+    if resamples < 1:
+        raise ValueError(f"resamples={resamples} must be >= 1")
+
+
+def percentile_interval(difference: float, means: np.ndarray, confidence: float) -> Interval:
+    """``difference`` with the central ``confidence`` share of its bootstrap replicates ``means``."""
+    tail = (1.0 - confidence) / 2
+    low, high = np.quantile(means, [tail, 1.0 - tail])
+    return Interval(difference, float(low), float(high), confidence)
+
+
 def paired_bootstrap(a: Sequence | np.ndarray, b: Sequence | np.ndarray, *, resamples: int = 10_000,
                      confidence: float = 0.95, seed: int = 0) -> Interval:
     """The difference of mean correctness A − B over the same test items, with its paired percentile
     bootstrap interval. ``a`` and ``b``: per-item correctness, (items,) or (seeds, items), in the same
     item order. Seeded: the same inputs give the same interval."""
     x, y = per_item(a), per_item(b)
-    if x.shape != y.shape:
-        raise ValueError(f"A and B must be scored on the same items: {x.shape[0]} vs {y.shape[0]} items")
-    if x.size == 0:
-        raise ValueError("paired_bootstrap needs at least one test item")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence={confidence} must be in (0, 1)")
-    if resamples < 1:
-        raise ValueError(f"resamples={resamples} must be >= 1")
+    check_bootstrap(x.size, y.size, resamples, confidence)
     d = x - y
     rng = np.random.default_rng(seed)
     means = np.empty(resamples)
@@ -86,6 +112,36 @@ def paired_bootstrap(a: Sequence | np.ndarray, b: Sequence | np.ndarray, *, resa
     for start in range(0, resamples, step):
         k = min(step, resamples - start)
         means[start:start + k] = d[rng.integers(0, n, size=(k, n))].mean(axis=1)
-    tail = (1.0 - confidence) / 2
-    low, high = np.quantile(means, [tail, 1.0 - tail])
-    return Interval(float(d.mean()), float(low), float(high), confidence)
+    return percentile_interval(float(d.mean()), means, confidence)
+
+
+def seed_item_bootstrap(a: Sequence | np.ndarray, b: Sequence | np.ndarray, *, matched: bool = False,
+                        resamples: int = 10_000, confidence: float = 0.95, seed: int = 0) -> Interval:
+    """The difference of mean correctness A − B, with the percentile interval of Owen's pigeonhole
+    bootstrap: each round resamples the seeds and the (shared) test items, all with replacement.
+    ``a`` and ``b``: (seeds, items) correctness, the items the same and in the same order; (items,) is
+    one seed. ``matched``: row i of ``a`` and of ``b`` ran with the same seed, so a round draws the
+    same rows of both (the seed counts must then be equal); else each system's rows are drawn on
+    their own and the counts may differ. Seeded: the same inputs give the same interval."""
+    x, y = (np.atleast_2d(np.asarray(c, dtype=np.float64)) for c in (a, b))
+    if x.ndim != 2 or y.ndim != 2 or not len(x) or not len(y):
+        raise ValueError(f"correctness must be (items,) or (seeds, items) with a seed or more, "
+                         f"got shapes {x.shape} and {y.shape}")
+    check_bootstrap(x.shape[1], y.shape[1], resamples, confidence)
+    if matched and len(x) != len(y):
+        raise ValueError(f"matched seeds need as many runs of A as of B: {len(x)} vs {len(y)}")
+    rng = np.random.default_rng(seed)
+    n = x.shape[1]
+    means = np.empty(resamples)
+    step = max(1, 2**24 // (n * max(len(x), len(y))))  # resamples per chunk: bounded memory
+    for start in range(0, resamples, step):
+        k = min(step, resamples - start)
+        items = rng.integers(0, n, size=(k, n))
+        # A round's draw of seeds as how often each was drawn, (k, seeds), so a seed drawn twice
+        # counts twice; times each seed's accuracy on the round's items, (seeds, k).
+        drawn_a = rng.multinomial(len(x), np.full(len(x), 1.0 / len(x)), size=k)
+        drawn_b = drawn_a if matched else rng.multinomial(len(y), np.full(len(y), 1.0 / len(y)), size=k)
+        means[start:start + k] = ((drawn_a * x[:, items].mean(axis=2).T).sum(axis=1) / len(x)
+                                  - (drawn_b * y[:, items].mean(axis=2).T).sum(axis=1) / len(y))
+    # The difference as paired_bootstrap computes it (per item, then over items), to the same last bit.
+    return percentile_interval(float((per_item(x) - per_item(y)).mean()), means, confidence)
