@@ -24,7 +24,7 @@ The report (``--out``, one section per comparison stored, plus ``fidelity_<name>
 - beside it, the interval and verdict of the same difference when the seeds are resampled too (Owen's
   pigeonhole bootstrap over seeds × items, ``seed_item_bootstrap``; the seeds drawn together where both
   variants ran the same seeds, since a seed gives both the same initialisation, batches and views): what
-  other seeds could make of it. The verdict column is the item interval's, the rule the issue sets;
+  other seeds could make of it. The verdict column is the item interval's, the rule this benchmark keeps;
   where the two disagree, the reading says so;
 - the comparison's sizes, model, epochs and seeds, and its reading, kept in
   ``benchmarks/fidelity/<name>.md`` (written by hand after looking at the numbers) if there is one.
