@@ -543,11 +543,12 @@ def minutes_before(started: dict | None, out: Path) -> float:
     """The minutes a unit's earlier, killed runs count: from each start to the last thing it wrote in its
     directory ``out`` (its latest checkpoint; not another unit's, which may have run since). What came after
     that is done again, and counted, by the run that continues from it. ``started``: the unit's
-    ``{"minutes": before it, "at": epoch seconds}``."""
-    if started is None:
+    ``{"minutes": before it, "at": epoch seconds}``. With ``out`` gone (a new checkout, the checkpoints not
+    carried over) the unit starts over and counts none of them."""
+    written = [path.stat().st_mtime for path in out.rglob("*")]
+    if started is None or not written:
         return 0.0
-    last = max((path.stat().st_mtime for path in out.rglob("*")), default=started["at"])
-    return started["minutes"] + max(0.0, last - started["at"]) / 60
+    return started["minutes"] + max(0.0, max(written) - started["at"]) / 60
 
 
 def run_comparison(comparison: Comparison, seeds: Sequence[int], store_path: Path, storage: Path,

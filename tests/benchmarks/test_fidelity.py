@@ -218,6 +218,14 @@ def test_a_unit_killed_and_continued_counts_its_minutes_up_to_the_checkpoint_it_
     fidelity.drop_comparison("c", store_path, storage)
     assert fidelity.load_store(store_path) == {"units": {}, "started": {}}
 
+    # Its checkpoints gone (a new checkout without results/), a unit starts over: an hour of earlier runs
+    # that left nothing to continue from is not its time
+    fidelity.save_store(store_path, {"units": {}, "started": {"c": {"ce/seed0": {"minutes": 50.0,
+                                                                               "at": time.time() - 3600}}}})
+    store = fidelity.run_comparison(comparison, [0], store_path, storage)
+    assert store["units"]["c"]["ce/seed0"]["minutes"] < 0.1
+
+
 def smoke_overrides(path) -> list[str]:
     """A smoke preset as dotted ``--set`` overrides (its mappings flattened)."""
     from xlt.config import read_yaml
