@@ -14,7 +14,8 @@ how large that is:
 - ``seed_item_bootstrap``: the same difference with an interval that also resamples the seeds.
   Seeds and items are crossed (every seed scores every item), so each round draws seeds and items
   with replacement, the items once for both systems: Owen's pigeonhole bootstrap for crossed random
-  effects (Owen 2007), which he shows errs on the wide side. Where A's and B's runs are matched by
+  effects (Owen 2007), whose variance he shows to be mean-consistent, erring if at all on the wide
+  side. Where A's and B's runs are matched by
   seed (row i of each ran with the same seed: the same initialisation, batches and views), a round
   draws one set of seeds for both, so what the seed does to both systems alike cancels in the
   difference, as the test items' own difficulty does; otherwise each system's seeds are drawn on
