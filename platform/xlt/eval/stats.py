@@ -15,16 +15,15 @@ how large that is:
   Seeds and items are crossed (every seed scores every item), so each round draws seeds and items
   with replacement, the items once for both systems: Owen's pigeonhole bootstrap for crossed random
   effects (Owen 2007), whose variance he shows to be mean-consistent, erring if at all on the wide
-  side. Where A's and B's runs are matched by
-  seed (row i of each ran with the same seed: the same initialisation, batches and views), a round
-  draws one set of seeds for both, so what the seed does to both systems alike cancels in the
-  difference, as the test items' own difficulty does; otherwise each system's seeds are drawn on
-  their own. The item interval says how far another sample of test items moves the difference; this
-  one also says how far other training seeds move it, which the item interval cannot see (it
-  averages the seeds away). With one seed a system shows no seed variance, in either interval; with
-  three, a round draws the same seed three times with probability 1/27 (more than the 2.5 % tail), so
-  the interval reaches about as far as the most extreme seed and no further, milder than a t-interval
-  over seeds, which extrapolates from their spread.
+  side. Where A's and B's runs are matched by seed (row i of each ran with the same seed: the same
+  initialisation, batches and views), a round draws one set of seeds for both, so what the seed does
+  to both systems alike cancels in the difference, as the test items' own difficulty does; otherwise
+  each system's seeds are drawn on their own. The item interval says how far another sample of test
+  items moves the difference; this one also says how far other training seeds move it, which the
+  item interval cannot see (it averages the seeds away). With one seed a system shows no seed
+  variance, in either interval; with three, a round draws the same seed three times with probability
+  1/27 (more than the 2.5 % tail), so the interval reaches about as far as the most extreme seed and
+  no further, milder than a t-interval over seeds, which extrapolates from their spread.
 
 A difference is called a gain (``Interval.gain``) only when its whole interval lies above 0, a
 loss when it lies below, and "within noise" otherwise.
