@@ -325,7 +325,11 @@ ALIGNMENT_ROWS, ALIGNMENT_EPOCHS = 600, 3
 SIZES = (f"data.max_examples={ALIGNMENT_ROWS}", f"optim.epochs={ALIGNMENT_EPOCHS}")
 # Where CE learns PAWS-X here in every seed (see scl-pawsx's settings).
 PAWSX_ROWS, PAWSX_EPOCHS = 1200, 10
-PAWSX_SIZES = (f"data.max_examples={PAWSX_ROWS}", f"optim.epochs={PAWSX_EPOCHS}")
+# A step's pairs and views in length-sorted encoder passes of 16 (benchmarks/encoder_passes.md: the
+# same features, 40 % less time a step with §4.1's views); CE's 16 pairs a step are one pass either way.
+PAWSX_PASS_ROWS = 16
+PAWSX_SIZES = (f"data.max_examples={PAWSX_ROWS}", f"optim.epochs={PAWSX_EPOCHS}",
+               f"optim.encoder_pass_rows={PAWSX_PASS_ROWS}")
 ALIGNMENT_SETTINGS = """- Model `bundled:multilingual-e5-small` (the pair encoded jointly, max length 128), word embeddings
   frozen, a linear head; AdamW lr 5e-5, batch 16 English pairs (their views on top), {epochs} epochs. One
   Ray Train worker with 2 CPUs. The paper: XLM-R base, lr 5e-6, batch {paper_batch}, full training sets.
@@ -360,7 +364,12 @@ SCL_PAWSX = Comparison(
                                        "(`benchmarks/fidelity/pawsx-learnability.md`: at scl-xnli's 600 pairs and 3 "
                                        "epochs it stays at chance in all three seeds; on 1,200 pairs with 3 epochs it "
                                        "learns in one seed of three, under a 10-epoch schedule in all three)",
-                              task="PAWS-X", views="t_f = t_p = t_c = 1 view per example, r_c = 0.5"),
+                              task="PAWS-X", views="t_f = t_p = t_c = 1 view per example, r_c = 0.5")
+    + f"""
+- The encoder reads a step's pairs and views in length-sorted passes of {PAWSX_PASS_ROWS}
+  (`optim.encoder_pass_rows`, `benchmarks/encoder_passes.md`): the features of one pass up to float
+  rounding, with other dropout draws. Units run before 2026-11-29 06:40 read a step in one pass: CE,
+  the probe, SCL's three seeds, `scl-ft`'s three and MVA's and CL's seed 0.""",
     (probe("finetune_pawsx.yaml", PAWSX_ROWS), *alignment("finetune_pawsx.yaml", PAWSX_SIZES, PAWSX_VIEWS),
      # SCL on §4.1's views stays at chance here; Table 3 runs SCL on each kind of view alone, and its
      # full-translation group is the best one (benchmarks/fidelity/scl-pawsx.md)

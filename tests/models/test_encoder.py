@@ -71,6 +71,40 @@ def test_embed_is_differentiable_and_encode_restores_train_mode():
     assert enc.training
 
 
+PAIRS = [("a", "b c"), ("a much longer premise than the others", "short"), ("中文句子", "另一个"), ("x", "")]
+
+
+@pytest.mark.parametrize("pair_encoding", ["joint", "combine"])
+@pytest.mark.parametrize("items", [TEXTS, PAIRS], ids=["texts", "pairs"])
+def test_embed_by_length_gives_one_pass_features_and_gradients(items, pair_encoding):
+    enc = load_encoder(EncoderConfig(source="tiny:xlm-roberta", pair_encoding=pair_encoding))
+    enc.eval()  # no dropout: the passes are deterministic
+    weights = torch.randn(len(items), enc.feature_dim(isinstance(items[0], tuple)), generator=torch.Generator().manual_seed(1))
+
+    def features_and_grads(embed):
+        enc.zero_grad()
+        features = embed()
+        (features * weights).sum().backward()
+        return features.detach(), [p.grad.clone() for p in enc.parameters() if p.grad is not None]
+
+    one, one_grads = features_and_grads(lambda: enc.embed(items))
+    for rows in (1, 2, 3, len(items)):
+        passes, grads = features_and_grads(lambda: enc.embed_by_length(items, rows))
+        # In input order, whatever the passes: each item's features and the summed gradient are one pass's.
+        assert torch.allclose(passes, one, atol=1e-5), rows
+        assert len(grads) == len(one_grads) and all(torch.allclose(g, h, atol=1e-5) for g, h in zip(grads, one_grads))
+
+
+def test_embed_by_length_sorts_its_passes():
+    enc = load_encoder("tiny:bert")
+    shapes = []
+    enc.register_forward_hook(lambda module, inputs, output: shapes.append(tuple(inputs[0].shape)))
+    enc.embed_by_length(TEXTS, 2)
+    lengths = sorted(enc.lengths(TEXTS))
+    # Three passes of two texts, each padded to its own longest text, shortest first.
+    assert shapes == [(2, lengths[1]), (2, lengths[3]), (2, lengths[5])]
+
+
 def test_classifier_predict_contract():
     clf = Classifier(load_encoder("tiny:bert"), ["sports", "health", "travel"])
     pred = clf.predict(TEXTS, batch_size=4)

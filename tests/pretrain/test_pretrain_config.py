@@ -61,6 +61,8 @@ def test_refusals_name_key_and_remedy():
         load_pretrain_config(None, overrides + ["optim.grad_accum_steps=0"])
     with pytest.raises(ConfigError, match="recipe"):
         load_pretrain_config(None, overrides + ["recipe=simcse"])
+    with pytest.raises(ConfigError, match="optim.encoder_pass_rows=4 .*one encoder pass"):
+        load_pretrain_config(None, overrides + ["optim.encoder_pass_rows=4"])
 
 
 def test_steps_per_epoch_count_optimizer_steps():

@@ -46,6 +46,7 @@ def test_smoke_preset_merges_over_a_preset_and_set_wins():
     (["data.setting=few-shot"], "one of 'zero-shot', 'translate-train'"),
     (["optim.lr=0"], "optim.lr=0.0 is not valid"),
     (["optim.shuffle_buffer=4"], "at least the batch size 16"),
+    (["optim.encoder_pass_rows=-1"], "optim.encoder_pass_rows=-1 is not valid"),
     (["scaling.num_workers=0"], "scaling.num_workers=0 is not valid"),
     (["model.source=bundled:use-multilingual-v3", "objectives=[{name: supervised_contrastive_alignment}]"],
      "none with the frozen bundled:use-multilingual-v3"),
@@ -80,6 +81,8 @@ def test_resuming_may_change_length_not_content():
     other = dataclasses.replace(cfg, optim=dataclasses.replace(cfg.optim, lr=1e-3, epochs=5))
     assert incompatible_changes(cfg, longer) == []
     assert incompatible_changes(cfg, other) == ["optim.lr"]
+    passes = dataclasses.replace(cfg, optim=dataclasses.replace(cfg.optim, encoder_pass_rows=16))
+    assert incompatible_changes(cfg, passes) == []  # how the encoder reads a step, not what it learns
 
 
 def test_translate_train_adds_the_translations_of_the_same_sentences(data_dir):

@@ -49,6 +49,23 @@ def test_total_is_ce_plus_weighted_objectives_from_one_pass():
     assert torch.allclose(total, expected)
 
 
+def test_encoder_pass_rows_splits_the_pass_and_keeps_the_losses():
+    objectives = (SCL, ObjectiveConfig("multiview_alignment", 0.5, {"similarity": "kl"}))
+    torch.manual_seed(0)
+    one = build_training(tiny_config(objectives), steps_per_epoch=1)
+    torch.manual_seed(0)
+    passes = build_training(tiny_config(objectives, encoder_pass_rows=3), steps_per_epoch=1)
+    calls = []
+    passes.classifier.encoder.register_forward_hook(lambda m, i, o: calls.append(o.shape[0]))
+    for training in (one, passes):
+        training.model.eval()  # no dropout: the parts are deterministic
+    (total, parts), (total_p, parts_p) = (compute_losses(t.model, t.objectives, batch()) for t in (one, passes))
+    assert calls == [3, 3, 2]  # the N = 8 texts in passes of at most 3
+    assert parts.keys() == parts_p.keys()
+    assert all(torch.allclose(parts[k], parts_p[k], atol=1e-5) for k in parts)
+    assert torch.allclose(total, total_p, atol=1e-5)
+
+
 def test_ce_only_on_labelled_originals():
     logits = torch.tensor([[2.0, 0.0], [0.0, 9.0], [1.0, 1.0]])
     labels = torch.tensor([0, 0, -1])

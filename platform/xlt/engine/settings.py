@@ -42,6 +42,10 @@ class OptimSettings:
     # micro-batches (as Hugging Face's Trainer(group_by_length=True), which takes 50); a batch
     # pads to its longest row, and random batches of sentences pad ~+80% tokens. 0 = off.
     group_by_length: int = 0
+    # > 0: fine-tuning's encoder reads a step's texts (examples and their views) in length-sorted
+    # passes of at most this many (``TextEncoder.embed_by_length``): the same features, less padding.
+    # 0 = one pass. Pretraining reads its batches in one pass.
+    encoder_pass_rows: int = 0
     eval_batch_size: int = 64
     log_every_steps: int = 0  # a log line every n steps on rank 0 besides its progress bar; 0 = per epoch only
 
@@ -57,6 +61,8 @@ class OptimSettings:
               self.shuffle_buffer, f"0 (no shuffling) or at least the batch size {self.batch_size}")
         check(self.group_by_length >= 0, "optim.group_by_length", self.group_by_length,
               "an integer >= 0 (micro-batches per mega-batch; 0 = off)")
+        check(self.encoder_pass_rows >= 0, "optim.encoder_pass_rows", self.encoder_pass_rows,
+              "an integer >= 0 (texts per encoder pass; 0 = one pass)")
         check(self.eval_batch_size >= 1, "optim.eval_batch_size", self.eval_batch_size, "an integer >= 1")
         check(self.log_every_steps >= 0, "optim.log_every_steps", self.log_every_steps, "an integer >= 0")
 
@@ -133,6 +139,7 @@ def steps_per_epoch(train_rows: int, num_workers: int, optim: OptimSettings) -> 
 # moved run directory or data root is the same run). Not the number of workers: it fixes the
 # steps per epoch, in which the checkpoint's schedule is counted.
 RESUMABLE_CHANGES: tuple[str, ...] = ("optim.epochs", "optim.eval_batch_size", "optim.log_every_steps",
+                                      "optim.encoder_pass_rows",
                                       "scaling.use_gpu", "scaling.cpus_per_worker", "scaling.threads",
                                       "scaling.max_failures",
                                       "output.storage_path", "output.num_to_keep", "data.data_dir")

@@ -123,6 +123,28 @@ class TextEncoder(nn.Module):
             return self.text_lengths(texts)
         return [a + b for a, b in zip(self.text_lengths(texts), self.text_lengths(pairs))]
 
+    def length_order(self, items: Sequence[Item]) -> np.ndarray:
+        """Indices of ``items`` from shortest to longest (``lengths``; stable, so ties keep input order)."""
+        return np.argsort(self.lengths(items), kind="stable")
+
+    def embed_by_length(self, items: Sequence[Item], rows: int) -> torch.Tensor:
+        """``embed`` in passes of at most ``rows`` items of similar length -> (N, feature_dim), in input order.
+
+        The features are one pass's up to float rounding: an item attends only to its own tokens
+        (the attention mask hides the padding), so which items share a pass changes how much they
+        are padded, not what they encode. Sorted passes pad far less than one pass over items of
+        mixed lengths, such as an example and its translated or code-switched views (a PAWS-X
+        step with three views a pair: 40 % of one pass's positions are padding, 13 % in passes of
+        16, `benchmarks/encoder_passes.md`). With dropout on, each pass draws its own masks: the same distribution, other draws.
+        Gradients flow through every pass."""
+        items = list(items)
+        if len(items) <= rows:
+            return self.embed(items)
+        order = self.length_order(items)
+        parts = [self.embed([items[i] for i in order[start:start + rows]]) for start in range(0, len(items), rows)]
+        inverse = torch.from_numpy(np.argsort(order)).to(parts[0].device)
+        return torch.cat(parts).index_select(0, inverse)
+
     @torch.no_grad()
     def encode(self, texts: Sequence[Item], batch_size: int = 64, sort_by_length: bool = True,
                normalize: bool = False, progress: bool = False) -> np.ndarray:
@@ -131,7 +153,7 @@ class TextEncoder(nn.Module):
         dim = self.feature_dim(bool(texts) and is_pair(texts[0]))
         if not texts:  # tokenizers reject an empty batch
             return np.empty((0, dim), dtype=np.float32)
-        order = np.argsort(self.lengths(texts), kind="stable") if sort_by_length else np.arange(len(texts))
+        order = self.length_order(texts) if sort_by_length else np.arange(len(texts))
         out = np.empty((len(texts), dim), dtype=np.float32)
         was_training = self.training
         self.eval()

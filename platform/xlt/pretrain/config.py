@@ -249,6 +249,8 @@ class PretrainConfig:
               "'pooled' with noisy_sentence_contrast (noisy positives have no word-positioned samples)")
         check(self.model.source != "bundled:use-multilingual-v3", "model.source", self.model.source,
               "a trainable transformer (USE-m3 is a frozen numpy encoder)")
+        check(self.optim.encoder_pass_rows == 0, "optim.encoder_pass_rows", self.optim.encoder_pass_rows,
+              "0: pretraining reads each batch in one encoder pass (passes by length are fine-tuning's)")
 
     @property
     def objective_names(self) -> tuple[str, ...]:

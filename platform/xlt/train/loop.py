@@ -2,8 +2,9 @@
 
 Pieces, each usable without Ray (tests, ``benchmarks/train_overhead.py``):
 
-- ``FeaturesAndLogits``: one encoder pass over the N texts of a view batch, returning the
-  sentence features (N, D) the alignment objectives read and the head's logits (N, C).
+- ``FeaturesAndLogits``: one encoder call over the N texts of a view batch (in length-sorted
+  passes with ``optim.encoder_pass_rows``), returning the sentence features (N, D) the alignment
+  objectives read and the head's logits (N, C).
 - ``compute_losses``: CE on the labelled originals (``is_anchor``; in translate-train the
   translations are originals too) plus ``WeightedObjectives`` over the batch outputs; the step
   never asks which objectives are configured.
@@ -53,16 +54,18 @@ class FeaturesAndLogits(nn.Module):
     The alignment objectives need the sentence embeddings that the head reads, from the same
     forward pass (one encoder call per step), and DDP must see that pass through its own
     ``forward`` to synchronise gradients: hence a module rather than a second call.
+    ``pass_rows`` > 0 splits that call into length-sorted passes (``optim.encoder_pass_rows``).
     """
 
-    def __init__(self, classifier: Classifier) -> None:
+    def __init__(self, classifier: Classifier, pass_rows: int = 0) -> None:
         super().__init__()
-        self.classifier = classifier
+        self.classifier, self.pass_rows = classifier, pass_rows
 
     def forward(self, texts: list[Item]) -> tuple[torch.Tensor, torch.Tensor]:
         encoder, head = self.classifier.encoder, self.classifier.head
         with torch.set_grad_enabled(torch.is_grad_enabled() and encoder.trainable):
-            features = encoder.embed(texts)  # (N, D)
+            # (N, D)
+            features = encoder.embed_by_length(texts, self.pass_rows) if self.pass_rows else encoder.embed(texts)
         logits = head(self.classifier.dropout(features.to(head.weight.device)))  # (N, C)
         return features, logits
 
@@ -181,7 +184,8 @@ class Finetuning(Workload):
         if CachedEncoder.accepts(classifier.encoder):  # a frozen USE: only the head learns
             classifier.encoder = CachedEncoder(classifier.encoder)
         return build_engine_training(  # type: ignore[return-value]
-            classifier, cfg.optim, steps_per_epoch, prepare, step_module=FeaturesAndLogits(classifier),
+            classifier, cfg.optim, steps_per_epoch, prepare,
+            step_module=FeaturesAndLogits(classifier, cfg.optim.encoder_pass_rows),
             training_class=FinetuneTraining, objectives=build_objectives(cfg.objectives) if cfg.objectives else None,
             label_index={label: i for i, label in enumerate(cfg.task.labels)})
 

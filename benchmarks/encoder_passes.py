@@ -1,0 +1,152 @@
+"""Fine-tuning steps with the encoder reading a step's texts in one pass vs in length-sorted passes.
+
+    .venv/bin/python benchmarks/encoder_passes.py                 # 12 steps × 2 repeats a setting, ~15 min
+    .venv/bin/python benchmarks/encoder_passes.py --model tiny:bert --steps 3 --repeats 1   # a check, seconds
+
+A step of CE + an alignment objective encodes 16 English pairs and their views: with Wang et al.
+(2022, §4.1)'s three kinds of view a pair (a full translation, a partial one, a code-switched one),
+64 texts of mixed lengths, which one pass pads to the longest. ``optim.encoder_pass_rows`` = R
+reads them in length-sorted passes of at most R (``TextEncoder.embed_by_length``): the same
+features up to float rounding, fewer padded positions. This measures what that saves where it
+matters most here, `benchmarks/fidelity.py scl-pawsx`'s setting: the bundled e5 with frozen word
+embeddings, PAWS-X's first English pairs with the §4.1 views of that comparison (made in this
+process by the augmenter its Ray Data pipeline runs), CE + CL (λ = 1, τ = 1), batch 16, the
+torch threads of the preset's worker (2).
+
+Each setting (``--pass-rows``, 0 = one pass) trains the same model from the same seed on the same
+batches with ``xlt.train.loop.train_step``; repeats alternate the settings, to spread the noise of
+a shared machine. Reported per setting: the median seconds a step (steps after each repeat's
+first), encoder input positions a step and the share of them that is padding; and, as the check
+that the setting changes the cost and not the result, the largest difference of the first batch's
+losses from one pass's with dropout off.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO / "platform"), str(REPO / "benchmarks")]
+
+from fidelity import PAWSX_VIEWS, objective  # noqa: E402  (benchmarks/fidelity.py: the comparison's views)
+from machine import cpu_model  # noqa: E402
+from xlt.augment import CrossLingualAugment  # noqa: E402
+from xlt.data import resolve_data_dir  # noqa: E402
+from xlt.logs import quiet_libraries  # noqa: E402
+from xlt.report import markdown_table, write_results  # noqa: E402
+from xlt.train import load_finetune_config, resolve  # noqa: E402
+from xlt.train.batches import ViewBatch, batches_of, flatten_batch  # noqa: E402
+from xlt.train.data import augmentation_sources  # noqa: E402
+from xlt.train.loop import build_training, compute_losses, train_step  # noqa: E402
+
+CL = objective("contrastive_alignment", 1.0, temperature=1.0)
+
+
+def get_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default="bundled:multilingual-e5-small")
+    parser.add_argument("--steps", type=int, default=12, help="training steps a setting and repeat")
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--pass-rows", type=int, nargs="+", default=[0, 16, 32],
+                        help="optim.encoder_pass_rows settings to compare (0 = one pass)")
+    parser.add_argument("--data-dir")
+    parser.add_argument("--output", default="results/benchmarks/encoder_passes.json")
+    return parser.parse_args()
+
+
+def with_views(rows: list[dict], cfg, task) -> list[dict]:
+    """``rows`` with the view columns the training pipeline's augmentation UDF adds to each."""
+    augment = CrossLingualAugment.from_config(cfg.data.augment, **augmentation_sources(cfg.data, task))
+    columns = {key: np.array([row[key] for row in rows], dtype=object) for key in rows[0]}
+    out = augment(columns)
+    return [{key: out[key][i] for key in out} for i in range(len(rows))]
+
+
+def positions(encoder, batch: ViewBatch, pass_rows: int) -> tuple[int, int]:
+    """(encoder input positions, of which text) of one step: each pass pads to its longest text."""
+    lengths = sorted(encoder.lengths(batch.texts)) if pass_rows else encoder.lengths(batch.texts)
+    size = pass_rows or len(lengths)
+    passes = [lengths[start:start + size] for start in range(0, len(lengths), size)]
+    return sum(len(p) * max(p) for p in passes), sum(lengths)
+
+
+def first_losses(cfg, batch: ViewBatch) -> dict[str, float]:
+    """The losses of ``batch`` at initialisation, dropout off."""
+    torch.manual_seed(cfg.optim.seed)
+    training = build_training(cfg, steps_per_epoch=1)
+    training.model.eval()
+    with torch.no_grad():
+        _, parts = compute_losses(training.model, training.objectives, batch)
+    return {name: float(value) for name, value in parts.items()}
+
+
+def step_seconds(cfg, batches: list[ViewBatch]) -> list[float]:
+    torch.manual_seed(cfg.optim.seed)
+    training = build_training(cfg, steps_per_epoch=len(batches))
+    seconds = []
+    for batch in batches:
+        start = time.perf_counter()
+        train_step(training, batch, cfg.optim.max_grad_norm)
+        seconds.append(time.perf_counter() - start)
+    return seconds
+
+
+def main() -> None:
+    args = get_args()
+    quiet_libraries()
+    batch_size = 16
+    cfg = load_finetune_config(REPO / "configs" / "finetune_pawsx.yaml", [
+        f"model.source={args.model}", f"data.data_dir={resolve_data_dir(args.data_dir)}",
+        f"data.max_examples={args.steps * batch_size}", f"optim.batch_size={batch_size}", PAWSX_VIEWS, CL])
+    resolved = resolve(cfg)
+    cfg = resolved.config
+    torch.set_num_threads(cfg.scaling.torch_threads)
+    rows = with_views(resolved.train, cfg, resolved.task)
+    label_index = {label: i for i, label in enumerate(cfg.task.labels)}
+    batches = [flatten_batch(b, label_index) for b in batches_of(rows, batch_size)]
+    configs = {r: dataclasses.replace(cfg, optim=dataclasses.replace(cfg.optim, encoder_pass_rows=r))
+               for r in args.pass_rows}
+
+    load = os.getloadavg()[0]
+    started = time.strftime("%Y-%m-%d %H:%M")
+    encoder = build_training(cfg, steps_per_epoch=1).classifier.encoder
+    baseline = first_losses(configs[args.pass_rows[0]], batches[0])
+    seconds: dict[int, list[float]] = {r: [] for r in args.pass_rows}
+    for repeat in range(args.repeats):
+        for r in args.pass_rows:
+            run = step_seconds(configs[r], batches)
+            seconds[r].extend(run[1:] if len(run) > 1 else run)  # the first step warms up
+            print(f"repeat {repeat}, encoder_pass_rows={r}: {statistics.median(run):.2f} s a step", flush=True)
+
+    results = []
+    for r in args.pass_rows:
+        padded, text = map(sum, zip(*(positions(encoder, b, r) for b in batches)))
+        losses = first_losses(configs[r], batches[0])
+        results.append({"encoder_pass_rows": r or "0 (one pass)",
+                        "s a step (median)": statistics.median(seconds[r]),
+                        "vs first": statistics.median(seconds[r]) / statistics.median(seconds[args.pass_rows[0]]),
+                        "positions a step": round(padded / len(batches)), "padding share": 1 - text / padded,
+                        "max |Δ loss| (dropout off)": max(abs(losses[k] - baseline[k]) for k in baseline)})
+    texts = sum(len(b) for b in batches) / len(batches)
+    machine = (f"{cpu_model()}, {os.cpu_count()} cores, 1-min load average {load:.1f} at the start and "
+               f"{os.getloadavg()[0]:.1f} at the end; torch {torch.__version__}, {torch.get_num_threads()} threads")
+    print(f"\n## {args.model}, PAWS-X with §4.1's views, CE + CL: {len(batches)} steps of {texts:.0f} texts "
+          f"× {args.repeats} repeats, from {started}\n")
+    print(markdown_table(results, digits=3))
+    print(f"\nmachine: {machine}")
+    write_results(REPO / args.output, {"model": args.model, "steps": len(batches), "repeats": args.repeats,
+                                       "texts_per_step": texts, "machine": machine, "started": started,
+                                       "rows": results, "seconds": {str(r): s for r, s in seconds.items()}})
+
+
+if __name__ == "__main__":
+    main()
