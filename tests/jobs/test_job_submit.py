@@ -1,28 +1,25 @@
 """``ray job submit`` to a real Ray head, as to the cluster of cluster.yaml: every job in ``JOBS``
 runs in smoke mode from the uploaded repo and must SUCCEED and print its results table. (The head
-and its nodes: ``cluster.harness``.)
+and its nodes: ``cluster.harness``.) Co-training is submitted the same way to a multi-node cluster by
+tests/cluster/test_multinode.py.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import re
-from pathlib import Path
 
 import pytest
 
-from cluster.harness import ray_cluster_head
+from cluster.harness import assert_succeeded_with_a_table, ray_cluster_head, runtime_env
+
+pytestmark = pytest.mark.ray
 
 # Job script -> its smoke-mode arguments ({out}: a per-test output directory) and what its
 # output must contain besides a markdown table. Adding a job is one line here.
 JOBS = {
     "jobs/finetune.py": (["--smoke", "--set", "output.storage_path={out}", "--set", "output.name=submitted"],
                          ["| avg_target ", "| transfer_gap "]),
-    "jobs/cotrain.py": (["--smoke", "--set", "output_dir={out}/cotrain"],
-                        ["### Per iteration (test accuracy)", "| emb co-training (iteration 2) |"]),
 }
-TABLE_RULE = re.compile(r"^\|(-+\|)+$", re.MULTILINE)  # the |---|---| line of a markdown table
 JOB_TIMEOUT_S = 300
 
 
@@ -31,13 +28,6 @@ def ray_head():
     """A 2-CPU Ray head with the dashboard, where the job server lives."""
     with ray_cluster_head(cpus=2) as head:
         yield head
-
-
-def runtime_env(data_dir: Path) -> dict:
-    """As cluster.yaml's submit command: PYTHONPATH is relative to the uploaded working dir; the test's
-    MLflow store (else a job would track into results/ of the uploaded working dir)."""
-    return {"env_vars": {"PYTHONPATH": "platform", "XLT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1",
-                         "MLFLOW_TRACKING_URI": os.environ["MLFLOW_TRACKING_URI"]}}
 
 
 def test_job_api_needs_the_token(ray_head):
@@ -50,14 +40,7 @@ def test_job_succeeds_and_prints_its_table(ray_head, data_dir, tmp_path, script)
     args, expected = JOBS[script]
     submission_id, proc = ray_head.submit(runtime_env(data_dir),
                                           ["python", script, *(a.format(out=tmp_path) for a in args)], timeout=JOB_TIMEOUT_S)
-    assert proc.returncode == 0, f"{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}"
-
-    status = ray_head.ray("job", "status", "--address", ray_head.address, submission_id)
-    assert f"Job '{submission_id}' succeeded" in status.stdout + status.stderr
-    logs = ray_head.ray("job", "logs", "--address", ray_head.address, submission_id).stdout
-    assert TABLE_RULE.search(logs), logs[-3000:]
-    for text in expected:
-        assert text in logs, logs[-3000:]
+    assert_succeeded_with_a_table(ray_head, submission_id, proc, expected)
 
 
 def test_job_runs_the_uploaded_code(ray_head, data_dir):

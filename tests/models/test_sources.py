@@ -77,6 +77,7 @@ def test_tiny_is_deterministic_per_seed():
     assert np.array_equal(a, b) and not np.allclose(a, c)
 
 
+@pytest.mark.slow
 def test_use_m3_is_frozen_and_multilingual():
     enc = load_encoder("bundled:use-multilingual-v3")
     assert not enc.trainable and enc.dim == 512

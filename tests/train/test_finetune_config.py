@@ -118,6 +118,7 @@ def test_augmented_views_stream_from_the_train_split(data_dir, ray_cluster):
         assert all(view == train[(lang, row["source_id"])] for lang, view in full)
 
 
+@pytest.mark.ray  # train_dataset builds a Ray Dataset, which starts Ray
 def test_augmentation_languages_are_checked(data_dir):
     with pytest.raises(ConfigError, match=r"data\.augment\.t_c=-1"):
         load_finetune_config(SIB200, ["data.augment={t_c: -1, languages: [de]}"])

@@ -1,0 +1,89 @@
+"""Where the test suite's time goes: the per-file table and the slowest tests of a pytest JUnit XML,
+side by side for several runs (before / after a change), as ``benchmarks/test_time.md`` shows them.
+
+    PYTEST_ADDOPTS="--junitxml=/tmp/before.xml" make test        # from a fresh clone, idle machine
+    python benchmarks/test_time.py --run "before (83a7d7e)=/tmp/before.xml" --run "after=/tmp/after.xml"
+
+Each run's XML gives every test's wall time (setup, call and teardown together: a module fixture's
+cost lands on the first test that uses it), so a file's time is the sum of its tests'. The tables
+go to stdout as markdown; the slowest tests are listed for the last run given first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "platform"))
+
+from xlt.report import markdown_table  # noqa: E402
+
+
+def read_junit(path: Path) -> dict[str, float]:
+    """Test id (``tests/dir/test_file.py::test_name[param]``) -> seconds, from a JUnit XML file."""
+    times = {}
+    for case in ET.parse(path).getroot().iter("testcase"):
+        module = case.get("classname", "").replace(".", "/")
+        times[f"tests/{module.removeprefix('tests/')}.py::{case.get('name')}"] = float(case.get("time", 0))
+    return times
+
+
+def test_file(test_id: str) -> str:
+    return test_id.split("::", 1)[0]
+
+
+def by_file(times: dict[str, float]) -> dict[str, tuple[int, float]]:
+    """File -> (tests, seconds)."""
+    files: dict[str, list[float]] = defaultdict(list)
+    for test_id, seconds in times.items():
+        files[test_file(test_id)].append(seconds)
+    return {name: (len(t), sum(t)) for name, t in files.items()}
+
+
+def file_table(runs: dict[str, dict[str, float]]) -> list[dict]:
+    """One row per test file (slowest in the first run first), tests and minutes per run, then the total."""
+    per_run = {name: by_file(times) for name, times in runs.items()}
+    first = next(iter(per_run.values()))
+    files = sorted(set().union(*per_run.values()), key=lambda f: (-first.get(f, (0, 0.0))[1], f))
+    rows = []
+    for name in files:
+        row = {"file": name}
+        for run, table in per_run.items():
+            count, seconds = table.get(name, (0, 0.0))
+            row[f"{run}: tests"], row[f"{run}: s"] = count, round(seconds, 1)
+        rows.append(row)
+    total = {"file": "**all**"}
+    for run, times in runs.items():
+        total[f"{run}: tests"], total[f"{run}: s"] = len(times), round(sum(times.values()), 1)
+    return rows + [total]
+
+
+def slowest(times: dict[str, float], n: int = 30) -> list[dict]:
+    ranked = sorted(times.items(), key=lambda kv: -kv[1])[:n]
+    total = sum(times.values())
+    return [{"rank": i + 1, "test": test_id, "s": round(s, 1), "share": f"{s / total:.1%}"}
+            for i, (test_id, s) in enumerate(ranked)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--run", action="append", required=True, metavar="NAME=JUNIT_XML",
+                        help="a run's name and its pytest --junitxml file (repeatable, in order)")
+    parser.add_argument("--slowest", type=int, default=30, help="how many of the slowest tests to list per run")
+    args = parser.parse_args()
+    runs = {}
+    for spec in args.run:
+        name, _, path = spec.partition("=")
+        runs[name] = read_junit(Path(path))
+    print("### Time per test file (seconds; a module fixture counts in its first test)\n")
+    print(markdown_table(file_table(runs)))
+    for name in reversed(list(runs)):
+        print(f"\n### The {args.slowest} slowest tests: {name}\n")
+        print(markdown_table(slowest(runs[name], args.slowest)))
+
+
+if __name__ == "__main__":
+    main()

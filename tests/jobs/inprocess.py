@@ -1,0 +1,57 @@
+"""A job's ``__main__`` run inside the test process, for the tests about what a job does with its input
+rather than about the process boundary: no interpreter start and no imports per run (seconds each
+on this machine, benchmarks/test_time.md). Whether Ray may start is the caller's choice: for bad
+input it must not (the error comes before Ray starts), and starting it fails the run."""
+
+from __future__ import annotations
+
+import logging
+import os
+import runpy
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from unittest import mock
+
+from conftest import REPO
+
+
+@dataclass(frozen=True)
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_in_process(job: str, *args: str, capsys, data_dir: Path, ray_may_start: bool = False) -> Ran:
+    """``python jobs/<job> <args>`` as ``run_job`` runs it, here: its exit status (``SystemExit``'s
+    code, else 0) and what it printed, its log lines on stderr as in a process of its own (the root
+    logger starts without handlers, so the job's ``logging.basicConfig`` takes effect). The
+    environment, ``sys.argv`` and the root logger are restored afterwards."""
+    import ray
+
+    def no_ray(*_, **__):
+        raise AssertionError(f"{job} started Ray")
+
+    root = logging.getLogger()
+    capsys.readouterr()  # only this run's output
+    with mock.patch.dict(os.environ, {"XLT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1"}), \
+            mock.patch.object(sys, "argv", [str(REPO / "jobs" / job), *args]), \
+            mock.patch.object(ray, "init", ray.init if ray_may_start else no_ray), \
+            mock.patch.object(root, "handlers", []), mock.patch.object(root, "level", root.level):
+        os.environ.pop("RAY_ADDRESS", None)
+        try:
+            runpy.run_path(str(REPO / "jobs" / job), run_name="__main__")
+            code = 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    out = capsys.readouterr()
+    return Ran(code, out.out, out.err)
+
+
+def assert_one_error_line(ran: Ran, message: str) -> None:
+    """Exit status 2 and exactly one ``error: ...`` line on stderr that contains ``message``."""
+    assert ran.returncode == 2, ran.stderr[-2000:]
+    lines = ran.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message.removeprefix("error: ") in lines[0], lines
+
