@@ -131,30 +131,29 @@ class Head:
         return node
 
     def add_workers(self, *specs: tuple[int, dict[str, float] | None]) -> list[Node]:
-        """Worker nodes, one per ``(cpus, resources)``, started together (their start-ups overlap), once
-        the cluster lists them all alive. Each also offers a custom resource named after it (``workerN``:
-        ``node_ids``)."""
-        before = {n["node_id"] for n in self.alive()}
-        ports = iter(free_ports(6 * len(specs)))  # at once: nodes still starting hold none of theirs yet
+        """Worker nodes, one per ``(cpus, resources)``, each joined (listed alive) before the next
+        starts: ``ray start`` of two nodes on one IP at once can time out finding its own node in
+        the GCS. Each also offers a custom resource named after it (``workerN``: ``node_ids``)."""
         nodes = []
         for cpus, resources in specs:
+            before = {n["node_id"] for n in self.alive()}
             self._started += 1
             name = f"worker{self._started}"
-            manager, objects, agent_http, agent_grpc, runtime_env_agent, metrics = (next(ports) for _ in range(6))
+            manager, objects, agent_http, agent_grpc, runtime_env_agent, metrics = free_ports(6)
             command = [*RAY, "start", "--block", f"--address={self.gcs}", f"--num-cpus={cpus}", "--num-gpus=0",
                        "--node-ip-address=127.0.0.1", f"--node-manager-port={manager}",
                        f"--object-manager-port={objects}", f"--dashboard-agent-listen-port={agent_http}",
                        f"--dashboard-agent-grpc-port={agent_grpc}", f"--runtime-env-agent-port={runtime_env_agent}",
                        f"--metrics-export-port={metrics}", "--object-store-memory=300000000",
                        f"--resources={json.dumps({name: 1, **(resources or {})})}"]
-            nodes.append(_start(name, command, self.temp_dir / f"{name}.log", self.env))
-        self.workers.extend(nodes)
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while len({n["node_id"] for n in self.alive()} - before) < len(nodes):
-            for node in nodes:
+            node = _start(name, command, self.temp_dir / f"{name}.log", self.env)
+            self.workers.append(node)
+            nodes.append(node)
+            deadline = time.monotonic() + READY_TIMEOUT_S
+            while not {n["node_id"] for n in self.alive()} - before:
                 if node.process.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"worker node {node.name} did not join:\n{node.log.read_text()[-3000:]}")
-            time.sleep(0.5)
+                    pytest.fail(f"worker node {name} did not join:\n{node.log.read_text()[-3000:]}")
+                time.sleep(0.25)
         return nodes
 
     def stop_workers(self) -> None:

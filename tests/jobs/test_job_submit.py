@@ -1,7 +1,6 @@
 """``ray job submit`` to a real Ray head, as to the cluster of cluster.yaml: every job in ``JOBS``
 runs in smoke mode from the uploaded repo and must SUCCEED and print its results table. (The head
-and its nodes: ``cluster.harness``.) Co-training is submitted the same way to a multi-node cluster by
-tests/cluster/test_multinode.py.
+and its nodes: ``cluster.harness``.)
 """
 
 from __future__ import annotations
@@ -19,6 +18,9 @@ pytestmark = pytest.mark.ray
 JOBS = {
     "jobs/finetune.py": (["--smoke", "--set", "output.storage_path={out}", "--set", "output.name=submitted"],
                          ["| avg_target ", "| transfer_gap "]),
+    # One exchange round: what is tested is that the job runs from the upload and prints its tables.
+    "jobs/cotrain.py": (["--smoke", "--set", "iterations=1", "--set", "output_dir={out}/cotrain"],
+                        ["### Per iteration (test accuracy)", "| emb co-training (iteration 1) |"]),
 }
 JOB_TIMEOUT_S = 300
 
