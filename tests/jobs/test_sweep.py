@@ -1,6 +1,6 @@
 """jobs/sweep.py --smoke end to end on a fresh local Ray: an Optuna + ASHA sweep killed after its first
 trial that --resume completes; one stopped by Ctrl+C, whose report tells its unfinished trial from the
-finished one; a sweep over sentence pairs. What a finished random sweep prints and writes
+finished one, on a sentence-pair task, whose best config is the pair task's. What a finished random sweep prints and writes
 (``assert_the_smoke_sweep``) is checked on the one tests/jobs/test_object_storage.py runs on S3."""
 
 from __future__ import annotations
@@ -127,8 +127,12 @@ def one_of_two_finished(found: dict[str, str]) -> bool:
 
 
 def test_a_sweep_stopped_by_ctrl_c_reports_its_unfinished_trials_as_interrupted(data_dir, tmp_path):
-    args = ["--storage", str(tmp_path), "--max-concurrent", "1", "--searcher", "random", "--scheduler", "none"]
-    out = tmp_path / "smoke-smoke"
+    # A sweep over a sentence-pair task (XNLI, lr only): it selects on macro-F1, and its best config,
+    # exported from the finished trial, is the pair task's.
+    args = ["--storage", str(tmp_path), "--max-concurrent", "1", "--searcher", "random", "--scheduler", "none",
+            "--space", str(REPO / "search_spaces" / "lr.yaml"), "--config", str(REPO / "configs" / "finetune_xnli.yaml"),
+            "--num-samples", "2", "--set", "task.target_langs=[de, zh]"]
+    out = tmp_path / "lr-smoke"
     proc = subprocess.Popen([*JOB, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=environment(data_dir), start_new_session=True)
     deadline = time.monotonic() + 300
@@ -141,12 +145,6 @@ def test_a_sweep_stopped_by_ctrl_c_reports_its_unfinished_trials_as_interrupted(
     assert sorted(t["status"] for t in result["trials"]) == ["INTERRUPTED", "TERMINATED"]
     assert "best so far (1 of 2 trials interrupted; --resume continues them): trial 0" in stdout
     assert "--resume  (finishes the sweep's unfinished trials)" in stdout
-
-
-def test_a_sweep_over_a_sentence_pair_task_selects_on_macro_f1(data_dir, tmp_path):
-    proc = run(["--space", str(REPO / "search_spaces" / "lr.yaml"), "--config", str(REPO / "configs" / "finetune_xnli.yaml"),
-                "--num-samples", "2", "--searcher", "random", "--scheduler", "none", "--storage", str(tmp_path),
-                "--set", "task.target_langs=[de, zh]"], data_dir)
-    assert "## Sweep lr-smoke: finetune, random + none, 2 trials" in proc.stdout and "val/f1/avg_target" in proc.stdout
-    best = load_finetune_config(tmp_path / "lr-smoke" / "best.yaml")
+    assert "## Sweep lr-smoke: finetune, random + none, 2 trials" in stdout and "val/f1/avg_target" in stdout
+    best = load_finetune_config(out / "best.yaml")
     assert best.task.name == "xnli" and best.task.paired and best.task.target_langs == ("de", "zh")
