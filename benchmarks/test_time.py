@@ -31,7 +31,7 @@ def read_junit(path: Path) -> dict[str, float]:
     return times
 
 
-def test_file(test_id: str) -> str:
+def file_of(test_id: str) -> str:
     return test_id.split("::", 1)[0]
 
 
@@ -39,7 +39,7 @@ def by_file(times: dict[str, float]) -> dict[str, tuple[int, float]]:
     """File -> (tests, seconds)."""
     files: dict[str, list[float]] = defaultdict(list)
     for test_id, seconds in times.items():
-        files[test_file(test_id)].append(seconds)
+        files[file_of(test_id)].append(seconds)
     return {name: (len(t), sum(t)) for name, t in files.items()}
 
 
