@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from conftest import REPO
+from jobs.inprocess import assert_one_error_line
 
 CASES = {
     "finetune.py": (["--smoke", "--set", "optim.lrr=1"], "optim.lrr"),
@@ -42,10 +43,7 @@ def finished(data_dir) -> dict[str, subprocess.CompletedProcess]:
 
 @pytest.mark.parametrize("job", list(CASES))
 def test_bad_input_is_one_error_line_with_status_2(job, finished):
-    proc, message = finished[job], CASES[job][1]
-    assert proc.returncode == 2, proc.stderr[-2000:]
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], lines
+    assert_one_error_line(finished[job], CASES[job][1])
 
 
 def test_debug_shows_the_traceback(finished):

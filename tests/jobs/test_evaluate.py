@@ -5,15 +5,16 @@ process of its own are tests/jobs/test_cli_errors.py's."""
 from __future__ import annotations
 
 import json
+import subprocess
 
 import pytest
 
-from jobs.inprocess import Ran, run_in_process
+from jobs.inprocess import run_in_process
 
 
 @pytest.fixture
 def run_job(data_dir, tmp_path, capsys):
-    def run(*args: str) -> Ran:
+    def run(*args: str) -> subprocess.CompletedProcess:
         return run_in_process("evaluate.py", *args, "--set", f"output_dir={tmp_path}", capsys=capsys,
                               data_dir=data_dir)
     return run
