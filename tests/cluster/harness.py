@@ -125,11 +125,6 @@ class Head:
                               env=self.env, capture_output=True, text=True, timeout=timeout)
         return submission_id, proc
 
-    def add_worker(self, cpus: int = 1, resources: dict[str, float] | None = None) -> Node:
-        """A worker node of ``cpus`` CPUs joining this head, once the cluster lists it alive."""
-        (node,) = self.add_workers((cpus, resources))
-        return node
-
     def add_workers(self, *specs: tuple[int, dict[str, float] | None]) -> list[Node]:
         """Worker nodes, one per ``(cpus, resources)``, each joined (listed alive) before the next
         starts: ``ray start`` of two nodes on one IP at once can time out finding its own node in
@@ -246,7 +241,7 @@ def autoscaling_config(idle_timeout_minutes: float, max_workers: int = 3) -> dic
 @contextmanager
 def ray_cluster_head(cpus: int, autoscaling: dict | None = None) -> Iterator[Head]:
     """A Ray head of ``cpus`` CPUs with the dashboard (the job server), and a custom resource
-    ``head``; worker nodes join with ``Head.add_worker``, or, given an ``autoscaling`` config
+    ``head``; worker nodes join with ``Head.add_workers``, or, given an ``autoscaling`` config
     (``autoscaling_config``), the real autoscaler launches them through the fake multi-node
     provider. Every node is stopped on leaving."""
     pytest.importorskip("ray.dashboard.optional_deps", reason="the Ray job server needs ray[default]")
