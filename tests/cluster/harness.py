@@ -50,7 +50,10 @@ def ray_env(token: str) -> dict[str, str]:
            # Token auth on, with a token of this head's own: independent of ~/.ray/auth_token.
            "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token,
            # Stop at once on SIGTERM: no drain wait for serving traffic there is none of.
-           "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0"}
+           "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0",
+           # The GCS declares a killed node dead after 3 missed health checks a second apart
+           # instead of 5 three seconds apart: the same failure path, 12 s sooner per lost node.
+           "RAY_health_check_period_ms": "1000", "RAY_health_check_failure_threshold": "3"}
     for name in ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS", "RAY_AUTH_TOKEN_PATH"):
         env.pop(name, None)  # talk to this head only
     return env

@@ -1,6 +1,11 @@
-"""Losing a worker node, or the driver, in the middle of a co-training job on a multi-node cluster
-(``cluster.harness``): the job finishes (or, resubmitted, resumes from what is on the object store),
-and its final state equals an uninterrupted run's on a single-node Ray."""
+"""A co-training job on a multi-node cluster (``cluster.harness``): where its parts run, and losing
+a worker node, or the driver, in the middle of it. The job finishes (or, resubmitted, resumes from
+what is on the object store), and its final state equals an uninterrupted run's on a single-node Ray.
+
+Jobs go in through ``ray job submit`` without an uploaded checkout (``--working-dir .``): on one
+machine every node unpacks it into the same session directory, replacing the one the driver runs
+in; tests/jobs/test_job_submit.py submits with it to a single node.
+"""
 
 from __future__ import annotations
 
@@ -22,9 +27,9 @@ from xlt.storage import join, names, read_text
 pytestmark = pytest.mark.cluster
 
 # 200 rows per language: pool of 400, pseudo-labelled one row per batch, a pass long enough to
-# lose a node in its middle.
+# lose a node in its middle; three LM epochs, so that a fit goes on for two after its first checkpoint.
 JOB = [sys.executable, str(REPO / "jobs" / "cotrain.py"), "--smoke", "--set", "task.target_langs=[de, zh]",
-       "--set", "iterations=1", "--set", "data.max_examples=200", "--set", "lm.optim.epochs=2",
+       "--set", "iterations=1", "--set", "data.max_examples=200", "--set", "lm.optim.epochs=3",
        "--set", "lm.scaling.threads=1", "--set", "emb.scaling.threads=1", "--set", "inference.threads=1",
        "--set", "inference.batch_size=1", "--set", "inference.encode_batch_size=1"]
 POOL_ROWS = 400
@@ -62,18 +67,19 @@ def assert_same_state(out: Path | str, reference: dict) -> None:
         [h[k] for h in reference["history"] for k in ("iteration", "learner")]
 
 
-def run_and_fail(head: Head, data_dir, out: Path, log: Path, when: Callable[[], Node | None]) -> str:
-    """Submit the job, kill the node ``when`` returns as soon as it returns one, and return the
-    job's log once it has finished (successfully: asserted)."""
+def run_and_kill(head: Head, data_dir, out: Path, log: Path, *victims: Callable[[], Node | None]) -> str:
+    """Submit the job; for each of ``victims`` in turn, kill the node it returns as soon as it
+    returns one; return the job's log once it has finished (successfully: asserted)."""
     command = head.submit_command({"env_vars": env(data_dir)}, [*JOB, *ON_THE_CLUSTER, "--set", f"output_dir={out}"],
                                   f"xlt-test-{out.name}", working_dir=False)
     with open(log, "w") as sink:
         job = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, cwd=REPO, env=head.env)
     deadline = time.monotonic() + 300
-    while (victim := when()) is None:
-        assert job.poll() is None and time.monotonic() < deadline, log.read_text()[-4000:]
-        time.sleep(0.2)
-    victim.kill()
+    for when in victims:
+        while (victim := when()) is None:
+            assert job.poll() is None and time.monotonic() < deadline, log.read_text()[-4000:]
+            time.sleep(0.2)
+        victim.kill()
     job.wait(timeout=600)
     logs = log.read_text()
     assert job.returncode == 0, logs[-4000:]
@@ -84,59 +90,65 @@ def history(out: Path) -> list[dict]:
     return json.loads((out / "results.json").read_text())["history"]
 
 
-def test_a_learner_node_lost_in_the_middle_of_a_fit(head, data_dir, tmp_path, reference):
-    out = tmp_path / "fit"
-    *lm_hosts, _, _ = head.add_workers((2, {"lm_host": 1}), (2, {"lm_host": 1}),  # one is the spare
-                                       (1, {"emb_host": 1}), (1, None))
+def test_a_job_spreads_over_the_worker_nodes_and_survives_losing_a_learners_and_a_labellers_node(
+        head, data_dir, tmp_path, reference):
+    """Where everything runs (the head runs only the driver), and two node failures in one job: the
+    LM learner's node after the first epoch of its first fit (Ray Train restarts the worker group on
+    the spare LM node, from that epoch's checkpoint), then the pseudo-labelling actor's node while
+    the pool streams through it (Ray Data restarts the actor on the other spare)."""
+    out = tmp_path / "cotrain"
+    nodes = head.add_workers((2, {"lm_host": 1}), (2, {"lm_host": 1}),  # the second: the LM's spare
+                             (1, {"emb_host": 1}), (1, None), (1, None))  # the last two: where labelling actors go
+    lm_hosts, labellers = nodes[:2], nodes[3:]
     ids = head.node_ids()
-
-    def lm_node_once_iteration1_checkpointed() -> Node | None:
-        # In iteration 1's LM fit, its first epoch checkpointed: the node the LM learner ran on
-        # so far (iteration 0's record in the loop state) fails.
-        if not any((out / "learners" / "lm").glob("lm-iteration1-epoch001-*")):
-            return None
-        (first,) = [h["nodes"]["fit"] for h in state(out)["history"] if h["learner"] == "lm"][0]
-        return next(node for node in lm_hosts if ids[node.name] == first)
-
-    logs = run_and_fail(head, data_dir, out, tmp_path / "job.log", lm_node_once_iteration1_checkpointed)
-    (spare,) = [node for node in lm_hosts if node.process.poll() is None]
-
-    fits = {(h["learner"], h["iteration"]): h["nodes"]["fit"] for h in history(out)}
-    assert fits[("lm", 1)] == [ids[spare.name]]  # restored on the spare
-    assert "resuming after epoch 1" in logs
-    assert_same_state(out, reference)
-
-
-def test_a_node_lost_while_pseudo_labelling(head, data_dir, tmp_path, reference):
-    out = tmp_path / "pseudo"
-    _, _, *spares = head.add_workers((2, {"lm_host": 1}), (1, {"emb_host": 1}),
-                                     (1, None), (1, None))  # the spares: where pseudo-labelling actors can go
-    ids = head.node_ids()
-    killed: list[str] = []
-
     log = tmp_path / "job.log"
+    lost: dict[str, str] = {}
+
+    def lm_node_once_its_first_epoch_checkpointed() -> Node | None:
+        # The LM's first fit has checkpointed its first epoch: the node of its Ray Train worker
+        # (the only one on an lm_host node) fails.
+        if not any((out / "learners" / "lm").glob("lm-iteration0-epoch001-*")):
+            return None
+        hosts = {ids[node.name]: node for node in lm_hosts}
+        running = [hosts[a["node_id"]] for a in head.actors()
+                   if "RayTrainWorker" in a["class_name"] and a["node_id"] in hosts]
+        if len(running) != 1:  # the state API not answering yet
+            return None
+        lost["lm"] = ids[running[0].name]
+        return running[0]
 
     def node_of_a_labelling_actor() -> Node | None:
-        # The first pass (iteration 0) has an actor up and some rows predicted (the driver's bar
-        # has moved; a block is one row): its node fails.
+        # The first pass has an actor up and some rows predicted (the driver's bar has moved; a
+        # block is one row): its node fails.
         done = [float(n) for n in re.findall(r"pseudo-label: +\d+%\|[^|]*\| *([\d.]+)/", log.read_text())]
         if not done or max(done) == 0:
             return None
         for actor in head.actors():
             if "PseudoLabelUDF" in actor["class_name"]:
-                node = next((n for n in spares if ids[n.name] == actor["node_id"]), None)
+                node = next((n for n in labellers if ids[n.name] == actor["node_id"]), None)
                 if node is not None:
-                    killed.append(ids[node.name])
+                    lost["labeller"] = ids[node.name]
                     return node
         return None
 
-    run_and_fail(head, data_dir, out, log, node_of_a_labelling_actor)
+    logs = run_and_kill(head, data_dir, out, log, lm_node_once_its_first_epoch_checkpointed, node_of_a_labelling_actor)
 
+    (spare,) = [ids[node.name] for node in lm_hosts if ids[node.name] != lost["lm"]]
+    fits = {(h["learner"], h["iteration"]): h["nodes"]["fit"] for h in history(out)}
     labelled = {h["learner"]: h["nodes"]["pseudo-label"] for h in history(out) if h["iteration"] == 0}
-    # The pass survived the loss: rows came from the lost node and from the one that took over, and
+    # The LM's fit was restored on the spare, from its first epoch, and its worker group stayed
+    # there; the embedding learner's stayed where it started.
+    assert fits[("lm", 0)] == fits[("lm", 1)] == [spare], fits
+    assert re.search(r"resuming after epoch [12] ", logs), logs[-4000:]  # not from scratch
+    assert fits[("emb", 0)] == fits[("emb", 1)] == [ids[nodes[2].name]], fits
+    # The pass survived its node: rows came from the lost node and from the one that took over, and
     # every pool row was predicted exactly once (each pass checks its row count and id fingerprint).
-    assert killed[0] in labelled["lm"] and len(labelled["lm"]) == 2, labelled
+    assert lost["labeller"] in labelled["lm"] and len(labelled["lm"]) == 2, labelled
     assert sum(labelled["lm"].values()) == POOL_ROWS
+    # Each worker node ran something; the head, only the driver.
+    used = {lost["lm"]} | {node for ranks in fits.values() for node in ranks} | \
+        {node for rows in labelled.values() for node in rows}
+    assert used == {ids[node.name] for node in nodes}, (used, ids)
     assert_same_state(out, reference)
 
 

@@ -1,6 +1,8 @@
-"""``ray job submit`` to a real Ray head, as to the cluster of cluster.yaml: every job in ``JOBS``
-runs in smoke mode from the uploaded repo and must SUCCEED and print its results table. (The head
-and its nodes: ``cluster.harness``.)
+"""``ray job submit`` to a real Ray head, as to the cluster of cluster.yaml: fine-tuning and
+co-training run in smoke mode from the uploaded repo and must SUCCEED, print their results tables
+and leave what the same jobs leave locally (fine-tuning's SIB-200 smoke run, co-training on
+sentence pairs: these runs are the ones tests/jobs/test_finetune.py and test_cotrain.py would
+otherwise start themselves). (The head and its nodes: ``cluster.harness``.)
 """
 
 from __future__ import annotations
@@ -10,18 +12,11 @@ import json
 import pytest
 
 from cluster.harness import assert_succeeded_with_a_table, ray_cluster_head, runtime_env
+from jobs.test_cotrain import assert_pairs_exchanged
+from jobs.test_finetune import SMOKE_ARGS, assert_a_smoke_run
 
 pytestmark = pytest.mark.ray
 
-# Job script -> its smoke-mode arguments ({out}: a per-test output directory) and what its
-# output must contain besides a markdown table. Adding a job is one line here.
-JOBS = {
-    "jobs/finetune.py": (["--smoke", "--set", "output.storage_path={out}", "--set", "output.name=submitted"],
-                         ["| avg_target ", "| transfer_gap "]),
-    # One exchange round: what is tested is that the job runs from the upload and prints its tables.
-    "jobs/cotrain.py": (["--smoke", "--set", "iterations=1", "--set", "output_dir={out}/cotrain"],
-                        ["### Per iteration (test accuracy)", "| emb co-training (iteration 1) |"]),
-}
 JOB_TIMEOUT_S = 300
 
 
@@ -37,12 +32,26 @@ def test_job_api_needs_the_token(ray_head):
     assert ray_head.get("/api/jobs/", ray_head.token) == 200
 
 
-@pytest.mark.parametrize("script", list(JOBS))
-def test_job_succeeds_and_prints_its_table(ray_head, data_dir, tmp_path, script):
-    args, expected = JOBS[script]
-    submission_id, proc = ray_head.submit(runtime_env(data_dir),
-                                          ["python", script, *(a.format(out=tmp_path) for a in args)], timeout=JOB_TIMEOUT_S)
-    assert_succeeded_with_a_table(ray_head, submission_id, proc, expected)
+def test_a_finetuning_job_succeeds_with_its_table_results_and_tracking(ray_head, data_dir, tmp_path, mlflow_store):
+    """The SIB-200 smoke run of tests/jobs/test_finetune.py, submitted."""
+    args = ["--config", "configs/finetune_sib200.yaml", *SMOKE_ARGS, "--set", f"output.storage_path={tmp_path}"]
+    submission_id, proc = ray_head.submit(runtime_env(data_dir), ["python", "jobs/finetune.py", *args],
+                                          timeout=JOB_TIMEOUT_S)
+    assert_succeeded_with_a_table(ray_head, submission_id, proc, ["| avg_target ", "| transfer_gap "])
+    # ``ray job submit`` prints the driver's stdout and stderr as one stream.
+    assert_a_smoke_run(tmp_path / "smoke", "sib200", proc.stdout, proc.stdout, mlflow_store)
+
+
+def test_a_cotraining_job_on_sentence_pairs_succeeds_and_exchanges_pairs(ray_head, data_dir, tmp_path):
+    """One exchange round on XNLI: the job runs from the upload, prints its tables, and its pools of
+    sentence pairs are pseudo-labelled and exchanged whole."""
+    args = ["--smoke", "--config", "configs/cotrain_xnli.yaml", "--set", "task.target_langs=[de, zh]",
+            "--set", "iterations=1", "--set", f"output_dir={tmp_path}/cotrain"]
+    submission_id, proc = ray_head.submit(runtime_env(data_dir), ["python", "jobs/cotrain.py", *args],
+                                          timeout=JOB_TIMEOUT_S)
+    assert_succeeded_with_a_table(ray_head, submission_id, proc, [
+        "## co-training on xnli", "### Per iteration (test accuracy)", "| emb co-training (iteration 1) |"])
+    assert_pairs_exchanged(tmp_path / "cotrain")
 
 
 def test_job_runs_the_uploaded_code(ray_head, data_dir):
