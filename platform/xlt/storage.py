@@ -17,6 +17,7 @@ itself, so local runs keep atomic renames and pay no copy.
 from __future__ import annotations
 
 import contextlib
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -99,6 +100,18 @@ def download(uri: str, local_dir: str | Path) -> Path:
         with fs.open_input_stream(info.path) as source:
             target.write_bytes(source.read())
     return Path(local_dir)
+
+
+def remove(directory: str | Path) -> None:
+    """Delete directory ``directory`` (local or URI) and everything under it; nothing if it does not exist."""
+    if not is_uri(directory):
+        shutil.rmtree(directory, ignore_errors=True)
+        return
+    import pyarrow.fs
+
+    fs, fs_path = _filesystem(str(directory))
+    if fs.get_file_info(fs_path).type != pyarrow.fs.FileType.NotFound:
+        fs.delete_dir(fs_path)
 
 
 def names(directory: str | Path) -> list[str]:

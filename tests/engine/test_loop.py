@@ -1,5 +1,6 @@
 """The engine's per-worker loop against a bare PyTorch loop: same weights after N steps with 1 worker,
-also when the worker is killed mid-epoch and Ray Train restores it from its checkpoint.
+also when the worker is killed mid-epoch and Ray Train restores it from its checkpoint, and in
+process (``scaling.num_workers: 0``), resumed from its run directory.
 
 The workload is a linear regression (no dropout, no data randomness once shuffling is off), so
 the only differences the engine could make are in what it adds: seeding, AdamW's parameter
@@ -10,6 +11,7 @@ checkpointing and resuming. The reference writes each of those by hand with plai
 # No `from __future__ import annotations`: Ray ships this module by value, and from_dict reads the
 # config fields' types, which string annotations would name in a module the workers cannot import.
 
+import dataclasses
 import os
 import signal
 import sys
@@ -164,3 +166,42 @@ def test_a_worker_killed_mid_epoch_resumes_from_its_checkpoint_to_the_same_weigh
     state = read_state(result.checkpoint.path, ToyConfig)
     for name, tensor in bare_loop(cfg, rows).items():
         assert torch.allclose(state.model[name], tensor, atol=1e-6), name
+
+
+class Recorder:
+    """A Ray Train ``UserCallback``'s one hook: what each report handed it."""
+
+    def __init__(self) -> None:
+        self.reports: list[tuple[dict, str | None]] = []
+
+    def after_report(self, run_context, metrics, checkpoint) -> None:
+        self.reports.append((metrics[0], checkpoint and os.path.basename(checkpoint.path)))
+
+
+def test_in_process_the_engine_matches_a_bare_loop_and_resumes_from_the_run_directory(ray_cluster, tmp_path):
+    """``scaling.num_workers: 0``: the same weights as the bare loop; each epoch's checkpoint lands
+    in the run directory (the latest ``num_to_keep``), the callbacks see each report, and a rerun
+    with more epochs resumes from the latest checkpoint there."""
+    import ray.data
+
+    rows = toy_rows()
+    cfg = ToyConfig(scaling=ScalingSettings(num_workers=0),
+                    output=OutputSettings(storage_path=str(tmp_path), name="inprocess", num_to_keep=1))
+    datasets = {"train": ray.data.from_items(rows, override_num_blocks=1)}
+    recorder = Recorder()
+    first = torch_trainer(Regression(), cfg, datasets, callbacks=[recorder]).fit()
+    assert first.checkpoint.path == f"{run_dir(cfg)}/epoch002-step0000006"
+    state = read_state(first.checkpoint.path, ToyConfig)
+    for name, tensor in bare_loop(cfg, rows).items():
+        assert torch.allclose(state.model[name], tensor, atol=1e-6), name
+    assert [(m["train/epoch"], name) for m, name in recorder.reports] == [(1, "epoch001-step0000003"),
+                                                                          (2, "epoch002-step0000006")]
+    kept = sorted(p.name for p in (tmp_path / "inprocess").iterdir() if p.name.startswith("epoch"))
+    assert kept == ["epoch002-step0000006"]  # num_to_keep=1: the epoch-1 checkpoint was removed
+    # No Ray Train controller kept this run: its snapshot is not there, the in-process run's list is.
+    assert sorted(p.name for p in (tmp_path / "inprocess").glob("*.json")) == ["xlt_checkpoints.json"]
+
+    longer = ToyConfig(optim=dataclasses.replace(cfg.optim, epochs=3), scaling=cfg.scaling, output=cfg.output)
+    second = torch_trainer(Regression(), longer, datasets).fit()
+    assert second.metrics["train/resumed_from_step"] == 6 and second.metrics["train/global_step"] == 9
+    assert read_state(second.checkpoint.path, ToyConfig).epoch == 3

@@ -42,7 +42,7 @@ import numpy as np
 
 from ..config import from_dict
 from ..placement import this_node
-from . import reporting
+from . import reporting, session
 from .loop import Workload, epoch_batches, start_training, train_epochs, worker_setup
 from .runs import run_dir, torch_trainer
 from .settings import changed_keys
@@ -153,12 +153,11 @@ def _column(values: list[Any]) -> np.ndarray:
 def serve_fits(config: dict[str, Any], workload: Workload, requests: Any) -> None:
     """Ray Train entry point of a ``FitService`` run: serve ``requests`` until it closes (module docstring)."""
     import ray
-    import ray.train
 
     if workload.batch_format != "numpy":
         raise ValueError(f"a fit service feeds numpy batches; {type(workload).__name__} reads {workload.batch_format}")
     rank, world, prepare = worker_setup(from_dict(workload.config_class, config))
-    restored = ray.train.get_checkpoint()
+    restored = session.latest_checkpoint()
     after = -1
     while (request := ray.get(requests.next.remote(after))) is not None:
         cfg = from_dict(workload.config_class, request.config)

@@ -34,7 +34,7 @@ from torch import nn
 
 from ..config import from_dict
 from ..progress import progress
-from . import reporting
+from . import reporting, session
 from .training import (NODES, TRAIN_EPOCH, TRAIN_GLOBAL_STEP, TRAIN_LOSS, TRAIN_SAMPLES_PER_S, EpochStats,
                        Training, accumulation_step, all_reduce_sums, epoch_metrics, epoch_seed, grouped,
                        worker_nodes)
@@ -183,27 +183,27 @@ def collect(iterator: Any, batch_size: int, columns: Sequence[str]) -> dict[str,
 
 
 def worker_setup(cfg: Any) -> tuple[int, int, Callable[[nn.Module], nn.Module]]:
-    """What every Ray Train worker does first: torch threads = ``cfg.scaling.torch_threads``, Ray
-    Data progress bars off; returns (rank, world size, ``prepare`` = ``ray.train.torch.prepare_model``
-    with the DDP options ``cfg.model`` needs)."""
+    """What every train function does first: torch threads = ``cfg.scaling.torch_threads``, Ray
+    Data progress bars off; returns (rank, world size, ``prepare``: ``ray.train.torch.prepare_model``
+    with the DDP options ``cfg.model`` needs in a Ray Train worker, the module as it is in process).
+    In process the threads are the whole driver's: learners fitted side by side share them."""
     import ray.data
-    import ray.train
-    import ray.train.torch
 
-    context = ray.train.get_context()
+    rank, world = session.world()
     torch.set_num_threads(cfg.scaling.torch_threads)
     ray.data.DataContext.get_current().enable_progress_bars = False
+    if session.in_process():
+        return rank, world, lambda m: m
+    import ray.train.torch
+
     # Pooling an intermediate layer leaves the layers above it without gradient.
     ddp = {"find_unused_parameters": getattr(getattr(cfg, "model", None), "layer", -1) != -1}
-    return (context.get_world_rank(), context.get_world_size(),
-            lambda m: ray.train.torch.prepare_model(m, parallel_strategy_kwargs=ddp))
+    return rank, world, lambda m: ray.train.torch.prepare_model(m, parallel_strategy_kwargs=ddp)
 
 
 def train_loop_per_worker(config: dict[str, Any], workload: Workload) -> None:
-    """Ray Train entry point (``functools.partial(train_loop_per_worker, workload=...)``): ``config``
-    is ``asdict`` of a resolved ``workload.config_class``."""
-    import ray.train
-
+    """Ray Train entry point (``functools.partial(train_loop_per_worker, workload=...)``), and an
+    in-process run's: ``config`` is ``asdict`` of a resolved ``workload.config_class``."""
     cfg = from_dict(workload.config_class, config)
     rank, world, prepare = worker_setup(cfg)
     steps_per_epoch = cfg.steps_per_epoch(world)
@@ -218,7 +218,7 @@ def train_loop_per_worker(config: dict[str, Any], workload: Workload) -> None:
                         "raise optim.epochs to train on")
         else:
             logger.info(f"resuming after epoch {training.epoch} at global step {resumed_from}")
-    shard = ray.train.get_dataset_shard("train")
+    shard = session.dataset_shard("train")
 
     def batches(seed: int) -> Iterable[Any]:
         return epoch_batches(lambda size: shard.iter_batches(
@@ -269,7 +269,5 @@ def write_checkpoint(directory: Path, training: Training, cfg: Any, workload: Wo
 
 
 def eval_shard(name: str) -> Any:
-    """An unsplit evaluation dataset of the running Ray Train run (for ``Workload.evaluate``)."""
-    import ray.train
-
-    return ray.train.get_dataset_shard(name)
+    """An unsplit evaluation dataset of the running run (for ``Workload.evaluate``)."""
+    return session.dataset_shard(name)

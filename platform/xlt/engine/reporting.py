@@ -1,4 +1,6 @@
-"""The one module that talks to ``ray.train.report`` and checkpoints (style.md, convention 5).
+"""What a checkpoint is, and the one module that reports and reads them (style.md, convention 5),
+through ``session`` (Ray Train's ``report`` and ``get_checkpoint`` in a Ray Train worker, the
+in-process run's in an ``InProcessTrainer``).
 
 A checkpoint is a directory:
 
@@ -19,7 +21,8 @@ call it equally often). Rank 0 alone writes the checkpoint and attaches the metr
 every rank holds the same weights, and Ray Train V2 keeps only rank 0's metrics anyway. Resuming
 (``latest_state``) reads ``ray.train.get_checkpoint()``, which Ray Train V2 fills from
 ``<storage_path>/<name>/`` when a run with that name already reported checkpoints there, or after
-a worker-group restart within one ``fit``.
+a worker-group restart within one ``fit``; in process, ``session`` finds the latest the same way in
+the run directory.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import torch
 
 from ..config import from_dict, read_yaml, save_config
+from . import session
 
 if TYPE_CHECKING:
     from .training import Training
@@ -89,10 +93,8 @@ def read_state(directory: str | Path, config_cls: type) -> TrainState:
 
 
 def latest_state(config_cls: type) -> TrainState | None:
-    """The state of the checkpoint to resume from, or ``None`` for a fresh run (inside a Ray Train worker)."""
-    import ray.train
-
-    checkpoint = ray.train.get_checkpoint()
+    """The state of the checkpoint to resume from, or ``None`` for a fresh run (inside a train function)."""
+    checkpoint = session.latest_checkpoint()
     if checkpoint is None:
         return None
     with checkpoint.as_directory() as directory:
@@ -107,14 +109,14 @@ def read_metrics(directory: str | Path) -> dict[str, float]:
 def report(metrics: dict[str, float], write: Callable[[Path], object] | None = None,
            checkpoint_dir_name: str | None = None) -> None:
     """Report metrics; with ``write`` (rank 0) also a checkpoint: ``write(directory)`` fills a fresh
-    temporary directory, which Ray Train copies to ``<run dir>/<checkpoint_dir_name>``."""
-    import ray.train
+    temporary directory, which Ray Train (or the in-process run, ``session``) copies to
+    ``<run dir>/<checkpoint_dir_name>``."""
+    from ray.train import Checkpoint
 
     if write is None:
-        ray.train.report(metrics)
+        session.report(metrics)
         return
     with tempfile.TemporaryDirectory(prefix="xlt-checkpoint-") as directory:
         write(Path(directory))
         Path(directory, METRICS_FILE).write_text(json.dumps(metrics, default=float))
-        ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(directory),
-                         checkpoint_dir_name=checkpoint_dir_name)
+        session.report(metrics, Checkpoint.from_directory(directory), checkpoint_dir_name)

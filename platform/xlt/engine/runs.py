@@ -25,6 +25,7 @@ from ..storage import fetched, is_uri, staged
 from ..config import ConfigError, apply_overrides, from_dict, read_yaml, save_config
 from .loop import Workload, train_loop_per_worker
 from .reporting import CONFIG_FILE
+from .session import InProcessTrainer
 from .settings import RESUMABLE_CHANGES, OutputSettings, incompatible_changes
 
 if TYPE_CHECKING:
@@ -74,7 +75,7 @@ def resume_config(directory: str, overrides: Iterable[str], config_cls: type[C])
 
 def torch_trainer(workload: Workload, cfg: Any, datasets: dict[str, ray.data.Dataset], *,
                   resumable: Sequence[str] = RESUMABLE_CHANGES, callbacks: Sequence[Any] = (),
-                  train_fn: Callable[[dict[str, Any]], None] | None = None) -> TorchTrainer:
+                  train_fn: Callable[[dict[str, Any]], None] | None = None) -> TorchTrainer | InProcessTrainer:
     """The ``TorchTrainer`` running ``workload`` on ``cfg`` (a resolved ``workload.config_class``):
     ``datasets["train"]`` split across the workers, the others whole. ``callbacks``: Ray Train
     ``UserCallback``s (a Tune trial passes ``TuneReportCallback``). ``train_fn``: the per-worker
@@ -83,6 +84,10 @@ def torch_trainer(workload: Workload, cfg: Any, datasets: dict[str, ray.data.Dat
     The run directory ``<storage_path>/<name>/`` gets ``cfg`` as ``config.yaml``; if it already
     holds a run whose config differs in a key outside ``resumable``, this refuses (Ray Train
     would resume that run's checkpoints under the new config).
+
+    ``scaling.num_workers: 0`` trains in the calling process instead (``session.InProcessTrainer``:
+    the same train function, run directory, checkpoints and callbacks, without Ray Train's
+    controller and worker group, whose start-up costs 7-12 s per run on two cores).
     """
     import ray.train
     from ray.train.torch import TorchTrainer
@@ -96,8 +101,12 @@ def torch_trainer(workload: Workload, cfg: Any, datasets: dict[str, ray.data.Dat
                               "or resume it unchanged (the job's --resume RUN_DIR)")
     write_run_config(cfg)
     scaling = cfg.scaling
+    train_fn = train_fn or functools.partial(train_loop_per_worker, workload=workload)
+    if scaling.num_workers == 0:
+        return InProcessTrainer(train_fn, dataclasses.asdict(cfg), run_dir(cfg), cfg.output.num_to_keep, datasets,
+                                callbacks)
     return TorchTrainer(
-        train_fn or functools.partial(train_loop_per_worker, workload=workload),
+        train_fn,
         train_loop_config=dataclasses.asdict(cfg),
         scaling_config=ray.train.ScalingConfig(num_workers=scaling.num_workers, use_gpu=scaling.use_gpu,
                                                resources_per_worker=scaling.worker_resources()),

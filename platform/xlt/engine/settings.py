@@ -69,7 +69,9 @@ class OptimSettings:
 
 @dataclass(frozen=True)
 class ScalingSettings:
-    """Ray Train workers: ``num_workers`` data-parallel copies (DDP over gloo on CPU, NCCL on GPU).
+    """Ray Train workers: ``num_workers`` data-parallel copies (DDP over gloo on CPU, NCCL on GPU);
+    0 trains in the job's own process instead (``xlt.engine.session``: one rank, no worker restarts,
+    nothing reserved from Ray: for small models, where a worker group's start-up is most of a fit).
 
     ``cpus_per_worker`` is what each worker reserves (a fraction lets two small runs share a
     core, as co-training's learners do on a laptop); ``threads`` its torch threads (0 = the
@@ -86,7 +88,8 @@ class ScalingSettings:
     resources: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        check(self.num_workers >= 1, "scaling.num_workers", self.num_workers, "an integer >= 1")
+        check(self.num_workers >= 0, "scaling.num_workers", self.num_workers,
+              "an integer >= 0 (0 = in the job's own process)")
         check(self.cpus_per_worker > 0, "scaling.cpus_per_worker", self.cpus_per_worker, "a number > 0")
         check(self.threads >= 0, "scaling.threads", self.threads, "an integer >= 0 (0 = from cpus_per_worker)")
         check(self.max_failures >= -1, "scaling.max_failures", self.max_failures, "-1 (unlimited) or >= 0")
@@ -100,8 +103,9 @@ class ScalingSettings:
         return {"CPU": self.cpus_per_worker, **({"GPU": 1} if self.use_gpu else {}), **self.resources}
 
     def footprint(self) -> dict[str, float]:
-        """What the whole worker group reserves."""
-        return {name: amount * self.num_workers for name, amount in self.worker_resources().items()}
+        """What the whole worker group reserves (nothing in process)."""
+        return {name: amount * self.num_workers for name, amount in self.worker_resources().items()
+                if self.num_workers}
 
     @property
     def torch_threads(self) -> int:
@@ -124,11 +128,12 @@ class OutputSettings:
 
 
 def steps_per_epoch(train_rows: int, num_workers: int, optim: OptimSettings) -> int:
-    """Optimizer steps per epoch on every worker: Ray gives each worker an equal shard of
+    """Optimizer steps per epoch on every worker (``num_workers`` 0: in process, one): Ray gives each worker an equal shard of
     ``train_rows // num_workers`` rows (``streaming_split(equal=True)``), in micro-batches of
     ``batch_size`` (the last one smaller) grouped by ``grad_accum_steps`` (the last group may be shorter)."""
     check(train_rows > 0, "data.train_rows", train_rows,
           "the train dataset size (resolve the config with the job's resolve/prepare first)")
+    num_workers = max(num_workers, 1)
     rows = train_rows // num_workers
     check(rows >= 1, "scaling.num_workers", num_workers, f"at most the number of train rows ({train_rows})")
     micro_batches = -(-rows // optim.batch_size)
