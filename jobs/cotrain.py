@@ -57,6 +57,15 @@ def main() -> None:
         print_results(cfg, data, state, phases, tracker)
 
 
+def overlap(cfg) -> str:
+    """How an iteration's two fits share the time (in-process fits take turns: xlt.engine.session)."""
+    if cfg.lm.scaling.num_workers and cfg.emb.scaling.num_workers:
+        return "the two fits of an iteration run at the same time"
+    if cfg.lm.scaling.num_workers or cfg.emb.scaling.num_workers:
+        return "the two fits of an iteration run at the same time, one in this process"
+    return "both learners fit in this process, one after the other"
+
+
 def print_results(cfg, data, state, phases: Phases, tracker: Tracker) -> None:
 
     split, source = cfg.data.metric_split, data.task.source_lang
@@ -69,7 +78,7 @@ def print_results(cfg, data, state, phases: Phases, tracker: Tracker) -> None:
             f"t = {cfg.selection.threshold}\n\n### Per iteration ({split} accuracy)\n\n{per_iteration}\n\n"
             f"### Per language ({split} accuracy)\n\n{per_language}\n\n"
             f"### Per language ({split} macro-F1)\n\n{per_language_f1}\n\n"
-            f"### Where the time went (this run; the two fits of an iteration run at the same time)\n\n"
+            f"### Where the time went (this run; {overlap(cfg)})\n\n"
             f"{phases.table()}\n")
     with staged(cfg.output_dir) as out:  # a URI output gets these files when the block ends
         (out / "results.md").write_text(text, encoding="utf-8")

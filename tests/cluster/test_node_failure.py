@@ -33,10 +33,13 @@ JOB = [sys.executable, str(REPO / "jobs" / "cotrain.py"), "--smoke", "--set", "t
        "--set", "lm.scaling.threads=1", "--set", "emb.scaling.threads=1", "--set", "inference.threads=1",
        "--set", "inference.batch_size=1", "--set", "inference.encode_batch_size=1"]
 POOL_ROWS = 400
-# On the cluster, the LM learner's worker needs a node offering ``lm_host`` (two hold one: the
-# first, and a spare), the embedding learner's one offering ``emb_host``; two CPUs for the LM
-# worker keep the pseudo-labelling actor off the LM's node. It may restart twice.
-ON_THE_CLUSTER = ["--set", "lm.scaling.cpus_per_worker=2", "--set", "lm.scaling.resources={lm_host: 1}",
+# On the cluster, each learner trains on a Ray Train worker (the smoke preset's learners train in
+# the driver, as the reference does: the final states must agree all the same). The LM learner's
+# worker needs a node offering ``lm_host`` (two hold one: the first, and a spare), the embedding
+# learner's one offering ``emb_host``; two CPUs for the LM worker keep the pseudo-labelling actor
+# off the LM's node. It may restart twice.
+ON_THE_CLUSTER = ["--set", "lm.scaling.num_workers=1", "--set", "emb.scaling.num_workers=1",
+                  "--set", "lm.scaling.cpus_per_worker=2", "--set", "lm.scaling.resources={lm_host: 1}",
                   "--set", "lm.scaling.max_failures=2", "--set", "emb.scaling.cpus_per_worker=1",
                   "--set", "emb.scaling.resources={emb_host: 1}", "--set", "inference.num_cpus=1"]
 

@@ -36,7 +36,8 @@ def test_a_sweep_spreads_its_trials_and_survives_a_lost_node(head, data_dir, tmp
     out = tmp_path / "sweeps" / "nodes"
     sweep = [sys.executable, str(REPO / "jobs" / "sweep.py"), "--smoke", "--name", "nodes", "--storage",
              str(tmp_path / "sweeps"), "--searcher", "random", "--scheduler", "none", "--no-tracking",
-             "--set", f"optim.epochs={EPOCHS}", "--set", "data.max_examples=48", "--set", "scaling.threads=1"]
+             "--set", f"optim.epochs={EPOCHS}", "--set", "data.max_examples=48", "--set", "scaling.threads=1",
+             "--set", "scaling.num_workers=1"]  # each trial's run on a Ray Train worker, not in its trial's process
     workers = head.add_workers(*[(1, None)] * 4)  # two trials' workers, two to spare
     ids = head.node_ids()
     command = head.submit_command({"env_vars": {"XLT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1"}},

@@ -55,6 +55,12 @@ def test_resources_and_concurrency():
     assert cotrain.footprint(cfg) == {"CPU": 3.5, "GPU": 2}
     assert max_concurrent(cotrain.footprint(cfg), {"CPU": 8.0, "GPU": 4.0}) == 2
     assert cotrain.max_t(cfg) == 4
+    # In process (scaling.num_workers: 0) the trial trains itself: its bundle holds what a worker would.
+    local = from_dict(FinetuneConfig, {"task": TINY_TASK, "scaling": {"num_workers": 0, "cpus_per_worker": 2}})
+    assert finetune.resources(local) == finetune.footprint(local) == {"CPU": 2}
+    mixed = from_dict(CotrainConfig, {"task": TINY_TASK, "lm": {"scaling": {"num_workers": 0}},
+                                      "emb": {"scaling": {"cpus_per_worker": 0.5}}})
+    assert cotrain.resources(mixed) == {"CPU": 1} and cotrain.footprint(mixed) == {"CPU": 2.5, "GPU": 0}
 
 
 def test_jobs_refuse_what_a_sweep_cannot_run_and_trials_may_train_on_several_workers():

@@ -138,11 +138,19 @@ class CotrainConfig:
 
     def footprint(self) -> dict[str, float]:
         """The CPUs and GPUs a running job holds at once: both learners' worker groups (kept for
-        the whole job) and the pseudo-labelling actors beside them."""
+        the whole job; an in-process learner's share of the driver) and the pseudo-labelling actors
+        beside them."""
         inf = self.inference
         total = Counter({"CPU": inf.num_actors * inf.num_cpus, "GPU": inf.num_actors * inf.num_gpus})
         for name in LEARNERS:
             total.update(self.learner(name).scaling.footprint())
+        return dict(total)
+
+    def driver_share(self) -> dict[str, float]:
+        """What the in-process learners (``scaling.num_workers: 0``) take of the driver's process."""
+        total: Counter = Counter()
+        for name in LEARNERS:
+            total.update(self.learner(name).scaling.driver_share())
         return dict(total)
 
 

@@ -3,7 +3,8 @@
 One iteration i = 0 .. s (s = ``cfg.iterations``):
 
 1. both learners fit on their labelled sets at the same time (each learner's Ray Train run, kept
-   for the whole job, serves its fit): the original labelled data D plus every pseudo-label
+   for the whole job, serves its fit; learners in process, ``scaling.num_workers: 0``, take turns
+   in the driver): the original labelled data D plus every pseudo-label
    received so far (``xlt.cotrain.learner``);
 2. both are evaluated on every language (``<split>/acc/<lang>``); iteration 0 is each learner
    alone, the zero-shot baseline;

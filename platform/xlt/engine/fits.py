@@ -24,6 +24,10 @@ interrupted anywhere ends as an uninterrupted one would.
 
 The worker group holds its resources (``scaling``) for the whole run, also while the driver does
 other work between fits (co-training's pseudo-labelling): what runs beside it needs the rest.
+
+With ``scaling.num_workers: 0`` the run is in process (``session``): ``serve_fits`` runs in a
+thread of the driver, on the same mailbox, and its fits are the only in-process training of the
+driver while they train (two learners in process fit one after the other).
 """
 
 from __future__ import annotations
@@ -151,7 +155,8 @@ def _column(values: list[Any]) -> np.ndarray:
 
 
 def serve_fits(config: dict[str, Any], workload: Workload, requests: Any) -> None:
-    """Ray Train entry point of a ``FitService`` run: serve ``requests`` until it closes (module docstring)."""
+    """Ray Train entry point of a ``FitService`` run (or its in-process run's): serve ``requests``
+    until it closes (module docstring)."""
     import ray
 
     if workload.batch_format != "numpy":
@@ -162,21 +167,22 @@ def serve_fits(config: dict[str, Any], workload: Workload, requests: Any) -> Non
     while (request := ray.get(requests.next.remote(after))) is not None:
         cfg = from_dict(workload.config_class, request.config)
         ray.get(requests.placed.remote(request.index, rank, this_node()))
-        training = start_training(workload, cfg, cfg.steps_per_epoch(world), prepare)
-        state = _state_of(restored, cfg, workload.config_class)
-        resumed_from = training.restore(state) if state is not None else 0
-        if rank == 0 and state is not None:
-            logger.info(f"{cfg.output.name}: resuming after epoch {training.epoch} at global step {resumed_from}")
-        rows = shard(ray.get(request.rows[0]), rank, world)
-        seeded = bool(cfg.optim.shuffle_buffer)
-        name = train_epochs(training, workload, cfg,
-                            lambda seed: epoch_batches(lambda size: row_batches(rows, size, seed if seeded else None),
-                                                       workload, training, cfg, seed),
-                            rank=rank, world=world, resumed_from=resumed_from, extra={TRAIN_FIT: request.index},
-                            prefix=f"{cfg.output.name}-")
-        if rank == 0:
-            # A fit found complete in its checkpoint trains no epoch: that checkpoint is its last.
-            ray.get(requests.finish.remote(request.index, name or Path(restored.path).name))
+        with session.exclusive(cfg.scaling.torch_threads):
+            training = start_training(workload, cfg, cfg.steps_per_epoch(world), prepare)
+            state = _state_of(restored, cfg, workload.config_class)
+            resumed_from = training.restore(state) if state is not None else 0
+            if rank == 0 and state is not None:
+                logger.info(f"{cfg.output.name}: resuming after epoch {training.epoch} at global step {resumed_from}")
+            rows = shard(ray.get(request.rows[0]), rank, world)
+            seeded = bool(cfg.optim.shuffle_buffer)
+            name = train_epochs(training, workload, cfg,
+                                lambda seed: epoch_batches(lambda size: row_batches(rows, size, seed if seeded else None),
+                                                           workload, training, cfg, seed),
+                                rank=rank, world=world, resumed_from=resumed_from, extra={TRAIN_FIT: request.index},
+                                prefix=f"{cfg.output.name}-")
+            if rank == 0:
+                # A fit found complete in its checkpoint trains no epoch: that checkpoint is its last.
+                ray.get(requests.finish.remote(request.index, name or Path(restored.path).name))
         after, restored = request.index, None
         del training, rows
 

@@ -186,7 +186,8 @@ def worker_setup(cfg: Any) -> tuple[int, int, Callable[[nn.Module], nn.Module]]:
     """What every train function does first: torch threads = ``cfg.scaling.torch_threads``, Ray
     Data progress bars off; returns (rank, world size, ``prepare``: ``ray.train.torch.prepare_model``
     with the DDP options ``cfg.model`` needs in a Ray Train worker, the module as it is in process).
-    In process the threads are the whole driver's: learners fitted side by side share them."""
+    In process the threads are the whole driver's: ``session.exclusive`` sets them again for each
+    training it runs."""
     import ray.data
 
     rank, world = session.world()
@@ -206,31 +207,32 @@ def train_loop_per_worker(config: dict[str, Any], workload: Workload) -> None:
     in-process run's: ``config`` is ``asdict`` of a resolved ``workload.config_class``."""
     cfg = from_dict(workload.config_class, config)
     rank, world, prepare = worker_setup(cfg)
-    steps_per_epoch = cfg.steps_per_epoch(world)
-    training = start_training(workload, cfg, steps_per_epoch, prepare)
-    state = reporting.latest_state(workload.config_class)
-    resumed_from = training.restore(state) if state is not None else 0
-    if rank == 0:
-        if state is None:
-            logger.info(workload.describe(cfg, steps_per_epoch, world))
-        elif training.epoch >= cfg.optim.epochs:
-            logger.info(f"the run is complete: {training.epoch} of {cfg.optim.epochs} epochs done; "
-                        "raise optim.epochs to train on")
-        else:
-            logger.info(f"resuming after epoch {training.epoch} at global step {resumed_from}")
-    shard = session.dataset_shard("train")
+    with session.exclusive(cfg.scaling.torch_threads):
+        steps_per_epoch = cfg.steps_per_epoch(world)
+        training = start_training(workload, cfg, steps_per_epoch, prepare)
+        state = reporting.latest_state(workload.config_class)
+        resumed_from = training.restore(state) if state is not None else 0
+        if rank == 0:
+            if state is None:
+                logger.info(workload.describe(cfg, steps_per_epoch, world))
+            elif training.epoch >= cfg.optim.epochs:
+                logger.info(f"the run is complete: {training.epoch} of {cfg.optim.epochs} epochs done; "
+                            "raise optim.epochs to train on")
+            else:
+                logger.info(f"resuming after epoch {training.epoch} at global step {resumed_from}")
+        shard = session.dataset_shard("train")
 
-    def batches(seed: int) -> Iterable[Any]:
-        return epoch_batches(lambda size: shard.iter_batches(
-            batch_size=size, batch_format=workload.batch_format,
-            local_shuffle_buffer_size=cfg.optim.shuffle_buffer or None, local_shuffle_seed=seed),
-            workload, training, cfg, seed)
+        def batches(seed: int) -> Iterable[Any]:
+            return epoch_batches(lambda size: shard.iter_batches(
+                batch_size=size, batch_format=workload.batch_format,
+                local_shuffle_buffer_size=cfg.optim.shuffle_buffer or None, local_shuffle_seed=seed),
+                workload, training, cfg, seed)
 
-    # Every report names the node of each rank (``nodes``, comma-separated: a string, which Tune's
-    # loggers pass over, where a list would be taken for a histogram): where a run's workers were,
-    # also after a restart on other nodes (``docs/cluster.md``).
-    train_epochs(training, workload, cfg, batches, rank=rank, world=world, resumed_from=resumed_from,
-                 extra={NODES: ",".join(str(node) for node in worker_nodes())})
+        # Every report names the node of each rank (``nodes``, comma-separated: a string, which Tune's
+        # loggers pass over, where a list would be taken for a histogram): where a run's workers were,
+        # also after a restart on other nodes (``docs/cluster.md``).
+        train_epochs(training, workload, cfg, batches, rank=rank, world=world, resumed_from=resumed_from,
+                     extra={NODES: ",".join(str(node) for node in worker_nodes())})
 
 
 def train_epochs(training: Training, workload: Workload, cfg: Any, batches: Callable[[int], Iterable[Any]], *,

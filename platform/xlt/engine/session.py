@@ -17,16 +17,22 @@ checkpoint (``report`` keeps the last one in memory), runs no ``UserCallback``, 
 process in a module global, where co-training fits its two learners at once, each in a thread.
 What an in-process run lacks: DDP (one rank), worker restarts (``scaling.max_failures``: an error
 ends the fit), and its own resources (it trains on the driver's CPUs, beside whatever Ray runs there).
+In-process runs of one process train one at a time (``exclusive``): torch's random generator and
+its thread count are the process's, and two runs drawing dropout masks from one generator at once
+would not draw what each draws alone.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
+
+import torch
 
 from ..storage import is_uri, read_text, remove, staged, upload
 
@@ -36,6 +42,7 @@ if TYPE_CHECKING:
 
 CHECKPOINTS_FILE = "xlt_checkpoints.json"  # an in-process run's checkpoint names, oldest first
 _current = threading.local()
+_training = threading.Lock()  # held by the in-process run that trains now
 
 
 @dataclass
@@ -114,6 +121,18 @@ class InProcessTrainer:
 def in_process() -> bool:
     """Whether the calling thread trains an in-process run (else it is a Ray Train worker's)."""
     return getattr(_current, "run", None) is not None
+
+
+@contextlib.contextmanager
+def exclusive(threads: int) -> Iterator[None]:
+    """Train inside this: in process, alone among this process's runs and on ``threads`` torch
+    threads; in a Ray Train worker (a process of its own), as it is."""
+    if not in_process():
+        yield
+        return
+    with _training:
+        torch.set_num_threads(threads)
+        yield
 
 
 def world() -> tuple[int, int]:

@@ -103,9 +103,14 @@ class ScalingSettings:
         return {"CPU": self.cpus_per_worker, **({"GPU": 1} if self.use_gpu else {}), **self.resources}
 
     def footprint(self) -> dict[str, float]:
-        """What the whole worker group reserves (nothing in process)."""
-        return {name: amount * self.num_workers for name, amount in self.worker_resources().items()
-                if self.num_workers}
+        """What the run occupies: its worker group's reservation, or, in process, one worker's worth
+        of the driver's (``driver_share``)."""
+        return {name: amount * max(self.num_workers, 1) for name, amount in self.worker_resources().items()}
+
+    def driver_share(self) -> dict[str, float]:
+        """What the run takes of its driver's process: one worker's resources in process, else
+        nothing (a sweep trial's bundle must hold it: ``xlt.sweep.trainables``)."""
+        return self.worker_resources() if self.num_workers == 0 else {}
 
     @property
     def torch_threads(self) -> int:

@@ -74,7 +74,9 @@ class TrialSetup:
 
 def finetune_trial(config: dict[str, Any], setup: TrialSetup) -> None:
     """Tune function trainable: the Ray Train run of the trial's ``FinetuneConfig``, in the trial
-    directory, each epoch's report forwarded to Tune."""
+    directory, each epoch's report forwarded to Tune (by ``TuneReportCallback`` from the run's
+    controller; in process, ``scaling.num_workers: 0``, by ``InProcessReports`` from this trial's
+    own thread)."""
     from ray.tune.integration.ray_train import TuneReportCallback
 
     from ..logs import quiet_libraries
@@ -84,7 +86,17 @@ def finetune_trial(config: dict[str, Any], setup: TrialSetup) -> None:
     data = setup.data(config)
     data["output"] = {**data.get("output", {}), "storage_path": setup.trial_directory(), "name": "finetune"}
     data["eval_test"] = False
-    build_trainer(from_dict(FinetuneConfig, data), callbacks=[TuneReportCallback()]).fit()
+    cfg = from_dict(FinetuneConfig, data)
+    build_trainer(cfg, callbacks=[TuneReportCallback() if cfg.scaling.num_workers else InProcessReports()]).fit()
+
+
+class InProcessReports:
+    """The ``UserCallback`` hook of an in-process run (``xlt.engine.session``) that hands each report
+    to Tune as the trial's own result, at once: ``TuneReportCallback`` queues it for the trial's
+    main thread instead, and a run that ends right after its last report leaves that one queued."""
+
+    def after_report(self, run_context: Any, metrics: Sequence[Mapping[str, Any]], checkpoint: Any) -> None:
+        reporting.report(dict(metrics[0]))
 
 
 # --------------------------------------------------------------------------------------------
@@ -137,6 +149,12 @@ def cotrain_trial(config: dict[str, Any], setup: TrialSetup) -> None:
 DRIVER_ONLY = {"memory": 1}
 
 
+def trial_bundle(driver_share: Mapping[str, float]) -> dict[str, float]:
+    """A trial's own bundle: what its in-process training takes (``ScalingSettings.driver_share``),
+    else ``DRIVER_ONLY``."""
+    return dict(driver_share) or DRIVER_ONLY
+
+
 def _check_cotrain(cfg: CotrainConfig) -> None:
     check(cfg.data.eval_split == "dev", "data.eval_split", cfg.data.eval_split,
           "dev in a sweep, which selects on dev and never on test (search_spaces/cotrain.yaml sets it in "
@@ -163,12 +181,13 @@ class JobSpec:
 JOBS: dict[Job, JobSpec] = {
     "finetune": JobSpec(
         FinetuneConfig, finetune_trial, TRAIN_EPOCH, max_t=lambda cfg: cfg.optim.epochs,
-        resources=lambda cfg: DRIVER_ONLY,
+        resources=lambda cfg: trial_bundle(cfg.scaling.driver_share()),
         footprint=lambda cfg: cfg.scaling.footprint(),
         check=lambda cfg: None, renames=lambda name: (f"output.name={name}-best",)),
     "cotrain": JobSpec(
         CotrainConfig, cotrain_trial, TRAIN_ITERATION, max_t=lambda cfg: cfg.iterations + 1,
-        resources=lambda cfg: DRIVER_ONLY, footprint=CotrainConfig.footprint, check=_check_cotrain,
+        resources=lambda cfg: trial_bundle(cfg.driver_share()), footprint=CotrainConfig.footprint,
+        check=_check_cotrain,
         renames=lambda name: (f"output_dir=results/cotrain/{name}-best",)),
 }
 
