@@ -300,7 +300,7 @@ def alignment(preset: str, sizes: Sequence[str], augment: str) -> tuple[Variant,
 
 SMOKE_TINY = ("model.source=tiny:bert", "model.max_length=32", "data.max_examples=16", "optim.epochs=1",
               "optim.batch_size=8", "optim.eval_batch_size=32", "task.target_langs=[de, zh]",
-              "scaling.cpus_per_worker=1")
+              "scaling.cpus_per_worker=1", "scaling.num_workers=0")  # in the runner's process: no worker group to start
 SMOKE = Comparison(
     "smoke", "Runner check: tiny model, CE vs CE+SCL on 16 SIB-200 sentences",
     "- `tiny:bert` (random weights), 16 English train sentences, 1 epoch; de and zh targets. Not a "

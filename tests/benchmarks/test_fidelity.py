@@ -34,7 +34,7 @@ def test_a_killed_comparison_continues_with_the_units_not_stored(data_dir, tmp_p
                             start_new_session=True)
     deadline = time.monotonic() + 400
     while time.monotonic() < deadline and not stored():
-        time.sleep(0.5)
+        time.sleep(0.1)  # a unit trains in the runner's process in seconds: kill within the next one
     os.killpg(proc.pid, signal.SIGKILL)  # the runner and its local Ray, in the middle of the next unit
     proc.wait()
     first = stored()
