@@ -1,6 +1,7 @@
 """A co-training job on a multi-node cluster (``cluster.harness``): where its parts run, and losing
-a worker node, or the driver, in the middle of it. The job finishes (or, resubmitted, resumes from
-what is on the object store), and its final state equals an uninterrupted run's on a single-node Ray.
+two worker nodes and then its driver in the middle of it (one job carries all three). Resubmitted
+after losing its driver, it resumes from what is on the object store, and its final state equals
+an uninterrupted run's on a single-node Ray.
 
 Jobs go in through ``ray job submit`` without an uploaded checkout (``--working-dir .``): on one
 machine every node unpacks it into the same session directory, replacing the one the driver runs
@@ -15,12 +16,11 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from cluster.harness import Head, Node
+from cluster.harness import Node
 from conftest import REPO
 from xlt.storage import join, names, read_text
 
@@ -70,47 +70,40 @@ def assert_same_state(out: Path | str, reference: dict) -> None:
         [h[k] for h in reference["history"] for k in ("iteration", "learner")]
 
 
-def run_and_kill(head: Head, data_dir, out: Path, log: Path, *victims: Callable[[], Node | None]) -> str:
-    """Submit the job; for each of ``victims`` in turn, kill the node it returns as soon as it
-    returns one; return the job's log once it has finished (successfully: asserted)."""
-    command = head.submit_command({"env_vars": env(data_dir)}, [*JOB, *ON_THE_CLUSTER, "--set", f"output_dir={out}"],
-                                  f"xlt-test-{out.name}", working_dir=False)
-    with open(log, "w") as sink:
-        job = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, cwd=REPO, env=head.env)
-    deadline = time.monotonic() + 300
-    for when in victims:
-        while (victim := when()) is None:
-            assert job.poll() is None and time.monotonic() < deadline, log.read_text()[-4000:]
-            time.sleep(0.2)
-        victim.kill()
-    job.wait(timeout=600)
-    logs = log.read_text()
-    assert job.returncode == 0, logs[-4000:]
-    return logs
+def history(out: str) -> list[dict]:
+    return json.loads(read_text(join(out, "results.json")))["history"]
 
 
-def history(out: Path) -> list[dict]:
-    return json.loads((out / "results.json").read_text())["history"]
+def test_a_job_spreads_over_the_worker_nodes_and_survives_losing_two_nodes_and_its_driver(
+        head, data_dir, tmp_path, reference, s3):
+    """Where everything runs (the head runs only the driver), and three failures in one job, its
+    output on the S3 server: the LM learner's node after the first epoch of its first fit (Ray Train
+    restarts the worker group on the spare LM node, from that epoch's checkpoint); the
+    pseudo-labelling actor's node while the pool streams through it (Ray Data restarts the actor on
+    the other spare); the driver (the job's entrypoint process on the head), once iteration 0 is
+    saved on the store and iteration 1's LM fit has checkpointed an epoch. The job fails with its
+    driver; the same command submitted again resumes at iteration 1 from the store. The final state
+    is the uninterrupted single-node run's."""
+    import psutil
 
-
-def test_a_job_spreads_over_the_worker_nodes_and_survives_losing_a_learners_and_a_labellers_node(
-        head, data_dir, tmp_path, reference):
-    """Where everything runs (the head runs only the driver), and two node failures in one job: the
-    LM learner's node after the first epoch of its first fit (Ray Train restarts the worker group on
-    the spare LM node, from that epoch's checkpoint), then the pseudo-labelling actor's node while
-    the pool streams through it (Ray Data restarts the actor on the other spare)."""
-    out = tmp_path / "cotrain"
+    out = f"{s3}/cotrain"
+    job_env = {**env(data_dir), **{k: v for k, v in os.environ.items() if k.startswith("AWS_")}}
     nodes = head.add_workers((2, {"lm_host": 1}), (2, {"lm_host": 1}),  # the second: the LM's spare
                              (1, {"emb_host": 1}), (1, None), (1, None))  # the last two: where labelling actors go
     lm_hosts, labellers = nodes[:2], nodes[3:]
     ids = head.node_ids()
-    log = tmp_path / "job.log"
     lost: dict[str, str] = {}
+    entrypoint = [*JOB, *ON_THE_CLUSTER, "--set", f"output_dir={out}"]
+    command = head.submit_command({"env_vars": job_env}, entrypoint, "xlt-test-failures", working_dir=False)
+    log = tmp_path / "job.log"
+
+    def lm_checkpoint(prefix: str) -> bool:
+        return any(name.startswith(prefix) for name in names(f"{out}/learners/lm"))
 
     def lm_node_once_its_first_epoch_checkpointed() -> Node | None:
         # The LM's first fit has checkpointed its first epoch: the node of its Ray Train worker
         # (the only one on an lm_host node) fails.
-        if not any((out / "learners" / "lm").glob("lm-iteration0-epoch001-*")):
+        if not lm_checkpoint("lm-iteration0-epoch001-"):
             return None
         hosts = {ids[node.name]: node for node in lm_hosts}
         running = [hosts[a["node_id"]] for a in head.actors()
@@ -134,15 +127,36 @@ def test_a_job_spreads_over_the_worker_nodes_and_survives_losing_a_learners_and_
                     return node
         return None
 
-    logs = run_and_kill(head, data_dir, out, log, lm_node_once_its_first_epoch_checkpointed, node_of_a_labelling_actor)
+    def driver_once_iteration_1_checkpointed() -> psutil.Process | None:
+        if not lm_checkpoint("lm-iteration1-epoch"):
+            return None
+        (driver,) = [p for p in psutil.process_iter(["cmdline"])  # not the shell around it, nor the CLI
+                     if (p.info["cmdline"] or [])[1:2] == [JOB[1]] and f"output_dir={out}" in p.info["cmdline"]]
+        return driver
+
+    with open(log, "w") as sink:
+        first = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, cwd=REPO, env=head.env)
+    deadline = time.monotonic() + 400
+    for when in (lm_node_once_its_first_epoch_checkpointed, node_of_a_labelling_actor,
+                 driver_once_iteration_1_checkpointed):
+        while (victim := when()) is None:
+            assert first.poll() is None and time.monotonic() < deadline, log.read_text()[-4000:]
+            time.sleep(0.2)
+        victim.kill()
+    first.wait(timeout=120)
+    assert first.returncode != 0  # the job failed with its driver
+    assert re.search(r"resuming after epoch [12] ", log.read_text()), log.read_text()[-4000:]  # not from scratch
+
+    _, again = head.submit({"env_vars": job_env}, entrypoint, working_dir=False)
+    assert again.returncode == 0, (again.stdout + again.stderr)[-4000:]
+    assert f"resuming {out} at iteration 1" in again.stdout + again.stderr
 
     (spare,) = [ids[node.name] for node in lm_hosts if ids[node.name] != lost["lm"]]
     fits = {(h["learner"], h["iteration"]): h["nodes"]["fit"] for h in history(out)}
     labelled = {h["learner"]: h["nodes"]["pseudo-label"] for h in history(out) if h["iteration"] == 0}
-    # The LM's fit was restored on the spare, from its first epoch, and its worker group stayed
-    # there; the embedding learner's stayed where it started.
+    # The LM's first fit was restored on the spare, the resubmitted job's fit ran there too (the only
+    # lm_host left); the embedding learner's fits stayed where they started.
     assert fits[("lm", 0)] == fits[("lm", 1)] == [spare], fits
-    assert re.search(r"resuming after epoch [12] ", logs), logs[-4000:]  # not from scratch
     assert fits[("emb", 0)] == fits[("emb", 1)] == [ids[nodes[2].name]], fits
     # The pass survived its node: rows came from the lost node and from the one that took over, and
     # every pool row was predicted exactly once (each pass checks its row count and id fingerprint).
@@ -152,34 +166,4 @@ def test_a_job_spreads_over_the_worker_nodes_and_survives_losing_a_learners_and_
     used = {lost["lm"]} | {node for ranks in fits.values() for node in ranks} | \
         {node for rows in labelled.values() for node in rows}
     assert used == {ids[node.name] for node in nodes}, (used, ids)
-    assert_same_state(out, reference)
-
-
-def test_the_driver_killed_and_the_job_resubmitted_resumes_from_the_store(head, data_dir, tmp_path, reference, s3):
-    import psutil
-
-    out = f"{s3}/cotrain"
-    job_env = {**env(data_dir), **{k: v for k, v in os.environ.items() if k.startswith("AWS_")}}
-    head.add_workers((2, {"lm_host": 1}), (1, {"emb_host": 1}), (1, None))
-    entrypoint = [*JOB, *ON_THE_CLUSTER, "--set", f"output_dir={out}"]
-    command = head.submit_command({"env_vars": job_env}, entrypoint, "xlt-test-driver-1", working_dir=False)
-    log = tmp_path / "job1.log"
-    with open(log, "w") as sink:
-        first = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, cwd=REPO, env=head.env)
-    # Iteration 0 is saved on the store and iteration 1's LM fit has checkpointed an epoch: the
-    # driver (the job's entrypoint process on the head) dies.
-    deadline = time.monotonic() + 300
-    while not any(name.startswith("lm-iteration1-epoch") for name in names(f"{out}/learners/lm")):
-        assert first.poll() is None and time.monotonic() < deadline, log.read_text()[-4000:]
-        time.sleep(0.5)
-    (driver,) = [p for p in psutil.process_iter(["cmdline"])  # not the shell around it, nor the CLI
-                 if (p.info["cmdline"] or [])[1:2] == [JOB[1]] and f"output_dir={out}" in p.info["cmdline"]]
-    driver.kill()
-    first.wait(timeout=120)
-    assert first.returncode != 0  # the job failed with its driver
-
-    _, again = head.submit({"env_vars": job_env}, entrypoint, working_dir=False)
-    assert again.returncode == 0, (again.stdout + again.stderr)[-4000:]
-
-    assert f"resuming {out} at iteration 1" in again.stdout + again.stderr
     assert_same_state(out, reference)

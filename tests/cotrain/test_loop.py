@@ -41,12 +41,13 @@ def assert_same_history(history: list[dict], reference: list[dict]) -> None:
 
 
 # One configuration for the three tests below, so that one uninterrupted iteration 0 serves them all:
-# each learner on a Ray Train worker (the smoke preset trains them in the driver), together reserving
-# the whole 2-CPU machine (configs/cotrain_sib200.yaml's learners 1 + 0.5, inference 0.5), and its LM fit has enough epochs to be still training after its first checkpoint is registered (Ray
-# Train's controller polls its workers every 2 s), with one restart allowed per learner. One exchange
-# round keeps the runs short.
-SHARED = ("iterations=1", "lm.scaling.num_workers=1", "emb.scaling.num_workers=1", "lm.scaling.cpus_per_worker=1",
-          "lm.optim.epochs=6", "lm.scaling.max_failures=1", "emb.scaling.max_failures=1")
+# the LM learner on a Ray Train worker of 1.5 CPUs, which with the pseudo-labelling actor's 0.5
+# reserves the whole 2-CPU machine, and the embedding learner in the driver (the smoke preset's
+# num_workers 0: a job may mix the two). The LM fit has enough epochs to be still training after its
+# first checkpoint is registered (Ray Train's controller polls its workers every 2 s), with one
+# restart allowed. One exchange round keeps the runs short.
+SHARED = ("iterations=1", "lm.scaling.num_workers=1", "lm.scaling.cpus_per_worker=1.5", "lm.optim.epochs=6",
+          "lm.scaling.max_failures=1")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     from ray.train import Checkpoint
 
 logger = logging.getLogger(__name__)
-POLL_S = 5.0  # how often the driver checks that the run is alive while a fit trains
+POLL_S = 1.0  # how often the driver checks that the run is alive while a fit trains (one actor call)
 
 
 @dataclass(frozen=True)

@@ -69,13 +69,17 @@ class InProcessRun:
         if checkpoint is not None:
             if name is None:
                 raise ValueError("an in-process run names each checkpoint (reporting.checkpoint_name)")
+            # In this order, so that a run killed anywhere here lists only checkpoints that exist:
+            # the new one copied, the list naming it saved (whole or not at all), the old ones removed.
             _copy(checkpoint.path, f"{self.directory}/{name}")
-            self.checkpoints = [c for c in self.checkpoints if c != name] + [name]
-            for old in self.checkpoints[:-self.num_to_keep]:
-                remove(f"{self.directory}/{old}")
-            self.checkpoints = self.checkpoints[-self.num_to_keep:]
+            names = [c for c in self.checkpoints if c != name] + [name]
+            self.checkpoints = names[-self.num_to_keep:]
             with staged(self.directory) as directory:
-                (directory / CHECKPOINTS_FILE).write_text(json.dumps(self.checkpoints))
+                partial = directory / f".{CHECKPOINTS_FILE}.partial"
+                partial.write_text(json.dumps(self.checkpoints))
+                partial.replace(directory / CHECKPOINTS_FILE)
+            for old in names[:-self.num_to_keep]:
+                remove(f"{self.directory}/{old}")
             checkpoint = self.latest()
         self.metrics = metrics
         for callback in self.callbacks:  # as Ray Train's controller calls a UserCallback: rank 0's metrics first
