@@ -1,6 +1,6 @@
-"""The engine's per-worker loop against a bare PyTorch loop: same weights after N steps with 1 worker,
-also when the worker is killed mid-epoch and Ray Train restores it from its checkpoint, and in
-process (``scaling.num_workers: 0``), resumed from its run directory.
+"""The engine's per-worker loop against a bare PyTorch loop: the same weights after N steps on one
+Ray Train worker killed mid-epoch and restored from its checkpoint, and in process
+(``scaling.num_workers: 0``), uninterrupted and then resumed from its run directory.
 
 The workload is a linear regression (no dropout, no data randomness once shuffling is off), so
 the only differences the engine could make are in what it adds: seeding, AdamW's parameter
@@ -141,20 +141,6 @@ class KilledOnce(Regression):
         return batch
 
 
-def test_engine_matches_a_bare_loop(ray_cluster, tmp_path):
-    rows = toy_rows()
-    cfg = ToyConfig(output=OutputSettings(storage_path=str(tmp_path), name="toy"))
-    assert cfg.steps_per_epoch(1) == 3  # 6 micro-batches, 2 per step
-    want = bare_loop(cfg, rows)
-    result = engine_run(Regression(), cfg, rows)
-    state = read_state(result.checkpoint.path, ToyConfig)
-    assert (state.epoch, state.global_step) == (2, 6)
-    for name, tensor in want.items():
-        assert torch.allclose(state.model[name], tensor, atol=1e-6), name
-    assert result.metrics["train/loss/mse"] == pytest.approx(result.metrics["train/loss"])
-    assert result.metrics["train/resumed_from_step"] == 0
-
-
 def test_a_worker_killed_mid_epoch_resumes_from_its_checkpoint_to_the_same_weights(ray_cluster, tmp_path):
     rows = toy_rows()
     cfg = ToyConfig(scaling=ScalingSettings(max_failures=1),
@@ -164,8 +150,11 @@ def test_a_worker_killed_mid_epoch_resumes_from_its_checkpoint_to_the_same_weigh
     assert marker.exists()  # the worker was killed once, in epoch 2
     assert result.metrics["train/resumed_from_step"] == 3  # restarted from the epoch-1 checkpoint
     state = read_state(result.checkpoint.path, ToyConfig)
+    assert (state.epoch, state.global_step) == (2, 6)
+    # The bare loop's weights: its first epoch trained before the kill, uninterrupted, on Ray Train.
     for name, tensor in bare_loop(cfg, rows).items():
         assert torch.allclose(state.model[name], tensor, atol=1e-6), name
+    assert result.metrics["train/loss/mse"] == pytest.approx(result.metrics["train/loss"])
 
 
 class Recorder:
@@ -189,9 +178,13 @@ def test_in_process_the_engine_matches_a_bare_loop_and_resumes_from_the_run_dire
                     output=OutputSettings(storage_path=str(tmp_path), name="inprocess", num_to_keep=1))
     datasets = {"train": ray.data.from_items(rows, override_num_blocks=1)}
     recorder = Recorder()
+    assert cfg.steps_per_epoch(1) == 3  # 6 micro-batches, 2 per step
     first = torch_trainer(Regression(), cfg, datasets, callbacks=[recorder]).fit()
     assert first.checkpoint.path == f"{run_dir(cfg)}/epoch002-step0000006"
+    assert first.metrics["train/resumed_from_step"] == 0
+    assert first.metrics["train/loss/mse"] == pytest.approx(first.metrics["train/loss"])
     state = read_state(first.checkpoint.path, ToyConfig)
+    assert (state.epoch, state.global_step) == (2, 6)
     for name, tensor in bare_loop(cfg, rows).items():
         assert torch.allclose(state.model[name], tensor, atol=1e-6), name
     assert [(m["train/epoch"], name) for m, name in recorder.reports] == [(1, "epoch001-step0000003"),
