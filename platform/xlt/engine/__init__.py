@@ -6,7 +6,9 @@ learners, sweep trials) plugs a ``Workload`` (model, batcher, step, evaluation) 
 - ``training``: ``Training`` (module, step module, optimiser, schedule, counters), ``build_training``,
   ``accumulation_step`` (DDP ``no_sync`` on all but the last micro-batch), epoch statistics
 - ``loop``: ``Workload``, ``run_epoch`` and the per-worker loop ``train_loop_per_worker``
-- ``reporting``: the one module that calls ``ray.train.report`` and reads and writes checkpoints
+- ``reporting``: what a checkpoint holds; the one module that reports and reads them
+- ``session``: the run a train function is in: Ray Train's worker, or an ``InProcessTrainer``'s run in
+  this process (``scaling.num_workers: 0``), which persists checkpoints into the run directory itself
 - ``runs``: run directories (local paths or URIs), resuming, ``TorchTrainer`` construction
 - ``fits``: ``FitService``, one run whose worker group serves many fits (co-training's learners)
 """
