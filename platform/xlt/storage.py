@@ -102,6 +102,14 @@ def download(uri: str, local_dir: str | Path) -> Path:
     return Path(local_dir)
 
 
+def put(local_dir: str | Path, directory: str | Path) -> None:
+    """Copy every file under ``local_dir`` to the same relative path under ``directory`` (local or URI)."""
+    if is_uri(directory):
+        upload(local_dir, str(directory))
+    else:
+        shutil.copytree(local_dir, directory, dirs_exist_ok=True)
+
+
 def remove(directory: str | Path) -> None:
     """Delete directory ``directory`` (local or URI) and everything under it; nothing if it does not exist."""
     if not is_uri(directory):

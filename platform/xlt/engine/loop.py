@@ -183,20 +183,20 @@ def collect(iterator: Any, batch_size: int, columns: Sequence[str]) -> dict[str,
 
 
 def worker_setup(cfg: Any) -> tuple[int, int, Callable[[nn.Module], nn.Module]]:
-    """What every train function does first: torch threads = ``cfg.scaling.torch_threads``, Ray
-    Data progress bars off; returns (rank, world size, ``prepare``: ``ray.train.torch.prepare_model``
+    """What every train function does first: Ray Data progress bars off and, in a Ray Train worker,
+    torch threads = ``cfg.scaling.torch_threads``; returns (rank, world size, ``prepare``: ``ray.train.torch.prepare_model``
     with the DDP options ``cfg.model`` needs in a Ray Train worker, the module as it is in process).
-    In process the threads are the whole driver's: ``session.exclusive`` sets them again for each
-    training it runs."""
+    In process the threads are the whole driver's: ``session.exclusive`` sets them when a training
+    starts, not here, where another in-process run may be training."""
     import ray.data
 
     rank, world = session.world()
-    torch.set_num_threads(cfg.scaling.torch_threads)
     ray.data.DataContext.get_current().enable_progress_bars = False
     if session.in_process():
         return rank, world, lambda m: m
     import ray.train.torch
 
+    torch.set_num_threads(cfg.scaling.torch_threads)
     # Pooling an intermediate layer leaves the layers above it without gradient.
     ddp = {"find_unused_parameters": getattr(getattr(cfg, "model", None), "layer", -1) != -1}
     return rank, world, lambda m: ray.train.torch.prepare_model(m, parallel_strategy_kwargs=ddp)

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import shutil
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
-from ..storage import is_uri, read_text, remove, staged, upload
+from ..storage import put, read_text, remove, staged
 
 if TYPE_CHECKING:
     import ray.data
@@ -53,8 +52,8 @@ class InProcessRun:
     num_to_keep: int
     datasets: Mapping[str, ray.data.Dataset]
     callbacks: Sequence[Any] = ()
-    metrics: dict[str, Any] | None = None  # of the last report
-    checkpoints: list[str] = field(default_factory=list)
+    metrics: dict[str, Any] | None = field(default=None, init=False)  # of the last report
+    checkpoints: list[str] = field(init=False)  # as saved in CHECKPOINTS_FILE, oldest first
 
     def __post_init__(self) -> None:
         saved = read_text(f"{self.directory}/{CHECKPOINTS_FILE}")
@@ -71,7 +70,7 @@ class InProcessRun:
                 raise ValueError("an in-process run names each checkpoint (reporting.checkpoint_name)")
             # In this order, so that a run killed anywhere here lists only checkpoints that exist:
             # the new one copied, the list naming it saved (whole or not at all), the old ones removed.
-            _copy(checkpoint.path, f"{self.directory}/{name}")
+            put(checkpoint.path, f"{self.directory}/{name}")
             names = [c for c in self.checkpoints if c != name] + [name]
             self.checkpoints = names[-self.num_to_keep:]
             with staged(self.directory) as directory:
@@ -84,13 +83,6 @@ class InProcessRun:
         self.metrics = metrics
         for callback in self.callbacks:  # as Ray Train's controller calls a UserCallback: rank 0's metrics first
             callback.after_report(None, [metrics], checkpoint)
-
-
-def _copy(local: str, target: str) -> None:
-    if is_uri(target):
-        upload(local, target)
-    else:
-        shutil.copytree(local, target, dirs_exist_ok=True)
 
 
 @dataclass(frozen=True)
@@ -112,7 +104,7 @@ class InProcessTrainer:
         self.directory, self.num_to_keep, self.datasets, self.callbacks = directory, num_to_keep, datasets, callbacks
 
     def fit(self) -> InProcessResult:
-        if getattr(_current, "run", None) is not None:
+        if in_process():
             raise RuntimeError("an in-process run is already training in this thread")
         run = _current.run = InProcessRun(self.directory, self.num_to_keep, self.datasets, self.callbacks)
         try:
