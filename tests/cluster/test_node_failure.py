@@ -37,11 +37,13 @@ POOL_ROWS = 400
 # the driver, as the reference does: the final states must agree all the same). The LM learner's
 # worker needs a node offering ``lm_host`` (two hold one: the first, and a spare), the embedding
 # learner's one offering ``emb_host``; two CPUs for the LM worker keep the pseudo-labelling actor
-# off the LM's node. It may restart twice.
+# off the LM's node. It may restart twice. The pool is labelled by an actor (the smoke preset's, as
+# the reference's, in the driver).
 ON_THE_CLUSTER = ["--set", "lm.scaling.num_workers=1", "--set", "emb.scaling.num_workers=1",
                   "--set", "lm.scaling.cpus_per_worker=2", "--set", "lm.scaling.resources={lm_host: 1}",
                   "--set", "lm.scaling.max_failures=2", "--set", "emb.scaling.cpus_per_worker=1",
-                  "--set", "emb.scaling.resources={emb_host: 1}", "--set", "inference.num_cpus=1"]
+                  "--set", "emb.scaling.resources={emb_host: 1}", "--set", "inference.num_actors=1",
+                  "--set", "inference.num_cpus=1"]
 
 
 def env(data_dir) -> dict[str, str]:

@@ -113,6 +113,12 @@ def test_a_cluster_too_small_to_hold_learners_and_actors_at_once_is_named(monkey
     monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": 2.0})
     warn_if_short(cfg)
     assert "holds 4 CPU at once" in caplog.text and "this cluster has 2 CPU now" in caplog.text
+    # Labelling in the driver's process reserves nothing.
+    here = load_cotrain_config(None, [TINY_TASK_OVERRIDE, "lm.scaling.cpus_per_worker=2", "emb.scaling.cpus_per_worker=1",
+                                      "inference.num_cpus=1", "inference.num_actors=0"])
+    assert here.footprint() == {"CPU": 3.0, "GPU": 0.0}
+    with pytest.raises(ConfigError, match=r"inference\.num_actors=-1 is not valid: expected an integer >= 0 \(0 = in"):
+        load_cotrain_config(None, [TINY_TASK_OVERRIDE, "inference.num_actors=-1"])
 
 
 def test_custom_resources_of_learner_workers_count_in_the_footprint():

@@ -47,7 +47,7 @@ def assert_same_history(history: list[dict], reference: list[dict]) -> None:
 # first checkpoint is registered (Ray Train's controller polls its workers every 2 s), with one
 # restart allowed. One exchange round keeps the runs short.
 SHARED = ("iterations=1", "lm.scaling.num_workers=1", "lm.scaling.cpus_per_worker=1.5", "lm.optim.epochs=6",
-          "lm.scaling.max_failures=1")
+          "lm.scaling.max_failures=1", "inference.num_actors=1")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,6 +16,7 @@ from xlt.inference import (
     load_classifier,
     prediction_column,
     pseudo_label,
+    pseudo_label_here,
     share_classifier,
 )
 from xlt.models import Classifier, EncoderConfig
@@ -156,6 +157,18 @@ def test_pseudo_label_through_ray(ray_cluster, classifier: Classifier) -> None:
         assert r["pseudo_label"] == label and np.allclose(r["probabilities"], probabilities, atol=1e-6)
         assert r["text"] == texts[int(r["id"][1:])] and r["lang"] == "xx"
         assert r["confidence"] == pytest.approx(max(r["probabilities"]))
+
+    # In this process, without an actor pool: the same predictions, in order, and torch's threads
+    # as they were before.
+    threads = torch.get_num_threads()
+    tables = [pa.Table.from_pylist(rows[i:i + 6]) for i in range(0, 20, 6)]
+    here = list(pseudo_label_here(tables, share_classifier(classifier, MODEL), encode_batch_size=3,
+                                  threads=threads + 1))
+    assert torch.get_num_threads() == threads
+    assert [t.num_rows for t in here] == [6, 6, 6, 2]
+    for r in pa.concat_tables(here).to_pylist():
+        label, probabilities = expected[r["id"]]
+        assert r["pseudo_label"] == label and np.allclose(r["probabilities"], probabilities, atol=1e-6)
 
 
 def test_missing_text_column_is_named(ray_cluster, path_spec: ClassifierSpec) -> None:

@@ -40,3 +40,6 @@ def test_phases_from_threads_overlap_and_a_failed_phase_is_recorded():
     header, rule, first, *_ = phases.table().splitlines()
     assert [c.strip() for c in header.strip("|").split("|")] == ["iteration", "phase", "start s", "seconds"]
     assert "| –" in first and "read data" in first
+    # Plain seconds to the hundredth, the job's first start included (not 1.2e-05).
+    assert [c.strip() for c in first.strip("|").split("|")][2:] == ["0.00", f"{rows[0]['seconds']:.2f}"]
+    assert "e-" not in phases.table()

@@ -95,14 +95,17 @@ def test_translate_train_adds_the_translations_of_the_same_sentences(data_dir):
     assert "views" not in rows[0]
 
 
-def test_augmented_views_stream_from_the_train_split(data_dir, ray_cluster):
+def test_augmented_views_are_made_once_from_the_train_split(data_dir, ray_cluster):
     resolved = resolve(load_finetune_config(SIB200, [
         f"data.data_dir={data_dir}", "data.max_examples=4", "task.target_langs=[de]",
         "data.setting=translate-train", "data.augment={t_f: 2, t_p: 1, t_c: 1, languages: [fr, zh], partial_languages: [fr],"
         " codeswitch_languages: [zh-Hant], seed: 3}"]))
     cfg, rows = resolved.config, resolved.train
     assert len(rows) == 8 and cfg.task.labels
-    out = train_dataset(cfg.data, resolved.task, rows).take_all()
+    ds = train_dataset(cfg.data, resolved.task, rows)
+    # Made once, here: what each epoch reads holds the views (no augmentation step left to run).
+    assert "CrossLingualAugment" not in str(ds) and "MapBatches" not in str(ds), str(ds)
+    out = ds.take_all()
     assert sorted(r["id"] for r in out) == sorted(r["id"] for r in rows)  # one row per example
     from xlt.data import read_sib200
 

@@ -83,7 +83,10 @@ class PoolData:
 class InferenceSettings:
     """The pseudo-labelling actor pool (``xlt.inference``): rows per Ray batch, texts per encoder
     batch, actors, what each reserves and its torch ``threads`` (0 = ``max(1, num_cpus)``; the
-    learners' runs have ended when the pool runs, so an actor may use their cores)."""
+    learners' runs have ended when the pool runs, so an actor may use their cores).
+    ``num_actors: 0`` labels in the driver's process instead, block by block, on ``threads``
+    threads, reserving nothing (``xlt.inference.pseudo_label_here``): for a pool too small to pay
+    for an actor's start-up (the smoke presets)."""
 
     batch_size: int = 256
     encode_batch_size: int = 64
@@ -95,7 +98,8 @@ class InferenceSettings:
     def __post_init__(self) -> None:
         check(self.batch_size >= 1, "inference.batch_size", self.batch_size, "an integer >= 1")
         check(self.encode_batch_size >= 1, "inference.encode_batch_size", self.encode_batch_size, "an integer >= 1")
-        check(self.num_actors >= 1, "inference.num_actors", self.num_actors, "an integer >= 1")
+        check(self.num_actors >= 0, "inference.num_actors", self.num_actors,
+              "an integer >= 0 (0 = in the driver's process)")
         check(self.threads >= 0, "inference.threads", self.threads, "an integer >= 0 (0 = from num_cpus)")
 
     @property

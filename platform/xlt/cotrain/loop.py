@@ -265,27 +265,34 @@ def _train_row(received: dict[str, Any]) -> dict[str, Any]:
 def predict(cfg: CotrainConfig, states: dict[str, Any], data: CotrainData,
             chosen: dict[str, Selection]) -> dict[str, int]:
     """Pseudo-label the whole pool with both learners' weights (``states[name]``: an ObjectRef to its
-    fit's ``state_dict``) in one pass of the ``xlt.inference`` actor pool, feeding each learner's
-    selection as batches arrive; returns the rows each Ray node predicted."""
-    import ray.data
+    fit's ``state_dict``) in one pass of the ``xlt.inference`` actor pool (or in this process:
+    ``inference.num_actors: 0``), feeding each learner's selection as batches arrive; returns the
+    rows each Ray node predicted."""
+    import ray
 
-    from ..inference import ClassifierSpec, pseudo_label
+    from ..inference import ClassifierSpec, pseudo_label, pseudo_label_here
 
-    ray.data.DataContext.get_current().enable_progress_bars = False
     specs = {name: ClassifierSpec(model=cfg.learner(name).model, labels=data.labels, state=state,
                                   paired=data.task.paired) for name, state in states.items()}
     inf = cfg.inference
-    ds = pseudo_label(data.stored_pool.dataset(), specs, batch_size=inf.batch_size,
-                      encode_batch_size=inf.encode_batch_size, num_actors=inf.num_actors, num_cpus=inf.num_cpus,
-                      num_gpus=inf.num_gpus, threads=inf.torch_threads)
+    if inf.num_actors == 0:  # in this process, block by block
+        batches = pseudo_label_here((ray.get(block) for block in data.stored_pool.blocks), specs,
+                                    encode_batch_size=inf.encode_batch_size, threads=inf.torch_threads)
+    else:
+        import ray.data
+
+        ray.data.DataContext.get_current().enable_progress_bars = False
+        ds = pseudo_label(data.stored_pool.dataset(), specs, batch_size=inf.batch_size,
+                          encode_batch_size=inf.encode_batch_size, num_actors=inf.num_actors, num_cpus=inf.num_cpus,
+                          num_gpus=inf.num_gpus, threads=inf.torch_threads)
+        # Columns are picked by stream_selections, not by select_columns: that adds a Ray Data task needing
+        # a CPU slot, which a preset reserving the whole machine for learners and actors never frees.
+        # Blocks as they come (batch_size=None), not re-batched to Ray Data's default 256 rows: the
+        # driver sees every batch as soon as an actor has predicted it.
+        batches = ds.iter_batches(batch_format="pyarrow", batch_size=None)
     partners = {name: LEARNERS[1 - k] for k, name in enumerate(LEARNERS)} if cfg.mode == "cotrain" else None
     bar = progress(data.pool_size, "pseudo-label", "row")
-    # Columns are picked by stream_selections, not by select_columns: that adds a Ray Data task needing
-    # a CPU slot, which a preset reserving the whole machine for learners and actors never frees.
-    # Blocks as they come (batch_size=None), not re-batched to Ray Data's default 256 rows: the
-    # driver sees every batch as soon as an actor has predicted it.
-    seen = stream_selections(ds.iter_batches(batch_format="pyarrow", batch_size=None), chosen, partners=partners,
-                             done=bar.update)
+    seen = stream_selections(batches, chosen, partners=partners, done=bar.update)
     bar.close()
     seen.check(data.stored_pool)
     return dict(seen.nodes)

@@ -22,7 +22,7 @@ stream through in batches; nothing is materialised until the caller consumes the
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -172,6 +172,30 @@ def pseudo_label(ds: ray.data.Dataset, spec: ClassifierSpec | Mapping[str, Class
              text_column=text_column, num_threads=threads or max(1, int(num_cpus))),
         batch_size=batch_size, num_actors=num_actors, num_cpus=num_cpus, num_gpus=num_gpus,
     )
+
+
+def pseudo_label_here(tables: Iterable[pa.Table], spec: ClassifierSpec | Mapping[str, ClassifierSpec], *,
+                      text_column: str = "text", encode_batch_size: int = 64, threads: int = 0,
+                      sort_by_length: bool = True) -> Iterator[pa.Table]:
+    """``pseudo_label`` in this process, without Ray Data: each of ``tables`` with ``OUTPUT_COLUMNS``
+    added, in order, as the caller consumes them.
+
+    For a pool that an actor pool would cost more to start than to label: an actor is a process of
+    its own, with its imports and its load of the model, seconds before its first row (a laptop's
+    run, the smoke presets: co-training's ``inference.num_actors: 0``). The same ``PseudoLabelUDF``,
+    so the same predictions. ``threads``: torch threads while labelling (0 = as they are); the
+    caller's count is restored after.
+    """
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        udf = PseudoLabelUDF(spec, encode_batch_size=encode_batch_size, sort_by_length=sort_by_length,
+                             text_column=text_column, num_threads=threads or None)
+        for table in tables:
+            yield udf(table)
+    finally:
+        torch.set_num_threads(before)
 
 
 def _named(spec: ClassifierSpec | Mapping[str, ClassifierSpec]) -> dict[str | None, ClassifierSpec]:

@@ -47,9 +47,12 @@ class Phases:
             return sorted(self._rows, key=lambda row: row["start s"])
 
     def table(self) -> str:
-        """The phases as a markdown table: labels first, then phase, start and duration."""
+        """The phases as a markdown table: labels first, then phase, start and duration in seconds."""
         from .tables import markdown_table
 
-        rows = self.rows()
-        labels = list(dict.fromkeys(key for row in rows for key in row if key not in ("phase", "start s", "seconds")))
-        return markdown_table(rows, [*labels, "phase", "start s", "seconds"], digits=1)
+        times = ("start s", "seconds")
+        # Seconds as plain numbers to the hundredth (markdown_table would write a start of 9e-06 in
+        # scientific notation).
+        rows = [{**row, **{key: f"{row[key]:.2f}" for key in times}} for row in self.rows()]
+        labels = list(dict.fromkeys(key for row in rows for key in row if key not in ("phase", *times)))
+        return markdown_table(rows, [*labels, "phase", *times])

@@ -10,8 +10,11 @@ source_id``):
   language).
 
 With ``data.augment``, ``train_dataset`` streams the source rows through the Ray Data
-augmentation UDF (``xlt.augment``): each gets its views in list columns, made on the fly
-as Ray Train consumes the dataset. Full-translation views come from ``data.translator``:
+augmentation UDF (``xlt.augment``): each gets its views in list columns, made once, before
+training, and kept in the object store for every epoch (as pretraining keeps its annotated
+pairs). A row's views are a function of the seed and its id (reading 6 of ``xlt.augment``),
+so each epoch would make the same ones again, and a lazy dataset re-runs its actor pool (a
+process, its imports and dictionaries: seconds) every epoch. Full-translation views come from ``data.translator``:
 ``provided`` (the task's own translations, train split only), ``dictionary`` (word by word with
 the MUSE dictionaries) or ``seq2seq`` (a Hugging Face MarianMT / NLLB model, ``data.translator_model``,
 run in the UDF's actor pool). Partial views gloss a span and code-switching switches words, both
@@ -80,8 +83,9 @@ def full_translator(data: DataSettings, task: Task, langs: Sequence[str], dictio
 
 
 def train_dataset(data: DataSettings, task: Task, rows: list[dict[str, Any]]) -> ray.data.Dataset:
-    """``rows`` as a Ray dataset; with ``data.augment``, the source-language rows stream through
-    the augmentation UDF and the others get empty view columns (see the module docstring)."""
+    """``rows`` as a Ray dataset; with ``data.augment``, the source-language rows go through the
+    augmentation UDF once, here (Ray must be running), and the others get empty view columns (see
+    the module docstring)."""
     import pyarrow as pa
     import ray.data
 
@@ -90,7 +94,7 @@ def train_dataset(data: DataSettings, task: Task, rows: list[dict[str, Any]]) ->
     source = [r for r in rows if r["lang"] == task.source_lang]
     others = [r for r in rows if r["lang"] != task.source_lang]
     augmented = build_augmented_dataset(ray.data.from_items(source), data.augment, num_cpus=data.augment_cpus,
-                                        **augmentation_sources(data, task))
+                                        **augmentation_sources(data, task)).materialize()
     if not others:
         return augmented
     table = pa.Table.from_pylist(others)
