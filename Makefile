@@ -20,7 +20,7 @@ $(VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed
 
 demo: install
-	$(PY) jobs/cotrain.py --config configs/cotrain_sib200.yaml
+	$(PY) jobs/cotrain.py
 
 # One test at a time: two at once (pytest-xdist -n 2) took 30.5 min against ~29 serial on the 2-core
 # machine, which the suite already keeps busy (benchmarks/test_time.md).

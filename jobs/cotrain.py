@@ -1,7 +1,8 @@
 """Co-training on any task (Yu & Joty 2021, Alg. 1): an LM learner and a sentence-embedding learner
 exchange confident pseudo-labels on unlabelled target-language text; or self-training.
 
-    python jobs/cotrain.py                                   # configs/cotrain_sib200.yaml, offline
+    python jobs/cotrain.py                                   # configs/cotrain_demo.yaml (make demo), offline
+    python jobs/cotrain.py --config configs/cotrain_sib200.yaml    # every SIB-200 language and row
     python jobs/cotrain.py --config configs/cotrain_nusax.yaml
     python jobs/cotrain.py --config configs/cotrain_xnli.yaml      # a pool of sentence pairs
     python jobs/cotrain.py --set mode=self-train --set output_dir=results/cotrain/self-train
@@ -10,10 +11,10 @@ exchange confident pseudo-labels on unlabelled target-language text; or self-tra
     ray job submit --working-dir . -- python jobs/cotrain.py --config configs/cotrain_cluster.yaml
 
 Every iteration fits both learners (each learner's Ray Train run, started once for the whole job, serves
-its fits; checkpoints under ``<output_dir>/learners/<learner>``), evaluates them on every language, pseudo-labels
-the pool with an actor pool, selects and exchanges, and saves the loop state to
-``<output_dir>/state.json``: running the same command again resumes at the next iteration (a
-finished run only prints its results). Prints one line per iteration on stderr, then the
+its fits; checkpoints under ``<output_dir>/learners/<learner>``), evaluates them on every language,
+pseudo-labels the pool (an actor pool, or in the driver: ``inference.num_actors: 0``), selects and
+exchanges, and saves the loop state to ``<output_dir>/state.json``: running the same command again
+resumes at the next iteration (a finished run only prints its results). Prints one line per iteration on stderr, then the
 per-iteration and per-language tables on stdout; writes ``results.json``, ``results.md`` and
 ``accuracy_per_iteration.png`` into ``output_dir``. ``output_dir`` may be a URI (``s3://bucket/run``; see
 ``xlt.storage``): a job resubmitted on another node resumes from what is there.
@@ -36,7 +37,7 @@ from xlt.storage import join, staged
 from xlt.tracking import Tracker
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
-DEFAULT_PRESET = CONFIGS / "cotrain_sib200.yaml"
+DEFAULT_PRESET = CONFIGS / "cotrain_demo.yaml"
 SMOKE_PRESET = CONFIGS / "cotrain_smoke.yaml"
 
 

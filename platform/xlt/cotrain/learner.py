@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..engine import TRAIN_LOSS, FitService, OutputSettings
-from ..engine.reporting import MODEL_FILE
+from ..engine.reporting import read_model
 from ..storage import join
 from ..tasks import Task
 from ..train.config import DataSettings, FinetuneConfig
@@ -46,6 +46,7 @@ class Fit:
     metrics: dict[str, float]
     state: Any  # an ObjectRef to the classifier's state dict (xlt.inference.ClassifierSpec.state)
     nodes: list[str]
+    from_source: tuple[str, ...] = ()  # the frozen weights ``state`` leaves out (ClassifierSpec.from_source)
 
 
 def learner_config(name: str, cfg: LearnerConfig, task: Task, storage: str, rows: int) -> FinetuneConfig:
@@ -79,7 +80,6 @@ def fit(service: FitService, name: str, cfg: LearnerConfig, task: Task, rows: Se
     The engine names the split it evaluates ``val``; co-training evaluates its ``data.eval_split``
     there, named ``split`` (``val`` or ``test``)."""
     import ray
-    import torch
 
     if not rows:
         raise ValueError(f"learner {name!r} has no labelled rows to fit on")
@@ -89,6 +89,7 @@ def fit(service: FitService, name: str, cfg: LearnerConfig, task: Task, rows: Se
     metrics = {(f"{split}/{key[len('val/'):]}" if key.startswith("val/") else key): value
                for key, value in outcome.metrics.items()}
     with outcome.checkpoint.as_directory() as directory:
-        state = torch.load(Path(directory, MODEL_FILE), map_location="cpu", weights_only=True)
+        state, from_source = read_model(directory)
     return Fit({"train/loss": metrics[TRAIN_LOSS], "train/rows": float(len(rows)),
-                **{k: v for k, v in metrics.items() if k.startswith(f"{split}/")}}, ray.put(state), outcome.nodes)
+                **{k: v for k, v in metrics.items() if k.startswith(f"{split}/")}}, ray.put(state), outcome.nodes,
+               from_source)

@@ -192,7 +192,7 @@ def run_cotraining(cfg: CotrainConfig, *, data: CotrainData | None = None, stop_
             if iteration < cfg.iterations:
                 chosen = selections(state, cfg, data, iteration)
                 with phases("pseudo-label and select", iteration=iteration):
-                    nodes = predict(cfg, {name: fits[name].state for name in LEARNERS}, data, chosen)
+                    nodes = predict(cfg, fits, data, chosen)
                 with phases("exchange", iteration=iteration):
                     for name, stats in exchange(state, chosen, cfg, iteration).items():
                         records[name].update(stats)
@@ -262,18 +262,18 @@ def _train_row(received: dict[str, Any]) -> dict[str, Any]:
     return {key: received.get(key) for key in ("id", "text", "text_pair", "label", "lang")}
 
 
-def predict(cfg: CotrainConfig, states: dict[str, Any], data: CotrainData,
+def predict(cfg: CotrainConfig, fits: dict[str, Fit], data: CotrainData,
             chosen: dict[str, Selection]) -> dict[str, int]:
-    """Pseudo-label the whole pool with both learners' weights (``states[name]``: an ObjectRef to its
-    fit's ``state_dict``) in one pass of the ``xlt.inference`` actor pool (or in this process:
+    """Pseudo-label the whole pool with both learners' weights (``fits[name].state``: an ObjectRef to
+    its fit's weights) in one pass of the ``xlt.inference`` actor pool (or in this process:
     ``inference.num_actors: 0``), feeding each learner's selection as batches arrive; returns the
     rows each Ray node predicted."""
     import ray
 
     from ..inference import ClassifierSpec, pseudo_label, pseudo_label_here
 
-    specs = {name: ClassifierSpec(model=cfg.learner(name).model, labels=data.labels, state=state,
-                                  paired=data.task.paired) for name, state in states.items()}
+    specs = {name: ClassifierSpec(model=cfg.learner(name).model, labels=data.labels, state=fit.state,
+                                  paired=data.task.paired, from_source=fit.from_source) for name, fit in fits.items()}
     inf = cfg.inference
     if inf.num_actors == 0:  # in this process, block by block
         batches = pseudo_label_here((ray.get(block) for block in data.stored_pool.blocks), specs,

@@ -5,9 +5,11 @@ in-process run's in an ``InProcessTrainer``).
 A checkpoint is a directory:
 
 - ``model.pt``: the trained module's ``state_dict`` (fine-tuning: the classifier, encoder + head;
-  never DDP-wrapped names)
+  never DDP-wrapped names) without its frozen parameters, which are its model source's
+  (``xlt.models.trained_state``; ``read_model`` and ``TrainState.from_source`` name them)
 - ``train_state.pt``: optimizer and LR-scheduler state
-- ``state.json``: ``{"epoch": completed epochs, "global_step": optimizer steps so far}``
+- ``state.json``: ``{"epoch": completed epochs, "global_step": optimizer steps so far,
+  "from_source": the names model.pt leaves out}``
 - ``config.yaml``: the run's config (e.g. ``FinetuneConfig``: ``xlt.train.load_classifier`` rebuilds
   the model from it)
 - ``metrics.json``: the metrics reported with it (what a fit hands on without asking Ray Train's
@@ -36,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import torch
 
 from ..config import from_dict, read_yaml, save_config
+from ..models import trained_state
 from . import session
 
 if TYPE_CHECKING:
@@ -55,6 +58,7 @@ class TrainState:
     epoch: int
     global_step: int
     config: Any  # the run's config, e.g. a FinetuneConfig
+    from_source: tuple[str, ...] = ()  # the frozen parameters ``model`` leaves out (xlt.models.load_trained)
 
 
 def checkpoint_name(epoch: int, global_step: int) -> str:
@@ -66,10 +70,12 @@ def write_state(directory: str | Path, training: Training, cfg: Any) -> Path:
     ``directory`` (created if needed)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    torch.save(training.module.state_dict(), directory / MODEL_FILE)
+    model, from_source = trained_state(training.module)
+    torch.save(model, directory / MODEL_FILE)
     torch.save({"optimizer": training.optimizer.state_dict(), "scheduler": training.scheduler.state_dict()},
                directory / TRAIN_STATE_FILE)
-    (directory / STATE_FILE).write_text(json.dumps({"epoch": training.epoch, "global_step": training.global_step}))
+    (directory / STATE_FILE).write_text(json.dumps({"epoch": training.epoch, "global_step": training.global_step,
+                                                    "from_source": from_source}))
     save_config(cfg, directory / CONFIG_FILE)
     return directory
 
@@ -82,14 +88,24 @@ def read_state(directory: str | Path, config_cls: type) -> TrainState:
         raise FileNotFoundError(f"{directory} is not an xlt training checkpoint: missing {', '.join(missing)}")
     state = json.loads((directory / STATE_FILE).read_text())
     train_state = torch.load(directory / TRAIN_STATE_FILE, map_location="cpu", weights_only=True)
+    model, from_source = read_model(directory)
     return TrainState(
-        model=torch.load(directory / MODEL_FILE, map_location="cpu", weights_only=True),
+        model=model,
         optimizer=train_state["optimizer"],
         scheduler=train_state["scheduler"],
         epoch=int(state["epoch"]),
         global_step=int(state["global_step"]),
         config=from_dict(config_cls, read_yaml(directory / CONFIG_FILE)),
+        from_source=from_source,
     )
+
+
+def read_model(directory: str | Path) -> tuple[dict[str, torch.Tensor], tuple[str, ...]]:
+    """A checkpoint's weights without its optimizer state: ``model.pt`` and the names it leaves out
+    (``xlt.models.load_trained`` loads the pair into a module built from the run's model source)."""
+    directory = Path(directory)
+    left_out = json.loads((directory / STATE_FILE).read_text()).get("from_source", [])  # none before they were left out
+    return torch.load(directory / MODEL_FILE, map_location="cpu", weights_only=True), tuple(left_out)
 
 
 def latest_state(config_cls: type) -> TrainState | None:

@@ -27,6 +27,7 @@ import torch
 from torch import nn
 
 from ..eval.classification import metric_name
+from ..models import load_trained
 from .settings import OptimSettings
 
 if TYPE_CHECKING:
@@ -82,7 +83,7 @@ class Training:
 
     def restore(self, state: TrainState) -> int:
         """Load a checkpoint's state (weights, optimizer, schedule, counters); returns its step."""
-        self.module.load_state_dict(state.model)
+        load_trained(self.module, state.model, state.from_source)
         self.optimizer.load_state_dict(state.optimizer)
         self.scheduler.load_state_dict(state.scheduler)
         self.epoch, self.global_step = state.epoch, state.global_step

@@ -9,8 +9,9 @@ itself, from the same source), the label names, and where the ``state_dict`` is:
 - a ``ray.ObjectRef`` (``share_classifier(clf, cfg)``): the tensors are put once into the
   object store, and Ray moves them to whichever node an actor runs on. Nothing needs a shared
   filesystem; the object lives as long as the driver holds the spec;
-- a path (``share_classifier(clf, cfg, path=...)``, or a fine-tuning checkpoint's ``model.pt``):
-  every node must be able to read it (local disk of a one-node cluster, NFS, a mounted bucket);
+- a path (``share_classifier(clf, cfg, path=...)``, or a fine-tuning checkpoint's ``model.pt`` with
+  the frozen names it leaves out as ``from_source``: ``xlt.engine.reporting.read_model``): every
+  node must be able to read it (local disk of a one-node cluster, NFS, a mounted bucket);
 - ``None``: a fresh head, initialised from ``model.seed`` so that every actor builds the same
   one. Only for tests and throughput measurements, where label quality is irrelevant.
 
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..models import Classifier, EncoderConfig, load_encoder
+from ..models import Classifier, EncoderConfig, load_encoder, load_trained
 
 if TYPE_CHECKING:
     import ray
@@ -43,12 +44,15 @@ class ClassifierSpec:
             file readable on every node, a ``ray.ObjectRef`` to it in the object store, or
             ``None`` for a fresh head (tests, throughput).
         paired: the classifier reads ``(text, text_pair)`` items (``Classifier.paired``).
+        from_source: the names of the frozen parameters ``state`` leaves out, which the encoder
+            loaded from ``model.source`` already holds (a checkpoint's: ``xlt.models.load_trained``).
     """
 
     model: EncoderConfig
     labels: tuple[str, ...]
     state: str | ray.ObjectRef | None = None
     paired: bool = False
+    from_source: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, EncoderConfig):
@@ -57,6 +61,7 @@ class ClassifierSpec:
         if len(labels) < 2 or len(set(labels)) != len(labels) or not all(isinstance(x, str) for x in labels):
             raise ValueError(f"ClassifierSpec.labels must be at least two distinct strings, got {list(labels)}")
         object.__setattr__(self, "labels", labels)  # a list would make the frozen spec unhashable
+        object.__setattr__(self, "from_source", tuple(self.from_source))
         if isinstance(self.state, Path):
             object.__setattr__(self, "state", str(self.state))
         if self.state is not None and not isinstance(self.state, str):
@@ -116,7 +121,7 @@ def load_classifier(spec: ClassifierSpec) -> Classifier:
         classifier = Classifier(encoder, spec.labels, paired=spec.paired)
     if state is not None:
         try:
-            classifier.load_state_dict(state)
+            load_trained(classifier, state, spec.from_source)
         except RuntimeError as e:
             raise ValueError(f"the state dict in {_where(spec.state)} does not fit a Classifier over "
                              f"{spec.model.source!r} with {len(spec.labels)} labels: was the spec built with the "

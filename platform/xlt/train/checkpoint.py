@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..engine import TrainState, read_state
-from ..models import Classifier, load_encoder
+from ..models import Classifier, load_encoder, load_trained
 from .config import FinetuneConfig
 
 
@@ -19,5 +19,5 @@ def load_classifier(directory: str | Path) -> Classifier:
     state = read_checkpoint(directory)
     classifier = Classifier(load_encoder(state.config.model), state.config.task.labels,
                             paired=state.config.task.paired)
-    classifier.load_state_dict(state.model)
+    load_trained(classifier, state.model, state.from_source)
     return classifier.eval()
