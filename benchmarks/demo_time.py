@@ -78,8 +78,8 @@ def main() -> None:
     print("### Wall time per iteration\n\n" + markdown_table(per_iteration, digits=1))
     for label, rows in phases.items():
         print(f"\n### Phases: {label}\n\n" + markdown_table(
-            [{"iteration": r.get("iteration"), "phase": r["phase"], "start s": r["start s"], "seconds": r["seconds"]}
-             for r in rows], digits=1))
+            [{"iteration": r.get("iteration"), "phase": r["phase"], "start s": f"{r['start s']:.1f}",
+              "seconds": f"{r['seconds']:.1f}"} for r in rows]))  # plain seconds, never 9e-06
     print("\n### Test accuracy per language (first and last iteration)\n\n" + markdown_table(accuracy))
 
 

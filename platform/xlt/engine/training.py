@@ -5,7 +5,7 @@ Pieces, each usable without Ray (tests, ``benchmarks/train_overhead.py``):
 - ``Training``: the module that is saved and evaluated, the module the step calls (DDP-wrapped
   under Ray Train with several workers), AdamW, the schedule, the epoch and step counters;
   ``restore`` loads a checkpoint's ``TrainState`` into it.
-- ``build_training``: AdamW with weight decay on matrices only and a linear schedule with warmup
+- ``build_training``: AdamW (fused) with weight decay on matrices only and a linear schedule with warmup
   over ``epochs × steps_per_epoch`` optimizer steps.
 - ``accumulation_step``: one optimizer step over ``grad_accum_steps`` micro-batches. Each
   micro-batch's loss is divided by the number of micro-batches of the step, so the gradient is
@@ -100,7 +100,10 @@ def build_training(module: nn.Module, optim: OptimSettings, steps_per_epoch: int
     from transformers import get_linear_schedule_with_warmup
 
     model = prepare(step_module if step_module is not None else module)
-    optimizer = torch.optim.AdamW(param_groups(module, optim.weight_decay), lr=optim.lr)
+    # Fused: one kernel per parameter group and step (CPU and CUDA) instead of a chain of for-each
+    # tensor operations: 5.5× faster on e5-small's 21.5 M trained weights on 2 cores, the same
+    # weights to float rounding (9e-8 after 21 steps; benchmarks/adamw_step.json).
+    optimizer = torch.optim.AdamW(param_groups(module, optim.weight_decay), lr=optim.lr, fused=True)
     total = steps_per_epoch * optim.epochs
     scheduler = get_linear_schedule_with_warmup(optimizer, round(optim.warmup_ratio * total), total)
     return training_class(module, model, optimizer, scheduler, **extra)
