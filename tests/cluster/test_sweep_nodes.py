@@ -17,18 +17,21 @@ from conftest import REPO
 
 pytestmark = pytest.mark.cluster
 
-EPOCHS = 4
+EPOCHS = 8  # an epoch of 48 rows takes about a second: enough of them that a trial is still running when seen
 
 
-def epoch_reports(out: Path, epoch: int) -> dict[str, dict]:
-    """Trial id -> the metrics its Ray Train run reported with the checkpoint of ``epoch`` (written
-    into the trial's directory as the run goes; Tune's own result files reach storage later)."""
-    found = {}
-    for path in out.glob(f"trial_*/finetune/epoch{epoch:03d}-*/metrics.json"):
+def epoch_reports(out: Path) -> dict[str, dict[int, dict]]:
+    """Trial id -> {epoch: the metrics its Ray Train run reported with that epoch's checkpoint}, for
+    the checkpoints in the trial's directory now (written as the run goes; older ones are removed
+    as newer come, and Tune's own result files reach storage later)."""
+    found: dict[str, dict[int, dict]] = {}
+    for path in out.glob("trial_*/finetune/epoch*-*/metrics.json"):
         try:
-            found[path.parts[-4].removeprefix("trial_")] = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):  # being written
-            pass
+            metrics = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):  # being written, or removed
+            continue
+        epoch = int(path.parent.name.removeprefix("epoch").split("-")[0])
+        found.setdefault(path.parts[-4].removeprefix("trial_"), {})[epoch] = metrics
     return found
 
 
@@ -45,21 +48,28 @@ def test_a_sweep_spreads_its_trials_and_survives_a_lost_node(head, data_dir, tmp
     log = tmp_path / "job.log"
     with open(log, "w") as sink:
         job = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, cwd=REPO, env=head.env)
-    # Both trials have reported (and checkpointed) their first epoch: the node of one's training
-    # worker fails. The trials' own processes may be there too: then Tune runs them again.
+    # Both trials have reported (and checkpointed) an epoch, and one is still training: the node of
+    # its training worker fails. The trials' own processes may be there too: then Tune runs them again.
     deadline = time.monotonic() + 300
-    while len(starts := epoch_reports(out, 1)) < 2:
+    first_nodes: dict[str, str] = {}  # trial -> the node of its first epoch seen
+    while True:
+        reports = epoch_reports(out)
+        for trial, epochs in reports.items():
+            first_nodes.setdefault(trial, epochs[min(epochs)]["nodes"])
+        running = [trial for trial, epochs in reports.items() if max(epochs) < EPOCHS - 1]
+        if len(first_nodes) == 2 and running:
+            break
         assert job.poll() is None and time.monotonic() < deadline, log.read_text()[-4000:]
         time.sleep(0.2)
-    trial = min(starts)
-    lost = starts[trial]["nodes"]
+    trial = min(running, key=lambda t: max(reports[t]))
+    lost = reports[trial][max(reports[trial])]["nodes"]
     next(node for node in workers if ids[node.name] == lost).kill()
     job.wait(timeout=600)
     logs = log.read_text()
     assert job.returncode == 0, logs[-4000:]
 
     # The two trials trained side by side, on two different worker nodes (one each: a rank each).
-    used = [r["nodes"] for r in starts.values()]
+    used = list(first_nodes.values())
     assert len(set(used)) == 2 and set(used) <= {ids[w.name] for w in workers}, used
     result = json.loads((out / "results.json").read_text())
     assert [t["status"] for t in result["trials"]] == ["TERMINATED"] * 2, result["trials"]
