@@ -18,6 +18,8 @@ computed later without running the model again.
 Why an actor pool: the pool U can be far larger than memory and the model is expensive to
 load, so each actor loads the classifier once (``PseudoLabelUDF.__init__``) and the rows
 stream through in batches; nothing is materialised until the caller consumes the dataset.
+``pseudo_label_here`` runs the same UDF in the caller's process, for pools that an actor would
+take longer to start for than to label.
 """
 
 from __future__ import annotations

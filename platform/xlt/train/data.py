@@ -14,10 +14,10 @@ augmentation UDF (``xlt.augment``): each gets its views in list columns, made on
 training, and kept in the object store for every epoch (as pretraining keeps its annotated
 pairs). A row's views are a function of the seed and its id (reading 6 of ``xlt.augment``),
 so each epoch would make the same ones again, and a lazy dataset re-runs its actor pool (a
-process, its imports and dictionaries: seconds) every epoch. Full-translation views come from ``data.translator``:
-``provided`` (the task's own translations, train split only), ``dictionary`` (word by word with
-the MUSE dictionaries) or ``seq2seq`` (a Hugging Face MarianMT / NLLB model, ``data.translator_model``,
-run in the UDF's actor pool). Partial views gloss a span and code-switching switches words, both
+process, its imports and dictionaries: seconds) every epoch. Full-translation views come from
+``data.translator``: ``provided`` (the task's own translations, train split only),
+``dictionary`` (word by word with the MUSE dictionaries) or ``seq2seq`` (a Hugging Face
+MarianMT / NLLB model, ``data.translator_model``, run in the UDF's actor pool). Partial views gloss a span and code-switching switches words, both
 with MUSE (``<data_dir>/muse``). Translate-train rows are already in a target language and carry
 empty view lists, so the dataset has one schema.
 
