@@ -85,10 +85,11 @@ def job_overrides(args: argparse.Namespace) -> list[str]:
     return args.overrides + ([f"data.data_dir={args.data_dir}"] if args.data_dir else [])
 
 
-def init_ray(address: str | None = None, verbose: bool = False) -> None:
-    """Connect to ``address`` or ``$RAY_ADDRESS``; otherwise start a local Ray. Not ``ray.init()``'s
-    default, which attaches to whichever cluster this machine started last. Every worker process
-    runs ``xlt.logs.setup_worker`` first, so that it is as quiet as the driver (``xlt.logs.configure_logging``)."""
+def init_ray(address: str | None = None, verbose: bool = False, num_cpus: int | None = None) -> None:
+    """Connect to ``address`` or ``$RAY_ADDRESS``; otherwise start a local Ray (of ``num_cpus``
+    CPUs; by default the machine's). Not ``ray.init()``'s default, which attaches to whichever
+    cluster this machine started last. Every worker process runs ``xlt.logs.setup_worker`` first,
+    so that it is as quiet as the driver (``xlt.logs.configure_logging``)."""
     import ray
 
     address = address or os.environ.get("RAY_ADDRESS")
@@ -105,4 +106,4 @@ def init_ray(address: str | None = None, verbose: bool = False) -> None:
         # One machine is never preempted: no preemption-watcher actor per Ray Train run (one process
         # fewer to start per fit, and no core-worker error about its restartable arguments).
         env_vars["RAY_TRAIN_ENABLE_PREEMPTION_WATCHER"] = "0"
-        ray.init(address="local", include_dashboard=False, **options)
+        ray.init(address="local", include_dashboard=False, num_cpus=num_cpus, **options)

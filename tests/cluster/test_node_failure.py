@@ -1,7 +1,8 @@
 """A co-training job on a multi-node cluster (``cluster.harness``): where its parts run, and losing
 two worker nodes and then its driver in the middle of it (one job carries all three). Resubmitted
-after losing its driver, it resumes from what is on the object store, and its final state equals
-an uninterrupted run's on a single-node Ray.
+after losing its driver, from another working directory, it resumes from what is on the object
+store, and its final state equals an uninterrupted run's on a single-node Ray. (The co-training
+job's kill-and-resume test: this one; resuming in process, tests/cotrain/test_loop.py.)
 
 Jobs go in through ``ray job submit`` without an uploaded checkout (``--working-dir .``): on one
 machine every node unpacks it into the same session directory, replacing the one the driver runs
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -84,8 +86,9 @@ def test_a_job_spreads_over_the_worker_nodes_and_survives_losing_two_nodes_and_i
     pseudo-labelling actor's node while the pool streams through it (Ray Data restarts the actor on
     the other spare); the driver (the job's entrypoint process on the head), once iteration 0 is
     saved on the store and iteration 1's LM fit has checkpointed an epoch. The job fails with its
-    driver; the same command submitted again resumes at iteration 1 from the store. The final state
-    is the uninterrupted single-node run's."""
+    driver; the same command submitted again, from another working directory, resumes at iteration
+    1 from the store and leaves its outputs there. The final state is the uninterrupted single-node
+    run's."""
     import psutil
 
     out = f"{s3}/cotrain"
@@ -148,10 +151,18 @@ def test_a_job_spreads_over_the_worker_nodes_and_survives_losing_two_nodes_and_i
     first.wait(timeout=120)
     assert first.returncode != 0  # the job failed with its driver
     assert re.search(r"resuming after epoch [12] ", log.read_text()), log.read_text()[-4000:]  # not from scratch
+    assert state(out)["iteration"] == 1  # killed within iteration 1: iteration 0 is saved, iteration 1 is not
 
-    _, again = head.submit({"env_vars": job_env}, entrypoint, working_dir=False)
+    # Submitted again from another working directory: nothing local survives, only what is on the store.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    _, again = head.submit({"env_vars": job_env}, ["sh", "-c", f"cd {elsewhere} && {shlex.join(entrypoint)}"],
+                           working_dir=False)
     assert again.returncode == 0, (again.stdout + again.stderr)[-4000:]
     assert f"resuming {out} at iteration 1" in again.stdout + again.stderr
+    for name in ("results.json", "results.md", "config.yaml"):
+        assert read_text(join(out, name)), name
+    assert f"{out}/results.json" in again.stdout  # the job's last lines name its outputs
 
     (spare,) = [ids[node.name] for node in lm_hosts if ids[node.name] != lost["lm"]]
     fits = {(h["learner"], h["iteration"]): h["nodes"]["fit"] for h in history(out)}

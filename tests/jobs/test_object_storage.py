@@ -2,7 +2,7 @@
 variables): ``jobs/pretrain.py --smoke`` end to end (its table, epoch lines, results, checkpoints,
 encoder export and tracking), its checkpoints, encoder and results on ``s3://``; fine-tuning loads
 that encoder from the store, writes its run there, and is resumed from the store by a job started in
-another working directory. (Co-training on the store: tests/jobs/test_cotrain.py.)"""
+another working directory. (Co-training on the store: tests/cluster/test_node_failure.py.)"""
 
 from __future__ import annotations
 
