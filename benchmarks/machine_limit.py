@@ -31,24 +31,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "platform")]
 
 from machine import cpu_model  # noqa: E402
-
-NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
-
-
-def cpu_flags() -> set[str]:
-    """The first CPU's feature flags from ``/proc/cpuinfo`` (empty where there is none)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
-
-
-def native_bf16(flags: set[str] | None = None) -> bool:
-    """Whether the CPU computes bf16 dot products natively (AVX-512 BF16 or AMX)."""
-    return bool((cpu_flags() if flags is None else flags) & set(NATIVE_BF16_FLAGS))
+from xlt.hardware import NATIVE_BF16_FLAGS, cpu_flags, native_bf16  # noqa: E402
 
 
 def gemm_gflops(dtype: str, n: int = 1024, repeats: int = 5, threads: int | None = None) -> float:

@@ -119,6 +119,9 @@ def test_a_cluster_too_small_to_hold_learners_and_actors_at_once_is_named(monkey
     assert here.footprint() == {"CPU": 3.0, "GPU": 0.0}
     with pytest.raises(ConfigError, match=r"inference\.num_actors=-1 is not valid: expected an integer >= 0 \(0 = in"):
         load_cotrain_config(None, [TINY_TASK_OVERRIDE, "inference.num_actors=-1"])
+    assert here.inference.precision == "auto"  # bf16 autocast where the CPU has it (xlt.hardware)
+    with pytest.raises(ConfigError, match=r"inference\.precision='fp16' is not valid: expected auto or fp32 or bf16"):
+        load_cotrain_config(None, [TINY_TASK_OVERRIDE, "inference.precision=fp16"])
 
 
 def test_custom_resources_of_learner_workers_count_in_the_footprint():

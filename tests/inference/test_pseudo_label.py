@@ -207,3 +207,16 @@ def test_spec_validation_and_mismatched_state(path_spec: ClassifierSpec, tmp_pat
         load_classifier(ClassifierSpec(MODEL, LABELS, str(tmp_path / "missing.pt")))
     with pytest.raises(ValueError, match="does not fit a Classifier over 'tiny:bert' with 4 labels"):
         load_classifier(ClassifierSpec(MODEL, LABELS + ("news",), path_spec.state))
+
+
+def test_bf16_autocast_keeps_the_labels_and_bad_precision_is_refused(classifier: Classifier,
+                                                                     path_spec: ClassifierSpec) -> None:
+    # Forced bf16 (emulated where the CPU lacks it: slow, but the same arithmetic) against fp32, the
+    # default: the labels of these well-separated rows agree, the probabilities to bf16's precision.
+    exact = PseudoLabelUDF(path_spec)(batch_of(TEXTS))
+    bf16 = PseudoLabelUDF(path_spec, precision="bf16")(batch_of(TEXTS))
+    assert bf16.column("pseudo_label").equals(exact.column("pseudo_label"))
+    a, b = (np.asarray(t.column("probabilities").to_pylist()) for t in (exact, bf16))
+    assert 0 < np.abs(a - b).max() < 0.05  # bf16 did run (not bit-equal), and kept its 8 bits of mantissa
+    with pytest.raises(Exception, match="precision='fp16' is not valid: expected auto or fp32 or bf16"):
+        PseudoLabelUDF(path_spec, precision="fp16")

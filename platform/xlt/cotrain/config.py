@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Iterable, Literal
 
 from ..config import check, from_dict, load_config, read_yaml
+from ..hardware import PRECISIONS
 from ..losses import ObjectiveConfig
 from ..models import EncoderConfig
 from ..tasks import TaskConfig
@@ -86,7 +87,8 @@ class InferenceSettings:
     learners' runs have ended when the pool runs, so an actor may use their cores).
     ``num_actors: 0`` labels in the driver's process instead, block by block, on ``threads``
     threads, reserving nothing (``xlt.inference.pseudo_label_here``): for a pool too small to pay
-    for an actor's start-up (the smoke presets)."""
+    for an actor's start-up (the smoke presets). ``precision``: ``auto`` (bf16 autocast on a CPU with
+    native bf16, else fp32: ``xlt.hardware``), ``fp32`` or ``bf16``."""
 
     batch_size: int = 256
     encode_batch_size: int = 64
@@ -94,6 +96,7 @@ class InferenceSettings:
     num_cpus: float = 1.0
     num_gpus: float = 0.0
     threads: int = 0
+    precision: str = "auto"
 
     def __post_init__(self) -> None:
         check(self.batch_size >= 1, "inference.batch_size", self.batch_size, "an integer >= 1")
@@ -101,6 +104,7 @@ class InferenceSettings:
         check(self.num_actors >= 0, "inference.num_actors", self.num_actors,
               "an integer >= 0 (0 = in the driver's process)")
         check(self.threads >= 0, "inference.threads", self.threads, "an integer >= 0 (0 = from num_cpus)")
+        check(self.precision in PRECISIONS, "inference.precision", self.precision, " or ".join(PRECISIONS))
 
     @property
     def torch_threads(self) -> int:

@@ -31,6 +31,7 @@ import numpy as np
 
 from ..config import check
 from ..data.ray_data import map_with_actor_pool
+from ..hardware import PRECISIONS, autocast, resolve_precision
 from ..placement import this_node
 from .spec import ClassifierSpec, load_classifier
 
@@ -62,6 +63,9 @@ class PseudoLabelUDF:
     ``sort_by_length`` the texts of a batch are encoded in length order, so each sub-batch pads
     to its own longest text (length bucketing; results are returned in input order either way).
 
+    ``precision``: ``fp32``, ``bf16`` or ``auto`` (bf16 autocast where the CPU has native bf16:
+    ``xlt.hardware``); the default is exact fp32, co-training's ``inference.precision`` is ``auto``.
+
     ``num_threads``: torch intra-op threads of this actor; ``pseudo_label`` sets it from the
     CPUs reserved per actor so that actors sharing a node do not oversubscribe its cores
     (torch would otherwise start one thread per core in every actor). ``None`` leaves torch's
@@ -80,16 +84,18 @@ class PseudoLabelUDF:
 
     def __init__(self, spec: ClassifierSpec | Mapping[str, ClassifierSpec], *, encode_batch_size: int = 64,
                  sort_by_length: bool = True, text_column: str = "text", pair_column: str = "text_pair",
-                 num_threads: int | None = None) -> None:
+                 num_threads: int | None = None, precision: str = "fp32") -> None:
         import torch
 
         check(encode_batch_size >= 1, "encode_batch_size", encode_batch_size, "an integer >= 1")
+        check(precision in PRECISIONS, "precision", precision, " or ".join(PRECISIONS))
         specs = _named(spec)
         if num_threads is not None:
             check(num_threads >= 1, "num_threads", num_threads, "an integer >= 1, or None")
             torch.set_num_threads(num_threads)
         device = "cuda" if torch.cuda.is_available() else "cpu"
         self.classifiers = {name: load_classifier(s).to(device) for name, s in specs.items()}
+        self.device, self.precision = device, resolve_precision(precision, device)
         self.encode_batch_size, self.sort_by_length, self.text_column = encode_batch_size, sort_by_length, text_column
         self.pair_column = pair_column if next(iter(specs.values())).paired else None
         self.node = this_node()
@@ -115,7 +121,8 @@ class PseudoLabelUDF:
         items = sides[0] if len(sides) == 1 else list(zip(*sides))
         added = {}
         for name, classifier in self.classifiers.items():
-            pred = classifier.predict(items, batch_size=self.encode_batch_size, sort_by_length=self.sort_by_length)
+            with autocast(self.precision, self.device):
+                pred = classifier.predict(items, batch_size=self.encode_batch_size, sort_by_length=self.sort_by_length)
             probabilities = np.asarray(pred.probabilities, dtype=np.float32)  # (B, C)
             n, c = probabilities.shape
             added |= {
@@ -138,7 +145,8 @@ class PseudoLabelUDF:
 def pseudo_label(ds: ray.data.Dataset, spec: ClassifierSpec | Mapping[str, ClassifierSpec], *,
                  text_column: str = "text", batch_size: int = 256,
                  encode_batch_size: int = 64, num_actors: int | tuple[int, int] = 1, num_cpus: float = 1.0,
-                 num_gpus: float = 0.0, threads: int = 0, sort_by_length: bool = True) -> ray.data.Dataset:
+                 num_gpus: float = 0.0, threads: int = 0, sort_by_length: bool = True,
+                 precision: str = "fp32") -> ray.data.Dataset:
     """``ds`` with ``pseudo_label``, ``confidence``, ``probabilities`` per row (Yu & Joty 2021, Alg. 1).
 
     Implements ``(y_u, c_u) = f_θ(x_u)`` for every x_u of the unlabelled pool: y_u is the
@@ -156,7 +164,8 @@ def pseudo_label(ds: ray.data.Dataset, spec: ClassifierSpec | Mapping[str, Class
     pipeline stalls (see ``xlt.augment.build_augmented_dataset``).
 
     Each batch is encoded in sub-batches of ``encode_batch_size``; ``sort_by_length`` buckets
-    them by token length within the batch (less padding; the same predictions). Parallelism
+    them by token length within the batch (less padding; the same predictions); ``precision`` as
+    ``PseudoLabelUDF``'s. Parallelism
     needs several input blocks: a single block is processed by one actor. ``spec`` may name
     several classifiers (see ``PseudoLabelUDF``): each row then gets every one's prediction.
     """
@@ -171,14 +180,14 @@ def pseudo_label(ds: ray.data.Dataset, spec: ClassifierSpec | Mapping[str, Class
     return map_with_actor_pool(
         ds, PseudoLabelUDF,
         dict(spec=spec, encode_batch_size=encode_batch_size, sort_by_length=sort_by_length,
-             text_column=text_column, num_threads=threads or max(1, int(num_cpus))),
+             text_column=text_column, num_threads=threads or max(1, int(num_cpus)), precision=precision),
         batch_size=batch_size, num_actors=num_actors, num_cpus=num_cpus, num_gpus=num_gpus,
     )
 
 
 def pseudo_label_here(tables: Iterable[pa.Table], spec: ClassifierSpec | Mapping[str, ClassifierSpec], *,
                       text_column: str = "text", encode_batch_size: int = 64, threads: int = 0,
-                      sort_by_length: bool = True) -> Iterator[pa.Table]:
+                      sort_by_length: bool = True, precision: str = "fp32") -> Iterator[pa.Table]:
     """``pseudo_label`` in this process, without Ray Data: each of ``tables`` with ``OUTPUT_COLUMNS``
     added, in order, as the caller consumes them.
 
@@ -193,7 +202,7 @@ def pseudo_label_here(tables: Iterable[pa.Table], spec: ClassifierSpec | Mapping
     before = torch.get_num_threads()
     try:
         udf = PseudoLabelUDF(spec, encode_batch_size=encode_batch_size, sort_by_length=sort_by_length,
-                             text_column=text_column, num_threads=threads or None)
+                             text_column=text_column, num_threads=threads or None, precision=precision)
         for table in tables:
             yield udf(table)
     finally:

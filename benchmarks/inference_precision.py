@@ -1,0 +1,193 @@
+"""Inference precision on this CPU: the e5 encoder in fp32, under bf16 autocast, and dynamically
+quantised to int8, each timed on the same rows and checked against fp32's pseudo-labels.
+
+    python benchmarks/inference_precision.py                 # ~5 minutes on 2 idle cores
+    python benchmarks/inference_precision.py --rows-per-lang 8 --reps 1 --out /tmp/x.md   # a check
+
+What is measured:
+
+- **Rows**: the SIB-200 test split of every language present (``--rows-per-lang`` each, in file
+  order), pooled: mixed lengths and scripts, as a co-training pool is.
+- **Head**: a linear head fitted (full-batch AdamW, ``--head-steps``) on the fp32 embeddings of
+  the English train split, so that the labels compared are a trained classifier's, as
+  pseudo-labels are; every variant shares it (a pseudo-labelling pass runs the learner's head on
+  its encoder's features).
+- **Variants** of ``TextEncoder.encode`` (length-bucketed, ``--batch-size`` rows per forward pass,
+  ``--threads`` torch threads): ``fp32``; ``bf16 autocast`` (``torch.autocast("cpu",
+  torch.bfloat16)`` around the same call: matrix products in bf16, reductions and layer norms in
+  fp32), timed only where the CPU has native bf16 (``avx512_bf16`` or ``amx_bf16``; detected by
+  ``xlt.hardware.native_bf16``) unless ``--all-dtypes``; ``int8 dynamic`` (``torch.ao.quantization.
+  quantize_dynamic`` of every ``nn.Linear``: int8 weights, activations quantised per batch).
+- **Time**: one warm-up pass per variant, then ``--reps`` full passes, round-robin over the
+  variants (drift on a shared machine spreads over all of them); the median is reported, with the
+  best pass. rows/s as a fraction of the machine's limit (``benchmarks/machine_limit.py``: real
+  tokens × the encoder's forward FLOPs per token ÷ the GEMM FLOP/s of the same dtype and threads).
+- **Agreement**: per language, the share of rows whose label under the variant equals fp32's
+  (the issue's bar: ≥ 99 % in every language), the accuracy against the gold labels, and the
+  largest difference of a probability.
+
+Writes a markdown report (``--out``) and its figures as JSON beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import datetime as dt
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent / "platform")]
+
+from machine import cpu_model  # noqa: E402
+from machine_limit import encoder_flops_per_token, fraction_of_limit, gemm_gflops  # noqa: E402
+from xlt.hardware import native_bf16  # noqa: E402
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data-dir", help="the offline data root (default: $XLT_DATA_DIR, else ../shared/data)")
+    parser.add_argument("--model", default="bundled:multilingual-e5-small")
+    parser.add_argument("--max-length", type=int, default=128, help="the encoder's max_length (cotrain_sib200's)")
+    parser.add_argument("--rows-per-lang", type=int, default=204, help="test rows per language (all 204 by default)")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--head-steps", type=int, default=300)
+    parser.add_argument("--all-dtypes", action="store_true", help="time bf16 autocast without native bf16 too")
+    parser.add_argument("--out", type=Path, default=HERE / "inference_precision.md")
+    return parser.parse_args(argv)
+
+
+def fit_head(features, labels: list[int], classes: int, steps: int):
+    """A linear head on fixed features: full-batch AdamW on the cross-entropy, seeded."""
+    import torch
+
+    torch.manual_seed(0)
+    x, y = torch.from_numpy(features), torch.tensor(labels)
+    head = torch.nn.Linear(x.shape[1], classes)
+    optimizer = torch.optim.AdamW(head.parameters(), lr=1e-2)
+    for _ in range(steps):
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(head(x), y).backward()
+        optimizer.step()
+    return head.eval()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    import numpy as np
+    import torch
+
+    from xlt.data import read_sib200, resolve_data_dir, sib200_labels, sib200_languages
+    from xlt.models import EncoderConfig, load_encoder
+    from xlt.report import command_line, markdown_table
+
+    torch.set_num_threads(args.threads)
+    started, load_start = time.time(), os.getloadavg()[0]
+    root = resolve_data_dir(args.data_dir)
+    labels = sib200_labels(root)
+    index = {name: i for i, name in enumerate(labels)}
+    langs = sib200_languages(root)
+    rows = [e for lang in langs for e in read_sib200(root, lang, "test")[:args.rows_per_lang]]
+    texts, gold, row_langs = [e.text for e in rows], np.array([index[e.label] for e in rows]), [e.lang for e in rows]
+
+    encoder = load_encoder(EncoderConfig(source=args.model, max_length=args.max_length)).eval()
+    english = read_sib200(root, "en", "train")
+    head = fit_head(encoder.encode([e.text for e in english], batch_size=args.batch_size),
+                    [index[e.label] for e in english], len(labels), args.head_steps)
+
+    bf16 = native_bf16()
+    variants = {"fp32": (encoder, None)}
+    if bf16 or args.all_dtypes:
+        variants["bf16 autocast"] = (encoder, torch.bfloat16)
+    quantized = torch.ao.quantization.quantize_dynamic(copy.deepcopy(encoder), {torch.nn.Linear}, dtype=torch.qint8)
+    variants["int8 dynamic"] = (quantized, None)
+
+    def encode(name: str, subset: list[str]):
+        model, autocast = variants[name]
+        if autocast is None:
+            return model.encode(subset, batch_size=args.batch_size)
+        with torch.autocast("cpu", dtype=autocast):
+            return model.encode(subset, batch_size=args.batch_size)
+
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    features: dict[str, np.ndarray] = {}
+    for name in variants:
+        encode(name, texts[:args.batch_size])  # warm-up: kernels picked, memory touched
+    for _ in range(args.reps):
+        for name in variants:
+            start = time.perf_counter()
+            features[name] = encode(name, texts)
+            times[name].append(time.perf_counter() - start)
+
+    with torch.no_grad():
+        probs = {name: torch.softmax(head(torch.from_numpy(f)), dim=-1).numpy() for name, f in features.items()}
+    predicted = {name: p.argmax(axis=1) for name, p in probs.items()}
+    tokens = sum(encoder.text_lengths(texts))
+    flops = encoder_flops_per_token(args.model, round(tokens / len(texts)))["forward_flops_per_token"]
+    limit = {"fp32": gemm_gflops("float32", threads=args.threads)}
+    if "bf16 autocast" in variants:
+        limit["bf16 autocast"] = gemm_gflops("bfloat16", threads=args.threads)
+
+    table, figures = [], {}
+    for name in variants:
+        median = statistics.median(times[name])
+        rate = len(texts) / median
+        agree = {lang: float(np.mean([predicted[name][i] == predicted["fp32"][i] for i in range(len(texts))
+                                      if row_langs[i] == lang])) for lang in langs}
+        accuracy = {lang: float(np.mean([predicted[name][i] == gold[i] for i in range(len(texts))
+                                         if row_langs[i] == lang])) for lang in langs}
+        gflops = limit.get(name, limit["fp32"])  # int8 against the fp32 rate: what it replaces
+        figures[name] = {"seconds": times[name], "rows_per_s": rate, "speedup": statistics.median(times["fp32"]) / median,
+                         "fraction_of_limit": fraction_of_limit(rate, tokens / len(texts), flops, gflops),
+                         "agreement": agree, "accuracy": accuracy,
+                         "max_abs_prob_diff": float(np.abs(probs[name] - probs["fp32"]).max())}
+        f = figures[name]
+        table.append({"variant": name, "median s": f"{median:.2f}", "best s": f"{min(times[name]):.2f}",
+                      "rows/s": f"{rate:.1f}", "speed-up": f"{f['speedup']:.2f}",
+                      "fraction of limit": f"{f['fraction_of_limit']:.2f}",
+                      "least agreement with fp32 (language)": f"{min(agree.values()):.4f} ({min(agree, key=agree.get)})",
+                      "mean accuracy": f"{np.mean(list(accuracy.values())):.4f}",
+                      "max |Δ prob|": f"{f['max_abs_prob_diff']:.1e}"})
+
+    per_lang = [{"lang": lang, **{n: f"{figures[n]['agreement'][lang]:.4f} / {figures[n]['accuracy'][lang]:.3f}"
+                                  for n in variants}} for lang in langs]
+    command = command_line()
+    lines = [
+        "# Inference precision: fp32, bf16 autocast, int8 dynamic (issue 48)", "",
+        "Generated by `benchmarks/inference_precision.py`; rerun to refresh. Command:", "", "```", command, "```", "",
+        f"- Date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC; whole run {(time.time() - started) / 60:.1f} min",
+        f"- Machine: {cpu_model()}, {os.cpu_count()} cores, {args.threads} torch threads; native bf16: "
+        f"{'yes' if bf16 else 'no'}; torch {torch.__version__}",
+        f"- Load: 1-minute load average {load_start:.2f} at the start, {os.getloadavg()[0]:.2f} at the end",
+        f"- Rows: {len(texts)} SIB-200 test sentences of {len(langs)} languages ({args.rows_per_lang} each at most), "
+        f"{tokens:,} real tokens; `{args.model}`, max_length {args.max_length}, batches of {args.batch_size}, "
+        f"length-bucketed",
+        f"- Head: linear, fitted on the fp32 embeddings of {len(english)} English train sentences "
+        f"({args.head_steps} full-batch AdamW steps); fp32 test accuracy over the languages "
+        f"{np.mean(list(figures['fp32']['accuracy'].values())):.3f}",
+        f"- Limit: GEMM {', '.join(f'{k} {v:.0f} GFLOP/s' for k, v in limit.items())} on {args.threads} threads; "
+        f"{flops / 1e6:.1f} MFLOP per token forward (int8 counted against the fp32 rate)",
+        f"- Passes per variant: {args.reps}, round-robin after a warm-up; raw seconds: "
+        + "; ".join(f"{n} {'/'.join(f'{t:.2f}' for t in times[n])}" for n in variants), "",
+        markdown_table(table), "",
+        "### Per language: agreement with fp32 / accuracy", "",
+        markdown_table(per_lang), "",
+    ]
+    args.out.write_text("\n".join(lines))
+    args.out.with_suffix(".json").write_text(json.dumps(
+        {"command": command, "cpu": cpu_model(), "threads": args.threads, "native_bf16": bf16, "load_start": load_start,
+         "rows": len(texts), "tokens": tokens, "flops_per_token": flops, "gemm_gflops": limit, "variants": figures},
+        indent=2) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

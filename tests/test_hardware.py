@@ -1,0 +1,31 @@
+"""xlt.hardware: native bf16 read from the CPU's flags, and what each inference precision resolves to."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from xlt import hardware
+
+
+def test_native_bf16_is_read_from_the_flags():
+    assert hardware.native_bf16({"avx512f", "avx512_bf16"}) and hardware.native_bf16({"amx_bf16", "sse2"})
+    assert not hardware.native_bf16({"avx2", "avx512f", "fma"}) and not hardware.native_bf16(set())
+    assert hardware.native_bf16() == bool(hardware.cpu_flags() & {"avx512_bf16", "amx_bf16"})  # this machine's
+
+
+@pytest.mark.parametrize("native, cpu, cuda", [(True, "bf16", "fp32"), (False, "fp32", "fp32")])
+def test_auto_is_bf16_only_on_a_cpu_that_has_it(monkeypatch, native, cpu, cuda):
+    monkeypatch.setattr(hardware, "native_bf16", lambda flags=None: native)
+    assert hardware.resolve_precision("auto") == cpu and hardware.resolve_precision("auto", "cuda") == cuda
+    assert hardware.resolve_precision("fp32") == "fp32" and hardware.resolve_precision("bf16", "cuda") == "bf16"
+    with pytest.raises(ValueError, match="precision must be one of auto, fp32, bf16, got 'int8'"):
+        hardware.resolve_precision("int8")
+
+
+def test_autocast_runs_matrix_products_in_bf16_or_leaves_them_alone():
+    a, b = torch.randn(4, 8), torch.randn(8, 3)
+    with hardware.autocast("bf16"):
+        assert (a @ b).dtype == torch.bfloat16
+    with hardware.autocast("fp32"):
+        assert (a @ b).dtype == torch.float32
