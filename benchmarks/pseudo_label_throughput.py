@@ -1,4 +1,4 @@
-"""Pseudo-labelling throughput: the Ray actor-pool UDF vs a plain ``Classifier.predict`` loop.
+"""Pseudo-labelling throughput: the Ray actor-pool UDF and the in-driver pass vs a plain ``Classifier.predict`` loop.
 
 Run from the repository root on a quiet machine (a few minutes on 2 idle CPU cores):
 
@@ -16,13 +16,21 @@ not depend on the head's weights, so label quality is irrelevant here.
 
 1. plain loop: ``Classifier.predict`` over consecutive chunks of ``--batch-size`` rows, with
    sub-batches of ``--encode-batch-size`` (length-bucketed: ``predict`` always is), in this
-   process with ``--threads`` torch threads (default: every core);
-2. actor pool, length-bucketed: ``xlt.inference.pseudo_label`` with ``--actors`` actors, each
+   process with ``--threads`` torch threads (default: every core), under ``--precision``
+   (``xlt.hardware.autocast``): the bare ``torch.no_grad`` loop the others are held to;
+2. in the driver: ``xlt.inference.pseudo_label_here`` over the same blocks of ``--batch-size``
+   rows, on ``--threads`` threads (co-training's ``inference.num_actors: 0``);
+3. actor pool, length-bucketed: ``xlt.inference.pseudo_label`` with ``--actors`` actors, each
    reserving cores / actors CPUs (torch gets that many threads), the classifier shipped to them
    through the object store (``share_classifier``), same batch and sub-batch sizes; input
    ``ray.data.from_arrow`` in blocks of ``--batch-size`` rows (several blocks, or one actor
    would get all the work), consumed by the driver with ``iter_batches``;
-3. the same with ``sort_by_length=False`` (sub-batches in input order).
+4. the same with ``sort_by_length=False`` (sub-batches in input order).
+
+Every configuration runs at ``--precision`` (default ``auto``: bf16 autocast where the CPU has
+native bf16, as co-training's ``inference.precision``). rows/s is also a fraction of the machine's
+limit (``benchmarks/machine_limit.py``: real tokens × the encoder's forward FLOPs per token ÷ the
+GEMM FLOP/s of the precision's dtype on the same threads), and a ratio to the plain loop's.
 
 Every timed run is a full pass over the rows, wall clock. The plain loop gets one warm-up
 chunk first; an actor-pool run includes starting its actors and loading the model in each
@@ -56,6 +64,8 @@ import numpy as np
 import pyarrow as pa
 
 from machine import cpu_model  # noqa: E402  (benchmarks/machine.py)
+from machine_limit import encoder_flops_per_token, fraction_of_limit, gemm_gflops  # noqa: E402
+from xlt.hardware import PRECISIONS, autocast, native_bf16, resolve_precision
 from xlt.data import read_sib200, resolve_data_dir, sib200_labels, sib200_languages
 from xlt.report import command_line, markdown_table
 
@@ -77,6 +87,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1,
                    help="torch threads of the plain loop (default: every core)")
     p.add_argument("--seed", type=int, default=0, help="shuffle seed (default 0)")
+    p.add_argument("--precision", default="auto", choices=PRECISIONS,
+                   help="inference precision of every configuration (default auto: xlt.hardware)")
     p.add_argument("--out", type=Path, default=REPO / "benchmarks" / "pseudo_label_throughput.md")
     a = p.parse_args(argv)
     if min(a.rows, a.repeats, a.actors, a.batch_size, a.encode_batch_size, a.threads) < 1:
@@ -121,7 +133,8 @@ def run_plain(classifier, table: pa.Table, args: argparse.Namespace, config: Con
     texts, ids = table.column("text").to_pylist(), table.column("id").to_pylist()
     t0 = time.perf_counter()
     for lo in range(0, len(texts), args.batch_size):
-        pred = classifier.predict(texts[lo:lo + args.batch_size], batch_size=args.encode_batch_size)
+        with autocast(args.precision):
+            pred = classifier.predict(texts[lo:lo + args.batch_size], batch_size=args.encode_batch_size)
         config.labels.update(zip(ids[lo:lo + args.batch_size], pred.labels))
         config.probabilities.update(zip(ids[lo:lo + args.batch_size], pred.probabilities))
     config.walls.append(time.perf_counter() - t0)
@@ -135,10 +148,26 @@ def run_pool(spec, table: pa.Table, args: argparse.Namespace, config: Config, ac
     blocks = [table.slice(lo, args.batch_size) for lo in range(0, table.num_rows, args.batch_size)]
     ds = pseudo_label(ray.data.from_arrow(blocks), spec, batch_size=args.batch_size,
                       encode_batch_size=args.encode_batch_size, num_actors=args.actors, num_cpus=actor_cpus,
-                      sort_by_length=config.sort_by_length)
+                      sort_by_length=config.sort_by_length, precision=args.precision)
     t0, first = time.perf_counter(), None
     for batch in ds.iter_batches(batch_format="pyarrow", batch_size=None):
         if first is None:
+            first = time.perf_counter() - t0
+        ids = batch.column("id").to_pylist()
+        config.labels.update(zip(ids, batch.column("pseudo_label").to_pylist()))
+        config.probabilities.update(zip(ids, map(np.asarray, batch.column("probabilities").to_pylist())))
+    config.walls.append(time.perf_counter() - t0)
+    config.first_batch.append(first if first is not None else float("nan"))
+
+
+def run_here(spec, table: pa.Table, args: argparse.Namespace, config: Config) -> None:
+    from xlt.inference import pseudo_label_here
+
+    blocks = [table.slice(lo, args.batch_size) for lo in range(0, table.num_rows, args.batch_size)]
+    t0, first = time.perf_counter(), None
+    for batch in pseudo_label_here(blocks, spec, encode_batch_size=args.encode_batch_size, threads=args.threads,
+                                   precision=args.precision):
+        if first is None:  # the classifier built from the spec, then one block predicted
             first = time.perf_counter() - t0
         ids = batch.column("id").to_pylist()
         config.labels.update(zip(ids, batch.column("pseudo_label").to_pylist()))
@@ -189,12 +218,16 @@ def main(argv: list[str] | None = None) -> None:
         spec = share_classifier(classifier, model)  # the object store: no shared filesystem needed
         pool = f"{args.actors} actors x {max(1, int(actor_cpus))} threads"
         plain = Config("plain loop (Classifier.predict)", True, f"1 process x {args.threads} threads")
-        configs = [plain, Config("actor pool", True, pool), Config("actor pool", False, pool)]
-        classifier.predict(table.column("text").to_pylist()[:args.batch_size], batch_size=args.encode_batch_size)
+        here = Config("in the driver (pseudo_label_here)", True, f"1 process x {args.threads} threads")
+        configs = [plain, here, Config("actor pool", True, pool), Config("actor pool", False, pool)]
+        with autocast(args.precision):  # warm-up
+            classifier.predict(table.column("text").to_pylist()[:args.batch_size], batch_size=args.encode_batch_size)
         for rep in range(args.repeats):
             for c in configs:
                 if c is plain:
                     run_plain(classifier, table, args, c)
+                elif c is here:
+                    run_here(spec, table, args, c)
                 else:
                     run_pool(spec, table, args, c, actor_cpus)
                 order = "bucketed" if c.sort_by_length else "unsorted"
@@ -203,6 +236,10 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         ray.shutdown()
 
+    precision = resolve_precision(args.precision)
+    flops = encoder_flops_per_token(SOURCE, round(real / args.rows))["forward_flops_per_token"]
+    gflops = gemm_gflops("bfloat16" if precision == "bf16" else "float32", threads=args.threads)
+    plain_rate = args.rows / statistics.median(plain.walls)
     rows = []
     for c in configs:
         med = statistics.median(c.walls)
@@ -213,6 +250,8 @@ def main(argv: list[str] | None = None) -> None:
         rows.append({"run": c.name, "order": "length-bucketed" if c.sort_by_length else "unsorted",
                      "workers": c.workers, "median s": f"{med:.2f}", "rows/s (median)": f"{args.rows / med:.1f}",
                      "rows/s (best)": f"{args.rows / min(c.walls):.1f}",
+                     "× plain loop": f"{args.rows / med / plain_rate:.2f}",
+                     "fraction of limit": f"{fraction_of_limit(args.rows / med, real / args.rows, flops, gflops):.2f}",
                      "1st batch s": None if first is None else f"{first:.2f}",
                      "rows/s after 1st batch": None if after is None else f"{after:.1f}",
                      "padded tokens": f"{padded:,}", "padding share": f"{1 - real / padded:.1%}"})
@@ -233,19 +272,22 @@ def main(argv: list[str] | None = None) -> None:
         f"Data: {args.rows} SIB-200 train sentences of {len(langs)} languages, shuffled (seed {args.seed}): "
         + ", ".join(f"{k} {v}" for k, v in by_lang.items()),
         f"Tokens: {real:,} real (mean {lengths.mean():.1f}, max {lengths.max()} per text)",
+        f"Precision: {args.precision} → {precision} (native bf16: {'yes' if native_bf16() else 'no'}); limit: "
+        f"{'bf16' if precision == 'bf16' else 'fp32'} GEMM {gflops:.0f} GFLOP/s on {args.threads} threads, "
+        f"{flops / 1e6:.1f} MFLOP per token forward",
         f"Batches: {args.batch_size} rows per UDF call / predict chunk, {args.encode_batch_size} per forward pass; "
         f"actors reserve {actor_cpus:g} CPUs each on `ray.init(num_cpus={cores})`; the state dict reaches them "
         "through the object store",
         f"Protocol: timed passes per configuration: {args.repeats}, round-robin; actor-pool passes include "
-        "actor start-up and model loading; 'after 1st batch' excludes it (approximately: the rows of the first "
+        "actor start-up and model loading, in-driver passes the model's loading from the spec; 'after 1st batch' excludes it (approximately: the rows of the first "
         "output block)",
         "Raw times (s): " + "; ".join(
             f"{c.name} {'bucketed' if c.sort_by_length else 'unsorted'} " + "/".join(f"{t:.2f}" for t in c.walls)
             for c in configs),
     ]
-    checks = [compare(plain, configs[1]), compare(configs[1], configs[2])]
+    checks = [compare(plain, here), compare(plain, configs[2]), compare(configs[2], configs[3])]
     md = "\n".join([
-        "# Pseudo-labelling throughput: actor-pool UDF vs plain loop", "",
+        "# Pseudo-labelling throughput: actor-pool UDF and in-driver pass vs plain loop", "",
         "Generated by `benchmarks/pseudo_label_throughput.py`; rerun to refresh. Command:", "",
         "```", command_line(), "```", "",
         *[f"- {fact}" for fact in facts], "",
