@@ -14,9 +14,11 @@ def test_native_bf16_is_read_from_the_flags():
     assert hardware.native_bf16() == bool(hardware.cpu_flags() & {"avx512_bf16", "amx_bf16"})  # this machine's
 
 
-@pytest.mark.parametrize("native, cpu, cuda", [(True, "bf16", "fp32"), (False, "fp32", "fp32")])
-def test_auto_is_bf16_only_on_a_cpu_that_has_it(monkeypatch, native, cpu, cuda):
+@pytest.mark.parametrize("native, pays, cpu, cuda", [(True, True, "bf16", "fp32"), (True, False, "fp32", "fp32"),
+                                                     (False, True, "fp32", "fp32")])
+def test_auto_is_bf16_only_on_a_cpu_that_has_it_and_where_it_is_faster(monkeypatch, native, pays, cpu, cuda):
     monkeypatch.setattr(hardware, "native_bf16", lambda flags=None: native)
+    monkeypatch.setattr(hardware, "bf16_pays", lambda: pays)
     assert hardware.resolve_precision("auto") == cpu and hardware.resolve_precision("auto", "cuda") == cuda
     assert hardware.resolve_precision("fp32") == "fp32" and hardware.resolve_precision("bf16", "cuda") == "bf16"
     with pytest.raises(ValueError, match="precision must be one of auto, fp32, bf16, got 'int8'"):
@@ -29,3 +31,8 @@ def test_autocast_runs_matrix_products_in_bf16_or_leaves_them_alone():
         assert (a @ b).dtype == torch.bfloat16
     with hardware.autocast("fp32"):
         assert (a @ b).dtype == torch.float32
+
+
+def test_bf16_pays_is_timed_once_per_process():
+    assert isinstance(hardware.bf16_pays(n=64, repeats=1), bool)
+    assert hardware.bf16_pays.cache_info().currsize >= 1  # later calls read the first answer

@@ -6,7 +6,10 @@ without either, torch emulates bf16 matrix products through fp32 at a fraction o
 
 ``autocast(precision, device)``: the context a forward pass of inference runs in. ``fp32`` is none;
 ``bf16`` is ``torch.autocast`` with bfloat16 (matrix products in bf16, reductions, softmax and layer
-norms in fp32); ``auto`` is ``bf16`` on a CPU with native bf16 and ``fp32`` everywhere else. On the
+norms in fp32); ``auto`` is ``bf16`` on a CPU with native bf16 where a bf16 matrix product also
+runs faster than an fp32 one (``bf16_pays``: timed once per process, some 20 ms; the issue's first
+look on an Intel kind listing avx512_bf16 had its bf16 GEMM at 90 GFLOP/s against fp32's 251), and
+``fp32`` everywhere else. On the
 2-core AMD EPYC with avx512_bf16, e5-small's pseudo-labels under bf16 autocast agreed with fp32's on
 99.5-100 % of SIB-200 test rows in each of 10 languages, at 1.90x the rows/s
 (``benchmarks/inference_precision.md``); GPUs are left at fp32 until measured the same way.
@@ -15,6 +18,8 @@ norms in fp32); ``auto`` is ``bf16`` on a CPU with native bf16 and ``fp32`` ever
 from __future__ import annotations
 
 import contextlib
+import functools
+import time
 from pathlib import Path
 from typing import ContextManager
 
@@ -38,12 +43,32 @@ def native_bf16(flags: set[str] | None = None) -> bool:
     return bool((cpu_flags() if flags is None else flags) & set(NATIVE_BF16_FLAGS))
 
 
+@functools.lru_cache(maxsize=None)
+def bf16_pays(n: int = 512, repeats: int = 3) -> bool:
+    """Whether an ``n × n`` bf16 matrix product runs faster than the fp32 one here, on torch's
+    current threads: best of ``repeats`` after a warm-up each. Flags say what the CPU can do, not
+    whether torch's kernels make it pay."""
+    import torch
+
+    def best(dtype: torch.dtype) -> float:
+        a, b = torch.randn(n, n).to(dtype), torch.randn(n, n).to(dtype)
+        torch.mm(a, b)
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            torch.mm(a, b)
+            times.append(time.perf_counter() - start)
+        return min(times)
+
+    return best(torch.bfloat16) < best(torch.float32)
+
+
 def resolve_precision(precision: str, device: str = "cpu") -> str:
     """``fp32`` or ``bf16``: what ``precision`` (one of ``PRECISIONS``) means on ``device`` here."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     if precision == "auto":
-        return "bf16" if device == "cpu" and native_bf16() else "fp32"
+        return "bf16" if device == "cpu" and native_bf16() and bf16_pays() else "fp32"
     return precision
 
 
