@@ -140,17 +140,16 @@ def run_plain(classifier, table: pa.Table, args: argparse.Namespace, config: Con
     config.walls.append(time.perf_counter() - t0)
 
 
-def run_pool(spec, table: pa.Table, args: argparse.Namespace, config: Config, actor_cpus: float) -> None:
-    import ray.data
+def blocks_of(table: pa.Table, args: argparse.Namespace) -> list[pa.Table]:
+    return [table.slice(lo, args.batch_size) for lo in range(0, table.num_rows, args.batch_size)]
 
-    from xlt.inference import pseudo_label
 
-    blocks = [table.slice(lo, args.batch_size) for lo in range(0, table.num_rows, args.batch_size)]
-    ds = pseudo_label(ray.data.from_arrow(blocks), spec, batch_size=args.batch_size,
-                      encode_batch_size=args.encode_batch_size, num_actors=args.actors, num_cpus=actor_cpus,
-                      sort_by_length=config.sort_by_length, precision=args.precision)
+def consume(batches, config: Config) -> None:
+    """Time a pass over the lazily labelled ``batches``, from its start to its last batch and to its
+    first (for the actor pool: its actors started; in the driver: the classifier built from the spec,
+    then one block predicted), keeping each row's label and probabilities."""
     t0, first = time.perf_counter(), None
-    for batch in ds.iter_batches(batch_format="pyarrow", batch_size=None):
+    for batch in batches:
         if first is None:
             first = time.perf_counter() - t0
         ids = batch.column("id").to_pylist()
@@ -160,20 +159,22 @@ def run_pool(spec, table: pa.Table, args: argparse.Namespace, config: Config, ac
     config.first_batch.append(first if first is not None else float("nan"))
 
 
+def run_pool(spec, table: pa.Table, args: argparse.Namespace, config: Config, actor_cpus: float) -> None:
+    import ray.data
+
+    from xlt.inference import pseudo_label
+
+    ds = pseudo_label(ray.data.from_arrow(blocks_of(table, args)), spec, batch_size=args.batch_size,
+                      encode_batch_size=args.encode_batch_size, num_actors=args.actors, num_cpus=actor_cpus,
+                      sort_by_length=config.sort_by_length, precision=args.precision)
+    consume(ds.iter_batches(batch_format="pyarrow", batch_size=None), config)
+
+
 def run_here(spec, table: pa.Table, args: argparse.Namespace, config: Config) -> None:
     from xlt.inference import pseudo_label_here
 
-    blocks = [table.slice(lo, args.batch_size) for lo in range(0, table.num_rows, args.batch_size)]
-    t0, first = time.perf_counter(), None
-    for batch in pseudo_label_here(blocks, spec, encode_batch_size=args.encode_batch_size, threads=args.threads,
-                                   precision=args.precision):
-        if first is None:  # the classifier built from the spec, then one block predicted
-            first = time.perf_counter() - t0
-        ids = batch.column("id").to_pylist()
-        config.labels.update(zip(ids, batch.column("pseudo_label").to_pylist()))
-        config.probabilities.update(zip(ids, map(np.asarray, batch.column("probabilities").to_pylist())))
-    config.walls.append(time.perf_counter() - t0)
-    config.first_batch.append(first if first is not None else float("nan"))
+    consume(pseudo_label_here(blocks_of(table, args), spec, encode_batch_size=args.encode_batch_size,
+                              threads=args.threads, precision=args.precision), config)
 
 
 def compare(a: Config, b: Config) -> str:

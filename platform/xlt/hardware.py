@@ -27,18 +27,20 @@ NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 PRECISIONS = ("auto", "fp32", "bf16")
 
 
-def cpu_flags() -> set[str]:
-    """The first CPU's feature flags from ``/proc/cpuinfo`` (empty where there is none)."""
+@functools.lru_cache(maxsize=1)
+def cpu_flags() -> frozenset[str]:
+    """The first CPU's feature flags from ``/proc/cpuinfo`` (empty where there is none), read once
+    per process: ``auto`` is resolved wherever inference starts."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("flags"):
-                return set(line.split(":", 1)[1].split())
+                return frozenset(line.split(":", 1)[1].split())
     except OSError:
         pass
-    return set()
+    return frozenset()
 
 
-def native_bf16(flags: set[str] | None = None) -> bool:
+def native_bf16(flags: frozenset[str] | set[str] | None = None) -> bool:
     """Whether the CPU computes bf16 dot products natively (AVX-512 BF16 or AMX)."""
     return bool((cpu_flags() if flags is None else flags) & set(NATIVE_BF16_FLAGS))
 
