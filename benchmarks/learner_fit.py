@@ -11,7 +11,8 @@ seed, epochs, batches and torch threads, three ways:
 - in process: ``xlt.engine.start_training`` with the ``FINETUNE`` workload and ``run_epoch`` per
   epoch over the rows in column batches, in this process (no Ray): what a learner actor did
   before its fits moved to Ray Train;
-- one run for all fits: ``xlt.cotrain.learner.learner_service`` serving every fit, what
+- one run for all fits: ``xlt.cotrain.learner.learner_service`` serving every fit, where the
+  preset places the learner (a Ray Train worker, or the driver for ``scaling.num_workers: 0``), what
   co-training runs now (``xlt.engine.fits``): the run's start-up once, then per fit the K
   epochs, a checkpoint per epoch, the evaluation after the last epoch (kept to one row per
   language here) and the driver's read of the weights, then the run's end;
@@ -106,8 +107,9 @@ def main() -> None:
         work = args.fits * len(rows) * learner.optim.epochs
         run += 1
         served = on_ray_train(f"bench{run}", learner, data, rows, evaluation, args.fits, storage)
+        where = "in the driver" if learner.scaling.num_workers == 0 else f"{learner.scaling.num_workers} Ray Train worker(s)"
         entry = {"learner": label, "model": learner.model.source.split(":")[-1], "K": learner.optim.epochs,
-                 "one run: s": sum(served), "one run: rows/s": work / sum(served)}
+                 "served on": where, "one run: s": sum(served), "one run: rows/s": work / sum(served)}
         details.append(f"{label}, one run, per fit (s): {', '.join(f'{t:.1f}' for t in served)}")
         if compare:
             local = [in_process(cfg, rows) for _ in range(args.fits)]
