@@ -288,11 +288,12 @@ def _kill_leftovers(temp_dir: Path) -> None:
             pass
 
 
-def runtime_env(data_dir: Path) -> dict:
-    """As cluster.yaml's submit command: PYTHONPATH is relative to the uploaded working dir; the test's
-    MLflow store (else a job would track into results/ of the uploaded working dir)."""
+def runtime_env(data_dir: Path, mlflow_uri: str | None = None) -> dict:
+    """As cluster.yaml's submit command: PYTHONPATH is relative to the uploaded working dir; the
+    MLflow store ``mlflow_uri``, by default the test's (else a job would track into results/ of the
+    uploaded working dir)."""
     return {"env_vars": {"PYTHONPATH": "platform", "XLT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1",
-                         "MLFLOW_TRACKING_URI": os.environ["MLFLOW_TRACKING_URI"]}}
+                         "MLFLOW_TRACKING_URI": mlflow_uri or os.environ["MLFLOW_TRACKING_URI"]}}
 
 
 def assert_succeeded_with_a_table(head: Head, submission_id: str, proc: subprocess.CompletedProcess,

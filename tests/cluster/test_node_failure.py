@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from background import started
 from cluster.harness import Node
 from conftest import REPO
 from xlt.storage import join, names, read_text
@@ -64,21 +65,15 @@ def reference(data_dir, tmp_path_factory) -> Iterator[Callable[[], dict]]:
     Ray Train runs and its failures (the file alone on the 2-core AMD EPYC: 241 s with the reference
     run first, 183 s side by side, the cores 87 % busy)."""
     out = tmp_path_factory.mktemp("reference")
-    log = out.parent / f"{out.name}.log"
-    with open(log, "w") as sink:
-        proc = subprocess.Popen([*JOB, "--set", f"output_dir={out}"], stdout=sink, stderr=subprocess.STDOUT,
-                                env={**os.environ, **env(data_dir), "RAY_ADDRESS": ""})
+    with started([*JOB, "--set", f"output_dir={out}"], tmp_path_factory.mktemp("reference-logs"),
+                 {**os.environ, **env(data_dir), "RAY_ADDRESS": "",
+                  "MLFLOW_TRACKING_URI": f"sqlite:///{out.parent / 'reference-mlflow.db'}"}) as job:
+        def final_state() -> dict:
+            proc = job.result()
+            assert proc.returncode == 0, proc.stderr[-3000:]
+            return state(out)
 
-    def final_state() -> dict:
-        assert proc.wait(timeout=600) == 0, log.read_text()[-3000:]
-        return state(out)
-
-    try:
         yield final_state
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
 
 
 def assert_same_state(out: Path | str, reference: dict) -> None:
@@ -107,7 +102,8 @@ def test_a_job_spreads_over_the_worker_nodes_and_survives_losing_two_nodes_and_i
     import psutil
 
     out = f"{s3}/cotrain"
-    job_env = {**env(data_dir), **{k: v for k, v in os.environ.items() if k.startswith("AWS_")}}
+    job_env = {**env(data_dir), "MLFLOW_TRACKING_URI": os.environ["MLFLOW_TRACKING_URI"],  # not the checkout's results/
+               **{k: v for k, v in os.environ.items() if k.startswith("AWS_")}}
     nodes = head.add_workers((2, {"lm_host": 1}), (2, {"lm_host": 1}),  # the second: the LM's spare
                              (1, {"emb_host": 1}), (1, None), (1, None))  # the last two: where labelling actors go
     lm_hosts, labellers = nodes[:2], nodes[3:]

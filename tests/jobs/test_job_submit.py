@@ -8,10 +8,17 @@ otherwise start themselves). (The head and its nodes: ``cluster.harness``.)
 from __future__ import annotations
 
 import json
+import subprocess
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
+from background import started
 from cluster.harness import assert_succeeded_with_a_table, ray_cluster_head, runtime_env
+from conftest import REPO
 from jobs.test_cotrain import assert_pairs_exchanged
 from jobs.test_finetune import SMOKE_ARGS, assert_a_smoke_run
 
@@ -42,16 +49,36 @@ def test_a_finetuning_job_succeeds_with_its_table_results_and_tracking(ray_head,
     assert_a_smoke_run(tmp_path / "smoke", "sib200", proc.stdout, proc.stdout, mlflow_store)
 
 
-def test_a_cotraining_job_on_sentence_pairs_succeeds_and_exchanges_pairs(ray_head, data_dir, tmp_path):
-    """One exchange round on XNLI: the job runs from the upload, prints its tables, and its pools of
-    sentence pairs are pseudo-labelled and exchanged whole."""
+@dataclass(frozen=True)
+class Submitted:
+    submission_id: str
+    out: Path
+    finished: Callable[[], subprocess.CompletedProcess]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cotraining_on_pairs(ray_head, data_dir, tmp_path_factory) -> Iterator[Submitted]:
+    """One exchange round on XNLI, submitted with the module, so that it runs beside the fine-tuning
+    job (a cluster runs the jobs submitted to it side by side; both smoke jobs train in their
+    drivers); its test waits for it."""
+    out = tmp_path_factory.mktemp("cotrain")
     args = ["--smoke", "--config", "configs/cotrain_xnli.yaml", "--set", "task.target_langs=[de, zh]",
-            "--set", "iterations=1", "--set", f"output_dir={tmp_path}/cotrain"]
-    submission_id, proc = ray_head.submit(runtime_env(data_dir), ["python", "jobs/cotrain.py", *args],
-                                          timeout=JOB_TIMEOUT_S)
-    assert_succeeded_with_a_table(ray_head, submission_id, proc, [
+            "--set", "iterations=1", "--set", f"output_dir={out}"]
+    # Its own MLflow store: the per-test one (conftest's mlflow_store) is not set up yet for a module's fixture.
+    env = runtime_env(data_dir, f"sqlite:///{tmp_path_factory.mktemp('cotrain-mlruns') / 'mlflow.db'}")
+    submission_id = f"xlt-test-{uuid.uuid4().hex[:8]}"
+    command = ray_head.submit_command(env, ["python", "jobs/cotrain.py", *args], submission_id)
+    with started(command, tmp_path_factory.mktemp("cotrain-logs"), ray_head.env, cwd=REPO) as job:
+        yield Submitted(submission_id, out, lambda: job.result(timeout=JOB_TIMEOUT_S))
+
+
+def test_a_cotraining_job_on_sentence_pairs_succeeds_and_exchanges_pairs(ray_head, cotraining_on_pairs):
+    """The job runs from the upload, prints its tables, and its pools of sentence pairs are
+    pseudo-labelled and exchanged whole."""
+    proc = cotraining_on_pairs.finished()
+    assert_succeeded_with_a_table(ray_head, cotraining_on_pairs.submission_id, proc, [
         "## co-training on xnli", "### Per iteration (test accuracy)", "| emb co-training (iteration 1) |"])
-    assert_pairs_exchanged(tmp_path / "cotrain")
+    assert_pairs_exchanged(cotraining_on_pairs.out)
 
 
 def test_job_runs_the_uploaded_code(ray_head, data_dir):

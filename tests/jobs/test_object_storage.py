@@ -2,7 +2,8 @@
 variables): ``jobs/pretrain.py --smoke`` end to end (its table, epoch lines, results, checkpoints,
 encoder export and tracking), its checkpoints, encoder and results on ``s3://``; fine-tuning loads
 that encoder from the store, writes its run there, and is resumed from the store by a job started in
-another working directory. (Co-training on the store: tests/cluster/test_node_failure.py.)"""
+another working directory. A smoke sweep keeps its experiment on the store; it runs beside the
+pretrain → finetune chain (``store_sweep``). (Co-training on the store: tests/cluster/test_node_failure.py.)"""
 
 from __future__ import annotations
 
@@ -11,11 +12,15 @@ import os
 import re
 import subprocess
 import sys
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from background import started
+from conftest import REPO, S3_BUCKET
 from jobs.test_sweep import assert_the_smoke_sweep
 from tracking.readback import artifacts, event_scalars, metric_steps, mlflow_run
 from xlt.storage import names, read_text
@@ -23,13 +28,41 @@ from xlt.storage import names, read_text
 pytestmark = pytest.mark.cluster
 
 
-def run(job: str, *args: str, data_dir, cwd) -> subprocess.CompletedProcess:
+def job_env(data_dir) -> dict[str, str]:
     env = {**os.environ, "XLT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1"}
     env.pop("RAY_ADDRESS", None)
+    return env
+
+
+def run(job: str, *args: str, data_dir, cwd) -> subprocess.CompletedProcess:
     proc = subprocess.run([sys.executable, str(REPO / "jobs" / job), *args], capture_output=True, text=True,
-                          env=env, timeout=600, cwd=cwd)
+                          env=job_env(data_dir), timeout=600, cwd=cwd)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
+
+
+SWEEP_ARGS = ["--smoke", "--searcher", "random", "--scheduler", "none"]
+
+
+@dataclass(frozen=True)
+class StoreSweep:
+    storage: str  # the sweep's --storage on the store
+    cwd: Path
+    mlflow_store: str
+    finished: Callable[[], subprocess.CompletedProcess]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def store_sweep(s3_server, data_dir, tmp_path_factory) -> Iterator[StoreSweep]:
+    """The smoke sweep with its storage on S3, started with the module so that it runs beside the
+    pretrain → finetune chain (independent of it), with an MLflow store of its own; its test waits
+    for it."""
+    storage = f"s3://{S3_BUCKET}/sweep-{uuid.uuid4().hex[:8]}/sweeps"
+    cwd, uri = tmp_path_factory.mktemp("sweep"), f"sqlite:///{tmp_path_factory.mktemp('sweep-mlruns') / 'mlflow.db'}"
+    env = {**job_env(data_dir), **s3_server, "MLFLOW_TRACKING_URI": uri}
+    command = [sys.executable, str(REPO / "jobs" / "sweep.py"), *SWEEP_ARGS, "--storage", storage]
+    with started(command, tmp_path_factory.mktemp("sweep-logs"), env, cwd=cwd) as job:
+        yield StoreSweep(storage, cwd, uri, job.result)
 
 
 def test_pretrain_then_finetune_and_resume_with_every_output_on_the_store(s3, data_dir, tmp_path, mlflow_store):
@@ -77,15 +110,15 @@ def test_pretrain_then_finetune_and_resume_with_every_output_on_the_store(s3, da
     assert not list(elsewhere.rglob("*.pt"))  # checkpoints live on the store only
 
 
-def test_a_sweep_keeps_its_experiment_trials_and_best_config_on_the_store(s3, data_dir, tmp_path, mlflow_store):
+def test_a_sweep_keeps_its_experiment_trials_and_best_config_on_the_store(store_sweep, s3, data_dir, tmp_path):
     import pyarrow.fs
 
-    args = ["--smoke", "--storage", f"{s3}/sweeps", "--searcher", "random", "--scheduler", "none"]
-    proc = run("sweep.py", *args, data_dir=data_dir, cwd=tmp_path)
-    out = f"{s3}/sweeps/smoke-smoke"
+    proc = store_sweep.finished()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = f"{store_sweep.storage}/smoke-smoke"
     copy = tmp_path / "copy"
     pyarrow.fs.copy_files(out, str(copy))
-    assert_the_smoke_sweep(proc, copy, mlflow_store)  # what a random smoke sweep prints and writes
+    assert_the_smoke_sweep(proc, copy, store_sweep.mlflow_store)  # what a random smoke sweep prints and writes
     found = names(out)
     assert {"results.md", "results.json", "best.yaml", "best_so_far.png", "sweep.json"} <= set(found)
     assert any(name.startswith("experiment_state-") for name in found)
@@ -95,6 +128,7 @@ def test_a_sweep_keeps_its_experiment_trials_and_best_config_on_the_store(s3, da
     assert [t["status"] for t in result["trials"]] == ["TERMINATED", "TERMINATED"]
     assert "output:\n" in read_text(f"{out}/best.yaml")
 
-    again = subprocess.run([sys.executable, str(REPO / "jobs" / "sweep.py"), *args], capture_output=True, text=True,
-                           env={**os.environ, "XLT_DATA_DIR": str(data_dir)}, timeout=600, cwd=tmp_path)
+    again = subprocess.run([sys.executable, str(REPO / "jobs" / "sweep.py"), *SWEEP_ARGS, "--storage", store_sweep.storage],
+                           capture_output=True, text=True, env={**os.environ, "XLT_DATA_DIR": str(data_dir)},
+                           timeout=600, cwd=store_sweep.cwd)
     assert again.returncode == 2 and "already holds a sweep: pass --resume" in again.stderr

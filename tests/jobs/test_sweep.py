@@ -10,11 +10,15 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from background import started
 from conftest import REPO
 from report.images import assert_a_drawn_png
 from tracking.readback import artifacts, event_scalars, metric_steps, mlflow_run
@@ -126,21 +130,53 @@ def one_of_two_finished(found: dict[str, str]) -> bool:
     return len(found) == 2 and list(found.values()).count("TERMINATED") == 1
 
 
-def test_a_sweep_stopped_by_ctrl_c_reports_its_unfinished_trials_as_interrupted(data_dir, tmp_path):
-    # A sweep over a sentence-pair task (XNLI, lr only): it selects on macro-F1, and its best config,
-    # exported from the finished trial, is the pair task's.
-    args = ["--storage", str(tmp_path), "--max-concurrent", "1", "--searcher", "random", "--scheduler", "none",
+@dataclass(frozen=True)
+class Interrupted:
+    out: Path
+    finished: Callable[[], tuple[subprocess.CompletedProcess, bool]]  # the job's end; whether it was stopped in time
+
+
+@pytest.fixture(scope="module", autouse=True)
+def interrupted_sweep(data_dir, tmp_path_factory) -> Iterator[Interrupted]:
+    """A sweep over a sentence-pair task (XNLI, lr only), stopped by Ctrl+C once its first trial has
+    finished and its second is made. Started with the module, so that it runs beside the killed
+    sweep below (two local Rays; the cores are idle for much of each sweep), with a thread of its
+    own that watches its trials and sends the SIGINT."""
+    storage = tmp_path_factory.mktemp("interrupted")
+    args = ["--storage", str(storage), "--max-concurrent", "1", "--searcher", "random", "--scheduler", "none",
             "--space", str(REPO / "search_spaces" / "lr.yaml"), "--config", str(REPO / "configs" / "finetune_xnli.yaml"),
             "--num-samples", "2", "--set", "task.target_langs=[de, zh]"]
-    out = tmp_path / "lr-smoke"
-    proc = subprocess.Popen([*JOB, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=environment(data_dir), start_new_session=True)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and not one_of_two_finished(statuses(out)):
-        time.sleep(0.2)
-    proc.send_signal(signal.SIGINT)  # Ctrl+C: Tune saves its state, stops the trials, and the job reports
-    stdout, stderr = proc.communicate(timeout=300)
-    assert proc.returncode == 0, stderr[-3000:]
+    out = storage / "lr-smoke"
+    seen = threading.Event()
+
+    # Its own MLflow store: the per-test one (conftest's mlflow_store) is not set up yet for a module's fixture.
+    env = {**environment(data_dir), "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path_factory.mktemp('interrupted-mlruns') / 'mlflow.db'}"}
+    with started([*JOB, *args], tmp_path_factory.mktemp("interrupted-logs"), env) as job:
+        def ctrl_c_once_one_of_two_finished() -> None:
+            deadline = time.monotonic() + 300
+            while time.monotonic() < deadline and job.process.poll() is None:
+                if one_of_two_finished(statuses(out)):
+                    seen.set()
+                    break
+                time.sleep(0.2)
+            job.process.send_signal(signal.SIGINT)  # Ctrl+C: Tune saves its state, stops the trials, the job reports
+
+        watcher = threading.Thread(target=ctrl_c_once_one_of_two_finished, daemon=True)
+        watcher.start()
+
+        def finished() -> tuple[subprocess.CompletedProcess, bool]:
+            watcher.join(timeout=300)
+            return job.result(timeout=300), seen.is_set()
+
+        yield Interrupted(out, finished)
+
+
+def test_a_sweep_stopped_by_ctrl_c_reports_its_unfinished_trials_as_interrupted(interrupted_sweep):
+    # It selects on macro-F1, and its best config, exported from the finished trial, is the pair task's.
+    proc, stopped_in_time = interrupted_sweep.finished()
+    assert stopped_in_time, proc.stderr[-3000:]
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    stdout, out = proc.stdout, interrupted_sweep.out
     result = json.loads((out / "results.json").read_text())
     assert sorted(t["status"] for t in result["trials"]) == ["INTERRUPTED", "TERMINATED"]
     assert "best so far (1 of 2 trials interrupted; --resume continues them): trial 0" in stdout
