@@ -53,7 +53,10 @@ class SweepSettings:
     """How to run a space: where (``<storage_path>/<name>``), how many trials (0: the space's
     ``num_samples``), with which searcher and scheduler, how many at once (0: as many as fit), and
     how often a failed trial runs again (a lost node fails the trials it held: Tune starts them
-    again, and each continues its own run from the trial directory; see ``trainables``)."""
+    again, and each continues its own run from the trial directory; see ``trainables``). Three,
+    not one: a trial started again at once can land on the lost node before Ray has declared it
+    dead (missed health checks: 15 s by Ray's defaults) and fail a second time (seen in
+    tests/cluster/test_sweep_nodes.py, both trials' processes on the killed node)."""
 
     name: str
     storage_path: str = "results/sweeps"
@@ -62,7 +65,7 @@ class SweepSettings:
     scheduler: Scheduler = "asha"
     max_concurrent: int = 0
     resume: bool = False
-    max_failures: int = 1
+    max_failures: int = 3
 
     @property
     def directory(self) -> str:
