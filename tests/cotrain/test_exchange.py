@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from conftest import TINY_TASK, TINY_TASK_OVERRIDE
+from conftest import REPO, TINY_TASK, TINY_TASK_OVERRIDE
 from xlt.config import ConfigError, from_dict
 from xlt.cotrain import LEARNERS, LoopState, Selection, exchange, load_cotrain_config, receiver
 from xlt.cotrain.loop import CotrainData, selections
@@ -122,6 +122,13 @@ def test_a_cluster_too_small_to_hold_learners_and_actors_at_once_is_named(monkey
     assert here.inference.precision == "auto"  # bf16 autocast where the CPU has it (xlt.hardware)
     with pytest.raises(ConfigError, match=r"inference\.precision='fp16' is not valid: expected auto or fp32 or bf16"):
         load_cotrain_config(None, [TINY_TASK_OVERRIDE, "inference.precision=fp16"])
+
+
+@pytest.mark.parametrize("preset", ["cotrain_demo", "cotrain_sib200"])
+def test_the_presets_for_one_machine_hold_at_most_its_two_cpus(preset):
+    """Else the job warns that it waits for an autoscaler (an in-process learner's share counts)."""
+    cfg = load_cotrain_config(REPO / "configs" / f"{preset}.yaml")
+    assert cfg.footprint()["CPU"] <= 2, cfg.footprint()
 
 
 def test_custom_resources_of_learner_workers_count_in_the_footprint():
