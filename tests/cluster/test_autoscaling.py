@@ -20,17 +20,23 @@ pytestmark = pytest.mark.cluster
 IDLE_TIMEOUT_MIN = 0.25
 
 
+def assert_no_worker_node_left(head, tmp_path) -> None:
+    """Only the head is alive; else the alive actors, ``ray status`` and the autoscaler's log go to
+    ``autoscaling-debug.txt`` beside the test's directory, for whoever reads the failure."""
+    left = [n["node_id"] for n in head.alive() if not n["is_head_node"]]
+    if left:
+        actors = head.ray("list", "actors", "--address", head.address, "--format", "json", "--filter", "state=ALIVE")
+        status = head.ray("status", "-v", "--address", head.gcs)
+        monitor = head.temp_dir / "session_latest" / "logs" / "monitor.log"
+        (tmp_path.parent / "autoscaling-debug.txt").write_text(
+            actors.stdout + "\n=====\n" + status.stdout + status.stderr + "\n=====\n" + monitor.read_text()[-20000:])
+    assert left == [], f"worker nodes still alive: {left}; see {tmp_path.parent / 'autoscaling-debug.txt'}"
+
+
 def test_a_cotraining_job_scales_the_cluster_up_from_zero_and_down_after(data_dir, tmp_path):
     out = tmp_path / "cotrain"
     with ray_cluster_head(cpus=0, autoscaling=autoscaling_config(IDLE_TIMEOUT_MIN)) as head:
-        left = [n["node_id"] for n in head.alive() if not n["is_head_node"]]
-        if left:
-            actors = head.ray("list", "actors", "--address", head.address, "--format", "json", "--filter", "state=ALIVE")
-            status = head.ray("status", "-v", "--address", head.gcs)
-            monitor = (head.temp_dir / "session_latest" / "logs" / "monitor.log")
-            (tmp_path.parent / "autoscaling-debug.txt").write_text(
-                actors.stdout + "\n=====\n" + status.stdout + status.stderr + "\n=====\n" + monitor.read_text()[-20000:])
-        assert left == []
+        assert_no_worker_node_left(head, tmp_path)
         # Both learners ask for a gpu_worker node (cluster.yaml's type; one each), the actor for a CPU.
         job = [sys.executable, str(REPO / "jobs" / "cotrain.py"), "--smoke", "--set", "task.target_langs=[de, zh]",
                "--set", "iterations=1", "--set", f"output_dir={out}",
@@ -60,11 +66,4 @@ def test_a_cotraining_job_scales_the_cluster_up_from_zero_and_down_after(data_di
         deadline = time.monotonic() + IDLE_TIMEOUT_MIN * 60 + 120
         while [n for n in head.alive() if not n["is_head_node"]] and time.monotonic() < deadline:
             time.sleep(2)
-        left = [n["node_id"] for n in head.alive() if not n["is_head_node"]]
-        if left:
-            actors = head.ray("list", "actors", "--address", head.address, "--format", "json", "--filter", "state=ALIVE")
-            status = head.ray("status", "-v", "--address", head.gcs)
-            monitor = (head.temp_dir / "session_latest" / "logs" / "monitor.log")
-            (tmp_path.parent / "autoscaling-debug.txt").write_text(
-                actors.stdout + "\n=====\n" + status.stdout + status.stderr + "\n=====\n" + monitor.read_text()[-20000:])
-        assert left == []
+        assert_no_worker_node_left(head, tmp_path)
