@@ -107,7 +107,8 @@ def main() -> None:
         work = args.fits * len(rows) * learner.optim.epochs
         run += 1
         served = on_ray_train(f"bench{run}", learner, data, rows, evaluation, args.fits, storage)
-        where = "in the driver" if learner.scaling.num_workers == 0 else f"{learner.scaling.num_workers} Ray Train worker(s)"
+        workers = learner.scaling.num_workers
+        where = "in the driver" if workers == 0 else f"{workers} Ray Train worker(s)"
         entry = {"learner": label, "model": learner.model.source.split(":")[-1], "K": learner.optim.epochs,
                  "served on": where, "one run: s": sum(served), "one run: rows/s": work / sum(served)}
         details.append(f"{label}, one run, per fit (s): {', '.join(f'{t:.1f}' for t in served)}")

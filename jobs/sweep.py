@@ -58,7 +58,8 @@ def get_args():
     parser.add_argument("--storage", default="results/sweeps", help="directory or URI (s3://bucket/sweeps) holding the sweeps; on a cluster, one every node reaches")
     parser.add_argument("--resume", action="store_true", help="continue the interrupted sweep of the same name")
     parser.add_argument("--max-failures", type=int, default=SweepSettings.max_failures,
-                        help=f"times a failed trial (e.g. on a lost node) runs again (default: {SweepSettings.max_failures})")
+                        help="times a failed trial (e.g. on a lost node) runs again "
+                             f"(default: {SweepSettings.max_failures})")
     args = parser.parse_args()
     if not args.space and not args.smoke:
         parser.error("--space is required (or --smoke, which defaults to search_spaces/smoke.yaml)")

@@ -128,7 +128,7 @@ def test_a_sweep_keeps_its_experiment_trials_and_best_config_on_the_store(store_
     assert [t["status"] for t in result["trials"]] == ["TERMINATED", "TERMINATED"]
     assert "output:\n" in read_text(f"{out}/best.yaml")
 
-    again = subprocess.run([sys.executable, str(REPO / "jobs" / "sweep.py"), *SWEEP_ARGS, "--storage", store_sweep.storage],
-                           capture_output=True, text=True, env={**os.environ, "XLT_DATA_DIR": str(data_dir)},
+    command = [sys.executable, str(REPO / "jobs" / "sweep.py"), *SWEEP_ARGS, "--storage", store_sweep.storage]
+    again = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "XLT_DATA_DIR": str(data_dir)},
                            timeout=600, cwd=store_sweep.cwd)
     assert again.returncode == 2 and "already holds a sweep: pass --resume" in again.stderr

@@ -150,7 +150,8 @@ def interrupted_sweep(data_dir, tmp_path_factory) -> Iterator[Interrupted]:
     seen = threading.Event()
 
     # Its own MLflow store: the per-test one (conftest's mlflow_store) is not set up yet for a module's fixture.
-    env = {**environment(data_dir), "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path_factory.mktemp('interrupted-mlruns') / 'mlflow.db'}"}
+    mlruns = tmp_path_factory.mktemp("interrupted-mlruns")
+    env = {**environment(data_dir), "MLFLOW_TRACKING_URI": f"sqlite:///{mlruns / 'mlflow.db'}"}
     with started([*JOB, *args], tmp_path_factory.mktemp("interrupted-logs"), env) as job:
         def ctrl_c_once_one_of_two_finished() -> None:
             deadline = time.monotonic() + 300
