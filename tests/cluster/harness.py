@@ -134,14 +134,6 @@ class Head:
         the GCS. Each also offers a custom resource named after it (``workerN``: ``node_ids``)."""
         nodes = []
         for cpus, resources in specs:
-            nodes.append(self._add_worker(cpus, resources))
-        return nodes
-
-    def _add_worker(self, cpus: int, resources: dict[str, float] | None, attempts: int = 2) -> Node:
-        """One worker node, started again (new name, new ports) if it fails to join: under load
-        ``ray start`` can give up registering with the GCS (``Failed to get node info: RPC error:
-        Deadline Exceeded`` after 30 s; seen twice in suite runs on 2026-12-02)."""
-        for attempt in range(attempts):
             before = {n["node_id"] for n in self.alive()}
             self._started += 1
             name = f"worker{self._started}"
@@ -153,18 +145,14 @@ class Head:
                        f"--metrics-export-port={metrics}", "--object-store-memory=300000000",
                        f"--resources={json.dumps({name: 1, **(resources or {})})}"]
             node = _start(name, command, self.temp_dir / f"{name}.log", self.env)
+            self.workers.append(node)
+            nodes.append(node)
             deadline = time.monotonic() + READY_TIMEOUT_S
             while not {n["node_id"] for n in self.alive()} - before:
                 if node.process.poll() is not None or time.monotonic() > deadline:
-                    break
+                    pytest.fail(f"worker node {name} did not join:\n{node.log.read_text()[-3000:]}")
                 time.sleep(0.25)
-            else:
-                self.workers.append(node)
-                return node
-            node.kill()
-            if attempt == attempts - 1:
-                pytest.fail(f"worker node {name} did not join:\n{node.log.read_text()[-3000:]}")
-        raise AssertionError("unreachable")
+        return nodes
 
     def stop_workers(self) -> None:
         """Stop every worker node started so far; the head stays, for the next test's nodes."""

@@ -18,13 +18,10 @@ import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
 
-from background import started
 from cluster.harness import Node
 from conftest import REPO
 from xlt.storage import join, names, read_text
@@ -59,31 +56,14 @@ def state(out: Path | str) -> dict:
     return json.loads(read_text(join(str(out), "state.json")))
 
 
-@contextmanager
-def uninterrupted(data_dir, out: Path) -> Iterator[Callable[[], dict]]:
-    """The final loop state of the same job, uninterrupted, on a single-node Ray of its own: started
-    on entering and waited for when asked, so that it runs while the cluster job waits on its Ray
-    Train runs and its failures (the file alone on the 2-core AMD EPYC: 241 s with the reference run
-    first, 183 s side by side, the cores 87 % busy). Entered only once the worker nodes have joined:
-    they start on ports picked free beforehand (``Head.add_workers``), which a local Ray starting
-    beside them can take first (a worker node failed to join so, once in a suite run)."""
-    with started([*JOB, "--set", f"output_dir={out}"], out.parent / f"{out.name}-logs",
-                 {**os.environ, **env(data_dir), "RAY_ADDRESS": "",
-                  "MLFLOW_TRACKING_URI": f"sqlite:///{out.parent / f'{out.name}-mlflow.db'}"}) as job:
-        def final_state() -> dict:
-            proc = job.result()
-            assert proc.returncode == 0, proc.stderr[-3000:]
-            return state(out)
-
-        yield final_state
-
-
-@pytest.fixture
-def reference(data_dir, tmp_path) -> Iterator[Callable[[], Callable[[], dict]]]:
-    """Starts the uninterrupted run when called (``uninterrupted``); stopped with the test if it is
-    still running then."""
-    with ExitStack() as stack:
-        yield lambda: stack.enter_context(uninterrupted(data_dir, tmp_path / "reference"))
+@pytest.fixture(scope="module")
+def reference(data_dir, tmp_path_factory) -> dict:
+    """The final loop state of the same job, uninterrupted, on a single-node Ray."""
+    out = tmp_path_factory.mktemp("reference")
+    proc = subprocess.run([*JOB, "--set", f"output_dir={out}"], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, **env(data_dir), "RAY_ADDRESS": ""})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return state(out)
 
 
 def assert_same_state(out: Path | str, reference: dict) -> None:
@@ -112,21 +92,14 @@ def test_a_job_spreads_over_the_worker_nodes_and_survives_losing_two_nodes_and_i
     import psutil
 
     out = f"{s3}/cotrain"
-    job_env = {**env(data_dir), "MLFLOW_TRACKING_URI": os.environ["MLFLOW_TRACKING_URI"],  # not the checkout's results/
-               **{k: v for k, v in os.environ.items() if k.startswith("AWS_")}}
+    job_env = {**env(data_dir), **{k: v for k, v in os.environ.items() if k.startswith("AWS_")}}
     nodes = head.add_workers((2, {"lm_host": 1}), (2, {"lm_host": 1}),  # the second: the LM's spare
                              (1, {"emb_host": 1}), (1, None), (1, None))  # the last two: where labelling actors go
     lm_hosts, labellers = nodes[:2], nodes[3:]
     ids = head.node_ids()
-    reference_state = reference()  # once the nodes have joined (``uninterrupted``)
     lost: dict[str, str] = {}
     entrypoint = [*JOB, *ON_THE_CLUSTER, "--set", f"output_dir={out}"]
-    # Run from a directory of the test's, as the resubmission below: a job with its output on a store
-    # writes TensorBoard's local files under ./results (xlt.tracking), not into the checkout.
-    here = tmp_path / "here"
-    here.mkdir()
-    command = head.submit_command({"env_vars": job_env}, ["sh", "-c", f"cd {here} && {shlex.join(entrypoint)}"],
-                                  "xlt-test-failures", working_dir=False)
+    command = head.submit_command({"env_vars": job_env}, entrypoint, "xlt-test-failures", working_dir=False)
     log = tmp_path / "job.log"
 
     def lm_checkpoint(prefix: str) -> bool:
@@ -206,4 +179,4 @@ def test_a_job_spreads_over_the_worker_nodes_and_survives_losing_two_nodes_and_i
     used = {lost["lm"]} | {node for ranks in fits.values() for node in ranks} | \
         {node for rows in labelled.values() for node in rows}
     assert used == {ids[node.name] for node in nodes}, (used, ids)
-    assert_same_state(out, reference_state())
+    assert_same_state(out, reference)
