@@ -2,8 +2,8 @@
 
 The suite's jobs leave the two cores idle for a good part of their time (Ray start-ups, Ray Train
 controllers polling, nodes joining and failing): a job whose result a test needs only at its end
-(a reference run, an independent job of the same module) starts first and overlaps that idle time
-(benchmarks/test_time.md, round 5).
+(an independent job of the same module: tests/jobs/test_object_storage.py, test_sweep.py,
+test_job_submit.py) starts first and overlaps that idle time (benchmarks/test_time.md, round 5).
 """
 
 from __future__ import annotations
