@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -120,6 +121,19 @@ def test_build_augmented_dataset_end_to_end(ray_cluster, data_dir: Path) -> None
         for key in ("id", "text", "label", "lang", "source_id", "views", "view_kinds", "view_langs", "view_missing"):
             assert got[key] == want[key], key
         assert got["text_pair"] is None and got["view_pairs"] is None  # nulls stay nulls through Ray
+    # No actor: the same UDF over the same batches in this process, the same rows, and no task
+    # either: it finishes with every CPU reserved (as a sweep's trials reserve them).
+    everything = ray_cluster.util.placement_group([{"CPU": ray_cluster.cluster_resources()["CPU"]}])
+    ray_cluster.get(everything.ready(), timeout=60)
+    made: list = []
+    here = threading.Thread(target=lambda: made.append(build_augmented_dataset(
+        en, config, translator=translator, dictionaries=dicts, batch_size=20, num_actors=0)), daemon=True)
+    here.start()
+    here.join(timeout=60)
+    ray_cluster.util.remove_placement_group(everything)
+    assert made, "in-process augmentation waited for a CPU"
+    assert "MapBatches" not in str(made[0])  # made already, not a step left to run
+    assert sorted(made[0].take_all(), key=lambda r: r["id"]) == rows
 
     report = augment_report(ds)
     assert report.rows == 96 and sum(report.made.values()) + sum(report.missing.values()) == 3 * 96

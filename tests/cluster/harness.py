@@ -143,6 +143,10 @@ class Head:
                        f"--object-manager-port={objects}", f"--dashboard-agent-listen-port={agent_http}",
                        f"--dashboard-agent-grpc-port={agent_grpc}", f"--runtime-env-agent-port={runtime_env_agent}",
                        f"--metrics-export-port={metrics}", "--object-store-memory=300000000",
+                       # A temp dir of its own: else every node on this machine logs into one
+                       # /tmp/ray session, and each node's log monitor sends the driver every
+                       # node's worker lines (each line printed once per node).
+                       f"--temp-dir={self.temp_dir / name}",
                        f"--resources={json.dumps({name: 1, **(resources or {})})}"]
             node = _start(name, command, self.temp_dir / f"{name}.log", self.env)
             self.workers.append(node)

@@ -44,6 +44,7 @@ def test_smoke_preset_merges_over_a_preset_and_set_wins():
     (["task.type=csv"], "task.type='csv' is not valid: expected one of files, hf"),
     (["task.link=id", "task.fields.id=null"], "unless fields.id names an id column"),
     (["data.setting=few-shot"], "one of 'zero-shot', 'translate-train'"),
+    (["data.augment_actors=-1"], r"data.augment_actors=-1 is not valid: expected an integer >= 0 \(0 = in the process"),
     (["optim.lr=0"], "optim.lr=0.0 is not valid"),
     (["optim.shuffle_buffer=4"], "at least the batch size 16"),
     (["optim.encoder_pass_rows=-1"], "optim.encoder_pass_rows=-1 is not valid"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from unittest import mock
+
 import pytest
 import torch
 
@@ -20,7 +22,7 @@ def config(data_dir, tmp_path, *overrides):
         "data.augment={t_f: 1, t_p: 0, t_c: 1, languages: [fr]}", "data.max_examples=8", "optim.batch_size=2", "optim.epochs=1",
         "optim.eval_batch_size=16", "objectives=[{name: supervised_contrastive_alignment}]",
         "scaling.num_workers=2", "scaling.cpus_per_worker=1", f"output.storage_path={tmp_path}", "output.name=resume",
-        *overrides])
+        "data.augment_actors=0", *overrides])  # the views in this process (tests/augment: the actor pool)
 
 
 def test_resume_continues_at_the_checkpoint_step(ray_cluster, data_dir, tmp_path):
@@ -69,5 +71,7 @@ def test_resume_continues_at_the_checkpoint_step(ray_cluster, data_dir, tmp_path
     assert adam_steps == {2.0 * steps}  # AdamW's moments were restored, not reset
     assert not torch.equal(final.model["head.weight"], saved.model["head.weight"])
 
-    with pytest.raises(ConfigError, match="differs in optim.lr"):
+    # Refused before the views are made: nothing is built for a run that cannot start.
+    with pytest.raises(ConfigError, match="differs in optim.lr"), \
+            mock.patch("xlt.train.data.build_augmented_dataset", side_effect=AssertionError("views made")):
         build_trainer(config(data_dir, tmp_path, "optim.epochs=2", "optim.lr=1e-3"))

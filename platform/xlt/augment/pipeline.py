@@ -12,7 +12,7 @@ from xlt.augment.config import AugmentConfig
 from xlt.augment.translation import FullTranslation, PartialTranslation, check_translator
 from xlt.augment.views import BatchWords, ExampleRow, ViewAugmenter, Views
 from xlt.data.dictionary import BilingualDictionary
-from xlt.data.ray_data import map_with_actor_pool, to_ray_dataset
+from xlt.data.ray_data import map_with_udf, to_ray_dataset
 from xlt.data.records import Example
 from xlt.text.words import source_segmenter
 from xlt.translate.translator import Translator
@@ -111,7 +111,9 @@ def build_augmented_dataset(examples: Sequence[Example] | ray.data.Dataset, conf
 
     Validates the languages on the driver first (``validate_augmentation``), then runs the UDF
     in an actor pool of ``num_actors`` (a size, or ``(min, max)`` to autoscale), each actor
-    loading dictionaries / models once. ``num_gpus=1`` per actor for a seq2seq translator on
+    loading dictionaries / models once; ``num_actors=0`` runs it in this process instead, at once
+    (``xlt.data.ray_data.map_with_udf``): for a few hundred rows, where an actor's start-up is
+    most of the time. ``num_gpus=1`` per actor for a seq2seq translator on
     GPU nodes. Batches are pyarrow tables so that the example columns pass through untouched.
     One output row per example (``udf_modifying_row_count=False``); nothing runs until the
     dataset is consumed (``iter_batches``, ``take_all``, a Ray Train ``datasets=`` entry).
@@ -127,7 +129,7 @@ def build_augmented_dataset(examples: Sequence[Example] | ray.data.Dataset, conf
     validate_augmentation(config, translator=translator, dictionaries=dictionaries,
                           partial_translator=partial_translator)
     ds = examples if isinstance(examples, ray.data.Dataset) else to_ray_dataset(examples)
-    return map_with_actor_pool(
+    return map_with_udf(
         ds, CrossLingualAugment,
         dict(translator=translator, dictionaries=dictionaries, partial_translator=partial_translator,
              **dataclasses.asdict(config)),

@@ -1,11 +1,13 @@
-"""Ray Data plumbing shared by every batch UDF: records in, batch cells out, an actor pool to map with.
+"""Ray Data plumbing shared by every batch UDF: records in, batch cells out, an actor pool (or this
+process) to map with.
 
 - ``to_ray_dataset``: a list of records -> ``ray.data.Dataset`` (one column per record field).
 - ``batch_column`` / ``column_names`` / ``optional_str`` / ``object_array``: read and write the
   cells of a batch, whether it is a dict of numpy arrays (``ds.take_batch()``, a UDF called by
-  hand in a test) or a ``pyarrow.Table`` (what ``map_with_actor_pool`` hands a UDF).
-- ``map_with_actor_pool``: ``ds.map_batches(udf)`` on an actor pool, one output row per input
-  row, pyarrow batches so that the other columns pass through untouched.
+  hand in a test) or a ``pyarrow.Table`` (what ``map_with_udf`` hands a UDF).
+- ``map_with_udf``: ``ds.map_batches(udf)`` on an actor pool, one output row per input
+  row, pyarrow batches so that the other columns pass through untouched; with no actor, the
+  same UDF over the same batches in this process.
 - ``settle_on_driver_node``: Ray Data's per-cluster bookkeeping on the driver's node.
 
 Ray and pyarrow are imported inside the functions: reading data must not pay their import
@@ -85,12 +87,23 @@ def object_array(values: Sequence[Any]) -> np.ndarray:
     return out
 
 
-def map_with_actor_pool(ds: ray.data.Dataset, udf: type, constructor_kwargs: dict, *, batch_size: int,
-                        num_actors: int | tuple[int, int], num_cpus: float, num_gpus: float) -> ray.data.Dataset:
+def map_with_udf(ds: ray.data.Dataset, udf: type, constructor_kwargs: dict, *, batch_size: int,
+                 num_actors: int | tuple[int, int], num_cpus: float, num_gpus: float) -> ray.data.Dataset:
     """``ds.map_batches(udf)`` on an actor pool (a size, or ``(min, max)`` to autoscale), one output
-    row per input row, pyarrow batches so that the other columns pass through untouched."""
+    row per input row, pyarrow batches so that the other columns pass through untouched: lazy.
+
+    ``num_actors=0``: the UDF is built here and maps the same batches in this process, now
+    (``num_cpus`` and ``num_gpus`` reserve nothing), and the dataset holds its output. An actor
+    costs seconds to start (a process, its imports, the UDF's construction), which a few hundred
+    rows of dictionary lookups never pay back (benchmarks/test_time.md)."""
     import ray.data
 
+    if num_actors == 0:
+        mapper = udf(**constructor_kwargs)
+        tables = [mapper(batch) for batch in ds.iter_batches(batch_size=batch_size, batch_format="pyarrow")]
+        # from_blocks, not from_arrow: from_arrow reads each table's metadata in a task, which
+        # waits forever where this process's own reservation holds the last CPU (a sweep's trial).
+        return ray.data.from_blocks(tables) if tables else ds
     if isinstance(num_actors, tuple):
         compute = ray.data.ActorPoolStrategy(min_size=num_actors[0], max_size=num_actors[1])
     else:

@@ -16,7 +16,7 @@ learners, sweep trials) plugs a ``Workload`` (model, batcher, step, evaluation) 
 from .fits import FitOutcome, FitService
 from .loop import Workload, collect, eval_shard, run_epoch, start_training, train_loop_per_worker
 from .reporting import TrainState, read_state, write_state
-from .runs import (RESULTS_FILE, absolute_storage, read_run_config, resume_config, run_dir,
+from .runs import (RESULTS_FILE, absolute_storage, check_resumable, read_run_config, resume_config, run_dir,
                    torch_trainer)
 from .settings import (RESUMABLE_CHANGES, OptimSettings, OutputSettings, ScalingSettings, changed_keys,
                        incompatible_changes, steps_per_epoch)
@@ -25,7 +25,7 @@ from .training import (TRAIN_DATA_WAIT_S, TRAIN_EPOCH, TRAIN_EPOCH_TIME_S, TRAIN
                        epoch_seed, grouped, loss_metric, param_groups)
 
 __all__ = ["FitOutcome", "FitService", "Workload", "collect", "eval_shard", "run_epoch", "start_training", "train_loop_per_worker", "TrainState",
-           "read_state", "write_state", "RESULTS_FILE", "absolute_storage", "read_run_config",
+           "read_state", "write_state", "RESULTS_FILE", "absolute_storage", "check_resumable", "read_run_config",
            "resume_config", "run_dir", "torch_trainer", "RESUMABLE_CHANGES", "OptimSettings",
            "OutputSettings", "ScalingSettings", "changed_keys", "incompatible_changes", "steps_per_epoch",
            "TRAIN_DATA_WAIT_S", "TRAIN_EPOCH", "TRAIN_EPOCH_TIME_S", "TRAIN_FIT", "TRAIN_GLOBAL_STEP", "TRAIN_LOSS",

@@ -73,6 +73,18 @@ def resume_config(directory: str, overrides: Iterable[str], config_cls: type[C])
     return from_dict(config_cls, data)
 
 
+def check_resumable(cfg: Any, resumable: Sequence[str] = RESUMABLE_CHANGES) -> None:
+    """Refuse (``ConfigError``) a run directory that holds a run whose config differs from ``cfg`` in
+    a key outside ``resumable``: Ray Train would resume that run's checkpoints under the new config.
+    ``torch_trainer`` checks; a workload whose datasets take time to build checks first as well."""
+    previous = read_run_config(run_dir(cfg), type(cfg))
+    changed = incompatible_changes(previous, cfg, resumable) if previous is not None else []
+    if changed:
+        raise ConfigError(f"{run_dir(cfg)} holds a run whose config differs in {', '.join(changed)}; "
+                          "Ray Train would resume it from its checkpoints. Choose a new output.name, "
+                          "or resume it unchanged (the job's --resume RUN_DIR)")
+
+
 def torch_trainer(workload: Workload, cfg: Any, datasets: dict[str, ray.data.Dataset], *,
                   resumable: Sequence[str] = RESUMABLE_CHANGES, callbacks: Sequence[Any] = (),
                   train_fn: Callable[[dict[str, Any]], None] | None = None) -> TorchTrainer | InProcessTrainer:
@@ -92,13 +104,7 @@ def torch_trainer(workload: Workload, cfg: Any, datasets: dict[str, ray.data.Dat
     import ray.train
     from ray.train.torch import TorchTrainer
 
-    previous = read_run_config(run_dir(cfg), type(cfg))
-    if previous is not None:
-        changed = incompatible_changes(previous, cfg, resumable)
-        if changed:
-            raise ConfigError(f"{run_dir(cfg)} holds a run whose config differs in {', '.join(changed)}; "
-                              "Ray Train would resume it from its checkpoints. Choose a new output.name, "
-                              "or resume it unchanged (the job's --resume RUN_DIR)")
+    check_resumable(cfg, resumable)
     write_run_config(cfg)
     scaling = cfg.scaling
     train_fn = train_fn or functools.partial(train_loop_per_worker, workload=workload)

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..config import check
-from ..data.ray_data import map_with_actor_pool
+from ..data.ray_data import map_with_udf
 from ..hardware import PRECISIONS, autocast, resolve_precision
 from ..placement import this_node
 from .spec import ClassifierSpec, load_classifier
@@ -177,7 +177,7 @@ def pseudo_label(ds: ray.data.Dataset, spec: ClassifierSpec | Mapping[str, Class
     if schema is not None and text_column not in schema.names:
         raise KeyError(f"the dataset has no text column {text_column!r}; columns: {list(schema.names)} "
                        "(pass text_column= to name the column holding the texts)")
-    return map_with_actor_pool(
+    return map_with_udf(
         ds, PseudoLabelUDF,
         dict(spec=spec, encode_batch_size=encode_batch_size, sort_by_length=sort_by_length,
              text_column=text_column, num_threads=threads or max(1, int(num_cpus)), precision=precision),

@@ -153,7 +153,9 @@ class PretrainData:
       ``<data_dir>/muse``), for word-positioned samples, aligned tokens and spans, and the
       dictionary back-translations of noisy positives. ``english_stop_words``: leave English
       stop words (scikit-learn's list) out of them (Chen et al. 2022, §2.1).
-    - ``annotate_cpus``: CPUs the annotation actor reserves (it runs before training starts).
+    - ``annotate_actors``: the annotation's actor pool (0: in the process that builds the run, with
+      no actor to start: the smoke preset's few dozen pairs); ``annotate_cpus``: CPUs each actor
+      reserves (it runs before training starts).
     """
 
     data_dir: str | None = None  # the data root; else $XLT_DATA_DIR
@@ -168,6 +170,7 @@ class PretrainData:
     distinct_pivot: bool = False
     dictionary_dir: str | None = None
     english_stop_words: bool = True
+    annotate_actors: int = 1
     annotate_cpus: float = 1.0
     train_rows: int = 0  # resolved: pairs in the training set
 
@@ -180,6 +183,8 @@ class PretrainData:
         check(0 < self.alpha <= 1, "data.alpha", self.alpha, "a smoothing exponent in (0, 1] (Zhang et al. 2023, Eq. 9)")
         for name in ("pairs_per_epoch", "max_pairs", "eval_max_pairs", "train_rows"):
             check(getattr(self, name) >= 0, f"data.{name}", getattr(self, name), "0 or a positive integer")
+        check(self.annotate_actors >= 0, "data.annotate_actors", self.annotate_actors,
+              "an integer >= 0 (0 = in the process that builds the run)")
         check(self.annotate_cpus >= 0, "data.annotate_cpus", self.annotate_cpus, "a number >= 0")
 
 
@@ -270,9 +275,9 @@ class PretrainConfig:
 
 
 # Keys a resumed run may change: as for fine-tuning (how long, where, on what), plus where the
-# dictionaries live, the annotation's CPUs and the size of the evaluation sets.
-RESUMABLE_CHANGES: tuple[str, ...] = (*FINETUNE_RESUMABLE, "data.dictionary_dir", "data.annotate_cpus",
-                                      "data.eval_max_pairs")
+# dictionaries live, the annotation's actors and CPUs and the size of the evaluation sets.
+RESUMABLE_CHANGES: tuple[str, ...] = (*FINETUNE_RESUMABLE, "data.dictionary_dir", "data.annotate_actors",
+                                      "data.annotate_cpus", "data.eval_max_pairs")
 
 
 def load_pretrain_config(path: str | Path | None = None, overrides: Iterable[str] = (),

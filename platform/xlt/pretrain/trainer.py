@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from ..config import ConfigError, from_dict
 from ..data import as_rows, resolve_data_dir
-from ..data.ray_data import map_with_actor_pool
+from ..data.ray_data import map_with_udf
 from ..engine import absolute_storage, torch_trainer
 from ..engine import resume_config as resume_run_config
 from ..storage import join
@@ -60,7 +60,7 @@ def english_stop_words() -> frozenset[str]:
 def prepare(cfg: PretrainConfig) -> PreparedData:
     """Read, mix and annotate the training pairs; resolve the config (see the module docstring).
 
-    Needs Ray (the annotation runs as a Ray Data actor pool).
+    Needs Ray (the annotation runs as a Ray Data actor pool, or in this process: ``data.annotate_actors``).
     """
     import ray.data
 
@@ -82,8 +82,8 @@ def prepare(cfg: PretrainConfig) -> PreparedData:
         annotator = dict(model=cfg.model, requires=cfg.requires, features=features, dictionaries=dictionaries,
                          stop_words=english_stop_words() if cfg.data.english_stop_words else frozenset(),
                          subword=cfg.batch.subword, max_span_words=cfg.batch.max_span_words, seed=cfg.optim.seed)
-        ds = map_with_actor_pool(ds, PairAnnotator, annotator, batch_size=ANNOTATE_BATCH, num_actors=1,
-                                 num_cpus=cfg.data.annotate_cpus, num_gpus=0.0).filter(keep_row)
+        ds = map_with_udf(ds, PairAnnotator, annotator, batch_size=ANNOTATE_BATCH, num_actors=cfg.data.annotate_actors,
+                          num_cpus=cfg.data.annotate_cpus, num_gpus=0.0).filter(keep_row)
     ds = ds.materialize()
     rows = ds.count()
     if rows == 0:

@@ -63,8 +63,10 @@ class DataSettings:
       (``xlt.augment.AugmentConfig``: t_f / t_p / t_c views, r_c, languages, seed). Full
       translations come from ``translator`` (see ``xlt.train.data``); partial translation glosses a
       span and code-switching switches words with the MUSE dictionaries under ``<data_dir>/muse``.
-      ``augment_cpus`` is what each augmentation actor reserves: it must fit beside the training
-      workers (0 lets it share their CPUs; it is cheap next to a training step).
+      ``augment_actors`` is the size of the augmentation actor pool (0: the views are made in the
+      process that builds the run, before it starts, which pays no actor start-up: the smoke
+      preset's few rows); ``augment_cpus`` is what each actor reserves: it must fit beside the
+      training workers (0 lets it share their CPUs; it is cheap next to a training step).
     - ``max_examples``: at most this many examples per language and split, evenly spaced
       (0 = all); smoke runs use a handful.
     """
@@ -72,6 +74,7 @@ class DataSettings:
     data_dir: str | None = None  # the data root ({data_dir} in task paths; muse/); else $XLT_DATA_DIR
     setting: Setting = "zero-shot"
     augment: AugmentConfig | None = None
+    augment_actors: int = 1
     augment_cpus: float = 0.0
     translator: Literal["provided", "dictionary", "seq2seq"] = "provided"
     translator_model: str = ""  # seq2seq: a multilingual (NLLB) name or path, or a "{lang}" template per target
@@ -79,6 +82,8 @@ class DataSettings:
     train_rows: int = 0  # resolved: rows of the train dataset
 
     def __post_init__(self) -> None:
+        check(self.augment_actors >= 0, "data.augment_actors", self.augment_actors,
+              "an integer >= 0 (0 = in the process that builds the run)")
         check(self.augment_cpus >= 0, "data.augment_cpus", self.augment_cpus, "a number >= 0")
         check(self.max_examples >= 0, "data.max_examples", self.max_examples, "0 (all) or a positive integer")
         check(self.train_rows >= 0, "data.train_rows", self.train_rows, "0 (unresolved) or the train dataset size")

@@ -93,15 +93,15 @@ def train_dataset(data: DataSettings, task: Task, rows: list[dict[str, Any]]) ->
         return ray.data.from_items(rows)
     source = [r for r in rows if r["lang"] == task.source_lang]
     others = [r for r in rows if r["lang"] != task.source_lang]
-    augmented = build_augmented_dataset(ray.data.from_items(source), data.augment, num_cpus=data.augment_cpus,
-                                        **augmentation_sources(data, task)).materialize()
+    augmented = build_augmented_dataset(ray.data.from_items(source), data.augment, num_actors=data.augment_actors,
+                                        num_cpus=data.augment_cpus, **augmentation_sources(data, task)).materialize()
     if not others:
         return augmented
     table = pa.Table.from_pylist(others)
     for name in VIEW_COLUMNS:  # as the UDF writes them: view_pairs is null for single texts
         values = [None if name == "view_pairs" and not task.paired else [] for _ in others]
         table = table.append_column(name, pa.array(values, type=pa.list_(pa.string())))
-    return augmented.union(ray.data.from_arrow(table))
+    return augmented.union(ray.data.from_blocks([table]))  # built here: no task (xlt.data.ray_data.map_with_udf)
 
 
 def eval_rows(task: Task, split: str, max_examples: int = 0) -> list[dict[str, Any]]:

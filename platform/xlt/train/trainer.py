@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..config import from_dict
-from ..engine import absolute_storage, resume_config as resume_run_config, torch_trainer
+from ..engine import absolute_storage, check_resumable, resume_config as resume_run_config, torch_trainer
 from ..eval.classification import AVG_TARGET, SCORES, gap_name, metric_name
 from ..tasks import Task, load_task
 from .config import RESUMABLE_CHANGES, FinetuneConfig
@@ -81,7 +81,9 @@ def build_trainer(cfg: FinetuneConfig | Resolved, train_dataset: ray.data.Datase
     ``callbacks``: Ray Train callbacks (a sweep trial passes Tune's ``TuneReportCallback``).
     """
     resolved = cfg if isinstance(cfg, Resolved) else resolve(cfg)
-    if train_dataset is not None:
+    if train_dataset is None:  # the views are made below: refuse a changed run before, not after
+        check_resumable(resolved.config, RESUMABLE_CHANGES)
+    else:
         config = resolved.config
         config = dataclasses.replace(config, data=dataclasses.replace(config.data, train_rows=train_dataset.count()))
         config.steps_per_epoch(config.scaling.num_workers)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from xlt.data.ray_data import batch_column, column_names, map_with_actor_pool, object_array, optional_str
+from xlt.data.ray_data import batch_column, column_names, map_with_udf, object_array, optional_str
 from xlt.text.languages import normalize_lang
 from xlt.translate.translator import Translator, clean_translation, describe_support, load_translator
 
@@ -70,7 +70,7 @@ def translate_dataset(ds: ray.data.Dataset, translator: Translator, src_lang: st
     ``map_batches(concurrency=...)`` in favour of ``compute=ActorPoolStrategy(...)``, used here.
     Lazy: nothing runs until the dataset is consumed.
     """
-    return map_with_actor_pool(
+    return map_with_udf(
         ds, TranslateUDF,
         dict(translator=translator, src_lang=src_lang, tgt_lang=tgt_lang,
              input_column=input_column, output_column=output_column),
