@@ -71,6 +71,21 @@ def _refuse_in_quick_runs() -> None:
     encoder.UseEncoder.__init__ = refuse("loads the bundled USE model", "slow")
 
 
+def _files_under(root: Path) -> set[Path]:
+    return {path for path in root.rglob("*") if path.is_file()} if root.is_dir() else set()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def checkout_untouched():
+    """No test, and no job a test starts, writes into the checkout's ``results/`` (a job's default
+    outputs, MLflow store and TensorBoard files): the session ends in an error naming what appeared."""
+    results = REPO / "results"
+    before = _files_under(results)
+    yield
+    new = sorted(str(path.relative_to(REPO)) for path in _files_under(results) - before)
+    assert not new, f"tests wrote into the checkout: {', '.join(new[:10])}"
+
+
 @pytest.fixture(autouse=True)
 def mlflow_store(tmp_path_factory, monkeypatch) -> str:
     """Every test (and every job it starts) tracks into its own SQLite MLflow store, never the

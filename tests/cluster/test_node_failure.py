@@ -58,10 +58,13 @@ def state(out: Path | str) -> dict:
 
 @pytest.fixture(scope="module")
 def reference(data_dir, tmp_path_factory) -> dict:
-    """The final loop state of the same job, uninterrupted, on a single-node Ray."""
+    """The final loop state of the same job, uninterrupted, on a single-node Ray (run from a
+    directory of its own with a store of its own: a module fixture comes before the test's store,
+    and a job's local files default to ``./results``)."""
     out = tmp_path_factory.mktemp("reference")
+    store = f"sqlite:///{out / 'mlflow.db'}"
     proc = subprocess.run([*JOB, "--set", f"output_dir={out}"], capture_output=True, text=True, timeout=600,
-                          env={**os.environ, **env(data_dir), "RAY_ADDRESS": ""})
+                          cwd=out, env={**os.environ, **env(data_dir), "RAY_ADDRESS": "", "MLFLOW_TRACKING_URI": store})
     assert proc.returncode == 0, proc.stderr[-3000:]
     return state(out)
 
@@ -92,14 +95,20 @@ def test_a_job_spreads_over_the_worker_nodes_and_survives_losing_two_nodes_and_i
     import psutil
 
     out = f"{s3}/cotrain"
-    job_env = {**env(data_dir), **{k: v for k, v in os.environ.items() if k.startswith("AWS_")}}
+    job_env = {**env(data_dir), "MLFLOW_TRACKING_URI": os.environ["MLFLOW_TRACKING_URI"],  # the test's store
+               **{k: v for k, v in os.environ.items() if k.startswith("AWS_")}}
     nodes = head.add_workers((2, {"lm_host": 1}), (2, {"lm_host": 1}),  # the second: the LM's spare
                              (1, {"emb_host": 1}), (1, None), (1, None))  # the last two: where labelling actors go
     lm_hosts, labellers = nodes[:2], nodes[3:]
     ids = head.node_ids()
     lost: dict[str, str] = {}
     entrypoint = [*JOB, *ON_THE_CLUSTER, "--set", f"output_dir={out}"]
-    command = head.submit_command({"env_vars": job_env}, entrypoint, "xlt-test-failures", working_dir=False)
+    # Run from a directory of the test's (the driver would run where the head was started, the
+    # checkout, and write TensorBoard's local files under its ./results).
+    first_dir = tmp_path / "first"
+    first_dir.mkdir()
+    command = head.submit_command({"env_vars": job_env}, ["sh", "-c", f"cd {first_dir} && {shlex.join(entrypoint)}"],
+                                  "xlt-test-failures", working_dir=False)
     log = tmp_path / "job.log"
 
     def lm_checkpoint(prefix: str) -> bool:
