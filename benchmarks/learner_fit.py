@@ -54,6 +54,8 @@ def get_args() -> argparse.Namespace:
     parser.add_argument("--rows", type=int, default=400, help="English train rows each fit trains on")
     parser.add_argument("--fits", type=int, default=3, help="fits per learner (co-training iterations)")
     parser.add_argument("--workers", type=int, default=1, help="2: also the LM learner on 2 workers")
+    parser.add_argument("--in-process-first", action="store_true",
+                        help="fit in process before the served fits (the machine's speed may drift through a run)")
     parser.add_argument("--output", default=str(REPO / "benchmarks" / "learner_fit.md"))
     return parser.parse_args()
 
@@ -105,6 +107,7 @@ def main() -> None:
     for label, learner, compare in cases:
         cfg = learner_config("bench", learner, data.task, storage, len(rows))
         work = args.fits * len(rows) * learner.optim.epochs
+        local = [in_process(cfg, rows) for _ in range(args.fits)] if compare and args.in_process_first else []
         run += 1
         served = on_ray_train(f"bench{run}", learner, data, rows, evaluation, args.fits, storage)
         workers = learner.scaling.num_workers
@@ -113,7 +116,7 @@ def main() -> None:
                  "served on": where, "one run: s": sum(served), "one run: rows/s": work / sum(served)}
         details.append(f"{label}, one run, per fit (s): {', '.join(f'{t:.1f}' for t in served)}")
         if compare:
-            local = [in_process(cfg, rows) for _ in range(args.fits)]
+            local = local or [in_process(cfg, rows) for _ in range(args.fits)]
             per_fit = []
             for _ in range(args.fits):
                 run += 1

@@ -21,7 +21,7 @@ def config(data_dir, tmp_path, *overrides):
         f"data.data_dir={data_dir}", "data.max_pairs=12", "data.eval_max_pairs=8", "optim.batch_size=3",
         "optim.grad_accum_steps=2", "optim.epochs=1", "model.max_length=32", "scaling.num_workers=2", "scaling.cpus_per_worker=1",
         f"output.storage_path={tmp_path}", "output.name=resume",
-        "data.annotate_actors=1", "data.annotate_cpus=0.5",  # the annotation's actor pool (the smoke preset's: in process)
+        "data.annotate_actors=1", "data.annotate_cpus=0.5",  # the actor pool (the smoke preset: in process)
         *overrides], smoke=REPO / "configs" / "pretrain_smoke.yaml")
 
 
