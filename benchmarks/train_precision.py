@@ -1,0 +1,102 @@
+"""The LM learner's fit in fp32 and under bf16 autocast, in this process: time and accuracy (issue 48).
+
+    python benchmarks/train_precision.py                      # configs/cotrain_sib200.yaml's LM learner
+    python benchmarks/train_precision.py --rows 200 --output /tmp/tp.md
+
+The learner of the preset (e5, word embeddings frozen, K epochs) fits on the first ``--rows``
+SIB-200 English train rows twice from the same pretrained model, seed and batches: once in fp32,
+once with every epoch's forward and backward under ``torch.autocast("cpu", dtype=torch.bfloat16)``
+(the weights, AdamW's moments and its update stay fp32: the reading of "bf16 autocast" chosen here).
+Both classifiers are then evaluated in fp32 on the preset's evaluation rows, so that the accuracy
+difference is the training's. Where the CPU multiplies bf16 natively (``xlt.hardware``), autocast
+should pay; elsewhere it emulates bf16 and costs more than it saves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from machine import cpu_model  # noqa: E402
+from xlt.cotrain import load_cotrain_config, load_data  # noqa: E402
+from xlt.cotrain.learner import learner_config  # noqa: E402
+from xlt.engine import epoch_seed, run_epoch, start_training  # noqa: E402
+from xlt.hardware import native_bf16  # noqa: E402
+from xlt.logs import quiet_libraries  # noqa: E402
+from xlt.report import markdown_table  # noqa: E402
+from xlt.train.batches import batches_of  # noqa: E402
+from xlt.train.loop import FINETUNE, evaluate  # noqa: E402
+
+
+def get_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", default=str(REPO / "configs" / "cotrain_sib200.yaml"))
+    parser.add_argument("--rows", type=int, default=400, help="English train rows the fit trains on")
+    parser.add_argument("--output", default=str(REPO / "benchmarks" / "train_precision.md"))
+    return parser.parse_args()
+
+
+def fit(cfg, rows, bf16: bool) -> tuple[object, list[float], float]:
+    """The trained ``Training``, each epoch's wall seconds and the last epoch's mean loss."""
+    import torch
+
+    torch.set_num_threads(cfg.scaling.torch_threads)
+    torch.manual_seed(cfg.optim.seed)
+    training = start_training(FINETUNE, cfg, cfg.steps_per_epoch(1))
+    times, loss = [], float("nan")
+    for epoch in range(cfg.optim.epochs):
+        torch.manual_seed(epoch_seed(cfg.optim.seed, epoch, 0))
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            stats, seconds = run_epoch(training, FINETUNE, batches_of(rows, cfg.optim.batch_size), cfg, epoch=epoch)
+        times.append(seconds)
+        loss = stats.mean("loss")
+    return training, times, loss
+
+
+def main() -> None:
+    args = get_args()
+    quiet_libraries()
+    cotrain = load_cotrain_config(args.config)
+    data = load_data(cotrain)
+    rows = data.labeled[: args.rows]
+    learner = cotrain.learner("lm")
+    cfg = learner_config("bench", learner, data.task, tempfile.mkdtemp(prefix="xlt-train-precision-"), len(rows))
+    test = {key: [r[key] for r in data.evaluation_rows] for key in ("text", "text_pair", "label", "lang")}
+    load_start, started = os.getloadavg()[0], time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    table, accuracy = [], {}
+    for name, bf16 in (("fp32", False), ("bf16 autocast", True)):
+        training, times, loss = fit(cfg, rows, bf16)
+        metrics = evaluate(training.classifier, test, data.task.source_lang, "test", cfg.optim.eval_batch_size)
+        accuracy[name] = {key.rsplit("/", 1)[1]: value for key, value in metrics.items() if key.startswith("test/acc/")}
+        table.append({"training": name, "epochs": len(times), "fit s": sum(times),
+                      "per epoch s": ", ".join(f"{t:.1f}" for t in times), "last epoch loss": loss,
+                      "test acc avg_target": accuracy[name].get("avg_target"), "test acc en": accuracy[name].get("en")})
+        print(table[-1], flush=True)
+    for entry in table:
+        entry["speed-up"] = table[0]["fit s"] / entry["fit s"]
+    langs = [lang for lang in accuracy["fp32"] if lang != "avg_target"]
+    per_lang = [{"lang": lang, **{name: accuracy[name][lang] for name in accuracy}} for lang in langs]
+    command = " ".join(["python benchmarks/train_precision.py", *sys.argv[1:]])
+    text = "\n".join([
+        "# The LM learner's fit: fp32 against bf16 autocast (issue 48)", "",
+        f"Command: `{command}`. Machine: {cpu_model()}, {os.cpu_count()} cores, native bf16: "
+        f"{'yes' if native_bf16() else 'no'}; 1-minute load average {load_start:.1f} at the start, "
+        f"{os.getloadavg()[0]:.1f} at the end; started {started}. The LM learner of "
+        f"`{Path(args.config).relative_to(REPO)}` ({learner.model.source}, K = {cfg.optim.epochs}, "
+        f"batch {cfg.optim.batch_size}, {cfg.scaling.torch_threads} torch threads) on {len(rows)} English "
+        f"rows, in this process; both evaluated in fp32 on {len(data.evaluation_rows)} evaluation rows.", "",
+        markdown_table(table, digits=3), "", "Test accuracy per language:", "",
+        markdown_table(per_lang, digits=3), ""])
+    Path(args.output).write_text(text, encoding="utf-8")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
