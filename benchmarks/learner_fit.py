@@ -60,16 +60,27 @@ def get_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def in_process(cfg, rows) -> float:
-    """Wall seconds of the fit in this process (model load included, as in a learner actor)."""
+def fit_here(cfg, rows, bf16: bool = False):
+    """The learner's fit in this process: its ``Training``, and each epoch's statistics and wall
+    seconds. ``bf16``: each epoch under bf16 autocast, without autocast's weight cache (it keeps its
+    bf16 copies of the weights until the outermost autocast context exits, here the epoch's end, so
+    every step would see the epoch's first weights: benchmarks/train_precision.md)."""
     import torch
 
-    start = time.perf_counter()
     torch.set_num_threads(cfg.scaling.torch_threads)
     training = start_training(FINETUNE, cfg, cfg.steps_per_epoch(1))
+    epochs = []
     for epoch in range(cfg.optim.epochs):
         torch.manual_seed(epoch_seed(cfg.optim.seed, epoch, 0))
-        run_epoch(training, FINETUNE, batches_of(rows, cfg.optim.batch_size), cfg, epoch=epoch)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16, cache_enabled=False):
+            epochs.append(run_epoch(training, FINETUNE, batches_of(rows, cfg.optim.batch_size), cfg, epoch=epoch))
+    return training, epochs
+
+
+def in_process(cfg, rows) -> float:
+    """Wall seconds of the fit in this process (model load included, as in a learner actor)."""
+    start = time.perf_counter()
+    fit_here(cfg, rows)
     return time.perf_counter() - start
 
 

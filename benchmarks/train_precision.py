@@ -25,15 +25,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
+from learner_fit import fit_here  # noqa: E402  (the in-process fit, here in either precision)
 from machine import cpu_model  # noqa: E402
 from xlt.cotrain import load_cotrain_config, load_data  # noqa: E402
 from xlt.cotrain.learner import learner_config  # noqa: E402
-from xlt.engine import epoch_seed, run_epoch, start_training  # noqa: E402
 from xlt.hardware import native_bf16  # noqa: E402
 from xlt.logs import quiet_libraries  # noqa: E402
-from xlt.report import markdown_table  # noqa: E402
-from xlt.train.batches import batches_of  # noqa: E402
-from xlt.train.loop import FINETUNE, evaluate  # noqa: E402
+from xlt.report import command_line, markdown_table  # noqa: E402
+from xlt.train.loop import evaluate  # noqa: E402
 
 
 def get_args() -> argparse.Namespace:
@@ -44,27 +43,9 @@ def get_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def fit(cfg, rows, bf16: bool) -> tuple[object, list[float], float]:
-    """The trained ``Training``, each epoch's wall seconds and the last epoch's mean loss."""
+def main() -> None:
     import torch
 
-    torch.set_num_threads(cfg.scaling.torch_threads)
-    torch.manual_seed(cfg.optim.seed)
-    training = start_training(FINETUNE, cfg, cfg.steps_per_epoch(1))
-    times, loss = [], float("nan")
-    for epoch in range(cfg.optim.epochs):
-        torch.manual_seed(epoch_seed(cfg.optim.seed, epoch, 0))
-        # cache_enabled=False: autocast keeps its bf16 copies of the weights until the outermost
-        # autocast context exits, here the epoch's end, so every step would see the epoch's first
-        # weights (what the first run of this benchmark measured: a fit that did not learn).
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16, cache_enabled=False):
-            stats, seconds = run_epoch(training, FINETUNE, batches_of(rows, cfg.optim.batch_size), cfg, epoch=epoch)
-        times.append(seconds)
-        loss = stats.mean("loss")
-    return training, times, loss
-
-
-def main() -> None:
     args = get_args()
     quiet_libraries()
     cotrain = load_cotrain_config(args.config)
@@ -76,7 +57,9 @@ def main() -> None:
     load_start, started = os.getloadavg()[0], time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     table, accuracy = [], {}
     for name, bf16 in (("fp32", False), ("bf16 autocast", True)):
-        training, times, loss = fit(cfg, rows, bf16)
+        torch.manual_seed(cfg.optim.seed)
+        training, epochs = fit_here(cfg, rows, bf16)
+        times, loss = [seconds for _, seconds in epochs], epochs[-1][0].mean("loss")
         metrics = evaluate(training.classifier, test, data.task.source_lang, "test", cfg.optim.eval_batch_size)
         accuracy[name] = {key.rsplit("/", 1)[1]: value for key, value in metrics.items() if key.startswith("test/acc/")}
         table.append({"training": name, "epochs": len(times), "fit s": sum(times),
@@ -87,10 +70,9 @@ def main() -> None:
         entry["speed-up"] = table[0]["fit s"] / entry["fit s"]
     langs = [lang for lang in accuracy["fp32"] if lang != "avg_target"]
     per_lang = [{"lang": lang, **{name: accuracy[name][lang] for name in accuracy}} for lang in langs]
-    command = " ".join(["python benchmarks/train_precision.py", *sys.argv[1:]])
     text = "\n".join([
         "# The LM learner's fit: fp32 against bf16 autocast (issue 48)", "",
-        f"Command: `{command}`. Machine: {cpu_model()}, {os.cpu_count()} cores, native bf16: "
+        f"Command: `{command_line()}`. Machine: {cpu_model()}, {os.cpu_count()} cores, native bf16: "
         f"{'yes' if native_bf16() else 'no'}; 1-minute load average {load_start:.1f} at the start, "
         f"{os.getloadavg()[0]:.1f} at the end; started {started}. The LM learner of "
         f"`{Path(args.config).relative_to(REPO)}` ({learner.model.source}, K = {cfg.optim.epochs}, "
