@@ -77,6 +77,13 @@ def assert_same_state(out: Path | str, reference: dict) -> None:
         [h[k] for h in reference["history"] for k in ("iteration", "learner")]
 
 
+def run_from(directory: Path, entrypoint: list[str]) -> list[str]:
+    """``entrypoint`` run from ``directory``: without an uploaded checkout the driver runs where the
+    head was started (the checkout), and a job's local files default to its ``./results``."""
+    directory.mkdir()
+    return ["sh", "-c", f"cd {directory} && {shlex.join(entrypoint)}"]
+
+
 def history(out: str) -> list[dict]:
     return json.loads(read_text(join(out, "results.json")))["history"]
 
@@ -103,11 +110,7 @@ def test_a_job_spreads_over_the_worker_nodes_and_survives_losing_two_nodes_and_i
     ids = head.node_ids()
     lost: dict[str, str] = {}
     entrypoint = [*JOB, *ON_THE_CLUSTER, "--set", f"output_dir={out}"]
-    # Run from a directory of the test's (the driver would run where the head was started, the
-    # checkout, and write TensorBoard's local files under its ./results).
-    first_dir = tmp_path / "first"
-    first_dir.mkdir()
-    command = head.submit_command({"env_vars": job_env}, ["sh", "-c", f"cd {first_dir} && {shlex.join(entrypoint)}"],
+    command = head.submit_command({"env_vars": job_env}, run_from(tmp_path / "first", entrypoint),
                                   "xlt-test-failures", working_dir=False)
     log = tmp_path / "job.log"
 
@@ -163,10 +166,7 @@ def test_a_job_spreads_over_the_worker_nodes_and_survives_losing_two_nodes_and_i
     assert state(out)["iteration"] == 1  # killed within iteration 1: iteration 0 is saved, iteration 1 is not
 
     # Submitted again from another working directory: nothing local survives, only what is on the store.
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    _, again = head.submit({"env_vars": job_env}, ["sh", "-c", f"cd {elsewhere} && {shlex.join(entrypoint)}"],
-                           working_dir=False)
+    _, again = head.submit({"env_vars": job_env}, run_from(tmp_path / "elsewhere", entrypoint), working_dir=False)
     assert again.returncode == 0, (again.stdout + again.stderr)[-4000:]
     assert f"resuming {out} at iteration 1" in again.stdout + again.stderr
     for name in ("results.json", "results.md", "config.yaml"):
