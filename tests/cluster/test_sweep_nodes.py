@@ -20,18 +20,22 @@ pytestmark = pytest.mark.cluster
 EPOCHS = 8  # an epoch of 48 rows takes about a second: enough of them that a trial is still running when seen
 
 
-def epoch_reports(out: Path) -> dict[str, dict[int, dict]]:
-    """Trial id -> {epoch: the metrics its Ray Train run reported with that epoch's checkpoint}, for
-    the checkpoints in the trial's directory now (written as the run goes; older ones are removed
-    as newer come, and Tune's own result files reach storage later)."""
-    found: dict[str, dict[int, dict]] = {}
-    for path in out.glob("trial_*/finetune/epoch*-*/metrics.json"):
+def registered_checkpoints(out: Path) -> dict[str, tuple[int, dict]]:
+    """Trial id -> (epoch, the metrics its Ray Train run reported with that epoch's checkpoint), for
+    the checkpoint each trial's run has registered now: the latest in its checkpoint manager's
+    snapshot, which Ray Train writes once its controller has taken the report. (A checkpoint's
+    directory appears earlier, when the worker uploads it; a node lost between the two leaves a run
+    with nothing to resume from.)"""
+    found: dict[str, tuple[int, dict]] = {}
+    for path in out.glob("trial_*/finetune/checkpoint_manager_snapshot.json"):
         try:
-            metrics = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):  # being written, or removed
+            latest = json.loads(path.read_text())["latest_checkpoint_result"]
+        except (OSError, json.JSONDecodeError):  # being written
             continue
-        epoch = int(path.parent.name.removeprefix("epoch").split("-")[0])
-        found.setdefault(path.parts[-4].removeprefix("trial_"), {})[epoch] = metrics
+        if latest is None:
+            continue
+        epoch = int(latest["checkpoint_dir_name"].removeprefix("epoch").split("-")[0])
+        found[path.parts[-3].removeprefix("trial_")] = (epoch, latest["metrics"])
     return found
 
 
@@ -53,16 +57,16 @@ def test_a_sweep_spreads_its_trials_and_survives_a_lost_node(head, data_dir, tmp
     deadline = time.monotonic() + 300
     first_nodes: dict[str, str] = {}  # trial -> the node of its first epoch seen
     while True:
-        reports = epoch_reports(out)
-        for trial, epochs in reports.items():
-            first_nodes.setdefault(trial, epochs[min(epochs)]["nodes"])
-        running = [trial for trial, epochs in reports.items() if max(epochs) < EPOCHS - 1]
+        reports = registered_checkpoints(out)
+        for trial, (_, metrics) in reports.items():
+            first_nodes.setdefault(trial, metrics["nodes"])
+        running = [trial for trial, (epoch, _) in reports.items() if epoch < EPOCHS - 1]
         if len(first_nodes) == 2 and running:
             break
         assert job.poll() is None and time.monotonic() < deadline, log.read_text()[-4000:]
         time.sleep(0.2)
-    trial = min(running, key=lambda t: max(reports[t]))
-    lost = reports[trial][max(reports[trial])]["nodes"]
+    trial = min(running, key=lambda t: reports[t][0])
+    lost = reports[trial][1]["nodes"]
     next(node for node in workers if ids[node.name] == lost).kill()
     job.wait(timeout=600)
     logs = log.read_text()
