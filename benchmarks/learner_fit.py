@@ -60,11 +60,9 @@ def get_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def fit_here(cfg, rows, bf16: bool = False):
-    """The learner's fit in this process: its ``Training``, and each epoch's statistics and wall
-    seconds. ``bf16``: each epoch under bf16 autocast, without autocast's weight cache (it keeps its
-    bf16 copies of the weights until the outermost autocast context exits, here the epoch's end, so
-    every step would see the epoch's first weights: benchmarks/train_precision.md)."""
+def fit_here(cfg, rows):
+    """The learner's fit in this process, at its ``optim.precision``: its ``Training``, and each
+    epoch's statistics and wall seconds."""
     import torch
 
     torch.set_num_threads(cfg.scaling.torch_threads)
@@ -72,8 +70,7 @@ def fit_here(cfg, rows, bf16: bool = False):
     epochs = []
     for epoch in range(cfg.optim.epochs):
         torch.manual_seed(epoch_seed(cfg.optim.seed, epoch, 0))
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16, cache_enabled=False):
-            epochs.append(run_epoch(training, FINETUNE, batches_of(rows, cfg.optim.batch_size), cfg, epoch=epoch))
+        epochs.append(run_epoch(training, FINETUNE, batches_of(rows, cfg.optim.batch_size), cfg, epoch=epoch))
     return training, epochs
 
 

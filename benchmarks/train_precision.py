@@ -4,10 +4,10 @@
     python benchmarks/train_precision.py --rows 200 --output /tmp/tp.md
 
 The learner of the preset (e5, word embeddings frozen, K epochs) fits on the first ``--rows``
-SIB-200 English train rows twice from the same pretrained model, seed and batches: once in fp32,
-once with every epoch's forward and backward under ``torch.autocast("cpu", dtype=torch.bfloat16)``
-without its weight cache (which would hold each epoch's first bf16 weights for the whole epoch)
-(the weights, AdamW's moments and its update stay fp32: the reading of "bf16 autocast" chosen here).
+SIB-200 English train rows twice from the same pretrained model, seed and batches: once at
+``optim.precision: fp32``, once at ``bf16`` (each step's forward pass and loss under
+``torch.autocast("cpu", dtype=torch.bfloat16)``, entered per step: ``xlt.engine.training``; the
+weights, AdamW's moments and its update stay fp32: the reading of "bf16 autocast" chosen here).
 Both classifiers are then evaluated in fp32 on the preset's evaluation rows, so that the accuracy
 difference is the training's. Where the CPU multiplies bf16 natively (``xlt.hardware``), autocast
 should pay; elsewhere it emulates bf16 and costs more than it saves.
@@ -16,6 +16,7 @@ should pay; elsewhere it emulates bf16 and costs more than it saves.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import tempfile
@@ -25,7 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from learner_fit import fit_here  # noqa: E402  (the in-process fit, here in either precision)
+from learner_fit import fit_here  # noqa: E402  (the in-process fit, at the config's precision)
 from machine import cpu_model  # noqa: E402
 from xlt.cotrain import load_cotrain_config, load_data  # noqa: E402
 from xlt.cotrain.learner import learner_config  # noqa: E402
@@ -56,9 +57,9 @@ def main() -> None:
     test = {key: [r[key] for r in data.evaluation_rows] for key in ("text", "text_pair", "label", "lang")}
     load_start, started = os.getloadavg()[0], time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     table, accuracy = [], {}
-    for name, bf16 in (("fp32", False), ("bf16 autocast", True)):
+    for name, precision in (("fp32", "fp32"), ("bf16 autocast", "bf16")):
         torch.manual_seed(cfg.optim.seed)
-        training, epochs = fit_here(cfg, rows, bf16)
+        training, epochs = fit_here(dataclasses.replace(cfg, optim=dataclasses.replace(cfg.optim, precision=precision)), rows)
         times, loss = [seconds for _, seconds in epochs], epochs[-1][0].mean("loss")
         metrics = evaluate(training.classifier, test, data.task.source_lang, "test", cfg.optim.eval_batch_size)
         accuracy[name] = {key.rsplit("/", 1)[1]: value for key, value in metrics.items() if key.startswith("test/acc/")}

@@ -1,10 +1,11 @@
-"""What this machine's processor can do, read rather than assumed, and the inference precision that
-follows from it.
+"""What this machine's processor can do, read rather than assumed, and the precision inference and
+training run at because of it (``inference.precision``, ``optim.precision``).
 
 ``native_bf16``: whether the CPU multiplies bf16 natively (AVX-512 BF16 or AMX in ``/proc/cpuinfo``);
 without either, torch emulates bf16 matrix products through fp32 at a fraction of fp32's speed.
 
-``autocast(precision, device)``: the context a forward pass of inference runs in. ``fp32`` is none;
+``autocast(precision, device)``: the context a forward pass of inference, or a training step's
+forward pass and loss, runs in. ``fp32`` is none;
 ``bf16`` is ``torch.autocast`` with bfloat16 (matrix products in bf16, reductions, softmax and layer
 norms in fp32); ``auto`` is ``bf16`` on a CPU with native bf16 where a bf16 matrix product also
 runs faster than an fp32 one (``bf16_pays``: timed once per process, some 20 ms; the issue's first
@@ -30,7 +31,7 @@ PRECISIONS = ("auto", "fp32", "bf16")
 @functools.lru_cache(maxsize=1)
 def cpu_flags() -> frozenset[str]:
     """The first CPU's feature flags from ``/proc/cpuinfo`` (empty where there is none), read once
-    per process: ``auto`` is resolved wherever inference starts."""
+    per process: ``auto`` is resolved wherever inference or training starts."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("flags"):
@@ -75,7 +76,8 @@ def resolve_precision(precision: str, device: str = "cpu") -> str:
 
 
 def autocast(precision: str, device: str = "cpu") -> ContextManager:
-    """The context to run inference in at ``precision`` on ``device`` (module docstring)."""
+    """The context to run a forward pass in at ``precision`` on ``device`` (module docstring). Enter
+    it per step: autocast caches bf16 copies of the weights until the outermost context exits."""
     import torch
 
     if resolve_precision(precision, device) == "fp32":

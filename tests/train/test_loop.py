@@ -87,6 +87,39 @@ def test_frozen_word_embeddings_are_not_trained():
     assert all(p is not embeddings for group in training.optimizer.param_groups for p in group["params"])
 
 
+def test_a_bf16_step_is_a_naive_autocast_step_entered_per_step():
+    """``optim.precision: bf16``: each step's forward pass and loss under a fresh bf16 autocast,
+    backward, clipping and AdamW in fp32, as a loop written out by hand; not the fp32 steps. The
+    reference enters autocast anew each step: one context held across steps would keep computing
+    with the first step's bf16 copies of the weights."""
+    steps, b = 3, batch()
+
+    def trained(precision: str, naive: bool = False):
+        torch.manual_seed(0)
+        training = build_training(tiny_config((SCL,), lr=5e-3, precision=precision), steps_per_epoch=steps)
+        for step in range(steps):
+            torch.manual_seed(100 + step)  # the same dropout masks in every run
+            if not naive:
+                train_step(training, b)
+                continue
+            training.model.train()
+            training.optimizer.zero_grad(set_to_none=True)
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                total, _ = compute_losses(training.model, training.objectives, b)
+            total.backward()
+            torch.nn.utils.clip_grad_norm_([p for p in training.module.parameters() if p.requires_grad], 1.0)
+            training.optimizer.step()
+            training.scheduler.step()
+        return training
+
+    engine, naive, fp32 = trained("bf16"), trained("fp32", naive=True), trained("fp32")
+    assert engine.precision == "bf16" and fp32.precision == "fp32"
+    weights = [t.module.state_dict() for t in (engine, naive, fp32)]
+    assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
+    assert all(weights[0][k].dtype == torch.float32 for k in weights[0] if weights[0][k].is_floating_point())
+    assert not all(torch.equal(weights[0][k], weights[2][k]) for k in weights[0])
+
+
 def test_checkpoint_round_trip_restores_weights_optimizer_and_schedule(tmp_path):
     cfg = tiny_config((SCL,))
     training = build_training(cfg, steps_per_epoch=3)

@@ -213,6 +213,8 @@ def train_loop_per_worker(config: dict[str, Any], workload: Workload) -> None:
         state = reporting.latest_state(workload.config_class)
         resumed_from = training.restore(state) if state is not None else 0
         if rank == 0:
+            if cfg.optim.precision != training.precision:
+                logger.info(f"optim.precision {cfg.optim.precision}: steps in {training.precision} on this machine")
             if state is None:
                 logger.info(workload.describe(cfg, steps_per_epoch, world))
             elif training.epoch >= cfg.optim.epochs:

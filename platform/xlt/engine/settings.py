@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from ..config import check
+from ..hardware import PRECISIONS
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,10 @@ class OptimSettings:
     encoder_pass_rows: int = 0
     eval_batch_size: int = 64
     log_every_steps: int = 0  # a log line every n steps on rank 0 besides its progress bar; 0 = per epoch only
+    # The forward pass and loss of each training step: fp32; bf16 (torch.autocast: matrix products in
+    # bf16, weights, gradients and AdamW in fp32); or auto, bf16 where the CPU has native bf16 that
+    # outruns fp32 (xlt.hardware). Evaluation and checkpoints stay fp32 either way.
+    precision: str = "fp32"
 
     def __post_init__(self) -> None:
         check(self.lr > 0, "optim.lr", self.lr, "a positive number")
@@ -65,6 +70,7 @@ class OptimSettings:
               "an integer >= 0 (texts per encoder pass; 0 = one pass)")
         check(self.eval_batch_size >= 1, "optim.eval_batch_size", self.eval_batch_size, "an integer >= 1")
         check(self.log_every_steps >= 0, "optim.log_every_steps", self.log_every_steps, "an integer >= 0")
+        check(self.precision in PRECISIONS, "optim.precision", self.precision, "one of " + ", ".join(PRECISIONS))
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,10 @@ Pieces, each usable without Ray (tests, ``benchmarks/train_overhead.py``):
 - ``accumulation_step``: one optimizer step over ``grad_accum_steps`` micro-batches. Each
   micro-batch's loss is divided by the number of micro-batches of the step, so the gradient is
   their mean; under DDP the gradients are all-reduced once, on the last micro-batch (the others
-  run inside ``no_sync``).
+  run inside ``no_sync``). Under ``optim.precision`` bf16 each micro-batch's forward pass and loss
+  run in their own ``torch.autocast`` context, backward after it: autocast keeps its bf16 copies of
+  the weights until the outermost context exits, so a context held across steps would compute
+  every step with the first step's weights (``benchmarks/train_precision.md``).
 - ``EpochStats`` / ``all_reduce_sums`` / ``epoch_metrics``: an epoch's ``train/`` metrics summed
   over the workers.
 """
@@ -27,6 +30,7 @@ import torch
 from torch import nn
 
 from ..eval.classification import metric_name
+from ..hardware import autocast, resolve_precision
 from ..models import load_trained
 from .settings import OptimSettings
 
@@ -80,6 +84,7 @@ class Training:
     scheduler: torch.optim.lr_scheduler.LRScheduler
     epoch: int = 0  # completed epochs
     global_step: int = 0  # optimizer steps so far
+    precision: str = "fp32"  # of each step's forward pass and loss: optim.precision resolved here (fp32 or bf16)
 
     def restore(self, state: TrainState) -> int:
         """Load a checkpoint's state (weights, optimizer, schedule, counters); returns its step."""
@@ -96,17 +101,24 @@ def build_training(module: nn.Module, optim: OptimSettings, steps_per_epoch: int
                    training_class: type[Training] = Training, **extra: Any) -> Training:
     """``module``, its step module (``step_module`` or ``module`` itself, through ``prepare``, e.g.
     ``ray.train.torch.prepare_model``), AdamW and the linear schedule with warmup over
-    ``epochs × steps_per_epoch`` optimizer steps, as a ``training_class`` (with ``extra`` fields)."""
+    ``epochs × steps_per_epoch`` optimizer steps, as a ``training_class`` (with ``extra`` fields),
+    its steps at ``optim.precision`` as resolved for the device the module is on."""
     from transformers import get_linear_schedule_with_warmup
 
     model = prepare(step_module if step_module is not None else module)
+    precision = resolve_precision(optim.precision, device_of(module).type)
     # Fused: one kernel per parameter group and step (CPU and CUDA) instead of a chain of for-each
     # tensor operations: 5.5× faster on e5-small's 21.5 M trained weights on 2 cores, the same
     # weights to float rounding (9e-8 after 21 steps; benchmarks/adamw_step.json).
     optimizer = torch.optim.AdamW(param_groups(module, optim.weight_decay), lr=optim.lr, fused=True)
     total = steps_per_epoch * optim.epochs
     scheduler = get_linear_schedule_with_warmup(optimizer, round(optim.warmup_ratio * total), total)
-    return training_class(module, model, optimizer, scheduler, **extra)
+    return training_class(module, model, optimizer, scheduler, precision=precision, **extra)
+
+
+def device_of(module: nn.Module) -> torch.device:
+    """The device of ``module``'s first parameter (CPU for a module without any)."""
+    return next(module.parameters(), torch.empty(0)).device
 
 
 def accumulation_step(training: Training, loss: LossFn, micro_batches: Sequence[Any],
@@ -118,12 +130,14 @@ def accumulation_step(training: Training, loss: LossFn, micro_batches: Sequence[
     training.model.train()
     training.optimizer.zero_grad(set_to_none=True)
     k = len(micro_batches)
+    device = device_of(training.module).type
     sums: dict[str, float] = {}
     for i, batch in enumerate(micro_batches):
         # DDP all-reduces gradients in backward; only the last micro-batch of the step needs it.
         skip_sync = i < k - 1 and hasattr(training.model, "no_sync")
         with training.model.no_sync() if skip_sync else contextlib.nullcontext():
-            total, parts = loss(training.model, batch)
+            with autocast(training.precision, device):
+                total, parts = loss(training.model, batch)
             (total / k).backward()
         for key, value in {"loss": total, **parts}.items():
             sums[key] = sums.get(key, 0.0) + float(value.detach())
