@@ -40,6 +40,7 @@ from conftest import REPO, free_ports
 RAY = [sys.executable, "-m", "ray.scripts.scripts"]
 TABLE_RULE = re.compile(r"^\|(-+\|)+$", re.MULTILINE)  # the |---|---| line of a markdown table  # the `ray` CLI of the interpreter running the tests
 READY_TIMEOUT_S = 120
+AGENT_TIMEOUT_S = 60
 
 
 def ray_env(token: str) -> dict[str, str]:
@@ -221,6 +222,24 @@ def _wait_for_job_api(head: Head) -> None:
     pytest.fail(f"no job API at {head.address} after {READY_TIMEOUT_S} s:\n{head.node.log.read_text()[-3000:]}")
 
 
+def _job_agent_ready(head: Head) -> str | None:
+    """``None`` once the head's job agent takes a submission (a no-op job); else why not.
+
+    The job API answers before the head's dashboard agent has registered, and an agent that
+    failed to start (a port of ours taken in between: CI's run of 2026-12-02 16:22 UTC) never
+    registers: every submission then fails with "No available agent to submit job"."""
+    deadline = time.monotonic() + AGENT_TIMEOUT_S
+    while True:
+        proc = head.ray("job", "submit", "--address", head.address, "--no-wait", "--", "true")
+        if proc.returncode == 0:
+            return None
+        if time.monotonic() > deadline or "No available agent" not in proc.stdout + proc.stderr:
+            agent_log = next(head.temp_dir.glob("session_*/logs/dashboard_agent.log"), None)
+            return (f"no job agent on the head after {AGENT_TIMEOUT_S} s: {(proc.stdout + proc.stderr)[-1500:]}\n"
+                    f"{agent_log}: {agent_log.read_text()[-1500:] if agent_log else 'absent'}")
+        time.sleep(2)
+
+
 def autoscaling_config(idle_timeout_minutes: float, max_workers: int = 3) -> dict:
     """cluster.yaml for Ray's fake multi-node provider, which starts each node the autoscaler
     launches as processes on this machine: the same node types, head with no CPU, each worker type
@@ -250,8 +269,28 @@ def ray_cluster_head(cpus: int, autoscaling: dict | None = None) -> Iterator[Hea
     """A Ray head of ``cpus`` CPUs with the dashboard (the job server), and a custom resource
     ``head``; worker nodes join with ``Head.add_workers``, or, given an ``autoscaling`` config
     (``autoscaling_config``), the real autoscaler launches them through the fake multi-node
-    provider. Every node is stopped on leaving."""
+    provider. Every node is stopped on leaving. A head whose job agent never comes up is stopped
+    and started again on other ports, once."""
     pytest.importorskip("ray.dashboard.optional_deps", reason="the Ray job server needs ray[default]")
+    for attempt in (1, 2):
+        head = _start_head(cpus, autoscaling)
+        try:
+            _wait_for_job_api(head)
+            why = _job_agent_ready(head)
+            if why is None:
+                yield head
+                return
+            if attempt == 2:
+                pytest.fail(why)
+            print(f"restarting the head: {why}", file=sys.stderr)
+        finally:
+            for node in [*head.workers, head.node]:
+                node.stop()
+            _kill_leftovers(head.temp_dir)
+            shutil.rmtree(head.temp_dir, ignore_errors=True)
+
+
+def _start_head(cpus: int, autoscaling: dict | None) -> Head:
     temp_dir = Path(tempfile.mkdtemp(prefix="xlt-ray-"))  # short: Ray's socket paths must stay < 108 chars
     gcs, dashboard, client, agent_http, agent_grpc, runtime_env_agent, metrics = free_ports(7)
     token = secrets.token_hex(32)
@@ -269,14 +308,7 @@ def ray_cluster_head(cpus: int, autoscaling: dict | None = None) -> Iterator[Hea
         command.append(f"--autoscaling-config={temp_dir / 'autoscaling.yaml'}")
         env = {**env, "RAY_FAKE_CLUSTER": "1", "AUTOSCALER_UPDATE_INTERVAL_S": "1"}
     head.node = _start("head", command, temp_dir / "ray_start.log", env)
-    try:
-        _wait_for_job_api(head)
-        yield head
-    finally:
-        for node in [*head.workers, head.node]:
-            node.stop()
-        _kill_leftovers(temp_dir)
-        shutil.rmtree(temp_dir, ignore_errors=True)
+    return head
 
 
 def _kill_leftovers(temp_dir: Path) -> None:

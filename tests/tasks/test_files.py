@@ -131,11 +131,30 @@ def test_one_file_with_a_language_column(tmp_path: Path) -> None:
                       target_langs=["de", "fr"])
     task = load_task(cfg, tmp_path)
     assert task.labels == ("a", "b")
+    # Ids count positions among the language's rows, as in a file per language.
     assert [(ex.id, ex.text) for ex in task.examples("train", "en")] == [("all/en/train/0", "one"),
-                                                                         ("all/en/train/3", "two")]
+                                                                         ("all/en/train/1", "two")]
     assert [ex.text for ex in task.examples("dev", "de")] == ["eins", "zwei"]
     assert [(ex.text, ex.lang) for ex in task.examples("test", "fr")] == [("un", "fr")]
     assert not {ex.id for ex in task.examples("dev", "de")} & {ex.id for ex in task.examples("dev", "en")}
+
+
+def test_a_slice_of_one_file_with_every_language_is_per_language(tmp_path: Path) -> None:
+    """A one-file release that lists the source language first (a published NLI layout): ``test[:2]``
+    is the first two rows of each language, as with a file per language, and a ``line`` link pairs
+    the n-th row of one language with the n-th of another."""
+    rows = [[lang, f"{lang} p{i}", f"{lang} h{i}", "ab"[i % 2]] for lang in ("en", "de", "fr") for i in range(4)]
+    write_tsv(tmp_path / "nli" / "test.tsv", ["language", "premise", "hypothesis", "label"], rows)
+    cfg = task_config(type="files", name="nli", path="{data_dir}/nli/{split}.tsv", link="line",
+                      fields={"lang": "language", "text": "premise", "text_pair": "hypothesis"},
+                      splits={"train": "test[:2]", "dev": "test[2:]", "test": "test[2:]"}, target_langs=["de", "fr"])
+    task = load_task(cfg, tmp_path)
+    for lang in ("en", "de", "fr"):
+        assert [ex.text for ex in task.examples("train", lang)] == [f"{lang} p0", f"{lang} p1"]
+        assert [ex.text_pair for ex in task.examples("test", lang)] == [f"{lang} h2", f"{lang} h3"]
+    assert [ex.id for ex in task.examples("dev", "fr")] == ["nli/fr/test/2", "nli/fr/test/3"]
+    linked = task.translations("dev", "de", task.examples("dev", "en"))
+    assert {k: v.text for k, v in linked.items()} == {"nli/en/test/2": "de p2", "nli/en/test/3": "de p3"}
 
 
 def test_tweeteval_text_and_label_files(tmp_path: Path) -> None:

@@ -48,7 +48,7 @@ def test_saved_dataset_dict_with_a_language_column(tmp_path: Path) -> None:
     assert task.examples("train", "en") == [Example(id="rev/en/train/0", text="fine", lang="en", label="positive"),
                                             Example(id="rev/en/train/1", text="awful", lang="en", label="negative")]
     assert [(ex.id, ex.text, ex.label) for ex in task.examples("dev", "de")] == [
-        ("rev/de/dev/2", "gut", "positive"), ("rev/de/dev/3", "schlecht", "negative")]
+        ("rev/de/dev/0", "gut", "positive"), ("rev/de/dev/1", "schlecht", "negative")]  # positions among de's rows
     assert [ex.text for ex in task.examples("test", "fr")] == ["bien"]
 
 

@@ -19,7 +19,8 @@ registry in ``xlt.tasks.registry`` (``files`` or ``hf``); the rest is the same f
   (``xlt.text.languages``), so ``deu_Latn`` or ``deu`` folders are found for ``de``.
 - ``splits``: the data's split name for each role (``train``: labelled source training data,
   ``dev``, ``test``: evaluation, ``pool``: unlabelled target text for co-training), with an
-  optional row slice as in ``datasets`` (``validation[:2000]``).
+  optional row slice as in ``datasets`` (``validation[:2000]``), taken per language whether each
+  language has a file of its own or one file holds them all.
 - ``link``: how rows of different languages are translations of each other (``id``: the same
   ``fields.id``; ``line``: the same row position in the split's file; ``source_id``: the same
   ``fields.source_id`` value; ``none``). Translate-train and full-translation views read them.

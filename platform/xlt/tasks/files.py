@@ -3,10 +3,8 @@
 ``path`` is a template over ``{data_dir}``, ``{lang}`` and ``{split}``; every file is read by
 ``xlt.data.files.load_rows`` and its rows validated by ``xlt.data.rows.examples_from_rows``, so a
 bad row is reported as ``file:line: what was found, what was expected``. Before validation the
-rows of one split are sliced (``splits``), linked (``link``), filtered (``drop``) and relabelled
-(``label_map``), in that order: a slice and a ``line`` link count positions in the file as
-published, so that the n-th row of one language stays linked to the n-th row of another even
-when a placeholder row is dropped from one of them.
+rows of one split and language are sliced, linked, filtered and relabelled as ``xlt.tasks.rows``
+says (a slice is per language in every layout).
 """
 
 from __future__ import annotations

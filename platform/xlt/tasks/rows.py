@@ -1,11 +1,16 @@
 """Raw rows of one split and language -> validated ``Example`` records, for every task type.
 
-The order is fixed and shared by ``files`` and ``hf``: slice (``splits``), link (``link``),
-keep the language's rows (a language column), drop placeholder rows (``drop``), relabel
+The order is fixed and shared by ``files`` and ``hf``: keep the language's rows (a language
+column), slice (``splits``), link (``link``), drop placeholder rows (``drop``), relabel
 (``label_map``), then validate (``xlt.data.rows.examples_from_rows``: empty text or pair side,
-unknown label, duplicate id, each named by file and line or row). Slices and ``line`` links count
-positions in the split as published, so the n-th row of one language stays linked to the n-th
-row of another even when a placeholder is dropped from one of them.
+unknown label, duplicate id, each named by file and line or row).
+
+A slice is per language in every layout: ``test[:300]`` is the first 300 rows of each language,
+whether each language has a file of its own or one file holds them all (``fields.lang``). Slicing
+the whole file first would leave every language but the first with no rows in a one-file release
+that lists the source language first. Slices and ``line`` links count positions among the
+language's rows of the split as published, so the n-th row of one language stays linked to the
+n-th row of another even when a placeholder is dropped from one of them.
 """
 
 from __future__ import annotations
@@ -43,24 +48,24 @@ def to_examples(cfg: TaskConfig, source: RowSource, header_pos: int | None, colu
         required = [c for c in (fields.text, fields.text_pair, fields.label if labelled else None, lang_column)
                     if c is not None]
         check_columns(source, header_pos, columns, required)
-    total = len(rows)
-    rows = rows[split.start:split.stop]
-    first = range(total)[split.start:split.stop].start if rows else 0
-    prefix = f"{cfg.name}/{lang}/{split.name}"
-    if fields.id is None:  # the row's position in the split as published, so slices of one split never share ids
-        rows = [(pos, {**row, ID_COLUMN: f"{prefix}/{first + i}"}) for i, (pos, row) in enumerate(rows)]
-    if cfg.link == "line":
-        rows = [(pos, {**row, LINK_COLUMN: f"{split.name}#{first + i}"}) for i, (pos, row) in enumerate(rows)]
     if not one_language:
         assert fields.lang is not None
         by_name = {name: code for code, name in cfg.languages.items()}
         rows = [(pos, row) for pos, row in rows if _row_lang(source, pos, row, fields.lang, by_name) == lang]
+    total = len(rows)
+    rows = rows[split.start:split.stop]
+    first = range(total)[split.start:split.stop].start if rows else 0
+    prefix = f"{cfg.name}/{lang}/{split.name}"
+    if fields.id is None:  # the row's position among its language's, so slices of one split never share ids
+        rows = [(pos, {**row, ID_COLUMN: f"{prefix}/{first + i}"}) for i, (pos, row) in enumerate(rows)]
+    if cfg.link == "line":
+        rows = [(pos, {**row, LINK_COLUMN: f"{split.name}#{first + i}"}) for i, (pos, row) in enumerate(rows)]
     if cfg.drop:
         rows = [(pos, row) for pos, row in rows if not _dropped(row, cfg)]
     if cfg.label_map and has_label:
         rows = [(pos, _relabel(source, pos, row, fields.label, cfg.label_map)) for pos, row in rows]
     if not rows:
-        raise source.error(None, f"no rows for language {lang!r} in split {split} (after the slice, the language "
+        raise source.error(None, f"no rows for language {lang!r} in split {split} (after the language, the slice "
                                  f"and the dropped values {list(cfg.drop)}); expected at least one")
     # Ids are unique across the task's languages and splits (a co-training pool mixes languages whose
     # rows share the data's own id when they are translations): <task>/<lang>/<split>/<id or position>.
