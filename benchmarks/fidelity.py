@@ -51,7 +51,7 @@ HERE = REPO / "benchmarks"
 sys.path[:0] = [str(REPO / "platform"), str(HERE)]  # HERE also when imported, not run (the tests)
 
 from machine import cpu_model  # noqa: E402  (benchmarks/machine.py)
-from xlt.eval.classification import AVG_TARGET  # noqa: E402
+from xlt.metrics import AVG_TARGET  # noqa: E402
 from xlt.eval.stats import mean_std, paired_bootstrap, seed_item_bootstrap  # noqa: E402
 from xlt.report import markdown_table  # noqa: E402
 

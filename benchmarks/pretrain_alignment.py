@@ -33,7 +33,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "platform"))
 
-from xlt.eval.classification import AVG_TARGET  # noqa: E402
+from xlt.metrics import AVG_TARGET  # noqa: E402
 from xlt.report import command_line, markdown_table  # noqa: E402
 
 CONFIGS = REPO / "configs"

@@ -25,7 +25,7 @@ sys.path.insert(0, str(REPO / "platform"))
 
 from xlt.cotrain import load_cotrain_config, load_data, run_cotraining  # noqa: E402
 from xlt.cotrain.report import iteration_rows, plot_iterations  # noqa: E402
-from xlt.eval.classification import ACC, AVG_TARGET, metric_name  # noqa: E402
+from xlt.metrics import ACC, AVG_TARGET, metric_name  # noqa: E402
 from xlt.report import command_line, markdown_table  # noqa: E402
 
 PRESET = REPO / "configs" / "cotrain_sib200.yaml"

@@ -44,7 +44,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "platform"))
 
-from xlt.eval.classification import AVG_TARGET, accuracy_by_language, summarize_transfer, to_metrics  # noqa: E402
+from xlt.eval.classification import accuracy_by_language, summarize_transfer, to_metrics  # noqa: E402
+from xlt.metrics import AVG_TARGET  # noqa: E402
 from xlt.report import command_line, markdown_table  # noqa: E402
 from xlt.sweep.best import TrialRecord, best_trial, steps_run  # noqa: E402
 from xlt.sweep.overrides import trial_data  # noqa: E402

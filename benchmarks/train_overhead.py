@@ -40,7 +40,8 @@ from xlt.data import resolve_data_dir
 from xlt.report import markdown_table, write_results
 from xlt.train import build_trainer, load_finetune_config, resolve
 from xlt.train.batches import batches_of
-from xlt.engine import TRAIN_DATA_WAIT_S, TRAIN_EPOCH_TIME_S, TRAIN_SAMPLES_PER_S, epoch_seed, run_epoch
+from xlt.engine import epoch_seed, run_epoch
+from xlt.metrics import TRAIN_DATA_WAIT_S, TRAIN_EPOCH_TIME_S, TRAIN_SAMPLES_PER_S
 from xlt.train.loop import FINETUNE, build_training
 
 REPO = Path(__file__).resolve().parents[1]

@@ -30,7 +30,7 @@ from xlt.cotrain import load_cotrain_config, load_data, run_cotraining
 from xlt.cotrain.learner import LEARNERS_DIR
 from xlt.cotrain.report import iteration_rows, language_rows, plot_iterations
 from xlt.cotrain.state import STATE_FILE
-from xlt.eval.classification import F1
+from xlt.metrics import F1
 from xlt.logs import configure_logging, quiet_libraries
 from xlt.report import Phases, command_line, markdown_table, write_results
 from xlt.storage import join, staged

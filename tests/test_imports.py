@@ -1,4 +1,5 @@
-"""The package's import graph has no cycle (style.md: dependencies point one way).
+"""The package's import graph has no cycle, and its rooms import only the layers below them
+(style.md: dependencies point one way; the layers are listed once, in docs/architecture.md).
 
 Every ``import`` of an ``xlt`` module counts, at module level or inside a function (a lazy
 import that dodges a cycle at import time is still a cycle in the design); imports under
@@ -14,6 +15,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "platform"
+ARCHITECTURE = ROOT.parent / "docs" / "architecture.md"
 
 
 def module_name(path: Path, root: Path = ROOT) -> str:
@@ -112,3 +114,59 @@ def test_imports_of_counts_relative_and_lazy_imports_not_type_checking_ones(tmp_
 def test_xlt_has_no_import_cycle() -> None:
     cycle = find_cycle(import_graph())
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+# ---- layers of rooms ---------------------------------------------------------------------------
+
+
+def layers(text: str) -> dict[str, int]:
+    """Room -> layer (0 = the lowest) from the fenced ``layers`` block: one line per layer, highest first."""
+    block = text.split("```layers\n", 1)[1].split("```", 1)[0]
+    lines = [line.split() for line in block.splitlines() if line.strip()]
+    return {room: len(lines) - 1 - i for i, line in enumerate(lines) for room in line}
+
+
+def room_of(module: str) -> str | None:
+    """``xlt.engine.loop`` -> ``engine``; ``xlt`` itself is no room."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else None
+
+
+def rooms_on_disk(root: Path = ROOT / "xlt") -> set[str]:
+    """Every package and top-level module of ``xlt``."""
+    return ({p.parent.name for p in root.glob("*/__init__.py")}
+            | {p.stem for p in root.glob("*.py") if p.stem != "__init__"})
+
+
+def upward_imports(graph: dict[str, set[str]], level: dict[str, int]) -> list[str]:
+    """Every import of a room on the importer's own layer or above it, as ``a -> b``."""
+    bad = []
+    for module, targets in sorted(graph.items()):
+        for target in sorted(targets):
+            a, b = room_of(module), room_of(target)
+            if a and b and a != b and level[b] >= level[a]:
+                bad.append(f"{module} -> {target} ({a} on layer {level[a]}, {b} on {level[b]})")
+    return bad
+
+
+def test_the_layer_check_finds_upward_and_sideways_imports() -> None:
+    level = layers("```layers\njobs\nengine eval\nmetrics\n```\n")
+    assert level == {"jobs": 2, "engine": 1, "eval": 1, "metrics": 0}
+    graph = {"xlt.engine.loop": {"xlt.metrics", "xlt.engine.training"}, "xlt.jobs": {"xlt.engine.loop"},
+             "xlt.eval.x": {"xlt.engine.loop"}, "xlt.metrics": {"xlt.jobs"}}
+    assert upward_imports(graph, level) == ["xlt.eval.x -> xlt.engine.loop (eval on layer 1, engine on 1)",
+                                            "xlt.metrics -> xlt.jobs (metrics on layer 0, jobs on 2)"]
+
+
+def test_every_room_is_in_the_architecture_map_once() -> None:
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    block = text.split("```layers\n", 1)[1].split("```", 1)[0].split()
+    assert len(block) == len(set(block)), "a room on two layers"
+    assert set(layers(text)) == rooms_on_disk(), "docs/architecture.md's layers must name every room, and only those"
+    for room in rooms_on_disk():
+        assert f"| `{room}` |" in text, f"docs/architecture.md's table of rooms does not name {room}"
+
+
+def test_rooms_import_only_the_layers_below_them() -> None:
+    bad = upward_imports(import_graph(), layers(ARCHITECTURE.read_text(encoding="utf-8")))
+    assert not bad, "imports against docs/architecture.md's layers:\n" + "\n".join(bad)

@@ -31,6 +31,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .metrics import TRAIN_EPOCH, TRAIN_FIT
 from .storage import is_uri
 
 DEFAULT_STORE = Path("results") / "mlruns"
@@ -240,8 +241,6 @@ class TrackingCallback(_user_callback_base()):  # type: ignore[misc]
         self.sink, self.prefix, self.epochs_per_fit = sink, prefix, epochs_per_fit
 
     def after_report(self, run_context, metrics, checkpoint) -> None:
-        from .engine import TRAIN_EPOCH, TRAIN_FIT
-
         first = metrics[0] if metrics else {}
         if first:
             step = self.epochs_per_fit * int(first.get(TRAIN_FIT, 0)) + int(first.get(TRAIN_EPOCH, 0))

@@ -5,7 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from pathlib import Path
+
 from xlt.models import EncoderConfig, load_encoder, parse_source
+from xlt.models.sources import FROZEN
 
 
 @pytest.mark.parametrize("bad, match", [
@@ -23,6 +26,16 @@ def test_parse_source_errors(bad, match):
 def test_parse_source_roundtrip():
     assert str(parse_source("hf:sentence-transformers/LaBSE")) == "hf:sentence-transformers/LaBSE"
     assert parse_source("local:/a:b").name == "/a:b"
+
+
+def test_a_frozen_source_says_so_and_the_configs_ask_it_not_its_name():
+    assert parse_source("bundled:use-multilingual-v3").frozen and EncoderConfig("bundled:use-multilingual-v3").frozen
+    assert not any(EncoderConfig(s).frozen for s in ("bundled:multilingual-e5-small", "tiny:bert", "hf:xlm-roberta-base"))
+    # Outside models, a frozen source is named only as a default; checks ask the capability.
+    root = Path(__file__).resolve().parents[2] / "platform" / "xlt"
+    named = [str(p.relative_to(root)) for p in root.rglob("*.py") if p.parent.name != "models"
+             and any(f'"{source}"' in p.read_text(encoding="utf-8") for source in FROZEN)]
+    assert sorted(named) == ["cotrain/config.py", "eval/tasks.py"]
 
 
 def test_saved_checkpoint_loads_as_local_and_hf_path(tmp_path):

@@ -1,5 +1,5 @@
-"""Co-training (Yu & Joty 2021, §3.1, Alg. 1): two learners, each a Ray Train run serving a fit per iteration,
-exchanging confident pseudo-labels."""
+"""Co-training (Yu & Joty 2021, §3.1, Alg. 1): two learners exchanging confident pseudo-labels, each
+served by the engine (one Ray Train run for all its fits, or the job's own process)."""
 
 from .config import LEARNERS, CotrainConfig, LearnerConfig, load_cotrain_config
 from .learner import Fit, fit, learner_service

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Literal
 
-from ..config import check, from_dict, load_config, read_yaml
+from ..config import check, load_config
 from ..hardware import PRECISIONS
 from ..losses import ObjectiveConfig
 from ..models import EncoderConfig
@@ -30,8 +30,9 @@ LEARNERS: tuple[str, str] = ("lm", "emb")  # Yu & Joty (2021)'s f^lm and f^emb
 class LearnerConfig:
     """One learner: an encoder + linear head fine-tuned with CE (+ objectives) on its labelled set.
 
-    ``optim.epochs`` is K, the epochs of every (re-)fit. Each fit is a Ray Train run of the
-    engine with ``scaling`` (workers, CPUs and torch threads per worker, GPUs, restarts).
+    ``optim.epochs`` is K, the epochs of every (re-)fit. One Ray Train run of the engine serves
+    every fit of the learner (``xlt.engine.fits``) with ``scaling`` (workers, CPUs and torch threads
+    per worker, GPUs, restarts); ``scaling.num_workers: 0`` fits it in the job's own process.
     """
 
     model: EncoderConfig = field(default_factory=EncoderConfig)
@@ -137,9 +138,9 @@ class CotrainConfig:
               "a partner learner)")
         for name in LEARNERS:
             learner: LearnerConfig = getattr(self, name)
-            frozen = learner.model.source == "bundled:use-multilingual-v3"
-            check(not (frozen and learner.optim.freeze_word_embeddings), f"{name}.optim.freeze_word_embeddings",
-                  True, "false with bundled:use-multilingual-v3 (it is frozen as a whole)")
+            check(not (learner.model.frozen and learner.optim.freeze_word_embeddings),
+                  f"{name}.optim.freeze_word_embeddings", True,
+                  f"false with {learner.model.source} (it is frozen as a whole)")
 
     def learner(self, name: str) -> LearnerConfig:
         return getattr(self, name)
@@ -175,7 +176,3 @@ def load_cotrain_config(path: str | Path | None = None, overrides: Iterable[str]
                         smoke: str | Path | None = None) -> CotrainConfig:
     """YAML preset, then the ``smoke`` preset merged over it (if given), then ``--set`` overrides."""
     return load_config(CotrainConfig, path, overrides, smoke)
-
-
-def read_config(path: str | Path) -> CotrainConfig:
-    return from_dict(CotrainConfig, read_yaml(path))

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..engine import TRAIN_LOSS, FitService, OutputSettings
+from ..engine import FitService, OutputSettings
+from ..metrics import TRAIN_LOSS
 from ..engine.reporting import read_model
 from ..storage import join
 from ..tasks import Task

@@ -43,23 +43,23 @@ from typing import Any
 
 import numpy as np
 
-from ..config import ConfigError, save_config
+from ..config import save_config
 from ..data.records import evenly_spaced
-from ..engine import FitService, changed_keys
+from ..engine import FitService, check_resumable
+from ..engine.reporting import CONFIG_FILE
 from ..progress import progress
 from ..report import Phases
-from ..storage import fetched, join, staged
+from ..storage import staged
 from ..tracking import Tracker
 from ..tasks import Task, load_task
 from ..train.data import eval_rows
-from .config import LEARNERS, RESUMABLE_CHANGES, CotrainConfig, read_config
+from .config import LEARNERS, RESUMABLE_CHANGES, CotrainConfig
 from .learner import Fit, fit, learner_service
 from .pool import StoredPool, count_pool, put_pool, stream_selections
 from .selection import Selection, default_size
 from .state import LoopState
 
 logger = logging.getLogger(__name__)
-CONFIG_FILE = "config.yaml"
 
 
 @dataclass(frozen=True)
@@ -145,18 +145,6 @@ def exchange(state: LoopState, chosen: dict[str, Selection], cfg: CotrainConfig,
     return stats
 
 
-def check_resumable(cfg: CotrainConfig, directory: str) -> None:
-    """Refuse to continue ``directory`` (local or URI) with a config that learns something else."""
-    with fetched(join(directory, CONFIG_FILE)) as path:
-        if path is None:
-            return
-        previous = read_config(path)
-    changed = [k for k in changed_keys(previous, cfg) if not k.startswith(RESUMABLE_CHANGES)]
-    if changed:
-        raise ConfigError(f"{directory} holds a co-training run whose config differs in {', '.join(changed)}; "
-                          "choose another output_dir, or resume it unchanged")
-
-
 def run_cotraining(cfg: CotrainConfig, *, data: CotrainData | None = None, stop_after: int | None = None,
                    on_iteration: Callable[[int, list[dict[str, Any]]], None] | None = None,
                    phases: Phases | None = None, tracker: Tracker | None = None) -> LoopState:
@@ -172,7 +160,7 @@ def run_cotraining(cfg: CotrainConfig, *, data: CotrainData | None = None, stop_
     """
     phases = Phases() if phases is None else phases
     out = cfg.output_dir
-    check_resumable(cfg, out)
+    check_resumable(cfg, RESUMABLE_CHANGES, out, instead="choose another output_dir, or resume it unchanged")
     data = load_data(cfg) if data is None else data
     state = LoopState.load(out) or LoopState.fresh(LEARNERS)
     with staged(out) as local:

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..eval.classification import ACC, AVG_TARGET, metric_name
+from ..metrics import ACC, AVG_TARGET, metric_name
 
 
 def iteration_rows(history: Sequence[Mapping[str, Any]], split: str, source_lang: str) -> list[dict[str, Any]]:

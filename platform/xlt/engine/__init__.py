@@ -20,14 +20,12 @@ from .runs import (RESULTS_FILE, absolute_storage, check_resumable, read_run_con
                    torch_trainer)
 from .settings import (RESUMABLE_CHANGES, OptimSettings, OutputSettings, ScalingSettings, changed_keys,
                        incompatible_changes, steps_per_epoch)
-from .training import (TRAIN_DATA_WAIT_S, TRAIN_EPOCH, TRAIN_EPOCH_TIME_S, TRAIN_FIT, TRAIN_GLOBAL_STEP, TRAIN_LOSS,
-                       TRAIN_SAMPLES_PER_S, EpochStats, Training, accumulation_step, build_training, epoch_metrics,
-                       epoch_seed, grouped, loss_metric, param_groups)
+from .training import (EpochStats, Training, accumulation_step, build_training, epoch_metrics, epoch_seed, grouped,
+                       param_groups)
 
 __all__ = ["FitOutcome", "FitService", "Workload", "collect", "eval_shard", "run_epoch", "start_training", "train_loop_per_worker", "TrainState",
            "read_state", "write_state", "RESULTS_FILE", "absolute_storage", "check_resumable", "read_run_config",
            "resume_config", "run_dir", "torch_trainer", "RESUMABLE_CHANGES", "OptimSettings",
            "OutputSettings", "ScalingSettings", "changed_keys", "incompatible_changes", "steps_per_epoch",
-           "TRAIN_DATA_WAIT_S", "TRAIN_EPOCH", "TRAIN_EPOCH_TIME_S", "TRAIN_FIT", "TRAIN_GLOBAL_STEP", "TRAIN_LOSS",
-           "TRAIN_SAMPLES_PER_S", "EpochStats", "Training", "accumulation_step", "build_training", "epoch_metrics",
-           "epoch_seed", "grouped", "loss_metric", "param_groups"]
+           "EpochStats", "Training", "accumulation_step", "build_training", "epoch_metrics", "epoch_seed", "grouped",
+           "param_groups"]

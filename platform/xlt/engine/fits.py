@@ -45,12 +45,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..config import from_dict
+from ..metrics import TRAIN_FIT
 from ..placement import this_node
 from . import reporting, session
 from .loop import Workload, epoch_batches, start_training, train_epochs, worker_setup
 from .runs import run_dir, torch_trainer
 from .settings import changed_keys
-from .training import TRAIN_FIT
 
 if TYPE_CHECKING:
     import ray.data

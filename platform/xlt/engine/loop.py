@@ -35,7 +35,8 @@ from torch import nn
 from ..config import from_dict
 from ..progress import progress
 from . import reporting, session
-from .training import (NODES, TRAIN_EPOCH, TRAIN_GLOBAL_STEP, TRAIN_LOSS, TRAIN_SAMPLES_PER_S, EpochStats,
+from ..metrics import TRAIN_EPOCH, TRAIN_GLOBAL_STEP, TRAIN_LOSS, TRAIN_SAMPLES_PER_S
+from .training import (NODES, EpochStats,
                        Training, accumulation_step, all_reduce_sums, epoch_metrics, epoch_seed, grouped,
                        worker_nodes)
 

@@ -73,16 +73,20 @@ def resume_config(directory: str, overrides: Iterable[str], config_cls: type[C])
     return from_dict(config_cls, data)
 
 
-def check_resumable(cfg: Any, resumable: Sequence[str] = RESUMABLE_CHANGES) -> None:
-    """Refuse (``ConfigError``) a run directory that holds a run whose config differs from ``cfg`` in
-    a key outside ``resumable``: Ray Train would resume that run's checkpoints under the new config.
-    ``torch_trainer`` checks; a workload whose datasets take time to build checks first as well."""
-    previous = read_run_config(run_dir(cfg), type(cfg))
+def check_resumable(cfg: Any, resumable: Sequence[str] = RESUMABLE_CHANGES, directory: str | None = None,
+                    instead: str = "choose a new output.name, or resume it unchanged (the job's --resume RUN_DIR)",
+                    ) -> None:
+    """The one resume guard of every job: refuse (``ConfigError``) a run directory (``directory``,
+    else ``run_dir(cfg)``; local or URI) that holds a run whose ``config.yaml`` differs from ``cfg``
+    in a key outside ``resumable``, which would resume what is there under the new config.
+    ``instead`` tells the user what to do. ``torch_trainer`` checks; a workload whose datasets take
+    time to build checks first as well, and co-training before its first iteration."""
+    directory = run_dir(cfg) if directory is None else directory
+    previous = read_run_config(directory, type(cfg))
     changed = incompatible_changes(previous, cfg, resumable) if previous is not None else []
     if changed:
-        raise ConfigError(f"{run_dir(cfg)} holds a run whose config differs in {', '.join(changed)}; "
-                          "Ray Train would resume it from its checkpoints. Choose a new output.name, "
-                          "or resume it unchanged (the job's --resume RUN_DIR)")
+        raise ConfigError(f"{directory} holds a run whose config differs in {', '.join(changed)}, which it would "
+                          f"resume under the new config; {instead}")
 
 
 def torch_trainer(workload: Workload, cfg: Any, datasets: dict[str, ray.data.Dataset], *,

@@ -29,33 +29,19 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from ..eval.classification import metric_name
 from ..hardware import autocast, resolve_precision
+from ..metrics import (TRAIN_DATA_WAIT_S, TRAIN_EPOCH, TRAIN_EPOCH_TIME_S, TRAIN_GLOBAL_STEP, TRAIN_LOSS, TRAIN_LR,
+                       TRAIN_RESUMED_FROM_STEP, TRAIN_SAMPLES_PER_S, loss_metric)
 from ..models import load_trained
 from .settings import OptimSettings
 
 if TYPE_CHECKING:
     from .reporting import TrainState
 
-# Metric names (style.md, convention 7); per-objective losses are train/loss/<part>.
-TRAIN_LOSS = metric_name("train", "loss")
 NODES = "nodes"  # in a run's reports: the Ray node of each worker, by rank (not a metric: no train/ prefix)
-TRAIN_EPOCH = metric_name("train", "epoch")
-TRAIN_GLOBAL_STEP = metric_name("train", "global_step")
-TRAIN_RESUMED_FROM_STEP = metric_name("train", "resumed_from_step")
-TRAIN_LR = metric_name("train", "lr")
-TRAIN_SAMPLES_PER_S = metric_name("train", "samples_per_s")
-TRAIN_EPOCH_TIME_S = metric_name("train", "epoch_time_s")  # of the epoch's batches, data iteration included
-TRAIN_DATA_WAIT_S = metric_name("train", "data_wait_s")  # of it, waiting for batches (mean over workers)
-TRAIN_FIT = metric_name("train", "fit")  # which fit of a run serving many (xlt.engine.fits)
 
 # A step's loss: the total (to back-propagate) and its named, unweighted parts.
 LossFn = Callable[[nn.Module, Any], tuple[torch.Tensor, Mapping[str, torch.Tensor]]]
-
-
-def loss_metric(part: str) -> str:
-    """``train/loss/<part>``: ``ce`` or an objective's name."""
-    return metric_name("train", "loss", part)
 
 
 def epoch_seed(seed: int, epoch: int, rank: int) -> int:

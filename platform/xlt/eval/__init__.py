@@ -1,26 +1,14 @@
 """Evaluation: per-language classification metrics and cross-lingual retrieval.
 
-- ``classification``: accuracy per language, target average and transfer gap (Zhang et al. 2023,
-  §4.6.1), and metric names ``<split>/<metric>[/<lang>]``.
+- ``classification``: accuracy and macro-F1 per language, target average and transfer gap (Zhang
+  et al. 2023, §4.6.1), named by ``xlt.metrics``.
 - ``retrieval``: exact faiss kNN, Tatoeba top-1 accuracy, ratio-margin scoring and BUCC-style
   mining (Artetxe & Schwenk 2019; XTREME). faiss is imported only when a retrieval runs.
 """
 
 from __future__ import annotations
 
-from xlt.eval.classification import (
-    ACC,
-    AVG_TARGET,
-    SPLITS,
-    TRANSFER_GAP,
-    VAL_AVG_TARGET_ACC,
-    VAL_TRANSFER_GAP,
-    TransferSummary,
-    accuracy_by_language,
-    metric_name,
-    summarize_transfer,
-    to_metrics,
-)
+from xlt.eval.classification import TransferSummary, accuracy_by_language, summarize_transfer, to_metrics
 from xlt.eval.retrieval import (
     METRICS,
     MINING_MODES,
@@ -36,14 +24,8 @@ from xlt.eval.retrieval import (
 )
 
 __all__ = [
-    "ACC",
-    "AVG_TARGET",
     "METRICS",
     "MINING_MODES",
-    "SPLITS",
-    "TRANSFER_GAP",
-    "VAL_AVG_TARGET_ACC",
-    "VAL_TRANSFER_GAP",
     "MarginCandidates",
     "MiningResult",
     "RetrievalResult",
@@ -51,7 +33,6 @@ __all__ = [
     "accuracy_by_language",
     "knn",
     "margin_scores",
-    "metric_name",
     "mine_bitext",
     "score_pairs",
     "summarize_transfer",

@@ -1,9 +1,4 @@
-"""Per-language classification metrics, the transfer gap, and metric names.
-
-Metric names follow one convention across the project (design.md, "Training";
-style.md, convention 7): ``<split>/<metric>[/<lang>]``, e.g. ``val/acc/de``,
-``val/acc/avg_target``, ``val/transfer_gap``. Build them with :func:`metric_name` or use the
-constants below, never by hand, so that a sweep's ``metric=`` and a report's column agree.
+"""Per-language classification metrics and the transfer gap, named as ``xlt.metrics`` says.
 
 Two scores per language: accuracy (``acc``) and macro-averaged F1 (``f1``: the unweighted mean
 of the per-class F1 over the classes present in the gold or predicted labels of that language;
@@ -21,53 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-SPLITS: tuple[str, ...] = ("train", "val", "test")
-ACC = "acc"
-F1 = "f1"
-SCORES: tuple[str, ...] = (ACC, F1)
-TRANSFER_GAP = "transfer_gap"
-# Takes the place of a language code in `<split>/acc/<lang>`: the mean over target languages.
-AVG_TARGET = "avg_target"
-
-
-def metric_name(split: str, metric: str, lang: str | None = None) -> str:
-    """``<split>/<metric>[/<lang>]``, checked so that a typo cannot create a new metric.
-
-    Args:
-        split: one of :data:`SPLITS`.
-        metric: e.g. :data:`ACC`, :data:`TRANSFER_GAP`; non-empty, without ``/``.
-        lang: a language code or :data:`AVG_TARGET`; omitted for language-free metrics.
-    """
-    if split not in SPLITS:
-        raise ValueError(f"split={split!r} is not valid: expected one of {', '.join(SPLITS)}")
-    parts = [("metric", metric)] + ([("lang", lang)] if lang is not None else [])
-    for what, part in parts:
-        # A '/' inside a part would shift every later field when the name is parsed back.
-        if not isinstance(part, str) or not part or "/" in part:
-            raise ValueError(f"{what}={part!r} is not valid: expected a non-empty string without '/'")
-    return "/".join([split, metric] + ([lang] if lang is not None else []))
-
-
-def gap_name(split: str, score: str = ACC) -> str:
-    """The transfer gap of ``score``: ``<split>/transfer_gap`` (accuracy), ``<split>/transfer_gap_f1``."""
-    return metric_name(split, TRANSFER_GAP if score == ACC else f"{TRANSFER_GAP}_{score}")
-
-
-def check_metric(key: str, name: str) -> None:
-    """A config value naming a metric (``val/acc/avg_target``, ``val/f1/de``, ``val/transfer_gap``)."""
-    from ..config import ConfigError
-
-    parts = name.split("/") if isinstance(name, str) else []
-    scores = {*SCORES, TRANSFER_GAP, *(f"{TRANSFER_GAP}_{s}" for s in SCORES if s != ACC)}
-    if not (2 <= len(parts) <= 3 and parts[0] in SPLITS and parts[1] in scores and all(parts)):
-        raise ConfigError(f"{key}={name!r} is not valid: expected <split>/<score>[/<lang>] with split in "
-                          f"{', '.join(SPLITS)} and score in {', '.join(sorted(scores))}, e.g. val/f1/avg_target")
-
-
-# The names a sweep optimises (`tune.run(metric=...)`) and reports sort by.
-VAL_AVG_TARGET_ACC = metric_name("val", ACC, AVG_TARGET)
-VAL_TRANSFER_GAP = metric_name("val", TRANSFER_GAP)
-
+from ..metrics import ACC, AVG_TARGET, F1, gap_name, metric_name
 
 def accuracy_by_language(
     y_true: Sequence | np.ndarray, y_pred: Sequence | np.ndarray, langs: Sequence[str] | np.ndarray
@@ -117,7 +66,7 @@ def macro_f1_by_language(y_true: Sequence | np.ndarray, y_pred: Sequence | np.nd
 
 def scores_by_language(y_true: Sequence | np.ndarray, y_pred: Sequence | np.ndarray,
                        langs: Sequence[str] | np.ndarray) -> dict[str, dict[str, float]]:
-    """``{score: {lang: value}}`` for every score of :data:`SCORES`."""
+    """``{score: {lang: value}}`` for every score of ``xlt.metrics.SCORES``."""
     return {ACC: accuracy_by_language(y_true, y_pred, langs), F1: macro_f1_by_language(y_true, y_pred, langs)}
 
 

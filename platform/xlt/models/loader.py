@@ -40,6 +40,12 @@ class EncoderConfig:
         parse_source(self.source)  # raises with the valid forms
         check(self.max_length >= 8, "max_length", self.max_length, "an integer >= 8")
 
+    @property
+    def frozen(self) -> bool:
+        """The encoder is frozen as a whole (``xlt.models.sources.FROZEN``): no objective or word
+        embedding setting of it trains anything."""
+        return parse_source(self.source).frozen
+
     def resolved(self) -> dict[str, str]:
         defaults = SOURCE_DEFAULTS.get(self.source) or saved_defaults(self.source) or GENERIC_DEFAULTS
         return {"pooling": self.pooling or defaults["pooling"],

@@ -27,6 +27,9 @@ from ..storage import download, is_uri
 Kind = Literal["hf", "local", "bundled", "tiny"]
 KINDS: tuple[str, ...] = ("hf", "local", "bundled", "tiny")
 BUNDLED: tuple[str, ...] = ("multilingual-e5-small", "use-multilingual-v3")
+# Sources that are fixed sentence encoders, frozen as a whole: only a head over their embeddings
+# trains. The general rooms ask ``ModelSpec.frozen``, never the name.
+FROZEN: tuple[str, ...] = ("bundled:use-multilingual-v3",)
 SOURCE_META = "xlt_source.json"
 
 
@@ -39,6 +42,11 @@ class ModelSpec:
 
     def __str__(self) -> str:
         return f"{self.kind}:{self.name}"
+
+    @property
+    def frozen(self) -> bool:
+        """A fixed sentence encoder: no gradient reaches it, only a head over its embeddings trains."""
+        return str(self) in FROZEN
 
 
 def parse_source(source: str) -> ModelSpec:

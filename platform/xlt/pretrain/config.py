@@ -23,7 +23,7 @@ A *recipe* names a published combination of objectives and the batch constructio
 ``batch.features`` and ``batch.mlm_input`` unless those are set). The config is resolved in
 ``__post_init__``, so a saved ``config.yaml`` lists exactly what trained.
 
-Two fields of ``data`` are resolved on the driver by ``xlt.pretrain.trainer.resolve``:
+Two fields of ``data`` are resolved on the driver by ``xlt.pretrain.trainer.prepare``:
 ``data_dir`` (absolute) and ``train_rows`` (pairs in the training set after mixing and
 annotation, which fixes the length of the linear schedule).
 """
@@ -38,9 +38,9 @@ from ..config import check, load_config
 from ..losses import ObjectiveConfig
 from ..losses.mlm import MLM_WEIGHT
 from ..models import EncoderConfig
-from ..train.config import RESUMABLE_CHANGES as FINETUNE_RESUMABLE
+from ..engine import RESUMABLE_CHANGES as ENGINE_RESUMABLE
 from ..engine import OptimSettings, OutputSettings, ScalingSettings, steps_per_epoch
-from ..train.config import normalized_langs
+from ..text.languages import normalized_langs
 
 Recipe = Literal["ml-ctl", "mgc", "veco2", "custom"]
 Features = Literal["pooled", "cce"]
@@ -252,8 +252,8 @@ class PretrainConfig:
               "'monolingual' or 'concatenated' for the mlm objective")
         check(self.batch.features != "cce" or "src_noisy_features" not in requires, "batch.features", "cce",
               "'pooled' with noisy_sentence_contrast (noisy positives have no word-positioned samples)")
-        check(self.model.source != "bundled:use-multilingual-v3", "model.source", self.model.source,
-              "a trainable transformer (USE-m3 is a frozen numpy encoder)")
+        check(not self.model.frozen, "model.source", self.model.source,
+              "a trainable transformer, not a frozen numpy encoder")
         check(self.optim.encoder_pass_rows == 0, "optim.encoder_pass_rows", self.optim.encoder_pass_rows,
               "0: pretraining reads each batch in one encoder pass (passes by length are fine-tuning's)")
 
@@ -274,9 +274,9 @@ class PretrainConfig:
         return steps_per_epoch(self.data.train_rows, num_workers, self.optim)
 
 
-# Keys a resumed run may change: as for fine-tuning (how long, where, on what), plus where the
+# Keys a resumed run may change: the engine's (how long, where, on what), plus where the
 # dictionaries live, the annotation's actors and CPUs and the size of the evaluation sets.
-RESUMABLE_CHANGES: tuple[str, ...] = (*FINETUNE_RESUMABLE, "data.dictionary_dir", "data.annotate_actors",
+RESUMABLE_CHANGES: tuple[str, ...] = (*ENGINE_RESUMABLE, "data.dictionary_dir", "data.annotate_actors",
                                       "data.annotate_cpus", "data.eval_max_pairs")
 
 

@@ -28,7 +28,7 @@ from torch import nn
 from ..engine import Training, Workload, collect, epoch_seed, eval_shard, start_training
 from ..engine import build_training as build_engine_training
 from ..engine.loop import Batcher
-from ..eval.classification import metric_name
+from ..metrics import metric_name
 from ..eval.retrieval import tatoeba_accuracy
 from ..models import TextEncoder
 from .alignment import Tokenization

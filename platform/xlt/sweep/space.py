@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from ..config import ConfigError, read_yaml
-from ..eval.classification import VAL_AVG_TARGET_ACC
+from ..metrics import VAL_AVG_TARGET_ACC
 
 if TYPE_CHECKING:
     import optuna

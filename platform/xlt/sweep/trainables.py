@@ -33,9 +33,8 @@ from typing import Any
 
 from ..config import check, from_dict
 from ..cotrain.config import CotrainConfig
-from ..eval.classification import ACC, AVG_TARGET, metric_name
 from ..train.config import FinetuneConfig
-from ..engine import TRAIN_EPOCH
+from ..metrics import ACC, AVG_TARGET, TRAIN_EPOCH, metric_name
 from . import reporting
 from .overrides import trial_data
 from .space import Job, Param, active_values

@@ -27,6 +27,8 @@ from functools import lru_cache
 
 import langcodes
 
+from ..config import ConfigError
+
 ACCEPTED = ("ISO 639-1 (de), ISO 639-3 (deu), BCP-47 (zh-Hant, pt-BR) or FLORES-200 (deu_Latn); a dataset "
             "folder named by a language name (javanese) is mapped to a code in the task config (task.languages)")
 
@@ -91,3 +93,14 @@ def code_among(lang: str, names: Iterable[str], what: str = "names") -> str:
         raise ValueError(f"{len(matches)} {what} normalise to {target!r} ({', '.join(matches)}); pass the one you "
                          "mean as it is written")
     return matches[0]
+
+
+def normalized_langs(key: str, codes: Iterable[str]) -> tuple[str, ...]:
+    """``codes`` through ``normalize_lang``; an unknown code is a ``ConfigError`` naming ``key``."""
+    out = []
+    for code in codes:
+        try:
+            out.append(normalize_lang(code))
+        except ValueError as e:
+            raise ConfigError(f"{key}: {e}") from e
+    return tuple(out)

@@ -24,7 +24,6 @@ from ..config import ConfigError, check, load_config
 from ..engine.settings import RESUMABLE_CHANGES as ENGINE_RESUMABLE
 from ..engine.settings import OptimSettings, OutputSettings, ScalingSettings, steps_per_epoch
 from ..augment import AugmentConfig
-from ..text.languages import normalize_lang
 from ..losses import ObjectiveConfig, build_objectives
 from ..models import EncoderConfig
 from ..tasks import TaskConfig
@@ -36,17 +35,6 @@ SETTINGS: tuple[str, ...] = ("zero-shot", "translate-train")
 # objective that needs anything else (parallel pairs, token states, MLM logits) belongs to
 # alignment pretraining, not here.
 PROVIDED_OUTPUTS: tuple[str, ...] = ("features", "logits", "labels", "group", "is_anchor", "is_translation")
-
-
-def normalized_langs(key: str, codes: Iterable[str]) -> tuple[str, ...]:
-    """``codes`` through ``normalize_lang``; an unknown code is a ``ConfigError`` naming ``key``."""
-    out = []
-    for code in codes:
-        try:
-            out.append(normalize_lang(code))
-        except ValueError as e:
-            raise ConfigError(f"{key}: {e}") from e
-    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -132,11 +120,11 @@ class FinetuneConfig:
                   f"{key} also needs {', '.join(missing)} (a pretraining objective: see xlt.pretrain)")
         for sa in (o for o in self.objectives if o.name == "semantic_alignment"):
             self._check_semantic_alignment(sa.params.get("b"))
-        frozen_encoder = self.model.source == "bundled:use-multilingual-v3"
-        check(not (frozen_encoder and self.objectives), "objectives", [o.name for o in self.objectives],
-              "none with the frozen bundled:use-multilingual-v3 (its embeddings get no gradient)")
-        check(not (frozen_encoder and self.optim.freeze_word_embeddings), "optim.freeze_word_embeddings", True,
-              "false with bundled:use-multilingual-v3 (it is frozen as a whole)")
+        frozen = self.model.frozen
+        check(not (frozen and self.objectives), "objectives", [o.name for o in self.objectives],
+              f"none with the frozen {self.model.source} (its embeddings get no gradient)")
+        check(not (frozen and self.optim.freeze_word_embeddings), "optim.freeze_word_embeddings", True,
+              f"false with {self.model.source} (it is frozen as a whole)")
 
     def _check_semantic_alignment(self, b: Any) -> None:
         """SA (Yu & Joty 2021, Eq. 4) reads 2b-batches: b translations of each example, which fine-tuning

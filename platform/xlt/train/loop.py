@@ -34,7 +34,8 @@ from torch import nn
 from ..engine import Workload, Training, accumulation_step, collect, eval_shard, start_training
 from ..engine import build_training as build_engine_training
 from ..engine.loop import Batcher
-from ..eval.classification import ACC, AVG_TARGET, F1, gap_name, metric_name, transfer_metrics
+from ..eval.classification import transfer_metrics
+from ..metrics import ACC, AVG_TARGET, F1, gap_name, metric_name
 from ..losses import WeightedObjectives, build_objectives
 from ..models import Classifier, TransformerEncoder, load_encoder
 from ..models.encoder import CachedEncoder, Item

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import from_dict
 from ..engine import absolute_storage, check_resumable, resume_config as resume_run_config, torch_trainer
-from ..eval.classification import AVG_TARGET, SCORES, gap_name, metric_name
+from ..metrics import AVG_TARGET, SCORES, gap_name, metric_name
 from ..tasks import Task, load_task
 from .config import RESUMABLE_CHANGES, FinetuneConfig
 from .data import check_augment_languages, eval_rows, train_dataset, train_rows
