@@ -1,6 +1,6 @@
 """Where `make demo`'s time goes: per-phase and per-iteration wall time, and accuracy, of demo runs.
 
-    python jobs/cotrain.py --set output_dir=/tmp/demo 2> /tmp/demo.log      # the demo, timed
+    python jobs/cotrain.py --set output.dir=/tmp/demo 2> /tmp/demo.log      # the demo, timed
     python benchmarks/demo_time.py --run "learners on Ray Train=/tmp/demo:/tmp/demo.log" [--run ...]
 
 Each ``--run label=OUTPUT_DIR:LOG`` names a finished demo: its ``results.json`` (per-language

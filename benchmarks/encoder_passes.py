@@ -14,7 +14,7 @@ process by the augmenter its Ray Data pipeline runs), CE + CL (λ = 1, τ = 1), 
 torch threads of the preset's worker (2).
 
 Each setting (``--pass-rows``, 0 = one pass) trains the same model from the same seed on the same
-batches with ``xlt.train.loop.train_step``; repeats alternate the settings, to spread the noise of
+batches with ``xlt.train.workload.train_step``; repeats alternate the settings, to spread the noise of
 a shared machine. Reported per setting: the median seconds a step (steps after each repeat's
 first), encoder input positions a step and the share of them that is padding; and, as the check
 that the setting changes the cost and not the result, the largest difference of the first batch's
@@ -46,7 +46,7 @@ from xlt.report import markdown_table, write_results  # noqa: E402
 from xlt.train import load_finetune_config, resolve  # noqa: E402
 from xlt.train.batches import ViewBatch, batches_of, flatten_batch  # noqa: E402
 from xlt.train.data import augmentation_sources  # noqa: E402
-from xlt.train.loop import build_training, compute_losses, train_step  # noqa: E402
+from xlt.train.workload import finetune_training, compute_losses, train_step  # noqa: E402
 
 CL = objective("contrastive_alignment", 1.0, temperature=1.0)
 
@@ -82,7 +82,7 @@ def positions(encoder, batch: ViewBatch, pass_rows: int) -> tuple[int, int]:
 def first_losses(cfg, batch: ViewBatch) -> dict[str, float]:
     """The losses of ``batch`` at initialisation, dropout off."""
     torch.manual_seed(cfg.optim.seed)
-    training = build_training(cfg, steps_per_epoch=1)
+    training = finetune_training(cfg, steps_per_epoch=1)
     training.model.eval()
     with torch.no_grad():
         _, parts = compute_losses(training.model, training.objectives, batch)
@@ -91,7 +91,7 @@ def first_losses(cfg, batch: ViewBatch) -> dict[str, float]:
 
 def step_seconds(cfg, batches: list[ViewBatch]) -> list[float]:
     torch.manual_seed(cfg.optim.seed)
-    training = build_training(cfg, steps_per_epoch=len(batches))
+    training = finetune_training(cfg, steps_per_epoch=len(batches))
     seconds = []
     for batch in batches:
         start = time.perf_counter()
@@ -118,7 +118,7 @@ def main() -> None:
 
     load = os.getloadavg()[0]
     started = time.strftime("%Y-%m-%d %H:%M")
-    encoder = build_training(cfg, steps_per_epoch=1).classifier.encoder
+    encoder = finetune_training(cfg, steps_per_epoch=1).classifier.encoder
     baseline = first_losses(configs[args.pass_rows[0]], batches[0])
     seconds: dict[int, list[float]] = {r: [] for r in args.pass_rows}
     for repeat in range(args.repeats):

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from xlt.config import from_dict, merge_presets
-from xlt.eval.tasks import EvaluateConfig, run_evaluation
+from xlt.eval.protocols import EvaluateConfig, EvaluateData, run_evaluation
 from xlt.logs import quiet_libraries
 from xlt.report import markdown_table
 from xlt.report.tables import command_line
@@ -32,9 +32,10 @@ def main() -> None:
     args = parser.parse_args()
     quiet_libraries()
     preset = merge_presets(REPO / "configs" / "evaluate_sib200.yaml")
-    sib = run_evaluation(from_dict(EvaluateConfig, {**preset, "data_dir": args.data_dir}))
-    tat = run_evaluation(EvaluateConfig(protocol="tatoeba", data_dir=args.data_dir))
-    mining = run_evaluation(EvaluateConfig(protocol="mining", data_dir=args.data_dir))
+    data = EvaluateData(data_dir=args.data_dir)
+    sib = run_evaluation(from_dict(EvaluateConfig, {**preset, "data": {"data_dir": args.data_dir}}))
+    tat = run_evaluation(EvaluateConfig(protocol="tatoeba", data=data))
+    mining = run_evaluation(EvaluateConfig(protocol="mining", data=data))
 
     langs = [r["lang"] for r in sib["rows"] if r["model"] == sib["rows"][0]["model"]]
     sib_rows, check_rows = [], []

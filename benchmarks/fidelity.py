@@ -109,10 +109,10 @@ def finetune_record(preset: str, overrides: Sequence[str], seed: int, out: Path)
     """Fine-tune ``configs/<preset>`` with ``overrides`` at ``seed`` into run directory ``out``; the final
     checkpoint's test predictions as a ``unit_record``."""
     from xlt.train import build_trainer, config_of, load_finetune_config
-    from xlt.train.loop import read_predictions
+    from xlt.train.workload import read_predictions
 
     # Only the final test predictions are compared: no dev evaluation after every epoch.
-    extra = [f"optim.seed={seed}", f"output.storage_path={out.parent}", f"output.name={out.name}",
+    extra = [f"optim.seed={seed}", f"output.dir={out}",
              "optim.log_every_steps=0", "eval_every_epoch=false", "eval_test=true"]
     if any(o.startswith("data.augment") for o in overrides):
         extra.append(f"data.augment.seed={seed}")
@@ -156,11 +156,11 @@ def cotrain(name: str, label: str, run_name: str, learner: str, preset: str, *ov
 
     def run(seed: int, out: Path) -> Record:
         from xlt.cotrain import load_cotrain_config, run_cotraining
-        from xlt.train.loop import read_predictions
+        from xlt.train.workload import read_predictions
 
         cfg = load_cotrain_config(REPO / "configs" / preset, [
             *overrides, f"selection.seed={seed}", f"lm.optim.seed={seed}", f"emb.optim.seed={seed}",
-            f"output_dir={out}", "lm.optim.log_every_steps=0", "emb.optim.log_every_steps=0"])
+            f"output.dir={out}", "lm.optim.log_every_steps=0", "emb.optim.log_every_steps=0"])
         state = run_cotraining(cfg)
         records = [h for h in state.history if h["learner"] == learner]
         split = cfg.data.metric_split
@@ -200,7 +200,7 @@ def probe_record(preset: str, model: dict, max_examples: int, encoder=None) -> R
     of ``max_examples`` English train rows, C chosen on English dev) on ``configs/<preset>``'s task with
     ``model`` (``encoder``: that model already loaded), as a ``unit_record`` of its test predictions."""
     from xlt.config import from_dict, merge_presets
-    from xlt.eval.tasks import EvaluateConfig, frozen_linear_predictions
+    from xlt.eval.protocols import EvaluateConfig, frozen_linear_predictions
     from xlt.models import load_encoder
     from xlt.tasks import load_task
 
@@ -218,7 +218,7 @@ def pretrained(name: str, label: str, preset: str | None, *overrides: str, pooli
 
     - ``metrics["tatoeba"]``: top-1 retrieval on the held-apart Tatoeba languages, both directions, each
       query an item (the same evenly spaced pairs the run excluded from its training data);
-    - ``metrics["bucc"]``: BUCC 2018 zh-en mining F1 (``xlt.eval.tasks.bucc_rows``; no items: F1 is not
+    - ``metrics["bucc"]``: BUCC 2018 zh-en mining F1 (``xlt.eval.protocols.bucc_rows``; no items: F1 is not
       a mean over items, so it gets mean ± std over seeds only);
     - ``acc`` and items: zero-shot XNLI transfer, the frozen-linear probe of the encoder on ``TRANSFER_ROWS``
       English pairs (``probe_record``).
@@ -235,8 +235,7 @@ def pretrained(name: str, label: str, preset: str | None, *overrides: str, pooli
             from xlt.pretrain.trainer import build_trainer, encoder_dir, prepare
 
             cfg = load_pretrain_config(REPO / "configs" / preset, [
-                *PRETRAIN_DATA, *overrides, f"optim.seed={seed}", f"output.storage_path={out.parent}",
-                f"output.name={out.name}", "optim.log_every_steps=0"])
+                *PRETRAIN_DATA, *overrides, f"optim.seed={seed}", f"output.dir={out}", "optim.log_every_steps=0"])
             prepared = prepare(cfg)
             result = build_trainer(prepared).fit()
             source = f"local:{encoder_dir(result.checkpoint.path)}"
@@ -257,7 +256,7 @@ def encoder_metrics(encoder) -> dict[str, dict]:
 
     from xlt.data import read_bucc, resolve_data_dir
     from xlt.eval.retrieval import tatoeba_hits
-    from xlt.eval.tasks import EvaluateConfig, bucc_rows, bucc_sample
+    from xlt.eval.protocols import EvaluateConfig, bucc_rows, bucc_sample
     from xlt.pretrain.parallel import tatoeba_rows
 
     root = resolve_data_dir(None)
@@ -465,7 +464,7 @@ HELD_APART = ("fr", "ar", "sw")
 # Sizes for 19 units in an hour here: a unit pretrains for about 1.5 minutes and evaluates for about 1.
 PRETRAIN_PAIRS = 40  # per language pair: 240 pairs in all
 TATOEBA_PAIRS = 300  # evenly spaced pairs of each held-apart language
-BUCC_ROWS = 500  # xlt.eval.tasks.bucc_sample: every gold pair's sentences plus the first 500 of each side
+BUCC_ROWS = 500  # xlt.eval.protocols.bucc_sample: every gold pair's sentences plus the first 500 of each side
 TRANSFER_ROWS = 200  # XNLI probe: English train and dev rows, and test rows per language
 PRETRAIN_LANGS = "[de, es, ru, zh, hi, ja]"
 PRETRAIN_DATA = (f"data.sources=[{{type: ntrex, langs: {PRETRAIN_LANGS}}}]", "data.distinct_pivot=true",
@@ -489,7 +488,7 @@ PRETRAINING = Comparison(
 - Retrieval: Tatoeba fr, ar, sw (held apart: never trained on, nor any pair sharing a sentence with them),
   {TATOEBA_PAIRS} evenly spaced pairs each, top-1 both ways; each query is an item of the interval. Not NTREX fr/ar/sw:
   their English side is the pretraining pairs' English.
-- BUCC 2018 zh-en dev (`xlt.eval.tasks.bucc_rows`): the sentences of all 257 gold pairs plus the first {BUCC_ROWS:,}
+- BUCC 2018 zh-en dev (`xlt.eval.protocols.bucc_rows`): the sentences of all 257 gold pairs plus the first {BUCC_ROWS:,}
   of each side (757 zh and 757 en sentences at most); F1 on the held-out half at the calibration half's margin threshold. F1 is not a mean over items:
   mean ± std over seeds only.
 - XNLI transfer: the frozen-linear probe of each encoder (logistic regression on {TRANSFER_ROWS} English pairs, C on

@@ -45,7 +45,7 @@ from xlt.engine import ScalingSettings, epoch_seed, run_epoch, start_training  #
 from xlt.logs import quiet_libraries  # noqa: E402
 from xlt.report import markdown_table  # noqa: E402
 from xlt.train.batches import batches_of  # noqa: E402
-from xlt.train.loop import FINETUNE  # noqa: E402
+from xlt.train.workload import FINETUNE  # noqa: E402
 
 
 def get_args() -> argparse.Namespace:

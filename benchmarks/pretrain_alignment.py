@@ -59,7 +59,7 @@ def tatoeba(model_cfg, langs: tuple[str, ...], max_pairs: int) -> dict[str, floa
     """``val/tatoeba/<lang>`` and ``/avg`` of an encoder, as the pretraining loop measures them."""
     from xlt.data import resolve_data_dir
     from xlt.models import load_encoder
-    from xlt.pretrain.loop import tatoeba_metrics
+    from xlt.pretrain.workload import tatoeba_metrics
     from xlt.pretrain.parallel import tatoeba_rows
 
     rows = tatoeba_rows(resolve_data_dir(None), langs, max_pairs)
@@ -74,7 +74,7 @@ def pretrain(variant: str, storage: Path, quick: bool, model: str, pairs: int) -
 
     label, preset, overrides = VARIANTS[variant]
     overrides = [*overrides, *(QUICK_PRETRAIN if quick else ()), *([f"data.max_pairs={pairs}"] if pairs else ()),
-                 f"model.source={model}", f"output.storage_path={storage}", f"output.name={variant}"]
+                 f"model.source={model}", f"output.dir={storage}/{variant}"]
     cfg = load_pretrain_config(CONFIGS / preset, overrides)
     before = tatoeba(cfg.model, cfg.data.eval_langs, cfg.data.eval_max_pairs)
     prepared = prepare(cfg)
@@ -102,7 +102,7 @@ def finetune(variant: str, source: str, storage: Path, quick: bool) -> dict:
     """Fine-tune the encoder ``source`` on English SIB-200; per-language accuracy rows."""
     from xlt.train import build_trainer, config_of, load_finetune_config, results_rows
 
-    overrides = [f"model.source={source}", f"output.storage_path={storage}", f"output.name={variant}-sib200",
+    overrides = [f"model.source={source}", f"output.dir={storage}/{variant}-sib200",
                  "optim.log_every_steps=0", *(QUICK_FINETUNE if quick else ())]
     trainer = build_trainer(load_finetune_config(CONFIGS / "finetune_sib200.yaml", overrides))
     start = time.monotonic()

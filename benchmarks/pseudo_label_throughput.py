@@ -198,13 +198,13 @@ def main(argv: list[str] | None = None) -> None:
     import ray
     import torch
 
-    from xlt.inference import ClassifierSpec, load_classifier, share_classifier
+    from xlt.inference import ClassifierSpec, build_classifier, share_classifier
     from xlt.models import EncoderConfig
 
     torch.set_num_threads(args.threads)
     model = EncoderConfig(source=SOURCE)
     t0 = time.perf_counter()
-    classifier = load_classifier(ClassifierSpec(model, tuple(sib200_labels(root))))  # fresh, seeded head
+    classifier = build_classifier(ClassifierSpec(model, tuple(sib200_labels(root))))  # fresh, seeded head
     load_s = time.perf_counter() - t0
     lengths = np.asarray(classifier.encoder.lengths(table.column("text").to_pylist()))
     real = int(lengths.sum())

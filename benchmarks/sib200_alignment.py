@@ -85,8 +85,7 @@ VARIANTS: dict[str, tuple[str, tuple[str, ...]]] = {
 
 def run(variant: str, seed: int, storage: Path) -> dict:
     """Fine-tune one variant (or read back its finished run) and return its result record."""
-    overrides = [*VARIANTS[variant][1], f"optim.seed={seed}", f"output.storage_path={storage}",
-                 f"output.name={variant}-seed{seed}", "optim.log_every_steps=0"]
+    overrides = [*VARIANTS[variant][1], f"optim.seed={seed}", f"output.dir={storage}/{variant}-seed{seed}", "optim.log_every_steps=0"]
     if "data.augment" in " ".join(overrides):
         overrides.append(f"data.augment.seed={seed}")
     done = storage / f"{variant}-seed{seed}" / "benchmark.json"
@@ -108,7 +107,7 @@ def reference_rows() -> dict[str, float]:
     """Frozen-linear test accuracy per language of the bundled e5 (as ``jobs/evaluate.py`` measures
     it on configs/evaluate_sib200.yaml): what fine-tuning has to beat."""
     from xlt.config import apply_overrides, from_dict, merge_presets
-    from xlt.eval.tasks import EvaluateConfig, run_evaluation
+    from xlt.eval.protocols import EvaluateConfig, run_evaluation
 
     data = apply_overrides(merge_presets(REPO / "configs" / "evaluate_sib200.yaml"),
                            [f"models=[{{source: '{MODEL}'}}]", "progress=false"])

@@ -4,7 +4,7 @@
     python benchmarks/sib200_cotrain.py --seeds 0 1
 
 Each run is ``jobs/cotrain.py --config configs/cotrain_sib200.yaml --set mode=<mode> --set
-selection.seed=<seed> --set output_dir=results/sib200_cotrain/<mode>-seed<seed>`` run in-process
+selection.seed=<seed> --set output.dir=results/sib200_cotrain/<mode>-seed<seed>`` run in-process
 (``run_cotraining``), so an interrupted benchmark resumes every run at its next iteration.
 Iteration 0 of either run is each learner alone (fitted on English only): the "LM alone" and
 "embedding learner alone" rows. Writes ``benchmarks/sib200_cotrain.md`` / ``.json`` and the
@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "platform"))
 
 from xlt.cotrain import load_cotrain_config, load_data, run_cotraining  # noqa: E402
-from xlt.cotrain.report import iteration_rows, plot_iterations  # noqa: E402
+from xlt.cotrain.tables import iteration_rows, plot_iterations  # noqa: E402
 from xlt.metrics import ACC, AVG_TARGET, metric_name  # noqa: E402
 from xlt.report import command_line, markdown_table  # noqa: E402
 
@@ -34,7 +34,7 @@ MODES = {"cotrain": "co-training", "self-train": "self-training"}
 
 def run(mode: str, seed: int, storage: Path) -> dict:
     cfg = load_cotrain_config(PRESET, [f"mode={mode}", f"selection.seed={seed}", f"lm.optim.seed={seed}",
-                                       f"emb.optim.seed={seed}", f"output_dir={storage / f'{mode}-seed{seed}'}"])
+                                       f"emb.optim.seed={seed}", f"output.dir={storage / f'{mode}-seed{seed}'}"])
     start = time.monotonic()
     state = run_cotraining(cfg)
     return {"mode": mode, "seed": seed, "minutes_this_call": (time.monotonic() - start) / 60,

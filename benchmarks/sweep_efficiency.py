@@ -213,14 +213,14 @@ def head_trial(config: dict[str, Any], data: Cached, base: dict[str, Any], param
     """Tune function trainable: the trial's ``HeadConfig`` (base + sampled values) through ``train_head``."""
     import torch
 
-    from xlt.sweep import reporting
+    from xlt.sweep import tune_session
 
     torch.set_num_threads(1)
     sections = trial_data(base, active_values(params, config))
     # By hand, not xlt.config.from_dict: Ray ships this script's classes by value, and the
     # string annotations of a class pickled from __main__ do not resolve in the trial's process.
     cfg = HeadConfig(head=HeadSettings(**sections["head"]), optim=HeadOptim(**sections["optim"]))
-    train_head(cfg, data, reporting.report)
+    train_head(cfg, data, tune_session.report)
 
 
 # --------------------------------------------------------------------------------------------

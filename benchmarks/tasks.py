@@ -67,7 +67,7 @@ def _save(name: str, payload: dict) -> None:
 
 
 def run_probe(task: str) -> None:
-    from xlt.eval.tasks import EvaluateConfig, run_evaluation
+    from xlt.eval.protocols import EvaluateConfig, run_evaluation
 
     name = f"probe-{task}"
     if _stored(name).is_file():
@@ -81,7 +81,7 @@ def run_probe(task: str) -> None:
 
 
 def run_bucc() -> None:
-    from xlt.eval.tasks import EvaluateConfig, run_evaluation
+    from xlt.eval.protocols import EvaluateConfig, run_evaluation
 
     if _stored("bucc").is_file():
         return
@@ -106,7 +106,7 @@ def run_finetune(task: str, variant: str, seed: int) -> None:
     name = f"finetune-{task}-{variant}-seed{seed}"
     if _stored(name).is_file():
         return
-    overrides = [*SIZES[task], f"optim.seed={seed}", f"output.storage_path={STORE / 'runs'}", f"output.name={name}",
+    overrides = [*SIZES[task], f"optim.seed={seed}", f"output.dir={STORE / 'runs'}/{name}",
                  *((views(task), *VARIANTS[variant]) if variant != "ce" else ())]
     start = time.perf_counter()
     trainer = build_trainer(resolve(load_finetune_config(REPO / "configs" / f"finetune_{task}.yaml", overrides)))

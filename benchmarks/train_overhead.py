@@ -42,7 +42,7 @@ from xlt.train import build_trainer, load_finetune_config, resolve
 from xlt.train.batches import batches_of
 from xlt.engine import epoch_seed, run_epoch
 from xlt.metrics import TRAIN_DATA_WAIT_S, TRAIN_EPOCH_TIME_S, TRAIN_SAMPLES_PER_S
-from xlt.train.loop import FINETUNE, build_training
+from xlt.train.workload import FINETUNE, finetune_training
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -63,7 +63,7 @@ def get_args() -> argparse.Namespace:
 def bare_epochs(cfg, rows, steps: int) -> list[tuple[float, float]]:
     """(examples/s, seconds waiting for batches) per epoch of the plain loop, in this process."""
     torch.set_num_threads(cfg.scaling.torch_threads)
-    training = build_training(cfg, steps)
+    training = finetune_training(cfg, steps)
     out = []
     for epoch in range(cfg.optim.epochs):
         torch.manual_seed(epoch_seed(cfg.optim.seed, epoch, 0))
@@ -95,7 +95,7 @@ def main() -> None:
         "task.target_langs=[de]", f"data.max_examples={args.steps * args.batch_size}",
         f"optim.batch_size={args.batch_size}", f"optim.epochs={args.epochs}", "optim.shuffle_buffer=0",
         "optim.freeze_word_embeddings=true", "optim.log_every_steps=0", "eval_every_epoch=false",
-        "scaling.num_workers=1", f"scaling.cpus_per_worker={args.cpus}", f"output.storage_path={storage}",
+        "scaling.num_workers=1", f"scaling.cpus_per_worker={args.cpus}", f"output.dir={storage}",
         f"output.num_to_keep={args.epochs}"])  # Result.metrics_dataframe only covers the kept checkpoints
     resolved = resolve(cfg)
     cfg, rows = resolved.config, resolved.train

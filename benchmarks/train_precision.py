@@ -33,7 +33,7 @@ from xlt.cotrain.learner import learner_config  # noqa: E402
 from xlt.hardware import native_bf16  # noqa: E402
 from xlt.logs import quiet_libraries  # noqa: E402
 from xlt.report import command_line, markdown_table  # noqa: E402
-from xlt.train.loop import evaluate  # noqa: E402
+from xlt.train.workload import evaluate  # noqa: E402
 
 
 def get_args() -> argparse.Namespace:

@@ -5,18 +5,18 @@ exchange confident pseudo-labels on unlabelled target-language text; or self-tra
     python jobs/cotrain.py --config configs/cotrain_sib200.yaml    # every SIB-200 language and row
     python jobs/cotrain.py --config configs/cotrain_nusax.yaml
     python jobs/cotrain.py --config configs/cotrain_xnli.yaml      # a pool of sentence pairs
-    python jobs/cotrain.py --set mode=self-train --set output_dir=results/cotrain/self-train
+    python jobs/cotrain.py --set mode=self-train --set output.dir=results/cotrain/self-train
     python jobs/cotrain.py --set selection.policy=agreement --set selection.threshold=0.8
     python jobs/cotrain.py --smoke
     ray job submit --working-dir . -- python jobs/cotrain.py --config configs/cotrain_cluster.yaml
 
 Every iteration fits both learners (each learner's Ray Train run, started once for the whole job, serves
-its fits; checkpoints under ``<output_dir>/learners/<learner>``), evaluates them on every language,
+its fits; checkpoints under ``<output.dir>/learners/<learner>``), evaluates them on every language,
 pseudo-labels the pool (an actor pool, or in the driver: ``inference.num_actors: 0``), selects and
-exchanges, and saves the loop state to ``<output_dir>/state.json``: running the same command again
+exchanges, and saves the loop state to ``<output.dir>/state.json``: running the same command again
 resumes at the next iteration (a finished run only prints its results). Prints one line per iteration on stderr, then the
 per-iteration and per-language tables on stdout; writes ``results.json``, ``results.md`` and
-``accuracy_per_iteration.png`` into ``output_dir``. ``output_dir`` may be a URI (``s3://bucket/run``; see
+``accuracy_per_iteration.png`` into ``output.dir``. ``output.dir`` may be a URI (``s3://bucket/run``; see
 ``xlt.storage``): a job resubmitted on another node resumes from what is there.
 """
 
@@ -28,7 +28,7 @@ from pathlib import Path
 from xlt.cli import epilogue, init_ray, job_overrides, job_parser, run_job
 from xlt.cotrain import load_cotrain_config, load_data, run_cotraining
 from xlt.cotrain.learner import LEARNERS_DIR
-from xlt.cotrain.report import iteration_rows, language_rows, plot_iterations
+from xlt.cotrain.tables import iteration_rows, language_rows, plot_iterations
 from xlt.cotrain.state import STATE_FILE
 from xlt.metrics import F1
 from xlt.logs import configure_logging, quiet_libraries
@@ -52,7 +52,7 @@ def main() -> None:
         data = load_data(cfg)  # every row read and checked before Ray starts
     with phases("start Ray"):
         init_ray(args.address, args.verbose)
-    with Tracker("cotrain", Path(cfg.output_dir).name, cfg.output_dir, enabled=args.tracking) as tracker:
+    with Tracker("cotrain", Path(cfg.output.dir).name, cfg.output.dir, enabled=args.tracking) as tracker:
         tracker.params(cfg)
         state = run_cotraining(cfg, data=data, phases=phases, tracker=tracker)
         print_results(cfg, data, state, phases, tracker)
@@ -81,14 +81,14 @@ def print_results(cfg, data, state, phases: Phases, tracker: Tracker) -> None:
             f"### Per language ({split} macro-F1)\n\n{per_language_f1}\n\n"
             f"### Where the time went (this run; {overlap(cfg)})\n\n"
             f"{phases.table()}\n")
-    with staged(cfg.output_dir) as out:  # a URI output gets these files when the block ends
+    with staged(cfg.output.dir) as out:  # a URI output gets these files when the block ends
         (out / "results.md").write_text(text, encoding="utf-8")
         plot = plot_iterations(state.history, split, out / "accuracy_per_iteration.png", label)
         write_results(out / "results.json", {"history": state.history, "config": asdict(cfg),
                                              "phases": phases.rows()})
         tracker.artifacts(out / "results.json", out / "results.md", plot)
     print(text)
-    where = {what: join(cfg.output_dir, name) for what, name in (
+    where = {what: join(cfg.output.dir, name) for what, name in (
         ("results", "results.json"), ("tables", "results.md"), ("plot", "accuracy_per_iteration.png"),
         ("loop state", STATE_FILE), ("learner runs", LEARNERS_DIR))}
     print(epilogue(where,

@@ -1,7 +1,7 @@
 """Evaluate frozen multilingual encoders: a frozen-linear probe on any task, Tatoeba retrieval, mining.
 
     python jobs/evaluate.py                                              # probe on SIB-200 (configs/evaluate_sib200.yaml)
-    python jobs/evaluate.py --set 'task={include: configs/tasks/xnli.yaml}' --set output_dir=results/evaluate/xnli
+    python jobs/evaluate.py --set 'task={include: configs/tasks/xnli.yaml}' --set output.dir=results/evaluate/xnli
     python jobs/evaluate.py --protocol tatoeba
     python jobs/evaluate.py --protocol mining --set mining_k=4
     python jobs/evaluate.py --protocol bucc                              # BUCC 2018 zh-en, threshold held out
@@ -11,7 +11,7 @@
 ``frozen-linear`` trains a logistic regression on the frozen embeddings of the task's source
 train split (C chosen on its dev split) and reports accuracy and macro-F1 on every language's test
 split; sentence pairs are embedded as the encoder embeds pairs. Prints a per-language table per
-model and writes ``<output_dir>/<protocol>.json`` (rows, config, command) with ``config.yaml``
+model and writes ``<output.dir>/<protocol>.json`` (rows, config, command) with ``config.yaml``
 beside it.
 """
 
@@ -19,15 +19,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xlt.cli import epilogue, job_parser, run_job
-from xlt.config import apply_overrides, from_dict, merge_presets, save_config
-from xlt.eval.tasks import EvaluateConfig, run_evaluation
+from xlt.cli import epilogue, job_overrides, job_parser, run_job
+from xlt.config import load_config, save_config
+from xlt.eval.protocols import EvaluateConfig, run_evaluation
 from xlt.logs import configure_logging, quiet_libraries
 from xlt.report import command_line, markdown_table, write_results
 from xlt.tracking import Tracker
 
 DEFAULT_PRESET = Path(__file__).resolve().parents[1] / "configs" / "evaluate_sib200.yaml"
-SMOKE = ["models=[{source: 'tiny:bert'}]", "max_examples=16", "batch_size=8", "output_dir=results/evaluate-smoke"]
+SMOKE_PRESET = Path(__file__).resolve().parents[1] / "configs" / "evaluate_smoke.yaml"
 
 
 def main() -> None:
@@ -37,14 +37,11 @@ def main() -> None:
     quiet_libraries()
     configure_logging(args.verbose)
 
-    overrides = (SMOKE if args.smoke else []) + args.overrides
-    overrides += [f"{k}={v}" for k, v in (("protocol", args.protocol), ("data_dir", args.data_dir)) if v]
-    cfg = from_dict(EvaluateConfig, apply_overrides(merge_presets(args.config or DEFAULT_PRESET), overrides))
-    if args.smoke and cfg.protocol in ("tatoeba", "mining") and not cfg.languages:
-        cfg = from_dict(EvaluateConfig, apply_overrides(merge_presets(args.config or DEFAULT_PRESET),
-                                                        [*overrides, "languages=[de, zh]"]))
+    overrides = job_overrides(args) + ([f"protocol={args.protocol}"] if args.protocol else [])
+    cfg = load_config(EvaluateConfig, args.config or DEFAULT_PRESET, overrides,
+                      smoke=SMOKE_PRESET if args.smoke else None)
 
-    out = Path(cfg.output_dir)
+    out = Path(cfg.output.dir)
     with Tracker("evaluate", f"{out.name}-{cfg.protocol}", out / cfg.protocol, enabled=args.tracking) as tracker:
         tracker.params(cfg)
         result = run_evaluation(cfg)
@@ -58,7 +55,7 @@ def print_results(cfg: EvaluateConfig, result: dict, tracker: Tracker) -> None:
         print(markdown_table([{k: v for k, v in r.items() if k not in ("model", "protocol")} for r in rows]))
         for protocol in dict.fromkeys(r["protocol"] for r in rows if "protocol" in r):
             print(f"\nProtocol: {protocol}")
-    out = Path(cfg.output_dir)
+    out = Path(cfg.output.dir)
     save_config(cfg, out / "config.yaml")
     path = write_results(out / f"{cfg.protocol}.json", {**result, "config": cfg})
     for row in result["rows"]:  # one metric per model, language and score, e.g. "tiny:bert/de/accuracy"

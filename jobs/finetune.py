@@ -6,17 +6,17 @@
     python jobs/finetune.py --config my_task.yaml --set task.target_langs=[de,fr]
     python jobs/finetune.py --config configs/finetune_sib200_scl.yaml --set scaling.num_workers=2
     python jobs/finetune.py --config configs/finetune_sib200.yaml --set data.setting=translate-train \\
-        --set output.name=sib200-e5-translate-train
+        --set output.dir=results/finetune/sib200-e5-translate-train
     python jobs/finetune.py --resume results/finetune/sib200-e5-zero-shot --set optim.epochs=5
     python jobs/finetune.py --smoke
     ray job submit --working-dir . -- python jobs/finetune.py --config configs/finetune_sib200.yaml
 
 The loss is CE + Σ λ_k·aux_k over the configured ``objectives``. Checkpoints (one per epoch) and
-``config.yaml`` go to ``<output.storage_path>/<output.name>/``; running the same command again
-resumes that run from its latest checkpoint (a finished run only prints its results), and
-``--resume DIR`` continues a run from its saved config. ``--smoke`` merges configs/smoke.yaml
-over the preset (default configs/finetune_sib200.yaml): tiny:bert, 16 examples per language,
-2 epochs, seconds after Ray starts.
+``config.yaml`` go to ``output.dir``; running the same command again resumes that run from its
+latest checkpoint (a finished run only prints its results), and ``--resume DIR`` continues a run
+from its saved config. ``--smoke`` merges configs/smoke.yaml over the preset (default
+configs/finetune_sib200.yaml): tiny:bert, 16 examples per language, 2 epochs, seconds after Ray
+starts, into ``results/smoke/<preset>``.
 
 The task (``task:``, ``xlt.tasks``) is read and checked before Ray starts: a bad file, column,
 label or language is one ``error: file:line: ...`` line and exit status 2 (``--debug`` for the

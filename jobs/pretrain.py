@@ -14,14 +14,14 @@ contrast + TLM), or ``custom`` with any weighted ``objectives``. Parallel pairs 
 Tatoeba, SIB-200 train rows joined on ``index_id``, JSONL/TSV/CSV/Parquet files or Hugging Face
 datasets, mixed with q_i ∝ p_i^α; Tatoeba accuracy on held-apart languages after every epoch.
 
-Checkpoints (one per epoch) and ``config.yaml`` go to ``<output.storage_path>/<output.name>/``;
+Checkpoints (one per epoch) and ``config.yaml`` go to ``output.dir``;
 running the same command again resumes that run, ``--resume DIR`` continues it from its saved
 config. Each checkpoint holds ``encoder/``, the encoder as a ``local:`` model:
 
     python jobs/finetune.py --set model.source=local:<checkpoint>/encoder
 
 ``--smoke`` merges configs/pretrain_smoke.yaml over the preset: tiny:bert, a few Tatoeba pairs,
-2 epochs. Prints a line per epoch on stderr, then the language mixture and the Tatoeba table on
+2 epochs, into ``results/smoke/<preset>``. Prints a line per epoch on stderr, then the language mixture and the Tatoeba table on
 stdout, and writes ``results.json`` into the run directory. Ray: $RAY_ADDRESS or ``--address``,
 else a new local instance.
 """
@@ -35,7 +35,7 @@ from xlt.cli import epilogue, init_ray, job_overrides, resumable_job_args, run_j
 from xlt.engine import RESULTS_FILE, run_dir
 from xlt.logs import configure_logging, quiet_libraries
 from xlt.pretrain.config import load_pretrain_config
-from xlt.pretrain.loop import AVG, tatoeba_metric
+from xlt.pretrain.workload import AVG, tatoeba_metric
 from xlt.pretrain.trainer import build_trainer, encoder_dir, prepare, resume_config
 from xlt.report import markdown_table, write_results
 from xlt.storage import join, staged

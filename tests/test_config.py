@@ -113,6 +113,32 @@ def test_every_job_preset_loads_with_its_task_and_with_smoke():
             assert cfg.task.name == name and cfg.task.paired == (name in ("xnli", "pawsx"))
 
 
+@pytest.mark.parametrize("job, presets, smoke", [
+    ("finetune", ("finetune_sib200", "finetune_xnli"), "smoke"),
+    ("pretrain", ("pretrain_veco2", "pretrain_mgc"), "pretrain_smoke"),
+    ("cotrain", ("cotrain_demo", "cotrain_xnli"), "cotrain_smoke"),
+    ("evaluate", ("evaluate_sib200",), "evaluate_smoke"),
+])
+def test_every_job_smokes_one_way_into_a_directory_of_its_preset(job, presets, smoke):
+    """One output key (``output.dir``), one data-dir key (``data.data_dir``) and one smoke mechanism for
+    every job: the smoke runs of two presets never share a directory; ``--set output.dir`` still wins."""
+    from xlt.cotrain.config import CotrainConfig
+    from xlt.eval.protocols import EvaluateConfig
+    from xlt.pretrain.config import PretrainConfig
+    from xlt.train.config import FinetuneConfig
+
+    cls = {"finetune": FinetuneConfig, "pretrain": PretrainConfig, "cotrain": CotrainConfig,
+           "evaluate": EvaluateConfig}[job]
+    configs = REPO / "configs"
+    for preset in presets:
+        cfg = load_config(cls, configs / f"{preset}.yaml", ["data.data_dir=/data"], smoke=configs / f"{smoke}.yaml")
+        assert (cfg.output.dir, cfg.data.data_dir) == (f"results/smoke/{preset}", "/data")
+        assert load_config(cls, configs / f"{preset}.yaml").output.dir.startswith(f"results/{job}/")
+    moved = load_config(cls, configs / f"{presets[0]}.yaml", ["output.dir=s3://b/x?scheme=http"],
+                        smoke=configs / f"{smoke}.yaml").output
+    assert (moved.dir, moved.storage_path, moved.name) == ("s3://b/x?scheme=http", "s3://b?scheme=http", "x")
+
+
 def test_include_merges_a_file_under_a_key_and_set_may_include_too(tmp_path, monkeypatch):
     (tmp_path / "tasks").mkdir()
     (tmp_path / "tasks" / "t.yaml").write_text("type: files\nname: t\nlabels: [a, b]\n", encoding="utf-8")

@@ -63,7 +63,21 @@ def test_loop_state_and_run_config_live_on_the_store(s3):
     assert state.save(f"{s3}/cotrain") == f"{s3}/cotrain/state.json"
     assert LoopState.load(f"{s3}/cotrain") == state
 
-    cfg = from_dict(FinetuneConfig, {"task": TINY_TASK, "output": {"storage_path": f"{s3}/runs", "name": "finetune"}})
+    cfg = from_dict(FinetuneConfig, {"task": TINY_TASK, "output": {"dir": f"{s3}/runs/finetune"}})
     write_run_config(cfg)
     assert read_run_config(f"{s3}/runs/finetune", FinetuneConfig) == cfg
     assert read_run_config(f"{s3}/runs/other", FinetuneConfig) is None
+
+
+def test_an_output_dir_is_a_directory_or_a_uri_with_a_path_and_splits_for_ray_train():
+    from xlt.config import ConfigError
+    from xlt.storage import OutputSettings, split
+
+    assert split("results/finetune/x") == ("results/finetune", "x")
+    assert split("run/") == (".", "run")
+    assert split("s3://bucket/runs/x?endpoint_override=h:1") == ("s3://bucket/runs?endpoint_override=h:1", "x")
+    out = OutputSettings("s3://bucket/x")
+    assert (out.storage_path, out.name) == ("s3://bucket", "x")
+    for bad in ("", "s3://", "s3://bucket", "s3://bucket/?scheme=http"):
+        with pytest.raises(ConfigError, match="output.dir"):
+            OutputSettings(bad)

@@ -208,11 +208,26 @@ def _expand_includes(data: dict[str, Any], path: Path) -> dict[str, Any]:
     return out
 
 
+SMOKE_OUTPUT = "results/smoke"
+
+
 def load_config(cls: type[T], path: str | Path | None = None, overrides: typing.Iterable[str] = (),
                 smoke: str | Path | None = None) -> T:
     """YAML preset (optional), then the ``smoke`` preset merged over it (if given), then
-    ``--set`` overrides -> validated frozen dataclass ``cls``."""
-    return from_dict(cls, apply_overrides(merge_presets(path, smoke), overrides))
+    ``--set`` overrides -> validated frozen dataclass ``cls``.
+
+    Every job's ``--smoke`` comes through here: with a ``smoke`` preset, ``output.dir`` becomes
+    ``results/smoke/<the preset's file stem>``, so that the smoke runs of two presets never share
+    (and refuse to resume) one directory; an ``output.dir`` given with ``--set`` still wins."""
+    data = merge_presets(path, smoke)
+    if smoke:
+        data["output"] = {**data.get("output", {}), "dir": smoke_output(path)}
+    return from_dict(cls, apply_overrides(data, overrides))
+
+
+def smoke_output(preset: str | Path | None) -> str:
+    """Where a smoke run of ``preset`` writes: ``results/smoke/<stem>``."""
+    return f"{SMOKE_OUTPUT}/{Path(preset).stem if preset else 'default'}"
 
 
 def save_config(cfg: Any, path: str | Path) -> None:

@@ -12,6 +12,9 @@ Two context managers keep callers simple: ``fetched(path)`` hands a local copy o
 ``None`` when there is none), ``staged(directory)`` hands a local directory whose files are
 copied to ``directory`` on leaving without error. For a local ``directory`` both are the place
 itself, so local runs keep atomic renames and pay no copy.
+
+``OutputSettings`` is the ``output`` section of every job's config: ``output.dir``, one key
+across fine-tuning, pretraining, co-training and evaluation.
 """
 
 from __future__ import annotations
@@ -20,7 +23,10 @@ import contextlib
 import shutil
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+
+from .config import check
 
 
 def is_uri(path: str | Path) -> bool:
@@ -34,6 +40,42 @@ def join(base: str | Path, *parts: str) -> str:
         return str(Path(base, *parts).resolve())
     root, question, query = base.partition("?")
     return "/".join([root.rstrip("/"), *parts]) + question + query
+
+
+def split(path: str | Path) -> tuple[str, str]:
+    """``(parent, name)`` of a local path or a URI (its query kept on the parent):
+    ``s3://b/runs/x?scheme=http`` -> ``("s3://b/runs?scheme=http", "x")``; a bare name's parent is ``.``."""
+    root, question, query = str(path).partition("?")
+    parent, _, name = root.rstrip("/").rpartition("/")
+    return (parent or ".") + question + query, name
+
+
+@dataclass(frozen=True)
+class OutputSettings:
+    """Where a job writes: ``dir``, a local directory or a URI (``s3://bucket/path``), holding the
+    run's ``config.yaml``, checkpoints and results. Running the same config with the same ``dir``
+    again resumes it. ``num_to_keep``: checkpoints a training run keeps (the latest always).
+
+    Ray Train names a run by a storage path and a name: they are ``dir``'s parent and last part
+    (``storage_path``, ``name``)."""
+
+    dir: str = "results/run"
+    num_to_keep: int = 2
+
+    def __post_init__(self) -> None:
+        parent, name = split(self.dir)
+        bucket = parent.partition("?")[0].partition("://")[2]  # empty unless a URI's name sits under a bucket
+        check(bool(name) and (bool(bucket) or not is_uri(self.dir)), "output.dir", self.dir,
+              "a directory or a URI with a path under its bucket, e.g. results/xnli or s3://bucket/xnli")
+        check(self.num_to_keep >= 1, "output.num_to_keep", self.num_to_keep, "an integer >= 1")
+
+    @property
+    def storage_path(self) -> str:
+        return split(self.dir)[0]
+
+    @property
+    def name(self) -> str:
+        return split(self.dir)[1]
 
 
 def _filesystem(uri: str):

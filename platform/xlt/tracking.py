@@ -14,7 +14,7 @@ Who logs what:
   location as a tag;
 - Ray Train runs (fine-tuning, pretraining, each co-training learner fit): ``TrackingCallback``,
   a Ray Train ``UserCallback`` on the run's controller, logs what every epoch reports through
-  ``xlt.engine.reporting.report`` (rank 0's metrics) under the run's prefix and step;
+  ``xlt.engine.checkpoints.report`` (rank 0's metrics) under the run's prefix and step;
 - sweeps: Ray Tune's own ``MLflowLoggerCallback`` (a child run per trial) and TensorBoard logger.
 
 TensorBoard event files go to ``<output>/tensorboard/`` (``tensorboard --logdir <output>``).

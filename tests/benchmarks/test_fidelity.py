@@ -236,7 +236,7 @@ def smoke_overrides(path) -> list[str]:
             return [o for key, inner in value.items() for o in flat(f"{prefix}{key}.", inner)]
         return [f"{prefix[:-1]}={value}"]
 
-    return [o for o in flat("", read_yaml(path)) if not o.startswith("output_dir=")]
+    return flat("", read_yaml(path))
 
 
 def test_the_learners_of_a_cotraining_run_share_it_and_are_read_at_its_end(ray_cluster, data_dir, tmp_path, monkeypatch):

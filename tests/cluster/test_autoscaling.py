@@ -39,7 +39,7 @@ def test_a_cotraining_job_scales_the_cluster_up_from_zero_and_down_after(data_di
         assert_no_worker_node_left(head, tmp_path)
         # Both learners ask for a gpu_worker node (cluster.yaml's type; one each), the actor for a CPU.
         job = [sys.executable, str(REPO / "jobs" / "cotrain.py"), "--smoke", "--set", "task.target_langs=[de, zh]",
-               "--set", "iterations=1", "--set", f"output_dir={out}",
+               "--set", "iterations=1", "--set", f"output.dir={out}",
                "--set", "lm.scaling={num_workers: 1, cpus_per_worker: 1, resources: {gpu_worker: 1}}",
                "--set", "emb.scaling={num_workers: 1, cpus_per_worker: 1, resources: {gpu_worker: 1}}",
                "--set", "inference.num_actors=1", "--set", "inference.num_cpus=1"]

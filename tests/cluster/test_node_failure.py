@@ -63,7 +63,7 @@ def reference(data_dir, tmp_path_factory) -> dict:
     and a job's local files default to ``./results``)."""
     out = tmp_path_factory.mktemp("reference")
     store = f"sqlite:///{out / 'mlflow.db'}"
-    proc = subprocess.run([*JOB, "--set", f"output_dir={out}"], capture_output=True, text=True, timeout=600,
+    proc = subprocess.run([*JOB, "--set", f"output.dir={out}"], capture_output=True, text=True, timeout=600,
                           cwd=out, env={**os.environ, **env(data_dir), "RAY_ADDRESS": "", "MLFLOW_TRACKING_URI": store})
     assert proc.returncode == 0, proc.stderr[-3000:]
     return state(out)
@@ -109,7 +109,7 @@ def test_a_job_spreads_over_the_worker_nodes_and_survives_losing_two_nodes_and_i
     lm_hosts, labellers = nodes[:2], nodes[3:]
     ids = head.node_ids()
     lost: dict[str, str] = {}
-    entrypoint = [*JOB, *ON_THE_CLUSTER, "--set", f"output_dir={out}"]
+    entrypoint = [*JOB, *ON_THE_CLUSTER, "--set", f"output.dir={out}"]
     command = head.submit_command({"env_vars": job_env}, run_from(tmp_path / "first", entrypoint),
                                   "xlt-test-failures", working_dir=False)
     log = tmp_path / "job.log"
@@ -148,7 +148,7 @@ def test_a_job_spreads_over_the_worker_nodes_and_survives_losing_two_nodes_and_i
         if not lm_checkpoint("lm-iteration1-epoch"):
             return None
         (driver,) = [p for p in psutil.process_iter(["cmdline"])  # not the shell around it, nor the CLI
-                     if (p.info["cmdline"] or [])[1:2] == [JOB[1]] and f"output_dir={out}" in p.info["cmdline"]]
+                     if (p.info["cmdline"] or [])[1:2] == [JOB[1]] and f"output.dir={out}" in p.info["cmdline"]]
         return driver
 
     with open(log, "w") as sink:

@@ -27,7 +27,7 @@ SMOKE = REPO / "configs" / "cotrain_smoke.yaml"
 
 def config(data_dir: Path, out: Path, *overrides: str):
     return load_cotrain_config(REPO / "configs" / "cotrain_sib200.yaml",
-                               [f"data.data_dir={data_dir}", f"output_dir={out}", "task.target_langs=[de, zh]",
+                               [f"data.data_dir={data_dir}", f"output.dir={out}", "task.target_langs=[de, zh]",
                                 *overrides], smoke=SMOKE)
 
 

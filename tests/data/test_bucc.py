@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from xlt.data import DataError, read_bucc
-from xlt.eval.tasks import bucc_sample
+from xlt.eval.protocols import bucc_sample
 
 
 def write(root: Path, zh: str, en: str, gold: str) -> Path:

@@ -15,7 +15,8 @@ import pytest
 import torch
 
 from engine.test_loop import Regression, ToyConfig, bare_loop, toy_rows, wait_for_snapshot
-from xlt.engine import FitService, OutputSettings, ScalingSettings, read_state
+from xlt.engine import FitService, ScalingSettings, read_state
+from xlt.storage import OutputSettings
 from xlt.engine.fits import FitRequest, FitRequests, row_batches, shard
 
 
@@ -42,7 +43,7 @@ def service(workload, cfg: ToyConfig) -> FitService:
 @pytest.mark.parametrize("workers", [1, 0], ids=["ray-train", "in-process"])
 def test_each_served_fit_ends_as_a_fresh_bare_loop_on_its_rows(ray_cluster, tmp_path, workers):
     cfg = ToyConfig(scaling=ScalingSettings(num_workers=workers),
-                    output=OutputSettings(storage_path=str(tmp_path), name="served"))
+                    output=OutputSettings(str(tmp_path / "served")))
     rows = toy_rows()
     fits = [(fit_config(cfg, "fit0", 2), rows), (fit_config(cfg, "fit1", 3), rows[::-1])]
     outcomes = []
@@ -82,8 +83,7 @@ class KilledInFit(Regression):
 
 
 def test_a_worker_killed_mid_fit_is_restored_into_that_fit(ray_cluster, tmp_path):
-    cfg = ToyConfig(scaling=ScalingSettings(max_failures=1), output=OutputSettings(storage_path=str(tmp_path),
-                                                                                    name="served"))
+    cfg = ToyConfig(scaling=ScalingSettings(max_failures=1), output=OutputSettings(str(tmp_path / "served")))
     marker, rows = tmp_path / "worker-was-killed", toy_rows()
     with service(KilledInFit(str(marker), str(tmp_path / "served"), "fit1"), cfg) as served:
         first = served.fit(0, fit_config(cfg, "fit0", 2), rows)
@@ -97,7 +97,7 @@ def test_a_worker_killed_mid_fit_is_restored_into_that_fit(ray_cluster, tmp_path
 @pytest.mark.parametrize("workers", [1, 0], ids=["ray-train", "in-process"])
 def test_a_failed_run_fails_the_fit_waiting_for_it(ray_cluster, tmp_path, workers):
     cfg = ToyConfig(scaling=ScalingSettings(num_workers=workers),
-                    output=OutputSettings(storage_path=str(tmp_path), name="served"))
+                    output=OutputSettings(str(tmp_path / "served")))
     bad = fit_config(cfg, "fit0", 1)
     with pytest.raises(Exception) as failure:  # a row without the column the batcher reads
         with service(Regression(), cfg) as served:

@@ -23,8 +23,8 @@ import pytest
 import torch
 from torch import nn
 
-from xlt.engine import (OptimSettings, OutputSettings, ScalingSettings, Workload, read_state, run_dir,
-                        steps_per_epoch, torch_trainer)
+from xlt.engine import OptimSettings, ScalingSettings, Workload, read_state, run_dir, steps_per_epoch, torch_trainer
+from xlt.storage import OutputSettings
 
 ROWS, DIM, BATCH = 24, 3, 4
 
@@ -144,7 +144,7 @@ class KilledOnce(Regression):
 def test_a_worker_killed_mid_epoch_resumes_from_its_checkpoint_to_the_same_weights(ray_cluster, tmp_path):
     rows = toy_rows()
     cfg = ToyConfig(scaling=ScalingSettings(max_failures=1),
-                    output=OutputSettings(storage_path=str(tmp_path), name="killed"))
+                    output=OutputSettings(str(tmp_path / "killed")))
     marker = tmp_path / "worker-was-killed"
     result = engine_run(KilledOnce(str(marker), run_dir(cfg)), cfg, rows)
     assert marker.exists()  # the worker was killed once, in epoch 2
@@ -175,7 +175,7 @@ def test_in_process_the_engine_matches_a_bare_loop_and_resumes_from_the_run_dire
 
     rows = toy_rows()
     cfg = ToyConfig(scaling=ScalingSettings(num_workers=0),
-                    output=OutputSettings(storage_path=str(tmp_path), name="inprocess", num_to_keep=1))
+                    output=OutputSettings(str(tmp_path / "inprocess"), num_to_keep=1))
     datasets = {"train": ray.data.from_items(rows, override_num_blocks=1)}
     recorder = Recorder()
     assert cfg.steps_per_epoch(1) == 3  # 6 micro-batches, 2 per step

@@ -14,7 +14,7 @@ from xlt.engine import session
 
 
 def checkpoint(tmp_path: Path, name: str) -> SimpleNamespace:
-    """A checkpoint directory as ``reporting.report`` hands one over (``.path``)."""
+    """A checkpoint directory as ``checkpoints.report`` hands one over (``.path``)."""
     directory = tmp_path / "reported" / name
     directory.mkdir(parents=True)
     (directory / "model.pt").write_text(name)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from xlt.config import from_dict, read_yaml
-from xlt.eval.tasks import EvaluateConfig, frozen_linear_predictions, frozen_linear_rows
+from xlt.eval.protocols import EvaluateConfig, EvaluateData, frozen_linear_predictions, frozen_linear_rows
 from xlt.models import EncoderConfig
 from xlt.tasks import TaskConfig, load_task
 
@@ -42,7 +42,8 @@ def task(data_dir):
 def test_predictions_equal_a_reference_fit(task):
     from sklearn.linear_model import LogisticRegression
 
-    cfg = EvaluateConfig(task=task.config, models=(EncoderConfig(source="tiny:bert"),), max_examples=40, progress=False)
+    cfg = EvaluateConfig(task=task.config, models=(EncoderConfig(source="tiny:bert"),),
+                         data=EvaluateData(max_examples=40), progress=False)
     examples = {(role, lang): task.examples(role, lang, 40) for role, lang in
                 [("train", "en"), ("dev", "en"), *[("test", lang) for lang in task.langs]]}
     hints = {ex.text: task.labels.index(ex.label) for exs in examples.values() for ex in exs[::2]}

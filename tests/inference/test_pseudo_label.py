@@ -13,7 +13,7 @@ from xlt.inference import (
     OUTPUT_COLUMNS,
     ClassifierSpec,
     PseudoLabelUDF,
-    load_classifier,
+    build_classifier,
     prediction_column,
     pseudo_label,
     pseudo_label_here,
@@ -28,7 +28,7 @@ TEXTS = ["a", "a much longer sentence than the others", "中文句子", "mid len
 
 def trained_like(seed: int = 1) -> Classifier:
     """A classifier whose head is NOT the fresh one, so a state that fails to arrive is visible."""
-    classifier = load_classifier(ClassifierSpec(MODEL, LABELS))
+    classifier = build_classifier(ClassifierSpec(MODEL, LABELS))
     g = torch.Generator().manual_seed(seed)
     # Tiny-model embeddings share a large mean; centring the head on it makes texts disagree.
     mean = torch.from_numpy(classifier.encoder.encode(TEXTS).mean(0))
@@ -127,14 +127,14 @@ def test_spec_round_trips_by_path_and_object_ref(ray_cluster, classifier: Classi
     ref_spec = share_classifier(classifier, MODEL)
     assert isinstance(ref_spec.state, ray_cluster.ObjectRef) and Path(path_spec.state).is_file()
     for spec in (path_spec, ref_spec):
-        loaded = load_classifier(spec)
+        loaded = build_classifier(spec)
         assert loaded.labels == list(LABELS) and not loaded.training
         assert_same_state(loaded, classifier)
 
 
 def test_fresh_head_is_the_same_everywhere_and_leaves_the_rng_alone() -> None:
     rng = torch.random.get_rng_state()
-    a, b = (load_classifier(ClassifierSpec(MODEL, LABELS)) for _ in range(2))
+    a, b = (build_classifier(ClassifierSpec(MODEL, LABELS)) for _ in range(2))
     assert_same_state(a, b)  # every actor of a pool builds the same head
     assert torch.equal(torch.random.get_rng_state(), rng)
     assert not torch.equal(a.head.weight, trained_like().head.weight)
@@ -204,9 +204,9 @@ def test_spec_validation_and_mismatched_state(path_spec: ClassifierSpec, tmp_pat
     expected = ClassifierSpec(MODEL, ("a", "b"), str(tmp_path / "x.pt"))
     assert coerced == expected and hash(coerced) == hash(expected)
     with pytest.raises(FileNotFoundError, match="readable wherever an actor runs"):
-        load_classifier(ClassifierSpec(MODEL, LABELS, str(tmp_path / "missing.pt")))
+        build_classifier(ClassifierSpec(MODEL, LABELS, str(tmp_path / "missing.pt")))
     with pytest.raises(ValueError, match="does not fit a Classifier over 'tiny:bert' with 4 labels"):
-        load_classifier(ClassifierSpec(MODEL, LABELS + ("news",), path_spec.state))
+        build_classifier(ClassifierSpec(MODEL, LABELS + ("news",), path_spec.state))
 
 
 def test_bf16_autocast_keeps_the_labels_and_bad_precision_is_refused(classifier: Classifier,

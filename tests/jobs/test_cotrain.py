@@ -30,7 +30,7 @@ def environment(data_dir: Path) -> dict[str, str]:
 
 
 def run(out: Path | str, data_dir: Path) -> subprocess.CompletedProcess:
-    proc = subprocess.run([*JOB, "--set", f"output_dir={out}"], capture_output=True, text=True,
+    proc = subprocess.run([*JOB, "--set", f"output.dir={out}"], capture_output=True, text=True,
                           env=environment(data_dir), timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc

@@ -15,7 +15,7 @@ from jobs.inprocess import run_in_process
 @pytest.fixture
 def run_job(data_dir, tmp_path, capsys):
     def run(*args: str) -> subprocess.CompletedProcess:
-        return run_in_process("evaluate.py", *args, "--set", f"output_dir={tmp_path}", capsys=capsys,
+        return run_in_process("evaluate.py", *args, "--set", f"output.dir={tmp_path}", capsys=capsys,
                               data_dir=data_dir)
     return run
 

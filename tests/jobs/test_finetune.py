@@ -27,13 +27,13 @@ def run_job(data_dir, *args: str) -> subprocess.CompletedProcess:
 
 # The smoke preset of finetune_sib200.yaml runs through ``ray job submit`` in
 # tests/jobs/test_job_submit.py, with the assertions of ``assert_a_smoke_run``.
-SMOKE_ARGS = ["--smoke", "--set", "task.target_langs=[de, zh]", "--set", "output.name=smoke"]
+SMOKE_ARGS = ["--smoke", "--set", "task.target_langs=[de, zh]"]
 
 
 @pytest.mark.ray
 def test_smoke_on_sentence_pairs(data_dir, tmp_path, mlflow_store):
     proc = run_job(data_dir, "--config", str(REPO / "configs" / "finetune_xnli.yaml"), *SMOKE_ARGS,
-                   "--set", f"output.storage_path={tmp_path}")
+                   "--set", f"output.dir={tmp_path / 'smoke'}")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert_a_smoke_run(tmp_path / "smoke", "xnli", proc.stdout, proc.stderr, mlflow_store)
 
@@ -75,7 +75,7 @@ def assert_a_smoke_run(run: Path, task: str, stdout: str, stderr: str, mlflow_st
     (["--config", "nonexistent.yaml"], "error: config file nonexistent.yaml does not exist"),
 ])
 def test_bad_input_is_one_error_line_before_ray_starts(args, message, data_dir, tmp_path, capsys):
-    ran = run_in_process("finetune.py", "--smoke", "--set", f"output.storage_path={tmp_path}", *args,
+    ran = run_in_process("finetune.py", "--smoke", "--set", f"output.dir={tmp_path / 'run'}", *args,
                          capsys=capsys, data_dir=data_dir)
     assert_one_error_line(ran, message)
     assert not any(tmp_path.iterdir())  # nothing half-written

@@ -41,7 +41,7 @@ def test_job_api_needs_the_token(ray_head):
 
 def test_a_finetuning_job_succeeds_with_its_table_results_and_tracking(ray_head, data_dir, tmp_path, mlflow_store):
     """The SIB-200 smoke run of tests/jobs/test_finetune.py, submitted."""
-    args = ["--config", "configs/finetune_sib200.yaml", *SMOKE_ARGS, "--set", f"output.storage_path={tmp_path}"]
+    args = ["--config", "configs/finetune_sib200.yaml", *SMOKE_ARGS, "--set", f"output.dir={tmp_path / 'smoke'}"]
     submission_id, proc = ray_head.submit(runtime_env(data_dir), ["python", "jobs/finetune.py", *args],
                                           timeout=JOB_TIMEOUT_S)
     assert_succeeded_with_a_table(ray_head, submission_id, proc, ["| avg_target ", "| transfer_gap "])
@@ -63,7 +63,7 @@ def cotraining_on_pairs(ray_head, data_dir, tmp_path_factory) -> Iterator[Submit
     drivers); its test waits for it."""
     out = tmp_path_factory.mktemp("cotrain")
     args = ["--smoke", "--config", "configs/cotrain_xnli.yaml", "--set", "task.target_langs=[de, zh]",
-            "--set", "iterations=1", "--set", f"output_dir={out}"]
+            "--set", "iterations=1", "--set", f"output.dir={out}"]
     # Its own MLflow store: the per-test one (conftest's mlflow_store) is not set up yet for a module's fixture.
     env = runtime_env(data_dir, f"sqlite:///{tmp_path_factory.mktemp('cotrain-mlruns') / 'mlflow.db'}")
     submission_id = f"xlt-test-{uuid.uuid4().hex[:8]}"

@@ -68,7 +68,7 @@ def store_sweep(s3_server, data_dir, tmp_path_factory) -> Iterator[StoreSweep]:
 def test_pretrain_then_finetune_and_resume_with_every_output_on_the_store(s3, data_dir, tmp_path, mlflow_store):
     here, elsewhere = tmp_path / "here", tmp_path / "elsewhere"
     here.mkdir(), elsewhere.mkdir()
-    proc = run("pretrain.py", "--smoke", "--set", f"output.storage_path={s3}", "--set", "output.name=pretrain",
+    proc = run("pretrain.py", "--smoke", "--set", f"output.dir={s3}/pretrain",
                data_dir=data_dir, cwd=here)
     assert "| pair " in proc.stdout and "| en-de " in proc.stdout and "| fr " in proc.stdout
     assert "epoch 2 | step 4 | loss" in proc.stderr and "tatoeba fr" in proc.stderr  # rank 0's epoch lines
@@ -95,8 +95,8 @@ def test_pretrain_then_finetune_and_resume_with_every_output_on_the_store(s3, da
     (log_dir,) = re.findall(r"look: +TensorBoard: tensorboard --logdir (\S+)", proc.stdout)
     assert event_scalars(Path(log_dir))["val/tatoeba/fr"] == [1, 2]
 
-    proc = run("finetune.py", "--smoke", "--set", f"model.source=local:{encoder}", "--set", f"output.storage_path={s3}",
-               "--set", "output.name=finetune", data_dir=data_dir, cwd=here)
+    proc = run("finetune.py", "--smoke", "--set", f"model.source=local:{encoder}", "--set", f"output.dir={s3}/finetune",
+               data_dir=data_dir, cwd=here)
     first = json.loads(read_text(f"{s3}/finetune/results.json"))
     assert first["config"]["model"]["source"] == f"local:{encoder}" and "| avg_target " in proc.stdout
     assert first["metrics"]["train/epoch"] == 2 and first["metrics"]["train/global_step"] == 4

@@ -35,7 +35,7 @@ def test_a_frozen_source_says_so_and_the_configs_ask_it_not_its_name():
     root = Path(__file__).resolve().parents[2] / "platform" / "xlt"
     named = [str(p.relative_to(root)) for p in root.rglob("*.py") if p.parent.name != "models"
              and any(f'"{source}"' in p.read_text(encoding="utf-8") for source in FROZEN)]
-    assert sorted(named) == ["cotrain/config.py", "eval/tasks.py"]
+    assert sorted(named) == ["cotrain/config.py", "eval/protocols.py"]
 
 
 def test_saved_checkpoint_loads_as_local_and_hf_path(tmp_path):

@@ -20,7 +20,7 @@ def config(data_dir, tmp_path, *overrides):
     return load_pretrain_config(REPO / "configs" / "pretrain_ml_ctl.yaml", [
         f"data.data_dir={data_dir}", "data.max_pairs=12", "data.eval_max_pairs=8", "optim.batch_size=3",
         "optim.grad_accum_steps=2", "optim.epochs=1", "model.max_length=32", "scaling.num_workers=2", "scaling.cpus_per_worker=1",
-        f"output.storage_path={tmp_path}", "output.name=resume",
+        f"output.dir={tmp_path / 'resume'}",
         "data.annotate_actors=1", "data.annotate_cpus=0.5",  # the actor pool (the smoke preset: in process)
         *overrides], smoke=REPO / "configs" / "pretrain_smoke.yaml")
 

@@ -67,10 +67,10 @@ def test_plot_is_a_drawn_png(tmp_path):
 
 def test_exported_config_is_what_jobs_finetune_reads(tmp_path):
     base = {"objectives": [{"name": "supervised_contrastive_alignment", "params": {"temperature": 1.0}}],
-            "optim": {"epochs": 3}, "output": {"name": "preset-run"}, "task": TINY_TASK}
+            "optim": {"epochs": 3}, "output": {"dir": "results/finetune/preset-run"}, "task": TINY_TASK}
     values = {"objectives[0].params.temperature": 0.25, "objectives[0].weight": 4.0, "optim.lr": 2e-5}
     job = JOBS["finetune"]
     export_config(job.config, base, values, job.renames("scl"), tmp_path / "best.yaml")
     cfg = load_finetune_config(tmp_path / "best.yaml")
     assert cfg.objectives[0].params == {"temperature": 0.25} and cfg.objectives[0].weight == 4.0
-    assert cfg.optim.lr == 2e-5 and cfg.optim.epochs == 3 and cfg.output.name == "scl-best"
+    assert cfg.optim.lr == 2e-5 and cfg.optim.epochs == 3 and cfg.output.dir == "results/finetune/scl-best"

@@ -168,7 +168,7 @@ def test_semantic_alignment_needs_b_full_views_and_translations():
 def test_semantic_alignment_gets_a_gradient_in_a_fine_tuning_step():
     from xlt.losses import ObjectiveConfig
     from xlt.train.batches import flatten_batch
-    from xlt.train.loop import build_training, compute_losses
+    from xlt.train.workload import finetune_training, compute_losses
 
     from .helpers import LABELS, tiny_config
 
@@ -176,7 +176,7 @@ def test_semantic_alignment_gets_a_gradient_in_a_fine_tuning_step():
 
     cfg = tiny_config((ObjectiveConfig("semantic_alignment", params={"b": 1}),),
                       augment=AugmentConfig(t_f=1, t_p=0, t_c=0, languages=("de",)))
-    training = build_training(cfg, steps_per_epoch=1)
+    training = finetune_training(cfg, steps_per_epoch=1)
     rows = [{"text": f"sentence {i} about {LABELS[i % 3]}", "label": LABELS[i % 3], "lang": "en",
              "views": [f"Satz {i} über {LABELS[i % 3]}"], "view_kinds": ["full"], "view_langs": ["de"]}
             for i in range(4)]

@@ -13,7 +13,7 @@ from xlt.engine import run_dir
 from xlt.train import build_trainer, config_of, load_finetune_config, read_checkpoint, resume_trainer
 from xlt.tasks import load_task
 from xlt.train.data import eval_rows
-from xlt.train.loop import build_training, read_predictions
+from xlt.train.workload import finetune_training, read_predictions
 
 
 def config(data_dir, tmp_path, *overrides):
@@ -21,7 +21,7 @@ def config(data_dir, tmp_path, *overrides):
         "model.source=tiny:bert", "model.max_length=32", f"data.data_dir={data_dir}", "task.target_langs=[de]",
         "data.augment={t_f: 1, t_p: 0, t_c: 1, languages: [fr]}", "data.max_examples=8", "optim.batch_size=2", "optim.epochs=1",
         "optim.eval_batch_size=16", "objectives=[{name: supervised_contrastive_alignment}]",
-        "scaling.num_workers=2", "scaling.cpus_per_worker=1", f"output.storage_path={tmp_path}", "output.name=resume",
+        "scaling.num_workers=2", "scaling.cpus_per_worker=1", f"output.dir={tmp_path / 'resume'}",
         "data.augment_actors=0", *overrides])  # the views in this process (tests/augment: the actor pool)
 
 
@@ -54,7 +54,7 @@ def test_resume_continues_at_the_checkpoint_step(ray_cluster, data_dir, tmp_path
     # The checkpoint leaves out the frozen word embeddings: they are the model source's.
     assert saved.from_source == ("encoder.backbone.embeddings.word_embeddings.weight",)
     assert not set(saved.from_source) & set(saved.model)
-    restored = build_training(cfg, steps)
+    restored = finetune_training(cfg, steps)
     source = restored.classifier.state_dict()[saved.from_source[0]].clone()
     assert restored.restore(saved) == steps
     for name, tensor in restored.classifier.state_dict().items():

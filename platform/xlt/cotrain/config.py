@@ -20,6 +20,7 @@ from ..losses import ObjectiveConfig
 from ..models import EncoderConfig
 from ..tasks import TaskConfig
 from ..engine import OptimSettings, ScalingSettings
+from ..storage import OutputSettings
 from .selection import POLICIES
 
 Mode = Literal["cotrain", "self-train"]
@@ -129,7 +130,9 @@ class CotrainConfig:
     selection: SelectionSettings = field(default_factory=SelectionSettings)
     data: PoolData = field(default_factory=PoolData)
     inference: InferenceSettings = field(default_factory=InferenceSettings)
-    output_dir: str = "results/cotrain"  # the loop state, metrics, table and plot
+    # The loop state, metrics, table and plot; the learners' runs under learners/, each keeping
+    # num_to_keep checkpoints.
+    output: OutputSettings = field(default_factory=lambda: OutputSettings(dir="results/cotrain", num_to_keep=1))
 
     def __post_init__(self) -> None:
         check(self.iterations >= 0, "iterations", self.iterations, "an integer >= 0")
@@ -165,7 +168,7 @@ class CotrainConfig:
 
 # What a resumed run may change: where it runs and how long, not what it learns.
 # Not a learner's number of workers: it fixes the steps of its fits, so the fits would differ.
-RESUMABLE_CHANGES: tuple[str, ...] = ("iterations", "inference.", "data.data_dir", "output_dir",
+RESUMABLE_CHANGES: tuple[str, ...] = ("iterations", "inference.", "data.data_dir", "output.",
                                       *(f"{name}.scaling.{key}" for name in LEARNERS
                                         for key in ("use_gpu", "cpus_per_worker", "threads", "max_failures", "resources")),
                                       "lm.optim.eval_batch_size", "emb.optim.eval_batch_size",

@@ -1,7 +1,7 @@
 """A co-training learner's fits: one Ray Train run per learner for the whole job, serving a fit per iteration.
 
 ``learner_service`` starts the run of learner ``name`` (``xlt.engine.FitService``, run directory
-``<output_dir>/learners/<name>``, the learner's own ``scaling``: workers, CPUs, GPUs, restarts);
+``<output.dir>/learners/<name>``, the learner's own ``scaling``: workers, CPUs, GPUs, restarts);
 its worker group stays up for the whole job, so the start-up of a Ray Train run is paid once,
 not once per iteration. ``fit`` asks it for iteration i's fit: the fine-tuning workload
 (``xlt.train``: encoder + head, AdamW, linear schedule, word embeddings frozen if configured,
@@ -23,16 +23,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from ..engine import FitService, OutputSettings
+from ..engine import FitService
 from ..metrics import TRAIN_LOSS
-from ..engine.reporting import read_model
-from ..storage import join
+from ..engine.checkpoints import read_model
+from ..storage import OutputSettings, join
 from ..tasks import Task
 from ..train.config import DataSettings, FinetuneConfig
-from ..train.loop import FINETUNE
+from ..train.workload import FINETUNE
 from .config import LearnerConfig
 
 LEARNERS_DIR = "learners"
@@ -50,12 +49,12 @@ class Fit:
     from_source: tuple[str, ...] = ()  # the frozen weights ``state`` leaves out (ClassifierSpec.from_source)
 
 
-def learner_config(name: str, cfg: LearnerConfig, task: Task, storage: str, rows: int) -> FinetuneConfig:
+def learner_config(name: str, cfg: LearnerConfig, task: Task, output: OutputSettings, rows: int) -> FinetuneConfig:
     """The fine-tuning config named ``name`` (a learner's run, or one of its fits) on ``rows`` labelled rows,
-    its run under ``storage`` (an absolute path or a URI)."""
+    its run in ``<output.dir>/learners/<name>``, keeping ``output.num_to_keep`` checkpoints."""
     return FinetuneConfig(task=task.config, model=cfg.model, objectives=cfg.objectives, optim=cfg.optim,
                           scaling=cfg.scaling, data=DataSettings(train_rows=rows),
-                          output=OutputSettings(storage_path=str(storage), name=name, num_to_keep=1),
+                          output=OutputSettings(join(output.dir, LEARNERS_DIR, name), output.num_to_keep),
                           eval_every_epoch=False, eval_test=False)
 
 
@@ -64,19 +63,19 @@ def fit_name(name: str, iteration: int) -> str:
 
 
 def learner_service(name: str, cfg: LearnerConfig, task: Task, labeled: int, evaluation: Sequence[Mapping[str, Any]],
-                    output_dir: str | Path, callbacks: Sequence[Any] = ()) -> FitService:
+                    output: OutputSettings, callbacks: Sequence[Any] = ()) -> FitService:
     """Learner ``name``'s Ray Train run: ``evaluation`` rows (``text, text_pair, label, lang``) are
     evaluated after each fit's last epoch; ``labeled``: the size of the original labelled set (the
     run's config, which a rerun job must match); ``callbacks``: Ray Train ``UserCallback``s
     (experiment tracking)."""
     import ray.data
 
-    config = learner_config(name, cfg, task, join(output_dir, LEARNERS_DIR), labeled)
+    config = learner_config(name, cfg, task, output, labeled)
     return FitService(FINETUNE, config, {"val": ray.data.from_items([dict(r) for r in evaluation])}, callbacks)
 
 
 def fit(service: FitService, name: str, cfg: LearnerConfig, task: Task, rows: Sequence[Mapping[str, Any]],
-        iteration: int, output_dir: str | Path, split: str) -> Fit:
+        iteration: int, output: OutputSettings, split: str) -> Fit:
     """Learner ``name``'s fit of ``iteration`` on ``rows`` (``id, text, text_pair, label, lang``).
     The engine names the split it evaluates ``val``; co-training evaluates its ``data.eval_split``
     there, named ``split`` (``val`` or ``test``)."""
@@ -84,7 +83,7 @@ def fit(service: FitService, name: str, cfg: LearnerConfig, task: Task, rows: Se
 
     if not rows:
         raise ValueError(f"learner {name!r} has no labelled rows to fit on")
-    config = learner_config(fit_name(name, iteration), cfg, task, join(output_dir, LEARNERS_DIR), len(rows))
+    config = learner_config(fit_name(name, iteration), cfg, task, output, len(rows))
     config.steps_per_epoch(cfg.scaling.num_workers)  # too few rows for the workers fails here, not on them
     outcome = service.fit(iteration, config, [dict(r) for r in rows])
     metrics = {(f"{split}/{key[len('val/'):]}" if key.startswith("val/") else key): value

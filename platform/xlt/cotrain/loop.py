@@ -46,7 +46,7 @@ import numpy as np
 from ..config import save_config
 from ..data.records import evenly_spaced
 from ..engine import FitService, check_resumable
-from ..engine.reporting import CONFIG_FILE
+from ..engine.checkpoints import CONFIG_FILE
 from ..progress import progress
 from ..report import Phases
 from ..storage import staged
@@ -151,7 +151,7 @@ def run_cotraining(cfg: CotrainConfig, *, data: CotrainData | None = None, stop_
     """Run (or resume) ``cfg`` to the end, or until iteration ``stop_after`` is saved; returns the state.
 
     Needs a running Ray (``ray.init``). State, config, metrics and the learners' runs go to
-    ``cfg.output_dir``. ``on_iteration(iteration, records)`` is called after each iteration is
+    ``cfg.output.dir``. ``on_iteration(iteration, records)`` is called after each iteration is
     saved, with one metrics record per learner (e.g. to report to Ray Tune). ``data``:
     ``load_data(cfg)``, when the caller already read it. ``phases``: where each fit,
     pseudo-labelling pass and exchange is timed (the job prints the table). ``tracker``: where
@@ -159,8 +159,8 @@ def run_cotraining(cfg: CotrainConfig, *, data: CotrainData | None = None, stop_
     (``<learner>/epoch/...``, step = iteration × K + epoch) are logged.
     """
     phases = Phases() if phases is None else phases
-    out = cfg.output_dir
-    check_resumable(cfg, RESUMABLE_CHANGES, out, instead="choose another output_dir, or resume it unchanged")
+    out = cfg.output.dir
+    check_resumable(cfg, RESUMABLE_CHANGES, out, instead="choose another output.dir, or resume it unchanged")
     data = load_data(cfg) if data is None else data
     state = LoopState.load(out) or LoopState.fresh(LEARNERS)
     with staged(out) as local:
@@ -222,7 +222,7 @@ def start_learner(cfg: CotrainConfig, data: CotrainData, name: str, tracker: Tra
     epochs = cfg.learner(name).optim.epochs
     callbacks = tracker.callbacks(f"{name}/epoch/", epochs) if tracker is not None else []
     return learner_service(name, cfg.learner(name), data.task, len(data.labeled), data.evaluation_rows,
-                           cfg.output_dir, callbacks)
+                           cfg.output, callbacks)
 
 
 def fit_learners(cfg: CotrainConfig, data: CotrainData, state: LoopState, iteration: int,
@@ -234,7 +234,7 @@ def fit_learners(cfg: CotrainConfig, data: CotrainData, state: LoopState, iterat
     def fit_one(name: str) -> Fit:
         rows = data.labeled + [_train_row(r) for r in state.received[name]]
         with phases(f"fit {name}", iteration=iteration):
-            return fit(learners[name], name, cfg.learner(name), data.task, rows, iteration, cfg.output_dir,
+            return fit(learners[name], name, cfg.learner(name), data.task, rows, iteration, cfg.output,
                        cfg.data.metric_split)
 
     with ThreadPoolExecutor(max_workers=len(LEARNERS), thread_name_prefix="learner") as pool:

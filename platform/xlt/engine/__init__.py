@@ -2,11 +2,11 @@
 learners, sweep trials) plugs a ``Workload`` (model, batcher, step, evaluation) into it.
 
 - ``settings``: ``OptimSettings`` (AdamW + schedule, accumulation), ``ScalingSettings``,
-  ``OutputSettings``; ``steps_per_epoch``; which config changes a resumed run may make
+  ``steps_per_epoch``; which config changes a resumed run may make
 - ``training``: ``Training`` (module, step module, optimiser, schedule, counters), ``build_training``,
   ``accumulation_step`` (DDP ``no_sync`` on all but the last micro-batch), epoch statistics
 - ``loop``: ``Workload``, ``run_epoch`` and the per-worker loop ``train_loop_per_worker``
-- ``reporting``: what a checkpoint holds; the one module that reports and reads them
+- ``checkpoints``: what a checkpoint holds; the one module that reports and reads them
 - ``session``: the run a train function is in: Ray Train's worker, or an ``InProcessTrainer``'s run in
   this process (``scaling.num_workers: 0``), which persists checkpoints into the run directory itself
 - ``runs``: run directories (local paths or URIs), resuming, ``TorchTrainer`` construction
@@ -15,10 +15,10 @@ learners, sweep trials) plugs a ``Workload`` (model, batcher, step, evaluation) 
 
 from .fits import FitOutcome, FitService
 from .loop import Workload, collect, eval_shard, run_epoch, start_training, train_loop_per_worker
-from .reporting import TrainState, read_state, write_state
+from .checkpoints import TrainState, read_state, write_state
 from .runs import (RESULTS_FILE, absolute_storage, check_resumable, read_run_config, resume_config, run_dir,
                    torch_trainer)
-from .settings import (RESUMABLE_CHANGES, OptimSettings, OutputSettings, ScalingSettings, changed_keys,
+from .settings import (RESUMABLE_CHANGES, OptimSettings, ScalingSettings, changed_keys,
                        incompatible_changes, steps_per_epoch)
 from .training import (EpochStats, Training, accumulation_step, build_training, epoch_metrics, epoch_seed, grouped,
                        param_groups)
@@ -26,6 +26,6 @@ from .training import (EpochStats, Training, accumulation_step, build_training, 
 __all__ = ["FitOutcome", "FitService", "Workload", "collect", "eval_shard", "run_epoch", "start_training", "train_loop_per_worker", "TrainState",
            "read_state", "write_state", "RESULTS_FILE", "absolute_storage", "check_resumable", "read_run_config",
            "resume_config", "run_dir", "torch_trainer", "RESUMABLE_CHANGES", "OptimSettings",
-           "OutputSettings", "ScalingSettings", "changed_keys", "incompatible_changes", "steps_per_epoch",
+           "ScalingSettings", "changed_keys", "incompatible_changes", "steps_per_epoch",
            "EpochStats", "Training", "accumulation_step", "build_training", "epoch_metrics", "epoch_seed", "grouped",
            "param_groups"]

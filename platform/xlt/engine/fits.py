@@ -47,7 +47,7 @@ import numpy as np
 from ..config import from_dict
 from ..metrics import TRAIN_FIT
 from ..placement import this_node
-from . import reporting, session
+from . import checkpoints, session
 from .loop import Workload, epoch_batches, start_training, train_epochs, worker_setup
 from .runs import run_dir, torch_trainer
 from .settings import changed_keys
@@ -187,12 +187,12 @@ def serve_fits(config: dict[str, Any], workload: Workload, requests: Any) -> Non
         del training, rows
 
 
-def _state_of(checkpoint: Checkpoint | None, cfg: Any, config_class: type) -> reporting.TrainState | None:
+def _state_of(checkpoint: Checkpoint | None, cfg: Any, config_class: type) -> checkpoints.TrainState | None:
     """The checkpoint's state if it was written by the fit of ``cfg``, else ``None``."""
     if checkpoint is None:
         return None
     with checkpoint.as_directory() as directory:
-        state = reporting.read_state(directory, config_class)
+        state = checkpoints.read_state(directory, config_class)
     return state if not changed_keys(state.config, cfg) else None
 
 
@@ -237,7 +237,7 @@ class FitService:
                 raise RuntimeError(f"the Ray Train run {self.run_dir} ended before fit {index} was done")
         checkpoint = Checkpoint(f"{self.run_dir}/{name}")
         with checkpoint.as_directory() as directory:
-            metrics = reporting.read_metrics(directory)
+            metrics = checkpoints.read_metrics(directory)
         return FitOutcome(metrics, checkpoint, ray.get(self.requests.nodes.remote(index)))
 
     def close(self, wait: bool = True) -> None:

@@ -7,7 +7,7 @@
 2. seeds ``optim.seed`` and asks the workload for its module and optimiser (``start_training``:
    new heads are initialised the same on every worker and in every run);
 3. resumes from ``ray.train.get_checkpoint()`` if there is one (weights, optimizer, schedule,
-   epoch and step counters; ``reporting.latest_state``);
+   epoch and step counters; ``checkpoints.latest_state``);
 4. per epoch: seeds dropout and the local shuffle with ``epoch_seed(seed, epoch, rank)``,
    iterates its shard of ``"train"`` in micro-batches (``workload.batcher`` turns each into the
    step's input), groups them into optimizer steps of ``grad_accum_steps`` (``accumulation_step``
@@ -34,7 +34,7 @@ from torch import nn
 
 from ..config import from_dict
 from ..progress import progress
-from . import reporting, session
+from . import checkpoints, session
 from ..metrics import TRAIN_EPOCH, TRAIN_GLOBAL_STEP, TRAIN_LOSS, TRAIN_SAMPLES_PER_S
 from .training import (NODES, EpochStats,
                        Training, accumulation_step, all_reduce_sums, epoch_metrics, epoch_seed, grouped,
@@ -211,7 +211,7 @@ def train_loop_per_worker(config: dict[str, Any], workload: Workload) -> None:
     with session.exclusive(cfg.scaling.torch_threads):
         steps_per_epoch = cfg.steps_per_epoch(world)
         training = start_training(workload, cfg, steps_per_epoch, prepare)
-        state = reporting.latest_state(workload.config_class)
+        state = checkpoints.latest_state(workload.config_class)
         resumed_from = training.restore(state) if state is not None else 0
         if rank == 0:
             if cfg.optim.precision != training.precision:
@@ -259,16 +259,16 @@ def train_epochs(training: Training, workload: Workload, cfg: Any, batches: Call
             # Through logging, not print: Ray Train V2 routes a worker's root logger to the driver's
             # console once, whereas its patched print also tees into Ray's own stream (lines twice).
             logger.info(epoch_line(metrics, workload))
-            name = prefix + reporting.checkpoint_name(training.epoch, training.global_step)
-            reporting.report(metrics, lambda directory: write_checkpoint(directory, training, cfg, workload), name)
+            name = prefix + checkpoints.checkpoint_name(training.epoch, training.global_step)
+            checkpoints.report(metrics, lambda directory: write_checkpoint(directory, training, cfg, workload), name)
         else:
-            reporting.report(metrics)
+            checkpoints.report(metrics)
     return name
 
 
 def write_checkpoint(directory: Path, training: Training, cfg: Any, workload: Workload) -> Path:
-    """The training state (``reporting.write_state``) and what the workload adds."""
-    reporting.write_state(directory, training, cfg)
+    """The training state (``checkpoints.write_state``) and what the workload adds."""
+    checkpoints.write_state(directory, training, cfg)
     workload.write(Path(directory), training, cfg)
     return Path(directory)
 

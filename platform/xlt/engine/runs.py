@@ -1,12 +1,13 @@
 """Run directories and ``TorchTrainer`` construction, for every job on the engine.
 
-A run is identified by ``RunConfig(storage_path, name)`` (Ray Train V2, Ray 2.60:
-``TorchTrainer.restore`` and ``resume_from_checkpoint`` are gone). Its controller reads
-``<storage_path>/<name>/checkpoint_manager_snapshot.json`` and hands the latest checkpoint to
+A run lives in ``output.dir``; Ray Train identifies it by ``RunConfig(storage_path, name)``, the
+directory's parent and last part (Ray Train V2, Ray 2.60: ``TorchTrainer.restore`` and
+``resume_from_checkpoint`` are gone). Its controller reads
+``<output.dir>/checkpoint_manager_snapshot.json`` and hands the latest checkpoint to
 every worker as ``ray.train.get_checkpoint()``. So running the same config again resumes it;
 ``resume_config(run_dir)`` rebuilds that config from the run's saved ``config.yaml``, optionally
 with more epochs. Within one ``fit``, ``FailureConfig(max_failures)`` restarts failed workers
-from the latest checkpoint the same way. Because the name alone decides, ``torch_trainer``
+from the latest checkpoint the same way. Because the directory alone decides, ``torch_trainer``
 refuses to continue a run directory whose saved config trains something else.
 
 Run directories are local paths or URIs (``s3://...``, through ``pyarrow.fs``).
@@ -21,12 +22,12 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..logs import train_logging_level
-from ..storage import fetched, is_uri, staged
+from ..storage import OutputSettings, fetched, is_uri, staged
 from ..config import ConfigError, apply_overrides, from_dict, read_yaml, save_config
 from .loop import Workload, train_loop_per_worker
-from .reporting import CONFIG_FILE
+from .checkpoints import CONFIG_FILE
 from .session import InProcessTrainer
-from .settings import RESUMABLE_CHANGES, OutputSettings, incompatible_changes
+from .settings import RESUMABLE_CHANGES, incompatible_changes
 
 if TYPE_CHECKING:
     import ray.data
@@ -37,14 +38,13 @@ C = TypeVar("C")
 
 
 def run_dir(cfg: Any) -> str:
-    """``<storage_path>/<name>``: where Ray Train keeps the run's checkpoints and we its config."""
-    return f"{cfg.output.storage_path.rstrip('/')}/{cfg.output.name}"
+    """``output.dir``: where Ray Train keeps the run's checkpoints and we its config."""
+    return cfg.output.dir.rstrip("/")
 
 
 def absolute_storage(output: OutputSettings) -> OutputSettings:
-    """``output`` with a local ``storage_path`` made absolute (Ray Train needs one); URIs as they are."""
-    storage = output.storage_path if is_uri(output.storage_path) else os.path.abspath(output.storage_path)
-    return dataclasses.replace(output, storage_path=storage)
+    """``output`` with a local ``dir`` made absolute (Ray Train needs an absolute storage path); URIs as they are."""
+    return dataclasses.replace(output, dir=output.dir if is_uri(output.dir) else os.path.abspath(output.dir))
 
 
 def read_run_config(directory: str, config_cls: type[C]) -> C | None:
@@ -65,16 +65,14 @@ def resume_config(directory: str, overrides: Iterable[str], config_cls: type[C])
     saved = read_run_config(directory, config_cls)
     if saved is None:
         raise FileNotFoundError(f"{directory} has no {CONFIG_FILE}: not a run directory of an xlt training job "
-                                "(expected <storage_path>/<name>/ with config.yaml and checkpoints)")
-    directory = directory.rstrip("/")
-    storage, _, name = directory.rpartition("/")
+                                "(expected the output.dir of a run, with config.yaml and checkpoints)")
     data = apply_overrides(dataclasses.asdict(saved), overrides)
-    data["output"] = {**data["output"], "storage_path": storage or ".", "name": name}
+    data["output"] = {**data["output"], "dir": directory.rstrip("/")}
     return from_dict(config_cls, data)
 
 
 def check_resumable(cfg: Any, resumable: Sequence[str] = RESUMABLE_CHANGES, directory: str | None = None,
-                    instead: str = "choose a new output.name, or resume it unchanged (the job's --resume RUN_DIR)",
+                    instead: str = "choose another output.dir, or resume it unchanged (the job's --resume RUN_DIR)",
                     ) -> None:
     """The one resume guard of every job: refuse (``ConfigError``) a run directory (``directory``,
     else ``run_dir(cfg)``; local or URI) that holds a run whose ``config.yaml`` differs from ``cfg``
@@ -97,7 +95,7 @@ def torch_trainer(workload: Workload, cfg: Any, datasets: dict[str, ray.data.Dat
     ``UserCallback``s (a Tune trial passes ``TuneReportCallback``). ``train_fn``: the per-worker
     function, ``train_loop_per_worker`` of ``workload`` unless given (``xlt.engine.fits``).
 
-    The run directory ``<storage_path>/<name>/`` gets ``cfg`` as ``config.yaml``; if it already
+    The run directory ``output.dir`` gets ``cfg`` as ``config.yaml``; if it already
     holds a run whose config differs in a key outside ``resumable``, this refuses (Ray Train
     would resume that run's checkpoints under the new config).
 

@@ -48,7 +48,7 @@ _training = threading.Lock()  # held by the in-process run that trains now
 class InProcessRun:
     """A run trained in this thread: its directory, datasets and checkpoints."""
 
-    directory: str  # <storage_path>/<name>, local (absolute) or a URI
+    directory: str  # the run's output.dir, local (absolute) or a URI
     num_to_keep: int
     datasets: Mapping[str, ray.data.Dataset]
     callbacks: Sequence[Any] = ()
@@ -67,7 +67,7 @@ class InProcessRun:
     def report(self, metrics: dict[str, Any], checkpoint: Checkpoint | None, name: str | None) -> None:
         if checkpoint is not None:
             if name is None:
-                raise ValueError("an in-process run names each checkpoint (reporting.checkpoint_name)")
+                raise ValueError("an in-process run names each checkpoint (checkpoints.checkpoint_name)")
             # In this order, so that a run killed anywhere here lists only checkpoints that exist:
             # the new one copied, the list naming it saved (whole or not at all), the old ones removed.
             put(checkpoint.path, f"{self.directory}/{name}")

@@ -1,8 +1,8 @@
 """The settings every training run on the engine shares: optimiser, workers, where the run lives.
 
 ``OptimSettings`` (AdamW + linear schedule, Yu & Joty 2021, §4.2, with gradient accumulation),
-``ScalingSettings`` (Ray Train workers) and ``OutputSettings`` (the run directory) are sections of
-fine-tuning's, pretraining's and co-training's configs alike; ``steps_per_epoch`` is how the
+``ScalingSettings`` (Ray Train workers) and ``xlt.storage.OutputSettings`` (the run directory) are
+sections of fine-tuning's, pretraining's and co-training's configs alike; ``steps_per_epoch`` is how the
 engine counts the optimizer steps a linear schedule spans; ``incompatible_changes`` decides
 whether a run directory may be resumed under a changed config.
 """
@@ -123,21 +123,6 @@ class ScalingSettings:
         return self.threads or max(1, int(self.cpus_per_worker))
 
 
-@dataclass(frozen=True)
-class OutputSettings:
-    """Where Ray Train keeps checkpoints: ``<storage_path>/<name>/``. Re-running a config with the
-    same ``storage_path`` and ``name`` resumes that run from its latest checkpoint."""
-
-    storage_path: str = "results/finetune"  # a local directory or a URI such as s3://bucket/path
-    name: str = "finetune"
-    num_to_keep: int = 2  # checkpoints kept (the latest is always kept)
-
-    def __post_init__(self) -> None:
-        check(bool(self.storage_path), "output.storage_path", self.storage_path, "a directory or URI")
-        check(bool(self.name) and "/" not in self.name, "output.name", self.name, "a non-empty name without '/'")
-        check(self.num_to_keep >= 1, "output.num_to_keep", self.num_to_keep, "an integer >= 1")
-
-
 def steps_per_epoch(train_rows: int, num_workers: int, optim: OptimSettings) -> int:
     """Optimizer steps per epoch on every worker (``num_workers`` 0: in process, one): Ray gives each worker an equal shard of
     ``train_rows // num_workers`` rows (``streaming_split(equal=True)``), in micro-batches of
@@ -158,7 +143,7 @@ RESUMABLE_CHANGES: tuple[str, ...] = ("optim.epochs", "optim.eval_batch_size", "
                                       "optim.encoder_pass_rows",
                                       "scaling.use_gpu", "scaling.cpus_per_worker", "scaling.threads",
                                       "scaling.max_failures",
-                                      "output.storage_path", "output.num_to_keep", "data.data_dir")
+                                      "output.dir", "output.num_to_keep", "data.data_dir")
 
 
 def changed_keys(old: Any, new: Any) -> list[str]:

@@ -36,7 +36,7 @@ from ..models import load_trained
 from .settings import OptimSettings
 
 if TYPE_CHECKING:
-    from .reporting import TrainState
+    from .checkpoints import TrainState
 
 NODES = "nodes"  # in a run's reports: the Ray node of each worker, by rank (not a metric: no train/ prefix)
 

@@ -33,7 +33,7 @@ from ..config import check
 from ..data.ray_data import map_with_udf
 from ..hardware import PRECISIONS, autocast, resolve_precision
 from ..placement import this_node
-from .spec import ClassifierSpec, load_classifier
+from .spec import ClassifierSpec, build_classifier
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -94,7 +94,7 @@ class PseudoLabelUDF:
             check(num_threads >= 1, "num_threads", num_threads, "an integer >= 1, or None")
             torch.set_num_threads(num_threads)
         device = "cuda" if torch.cuda.is_available() else "cpu"
-        self.classifiers = {name: load_classifier(s).to(device) for name, s in specs.items()}
+        self.classifiers = {name: build_classifier(s).to(device) for name, s in specs.items()}
         self.device, self.precision = device, resolve_precision(precision, device)
         self.encode_batch_size, self.sort_by_length, self.text_column = encode_batch_size, sort_by_length, text_column
         self.pair_column = pair_column if next(iter(specs.values())).paired else None

@@ -10,13 +10,13 @@ itself, from the same source), the label names, and where the ``state_dict`` is:
   object store, and Ray moves them to whichever node an actor runs on. Nothing needs a shared
   filesystem; the object lives as long as the driver holds the spec;
 - a path (``share_classifier(clf, cfg, path=...)``, or a fine-tuning checkpoint's ``model.pt`` with
-  the frozen names it leaves out as ``from_source``: ``xlt.engine.reporting.read_model``): every
+  the frozen names it leaves out as ``from_source``: ``xlt.engine.checkpoints.read_model``): every
   node must be able to read it (local disk of a one-node cluster, NFS, a mounted bucket);
 - ``None``: a fresh head, initialised from ``model.seed`` so that every actor builds the same
   one. Only for tests and throughput measurements, where label quality is irrelevant.
 
 Ray resolves ``ObjectRef``s passed as top-level task/actor arguments, not those nested inside
-another object such as this dataclass: ``load_classifier`` calls ``ray.get`` itself.
+another object such as this dataclass: ``build_classifier`` calls ``ray.get`` itself.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def share_classifier(classifier: Classifier, model: EncoderConfig, *,
     but every node that runs an actor must be able to read the path.
 
     ``model`` must be the config ``classifier``'s encoder was loaded from: a module does not
-    know its source, and a mismatch surfaces as a state-dict error in ``load_classifier``.
+    know its source, and a mismatch surfaces as a state-dict error in ``build_classifier``.
     """
     state = {name: tensor.detach().cpu() for name, tensor in classifier.state_dict().items()}
     if path is not None:
@@ -110,7 +110,7 @@ def load_state(spec: ClassifierSpec) -> dict[str, torch.Tensor] | None:
     return ray.get(spec.state)  # nested in a dataclass, so Ray did not resolve it for us
 
 
-def load_classifier(spec: ClassifierSpec) -> Classifier:
+def build_classifier(spec: ClassifierSpec) -> Classifier:
     """Rebuild the classifier ``spec`` describes, on CPU, in eval mode (strict state-dict load)."""
     state = load_state(spec)
     encoder = load_encoder(spec.model)

@@ -10,7 +10,7 @@ Zhang et al. 2023).
 - ``parallel``: bitext sources, held-apart evaluation, the q_i ∝ p_i^α mixture (Zhang et al. 2023, Eq. 9)
 - ``batches``: per-pair annotation (Ray Data UDF) and per-micro-batch tensors for every recipe
 - ``model``: encoder + CCE / LM heads + objectives -> the ``Outputs`` the objectives require
-- ``loop``: the ``PRETRAIN`` workload for ``xlt.engine`` (batcher, step, Tatoeba after every epoch)
+- ``workload``: the ``PRETRAIN`` workload for ``xlt.engine`` (batcher, step, Tatoeba after every epoch)
 - ``trainer``: ``prepare`` / ``build_trainer`` / ``resume_trainer``; ``encoder_dir`` of a checkpoint
 """
 

@@ -4,7 +4,7 @@ The job builds it from YAML + ``--set`` overrides (``load_pretrain_config``), pa
 ``asdict(cfg)`` to Ray as ``train_loop_config``, and each worker rebuilds it with
 ``from_dict(PretrainConfig, config)``. Sections shared with fine-tuning are the same classes
 (``EncoderConfig``, and the engine's ``OptimSettings`` (with gradient accumulation),
-``ScalingSettings`` and ``OutputSettings``).
+``ScalingSettings`` and ``xlt.storage.OutputSettings``).
 
 A *recipe* names a published combination of objectives and the batch construction it needs:
 
@@ -39,7 +39,8 @@ from ..losses import ObjectiveConfig
 from ..losses.mlm import MLM_WEIGHT
 from ..models import EncoderConfig
 from ..engine import RESUMABLE_CHANGES as ENGINE_RESUMABLE
-from ..engine import OptimSettings, OutputSettings, ScalingSettings, steps_per_epoch
+from ..engine import OptimSettings, ScalingSettings, steps_per_epoch
+from ..storage import OutputSettings
 from ..text.languages import normalized_langs
 
 Recipe = Literal["ml-ctl", "mgc", "veco2", "custom"]
@@ -223,8 +224,7 @@ class PretrainConfig:
     data: PretrainData = field(default_factory=lambda: PretrainData(sources=(BitextSource("tatoeba", langs=("de",)),)))
     optim: OptimSettings = field(default_factory=OptimSettings)
     scaling: ScalingSettings = field(default_factory=ScalingSettings)
-    output: OutputSettings = field(default_factory=lambda: OutputSettings(storage_path="results/pretrain",
-                                                                          name="pretrain"))
+    output: OutputSettings = field(default_factory=lambda: OutputSettings(dir="results/pretrain/pretrain"))
 
     def __post_init__(self) -> None:
         check(self.recipe in RECIPE_NAMES, "recipe", self.recipe, "one of " + ", ".join(RECIPE_NAMES))

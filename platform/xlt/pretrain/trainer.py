@@ -8,8 +8,7 @@ datasets — ``train`` split across the workers, ``tatoeba`` (the held-apart eva
 whole — to ``xlt.engine.torch_trainer`` with the ``PRETRAIN`` workload, which also saves ``config.yaml`` in the run
 directory and refuses to continue a run directory whose saved config trains something else.
 
-Resuming works as for fine-tuning (Ray Train V2 finds the run's checkpoints by
-``RunConfig(storage_path, name)``): running the same config again resumes it, and
+Resuming works as for fine-tuning (Ray Train V2 finds the run's checkpoints in ``output.dir``): running the same config again resumes it, and
 ``resume_trainer(run_dir)`` continues it from its saved ``config.yaml``.
 
 Every checkpoint directory holds ``encoder/``, a ``local:`` model: ``encoder_dir(checkpoint)``
@@ -31,7 +30,7 @@ from ..engine import resume_config as resume_run_config
 from ..storage import join
 from .batches import PairAnnotator, keep_row, needs_dictionary
 from .config import RESUMABLE_CHANGES, PretrainConfig
-from .loop import ENCODER_DIR, PRETRAIN, TATOEBA
+from .workload import ENCODER_DIR, PRETRAIN, TATOEBA
 from .parallel import Mixture, build_mixture, load_dictionaries, tatoeba_rows
 
 if TYPE_CHECKING:

@@ -3,7 +3,7 @@
 - ``space``: search-space YAML (``search_spaces/``) -> a Tune space or an Optuna define-by-run space
 - ``overrides``: a trial = preset + ``sweep_only`` + sampled values; validation against the preset
 - ``trainables``: the fine-tuning and co-training trials, what each reserves
-- ``reporting``: the one module that calls ``tune.report``
+- ``tune_session``: the one module that calls ``tune.report``
 - ``runner``: ``tune.run`` with OptunaSearch behind a ConcurrencyLimiter (or random search) and ASHA
 - ``best``: the results table, the best trial and its exported config, the best-so-far plot
 """

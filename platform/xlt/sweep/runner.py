@@ -4,7 +4,7 @@ Ray 2.60 still supports ``tune.run`` (``ray.tune.tune.run``, not deprecated; ``T
 it), and it keeps resuming simple: the same ``name`` and ``storage_path`` with ``resume=True``
 reloads the experiment state, the searcher state (Optuna's study, pickled with its define-by-run
 space) and the trials; finished trials are kept, interrupted ones run again (see
-``reporting`` for why trials hold no Tune checkpoints). A sweep lives in
+``tune_session`` for why trials hold no Tune checkpoints). A sweep lives in
 ``<storage_path>/<name>/`` next to ``sweep.json`` (the space, the base config and the settings),
 which a resumed sweep must match: Tune would silently keep the old searcher, sample count and
 scheduler.

@@ -35,7 +35,7 @@ from ..config import check, from_dict
 from ..cotrain.config import CotrainConfig
 from ..train.config import FinetuneConfig
 from ..metrics import ACC, AVG_TARGET, TRAIN_EPOCH, metric_name
-from . import reporting
+from . import tune_session
 from .overrides import trial_data
 from .space import Job, Param, active_values
 
@@ -60,7 +60,7 @@ class TrialSetup:
     def trial_directory(self) -> str:
         """Where the running trial keeps its runs: ``<sweep directory>/trial_<id>/``, beside Tune's
         own files of the trial, so that a resumed sweep (a new Ray session) finds them again."""
-        return f"{self.directory}/{trial_dirname(reporting.trial_id())}"
+        return f"{self.directory}/{trial_dirname(tune_session.trial_id())}"
 
     def data(self, config: Mapping[str, Any]) -> dict[str, Any]:
         """The config mapping of the trial Tune sampled ``config`` for."""
@@ -83,7 +83,7 @@ def finetune_trial(config: dict[str, Any], setup: TrialSetup) -> None:
 
     quiet_libraries()
     data = setup.data(config)
-    data["output"] = {**data.get("output", {}), "storage_path": setup.trial_directory(), "name": "finetune"}
+    data["output"] = {**data.get("output", {}), "dir": f"{setup.trial_directory()}/finetune"}
     data["eval_test"] = False
     cfg = from_dict(FinetuneConfig, data)
     build_trainer(cfg, callbacks=[TuneReportCallback() if cfg.scaling.num_workers else InProcessReports()]).fit()
@@ -95,7 +95,7 @@ class InProcessReports:
     main thread instead, and a run that ends right after its last report leaves that one queued."""
 
     def after_report(self, run_context: Any, metrics: Sequence[Mapping[str, Any]], checkpoint: Any) -> None:
-        reporting.report(dict(metrics[0]))
+        tune_session.report(dict(metrics[0]))
 
 
 # --------------------------------------------------------------------------------------------
@@ -124,18 +124,18 @@ def cotrain_trial(config: dict[str, Any], setup: TrialSetup) -> None:
 
     quiet_libraries()
     data = setup.data(config)
-    data["output_dir"] = f"{setup.trial_directory()}/cotrain"
+    data["output"] = {**data.get("output", {}), "dir": f"{setup.trial_directory()}/cotrain"}
     cfg = from_dict(CotrainConfig, data)
     reported: list[int] = []
 
     def on_iteration(iteration: int, records: list[dict[str, Any]]) -> None:
-        reporting.report(cotrain_metrics(iteration, records, cfg.data.metric_split))
+        tune_session.report(cotrain_metrics(iteration, records, cfg.data.metric_split))
         reported.append(iteration)
 
     state = run_cotraining(cfg, on_iteration=on_iteration)
     if not reported:  # finished before the sweep was interrupted: report its final iteration again
         last = state.history[-1]["iteration"]
-        reporting.report(cotrain_metrics(last, [h for h in state.history if h["iteration"] == last],
+        tune_session.report(cotrain_metrics(last, [h for h in state.history if h["iteration"] == last],
                                          cfg.data.metric_split))
 
 
@@ -182,12 +182,12 @@ JOBS: dict[Job, JobSpec] = {
         FinetuneConfig, finetune_trial, TRAIN_EPOCH, max_t=lambda cfg: cfg.optim.epochs,
         resources=lambda cfg: trial_bundle(cfg.scaling.driver_share()),
         footprint=lambda cfg: cfg.scaling.footprint(),
-        check=lambda cfg: None, renames=lambda name: (f"output.name={name}-best",)),
+        check=lambda cfg: None, renames=lambda name: (f"output.dir=results/finetune/{name}-best",)),
     "cotrain": JobSpec(
         CotrainConfig, cotrain_trial, TRAIN_ITERATION, max_t=lambda cfg: cfg.iterations + 1,
         resources=lambda cfg: trial_bundle(cfg.driver_share()), footprint=CotrainConfig.footprint,
         check=_check_cotrain,
-        renames=lambda name: (f"output_dir=results/cotrain/{name}-best",)),
+        renames=lambda name: (f"output.dir=results/cotrain/{name}-best",)),
 }
 
 

@@ -3,7 +3,7 @@
 - ``config``: ``FinetuneConfig`` (frozen, validated) and ``load_finetune_config``
 - ``batches``: rows with their views -> one flat batch (``group`` / ``is_anchor`` / ``labels``)
 - ``data``: a task's train rows of a setting (zero-shot, translate-train, translation views)
-- ``loop``: the ``FINETUNE`` workload (model, batcher, step, evaluation) for ``xlt.engine``
+- ``workload``: the ``FINETUNE`` workload (model, batcher, step, evaluation) for ``xlt.engine``
 - ``checkpoint``: a fine-tuning checkpoint as a classifier
 - ``trainer``: ``build_trainer`` / ``resume_trainer`` -> ``TorchTrainer``; results table rows
 """
@@ -11,9 +11,9 @@
 from .batches import ViewBatch, flatten_batch
 from .checkpoint import load_classifier, read_checkpoint
 from .config import FinetuneConfig, load_finetune_config
-from .loop import FINETUNE, build_training, evaluate, train_step
+from .workload import FINETUNE, finetune_training, evaluate, train_step
 from .trainer import build_trainer, config_of, resolve, results_rows, resume_config, resume_trainer
 
 __all__ = ["ViewBatch", "flatten_batch", "load_classifier", "read_checkpoint", "FinetuneConfig", "load_finetune_config",
-           "FINETUNE", "build_training", "evaluate", "train_step", "build_trainer", "config_of", "resolve",
+           "FINETUNE", "finetune_training", "evaluate", "train_step", "build_trainer", "config_of", "resolve",
            "results_rows", "resume_config", "resume_trainer"]

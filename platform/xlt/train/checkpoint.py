@@ -1,4 +1,4 @@
-"""A fine-tuning checkpoint (``xlt.engine.reporting``'s layout, a ``FinetuneConfig`` inside) as a classifier."""
+"""A fine-tuning checkpoint (``xlt.engine.checkpoints``'s layout, a ``FinetuneConfig`` inside) as a classifier."""
 
 from __future__ import annotations
 

@@ -22,7 +22,8 @@ from typing import Any, Iterable, Literal
 
 from ..config import ConfigError, check, load_config
 from ..engine.settings import RESUMABLE_CHANGES as ENGINE_RESUMABLE
-from ..engine.settings import OptimSettings, OutputSettings, ScalingSettings, steps_per_epoch
+from ..engine.settings import OptimSettings, ScalingSettings, steps_per_epoch
+from ..storage import OutputSettings
 from ..augment import AugmentConfig
 from ..losses import ObjectiveConfig, build_objectives
 from ..models import EncoderConfig
@@ -101,7 +102,7 @@ class FinetuneConfig:
     data: DataSettings = field(default_factory=DataSettings)
     optim: OptimSettings = field(default_factory=OptimSettings)
     scaling: ScalingSettings = field(default_factory=ScalingSettings)
-    output: OutputSettings = field(default_factory=OutputSettings)
+    output: OutputSettings = field(default_factory=lambda: OutputSettings(dir="results/finetune/finetune"))
     eval_every_epoch: bool = True
     eval_test: bool = True
 

@@ -5,9 +5,9 @@ resolved fields (target languages, labels, train size; see ``config``) and reads
 run will use, so that bad input fails before any work. ``build_trainer(resolved)`` builds the Ray
 datasets (``train`` split across workers; ``val`` = every language's dev split and ``test`` =
 every language's test split, unsplit, read by rank 0), writes ``config.yaml`` into the run
-directory ``<storage_path>/<name>/`` and returns the trainer; ``.fit()`` runs it.
+directory ``output.dir`` and returns the trainer; ``.fit()`` runs it.
 
-Training runs on the engine (``xlt.engine``: the ``FINETUNE`` workload of ``xlt.train.loop``).
+Training runs on the engine (``xlt.engine``: the ``FINETUNE`` workload of ``xlt.train.workload``).
 Resuming is the engine's: running the same config again resumes it from its run directory;
 ``resume_trainer(run_dir)`` does that from the run's saved ``config.yaml``, optionally with more
 epochs, and a run directory whose saved config trains something else is refused.
@@ -26,7 +26,7 @@ from ..metrics import AVG_TARGET, SCORES, gap_name, metric_name
 from ..tasks import Task, load_task
 from .config import RESUMABLE_CHANGES, FinetuneConfig
 from .data import check_augment_languages, eval_rows, train_dataset, train_rows
-from .loop import FINETUNE
+from .workload import FINETUNE
 
 if TYPE_CHECKING:
     import ray.data

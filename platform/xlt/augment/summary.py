@@ -1,4 +1,4 @@
-"""What was made, what is missing: ``augment_report`` totals the views of an augmented dataset per kind and
+"""What was made, what is missing: ``summarize_views`` totals the views of an augmented dataset per kind and
 language, and says why views are missing (reading 5 of ``xlt.augment``)."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ _MISSING_REASON = {
 
 
 @dataclass
-class AugmentReport:
+class ViewSummary:
     """Views made and missing per (kind, language); ``str()`` is a table a user can read."""
 
     rows: int = 0
@@ -56,12 +56,12 @@ class AugmentReport:
         return "\n".join(lines)
 
 
-def augment_report(data: ray.data.Dataset | dict[str, np.ndarray] | Iterable[Mapping[str, Any]]) -> AugmentReport:
+def summarize_views(data: ray.data.Dataset | dict[str, np.ndarray] | Iterable[Mapping[str, Any]]) -> ViewSummary:
     """Totals of ``view_kinds`` / ``view_langs`` / ``view_missing`` over an augmented dataset
     (consumes it: executes the pipeline), a numpy-dict batch, or an iterable of rows."""
     import ray.data
 
-    report = AugmentReport()
+    report = ViewSummary()
     columns = ["view_kinds", "view_langs", "view_missing"]
     if isinstance(data, ray.data.Dataset):
         # not select_columns: its extra task needs a free CPU slot, which a busy cluster may not have

@@ -14,7 +14,7 @@ Nothing here is trained except the frozen-linear probe's logistic regression.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,11 +27,24 @@ from ..text.languages import normalize_lang
 from ..models import EncoderConfig, TextEncoder, load_encoder
 from ..models.encoder import Item
 from ..data.records import evenly_spaced
+from ..storage import OutputSettings
 from ..tasks import Task, TaskConfig, load_task
 from .classification import scores_by_language, summarize_transfer
 from .retrieval import MiningResult, mine_bitext, tatoeba_accuracy
 
 Protocol = Literal["frozen-linear", "tatoeba", "mining", "bucc"]
+
+
+@dataclass(frozen=True)
+class EvaluateData:
+    """Where the data is and how much of it: ``data_dir`` (else ``$XLT_DATA_DIR``; ``--data-dir``),
+    ``max_examples`` per language and split (0 = all; smoke runs use a few)."""
+
+    data_dir: str | None = None
+    max_examples: int = 0
+
+    def __post_init__(self) -> None:
+        check(self.max_examples >= 0, "data.max_examples", self.max_examples, "0 (all) or a positive integer")
 
 
 @dataclass(frozen=True)
@@ -47,11 +60,10 @@ class EvaluateConfig:
         EncoderConfig(source="bundled:multilingual-e5-small"),
         EncoderConfig(source="bundled:use-multilingual-v3"),
     )
-    data_dir: str | None = None  # else $XLT_DATA_DIR
+    data: EvaluateData = field(default_factory=EvaluateData)
     languages: tuple[str, ...] = ()
     source_lang: str = "en"
     batch_size: int = 64
-    max_examples: int = 0  # per language and split; 0 = all (smoke runs use a few)
     # Inverse L2 strength (scikit-learn's C) of the logistic-regression probe: the value with the
     # best source-language dev accuracy is used (ties -> the stronger regularisation, smaller C).
     probe_c: tuple[float, ...] = (0.1, 1.0, 10.0, 100.0)
@@ -60,12 +72,11 @@ class EvaluateConfig:
     progress: bool = True  # progress bars (stderr) while encoding
     mining_k: int = 4  # neighbourhood of the ratio margin (Artetxe & Schwenk 2019)
     seed: int = 0
-    output_dir: str = "results/evaluate"
+    output: OutputSettings = field(default_factory=lambda: OutputSettings(dir="results/evaluate"))
 
     def __post_init__(self) -> None:
         check(len(self.models) >= 1, "models", self.models, "at least one model")
         check(self.batch_size >= 1, "batch_size", self.batch_size, "an integer >= 1")
-        check(self.max_examples >= 0, "max_examples", self.max_examples, "0 (all) or a positive integer")
         check(len(self.probe_c) >= 1 and all(c > 0 for c in self.probe_c), "probe_c", self.probe_c,
               "a list of positive numbers")
         for lang in (self.source_lang, *self.languages):
@@ -82,7 +93,7 @@ def tatoeba_rows(encoder: TextEncoder, root: Path, langs: list[str], cfg: Evalua
     """Top-1 retrieval accuracy xx→en, en→xx and their mean for each language."""
     rows = []
     for lang in langs:
-        pairs = evenly_spaced(read_tatoeba(root, lang), cfg.max_examples)
+        pairs = evenly_spaced(read_tatoeba(root, lang), cfg.data.max_examples)
         result = tatoeba_accuracy(_embed(encoder, [p.src for p in pairs], cfg), _embed(encoder, [p.tgt for p in pairs], cfg))
         rows.append({"lang": lang, "n": result.n, "xx->en": result.src_to_tgt, "en->xx": result.tgt_to_src,
                      "mean": result.mean})
@@ -98,7 +109,7 @@ def mining_rows(encoder: TextEncoder, root: Path, langs: list[str], cfg: Evaluat
     the *next* language pair (different sentences; exact copies of a gold sentence removed) is
     appended as unpaired English text, so that, as in BUCC, most candidates have no true partner.
     """
-    all_pairs = {lang: evenly_spaced(read_tatoeba(root, lang), cfg.max_examples) for lang in langs}
+    all_pairs = {lang: evenly_spaced(read_tatoeba(root, lang), cfg.data.max_examples) for lang in langs}
     rows = []
     for i, lang in enumerate(langs):
         pairs = all_pairs[lang]
@@ -196,7 +207,7 @@ def frozen_linear_predictions(encoder: TextEncoder, task: Task, cfg: EvaluateCon
     from sklearn.linear_model import LogisticRegression
 
     def features(role: str, lang: str) -> tuple[list[str], np.ndarray, np.ndarray]:
-        examples = task.examples(role, lang, cfg.max_examples)
+        examples = task.examples(role, lang, cfg.data.max_examples)
         items = [(ex.text, ex.text_pair) if task.paired else ex.text for ex in examples]
         return [ex.id for ex in examples], _embed(encoder, items, cfg), np.array([task.labels.index(ex.label)
                                                                                  for ex in examples])
@@ -248,14 +259,14 @@ def run_evaluation(cfg: EvaluateConfig) -> dict[str, Any]:
     read and checked before any model loads."""
     if cfg.protocol == "frozen-linear":
         assert cfg.task is not None
-        task = load_task(cfg.task, cfg.data_dir)
+        task = load_task(cfg.task, cfg.data.data_dir)
         task.check({"train": [task.source_lang], "dev": [task.source_lang], "test": task.langs})
         langs, name = list(task.langs), task.config.name
         score = lambda encoder: frozen_linear_rows(encoder, task, cfg)  # noqa: E731
     else:
-        root = resolve_data_dir(cfg.data_dir)
+        root = resolve_data_dir(cfg.data.data_dir)
         if cfg.protocol == "bucc":
-            sample = bucc_sample(read_bucc(root, "zh", "en", "dev"), cfg.max_examples)
+            sample = bucc_sample(read_bucc(root, "zh", "en", "dev"), cfg.data.max_examples)
             langs, name = ["zh"], "bucc2018"
             score = lambda encoder: bucc_rows(encoder, sample, cfg)  # noqa: E731
         else:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from xlt.augment import CrossLingualAugment, augment_report
+from xlt.augment import CrossLingualAugment, summarize_views
 from xlt.data.records import Example
 from xlt.translate import ProvidedTranslations
 
@@ -20,7 +20,7 @@ def test_missing_views_are_recorded_and_reported() -> None:
     out = aug(batch_of(examples))
     assert [list(m) for m in out["view_missing"]] == [[], ["full:de"], ["full:de", "codeswitch:de"]]
     assert list(out["views"][0]) == ["zw1 zw2", "zzw1 zzw2"]
-    report = augment_report(out)
+    report = summarize_views(out)
     assert report.rows == 3 and not report.complete
     assert report.made[("full", "de")] == 1 and report.missing[("full", "de")] == 2
     assert "full:de: 2 of 3 views missing" in str(report)

@@ -8,7 +8,7 @@ Pieces, each usable without Ray (tests, ``benchmarks/train_overhead.py``):
 - ``compute_losses``: CE on the labelled originals (``is_anchor``; in translate-train the
   translations are originals too) plus ``WeightedObjectives`` over the batch outputs; the step
   never asks which objectives are configured.
-- ``build_training`` / ``train_step``: classifier, AdamW, linear schedule (``xlt.engine``); a step.
+- ``finetune_training`` / ``train_step``: classifier, AdamW, linear schedule (``xlt.engine``); a step.
 - ``evaluate``: accuracy and macro-F1 per language, averages over targets, transfer gaps (``xlt.eval``);
   every checkpoint keeps the prediction of each evaluated row (``predictions.json``: ``read_predictions``),
   for paired comparisons of two runs item by item (``xlt.eval.stats``).
@@ -122,7 +122,7 @@ def build_classifier(cfg: FinetuneConfig) -> Classifier:
     return Classifier(encoder, cfg.task.labels, paired=cfg.task.paired)
 
 
-def build_training(cfg: FinetuneConfig, steps_per_epoch: int,
+def finetune_training(cfg: FinetuneConfig, steps_per_epoch: int,
                    prepare: Callable[[nn.Module], nn.Module] = lambda m: m) -> FinetuneTraining:
     """Classifier, its step module (through ``prepare``, e.g. ``ray.train.torch.prepare_model``),
     the objectives, AdamW and the linear schedule (``xlt.engine.start_training`` with ``FINETUNE``)."""

@@ -8,7 +8,7 @@ import torch
 
 from xlt.losses import ObjectiveConfig
 from xlt.train.batches import batches_of, flatten_batch
-from xlt.train.loop import build_training, compute_losses, supervised_ce, train_step
+from xlt.train.workload import finetune_training, compute_losses, supervised_ce, train_step
 from xlt.engine import write_state
 from xlt.train.checkpoint import load_classifier, read_checkpoint
 
@@ -24,7 +24,7 @@ def batch():
 def test_loss_decreases_on_a_repeated_batch():
     torch.manual_seed(0)
     steps = 30
-    training = build_training(tiny_config((SCL,), lr=5e-3), steps_per_epoch=steps)
+    training = finetune_training(tiny_config((SCL,), lr=5e-3), steps_per_epoch=steps)
     b = batch()
     losses = [train_step(training, b) for _ in range(steps)]
     first = sum(l["loss"] for l in losses[:3]) / 3
@@ -37,7 +37,7 @@ def test_loss_decreases_on_a_repeated_batch():
 
 def test_total_is_ce_plus_weighted_objectives_from_one_pass():
     weight = 3.0
-    training = build_training(tiny_config((ObjectiveConfig("supervised_contrastive_alignment", weight),
+    training = finetune_training(tiny_config((ObjectiveConfig("supervised_contrastive_alignment", weight),
                                            ObjectiveConfig("multiview_alignment", 0.5, {"similarity": "kl"}))),
                               steps_per_epoch=1)
     calls = []
@@ -52,9 +52,9 @@ def test_total_is_ce_plus_weighted_objectives_from_one_pass():
 def test_encoder_pass_rows_splits_the_pass_and_keeps_the_losses():
     objectives = (SCL, ObjectiveConfig("multiview_alignment", 0.5, {"similarity": "kl"}))
     torch.manual_seed(0)
-    one = build_training(tiny_config(objectives), steps_per_epoch=1)
+    one = finetune_training(tiny_config(objectives), steps_per_epoch=1)
     torch.manual_seed(0)
-    passes = build_training(tiny_config(objectives, encoder_pass_rows=3), steps_per_epoch=1)
+    passes = finetune_training(tiny_config(objectives, encoder_pass_rows=3), steps_per_epoch=1)
     calls = []
     passes.classifier.encoder.register_forward_hook(lambda m, i, o: calls.append(o.shape[0]))
     for training in (one, passes):
@@ -79,7 +79,7 @@ def test_ce_only_on_labelled_originals():
 
 
 def test_frozen_word_embeddings_are_not_trained():
-    training = build_training(tiny_config(freeze_word_embeddings=True), steps_per_epoch=2)
+    training = finetune_training(tiny_config(freeze_word_embeddings=True), steps_per_epoch=2)
     embeddings = training.classifier.encoder.backbone.get_input_embeddings().weight
     before = embeddings.detach().clone()
     train_step(training, batch())
@@ -96,7 +96,7 @@ def test_a_bf16_step_is_a_naive_autocast_step_entered_per_step():
 
     def trained(precision: str, naive: bool = False):
         torch.manual_seed(0)
-        training = build_training(tiny_config((SCL,), lr=5e-3, precision=precision), steps_per_epoch=steps)
+        training = finetune_training(tiny_config((SCL,), lr=5e-3, precision=precision), steps_per_epoch=steps)
         for step in range(steps):
             torch.manual_seed(100 + step)  # the same dropout masks in every run
             if not naive:
@@ -122,7 +122,7 @@ def test_a_bf16_step_is_a_naive_autocast_step_entered_per_step():
 
 def test_checkpoint_round_trip_restores_weights_optimizer_and_schedule(tmp_path):
     cfg = tiny_config((SCL,))
-    training = build_training(cfg, steps_per_epoch=3)
+    training = finetune_training(cfg, steps_per_epoch=3)
     for _ in range(2):
         train_step(training, batch())
     training.epoch = 1
@@ -130,7 +130,7 @@ def test_checkpoint_round_trip_restores_weights_optimizer_and_schedule(tmp_path)
 
     state = read_checkpoint(tmp_path)
     assert (state.epoch, state.global_step, state.config) == (1, 2, cfg)
-    fresh = build_training(cfg, steps_per_epoch=3)
+    fresh = finetune_training(cfg, steps_per_epoch=3)
     fresh.classifier.head.weight.data.add_(1.0)  # make sure restoring overwrites
     assert fresh.restore(state) == 2
     for (name, a), b in zip(training.classifier.state_dict().items(), fresh.classifier.state_dict().values()):
@@ -147,7 +147,7 @@ def test_checkpoint_round_trip_restores_weights_optimizer_and_schedule(tmp_path)
 
 def test_load_classifier_gives_the_checkpointed_model(tmp_path):
     cfg = tiny_config()
-    training = build_training(cfg, steps_per_epoch=1)
+    training = finetune_training(cfg, steps_per_epoch=1)
     train_step(training, batch())
     write_state(tmp_path, training, cfg)
     texts = [r["text"] for r in rows_with_views()]

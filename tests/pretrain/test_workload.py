@@ -13,7 +13,7 @@ from torch import nn
 from xlt.models import TextEncoder
 from xlt.pretrain.batches import PretrainBatcher, keep_row, tokenization_of
 from xlt.engine import accumulation_step, grouped, run_epoch
-from xlt.pretrain.loop import PRETRAIN, build_pretraining, tatoeba_metrics
+from xlt.pretrain.workload import PRETRAIN, build_pretraining, tatoeba_metrics
 
 from .conftest import pair
 from .helpers import annotated, tiny_config, with_rows

@@ -22,7 +22,7 @@ Every epoch each worker calls ``report`` once (``ray.train.report`` is a barrier
 call it equally often). Rank 0 alone writes the checkpoint and attaches the metrics: under DDP
 every rank holds the same weights, and Ray Train V2 keeps only rank 0's metrics anyway. Resuming
 (``latest_state``) reads ``ray.train.get_checkpoint()``, which Ray Train V2 fills from
-``<storage_path>/<name>/`` when a run with that name already reported checkpoints there, or after
+``output.dir`` when a run already reported checkpoints there, or after
 a worker-group restart within one ``fit``; in process, ``session`` finds the latest the same way in
 the run directory.
 """

@@ -19,11 +19,12 @@ def iteration_rows(history: Sequence[Mapping[str, Any]], split: str, source_lang
     def count(value: float | None) -> int | None:
         return None if value is None else int(value)
 
+    # The accuracy of no selected rows is undefined (NaN in the history): a dash, not "nan".
     return [{"iteration": h["iteration"], "learner": h["learner"], "train rows": count(h["train/rows"]),
              source_lang: h.get(metric_name(split, ACC, source_lang)),
              AVG_TARGET: h.get(metric_name(split, ACC, AVG_TARGET)),
              "candidates": count(h.get("pseudo/candidates")), "selected": count(h.get("pseudo/selected")),
-             "pseudo acc": h.get("pseudo/accuracy")} for h in history]
+             "pseudo acc": h.get("pseudo/accuracy") if h.get("pseudo/selected") else None} for h in history]
 
 
 def language_rows(history: Sequence[Mapping[str, Any]], split: str, langs: Sequence[str],
