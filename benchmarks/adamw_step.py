@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent / "platform")]
+sys.path.insert(0, str(HERE))
 
 from machine import cpu_model  # noqa: E402
 

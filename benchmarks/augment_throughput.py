@@ -56,7 +56,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from machine import cpu_model  # noqa: E402  (benchmarks/machine.py)
+from machine import cpu_model  # (benchmarks/machine.py)
 from xlt.augment import AugmentConfig, CrossLingualAugment, build_augmented_dataset
 from xlt.data import read_muse, read_sib200
 from xlt.data.paths import resolve_data_dir

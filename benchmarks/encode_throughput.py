@@ -51,7 +51,7 @@ from pathlib import Path
 
 import numpy as np
 
-from machine import cpu_model  # noqa: E402  (benchmarks/machine.py)
+from machine import cpu_model  # (benchmarks/machine.py)
 from xlt.data import read_sib200, resolve_data_dir
 
 REPO = Path(__file__).resolve().parents[1]

@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "platform"), str(REPO / "benchmarks")]
+sys.path.insert(0, str(REPO / "benchmarks"))
 
 from fidelity import PAWSX_VIEWS, objective  # noqa: E402  (benchmarks/fidelity.py: the comparison's views)
 from machine import cpu_model  # noqa: E402
@@ -43,7 +43,7 @@ from xlt.augment import CrossLingualAugment  # noqa: E402
 from xlt.data import resolve_data_dir  # noqa: E402
 from xlt.logs import quiet_libraries  # noqa: E402
 from xlt.report import markdown_table, write_results  # noqa: E402
-from xlt.train import load_finetune_config, resolve  # noqa: E402
+from xlt.train import load_finetune_config, prepare  # noqa: E402
 from xlt.train.batches import ViewBatch, batches_of, flatten_batch  # noqa: E402
 from xlt.train.data import augmentation_sources  # noqa: E402
 from xlt.train.workload import finetune_training, compute_losses, train_step  # noqa: E402
@@ -107,10 +107,10 @@ def main() -> None:
     cfg = load_finetune_config(REPO / "configs" / "finetune_pawsx.yaml", [
         f"model.source={args.model}", f"data.data_dir={resolve_data_dir(args.data_dir)}",
         f"data.max_examples={args.steps * batch_size}", f"optim.batch_size={batch_size}", PAWSX_VIEWS, CL])
-    resolved = resolve(cfg)
-    cfg = resolved.config
+    prepared = prepare(cfg)
+    cfg = prepared.config
     torch.set_num_threads(cfg.scaling.torch_threads)
-    rows = with_views(resolved.train, cfg, resolved.task)
+    rows = with_views(prepared.train, cfg, prepared.task)
     label_index = {label: i for i, label in enumerate(cfg.task.labels)}
     batches = [flatten_batch(b, label_index) for b in batches_of(rows, batch_size)]
     configs = {r: dataclasses.replace(cfg, optim=dataclasses.replace(cfg.optim, encoder_pass_rows=r))

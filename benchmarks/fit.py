@@ -20,7 +20,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 HERE = REPO / "benchmarks"
-sys.path[:0] = [str(REPO / "platform"), str(HERE)]
+sys.path.insert(0, str(HERE))
 
 from machine import cpu_model  # noqa: E402  (benchmarks/machine.py)
 from xlt.report import command_line, markdown_table  # noqa: E402

@@ -39,11 +39,12 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from machine import cpu_model  # noqa: E402
 from xlt.cli import init_ray  # noqa: E402
-from xlt.cotrain import load_cotrain_config, load_data  # noqa: E402
+from xlt.cotrain import load_cotrain_config, prepare  # noqa: E402
 from xlt.cotrain.learner import fit, learner_config, learner_service  # noqa: E402
 from xlt.engine import ScalingSettings, epoch_seed, run_epoch, start_training  # noqa: E402
 from xlt.logs import quiet_libraries  # noqa: E402
 from xlt.report import markdown_table  # noqa: E402
+from xlt.storage import OutputSettings  # noqa: E402
 from xlt.train.batches import batches_of  # noqa: E402
 from xlt.train.workload import FINETUNE  # noqa: E402
 
@@ -81,7 +82,7 @@ def in_process(cfg, rows) -> float:
     return time.perf_counter() - start
 
 
-def on_ray_train(name, learner, data, rows, evaluation, fits: int, storage: str) -> list[float]:
+def on_ray_train(name, learner, data, rows, evaluation, fits: int, storage: OutputSettings) -> list[float]:
     """Wall seconds of each of ``fits`` fits served by one run; its start-up counts in the first,
     its end in the last."""
     times, start = [], time.perf_counter()
@@ -100,12 +101,12 @@ def main() -> None:
     import ray
 
     cotrain = load_cotrain_config(args.config)
-    data = load_data(cotrain)
+    data = prepare(cotrain)
     rows = data.labeled[: args.rows]
     evaluation = list({r["lang"]: r for r in data.evaluation_rows}.values())  # one row per language
     init_ray()  # as the jobs start Ray (its Train poll interval included)
     load_start, started = os.getloadavg()[0], time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    storage = tempfile.mkdtemp(prefix="xlt-learner-fit-")
+    storage = OutputSettings(tempfile.mkdtemp(prefix="xlt-learner-fit-"), num_to_keep=1)  # as co-training's
     cases = [(name, cotrain.learner(name), True) for name in ("lm", "emb")]
     if args.workers == 2:
         lm = cotrain.learner("lm")

@@ -51,7 +51,7 @@ import threading
 import time
 from pathlib import Path
 
-from machine import cpu_model  # noqa: E402  (benchmarks/machine.py)
+from machine import cpu_model  # (benchmarks/machine.py)
 from xlt.report import command_line, markdown_table
 
 HERE = Path(__file__).resolve().parent

@@ -26,15 +26,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "platform"))
 
-from xlt.metrics import AVG_TARGET  # noqa: E402
-from xlt.report import command_line, markdown_table  # noqa: E402
+from xlt.metrics import AVG_TARGET
+from xlt.report import command_line, markdown_table
 
 CONFIGS = REPO / "configs"
 MODEL = "bundled:multilingual-e5-small"

@@ -63,8 +63,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from machine import cpu_model  # noqa: E402  (benchmarks/machine.py)
-from machine_limit import encoder_flops_per_token, fraction_of_limit, gemm_gflops  # noqa: E402
+from machine import cpu_model  # (benchmarks/machine.py)
+from machine_limit import encoder_flops_per_token, fraction_of_limit, gemm_gflops
 from xlt.hardware import PRECISIONS, autocast, native_bf16, resolve_precision
 from xlt.data import read_sib200, resolve_data_dir, sib200_labels, sib200_languages
 from xlt.report import command_line, markdown_table

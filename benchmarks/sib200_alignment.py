@@ -18,16 +18,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "platform"))
 
-from xlt.metrics import AVG_TARGET  # noqa: E402
-from xlt.report import command_line, markdown_table  # noqa: E402
-from xlt.train import build_trainer, config_of, load_finetune_config, results_rows  # noqa: E402
+from xlt.metrics import AVG_TARGET
+from xlt.report import command_line, markdown_table
+from xlt.train import build_trainer, config_of, load_finetune_config, results_rows
 
 PRESET = REPO / "configs" / "finetune_sib200.yaml"
 MODEL = "bundled:multilingual-e5-small"

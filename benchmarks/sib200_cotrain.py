@@ -16,17 +16,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "platform"))
 
-from xlt.cotrain import load_cotrain_config, load_data, run_cotraining  # noqa: E402
-from xlt.cotrain.tables import iteration_rows, plot_iterations  # noqa: E402
-from xlt.metrics import ACC, AVG_TARGET, metric_name  # noqa: E402
-from xlt.report import command_line, markdown_table  # noqa: E402
+from xlt.cotrain import load_cotrain_config, prepare, run_cotraining
+from xlt.cotrain.tables import iteration_rows, plot_iterations
+from xlt.metrics import ACC, AVG_TARGET, metric_name
+from xlt.report import command_line, markdown_table
 
 PRESET = REPO / "configs" / "cotrain_sib200.yaml"
 MODES = {"cotrain": "co-training", "self-train": "self-training"}
@@ -86,7 +84,7 @@ def main() -> None:
     records = [run(mode, seed, args.storage.resolve()) for mode in args.modes for seed in args.seeds]
 
     cfg = load_cotrain_config(PRESET)
-    data = load_data(cfg)
+    data = prepare(cfg)
     split = cfg.data.metric_split
     langs = [cfg.task.source_lang, *data.targets, AVG_TARGET]
     sections = [

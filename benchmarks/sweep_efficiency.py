@@ -33,7 +33,6 @@ import argparse
 import json
 import os
 import shutil
-import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -42,14 +41,13 @@ from typing import Any, Callable
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "platform"))
 
-from xlt.eval.classification import accuracy_by_language, summarize_transfer, to_metrics  # noqa: E402
-from xlt.metrics import AVG_TARGET  # noqa: E402
-from xlt.report import command_line, markdown_table  # noqa: E402
-from xlt.sweep.best import TrialRecord, best_trial, steps_run  # noqa: E402
-from xlt.sweep.overrides import trial_data  # noqa: E402
-from xlt.sweep.space import active_values, parse_params  # noqa: E402
+from xlt.eval.classification import accuracy_by_language, summarize_transfer, to_metrics
+from xlt.metrics import AVG_TARGET
+from xlt.report import command_line, markdown_table
+from xlt.sweep.best import TrialRecord, best_trial, steps_run
+from xlt.sweep.overrides import trial_data
+from xlt.sweep.space import active_values, parse_params
 
 MODEL = "bundled:multilingual-e5-small"
 SOURCE = "en"

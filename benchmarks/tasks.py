@@ -32,7 +32,6 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "platform"))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from machine import cpu_model  # noqa: E402
@@ -101,7 +100,7 @@ def views(task: str) -> str:
 
 
 def run_finetune(task: str, variant: str, seed: int) -> None:
-    from xlt.train import build_trainer, config_of, load_finetune_config, resolve, results_rows
+    from xlt.train import build_trainer, config_of, load_finetune_config, prepare, results_rows
 
     name = f"finetune-{task}-{variant}-seed{seed}"
     if _stored(name).is_file():
@@ -109,7 +108,7 @@ def run_finetune(task: str, variant: str, seed: int) -> None:
     overrides = [*SIZES[task], f"optim.seed={seed}", f"output.dir={STORE / 'runs'}/{name}",
                  *((views(task), *VARIANTS[variant]) if variant != "ce" else ())]
     start = time.perf_counter()
-    trainer = build_trainer(resolve(load_finetune_config(REPO / "configs" / f"finetune_{task}.yaml", overrides)))
+    trainer = build_trainer(prepare(load_finetune_config(REPO / "configs" / f"finetune_{task}.yaml", overrides)))
     result = trainer.fit()
     cfg = config_of(trainer)
     _save(name, {"rows": results_rows(result.metrics, cfg.task.source_lang), "seconds": time.perf_counter() - start,

@@ -12,14 +12,12 @@ go to stdout as markdown; the slowest tests are listed for the last run given fi
 from __future__ import annotations
 
 import argparse
-import sys
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "platform"))
 
-from xlt.report import markdown_table  # noqa: E402
+from xlt.report import markdown_table
 
 
 def read_junit(path: Path) -> dict[str, float]:

@@ -38,7 +38,7 @@ import torch
 from xlt.logs import quiet_libraries
 from xlt.data import resolve_data_dir
 from xlt.report import markdown_table, write_results
-from xlt.train import build_trainer, load_finetune_config, resolve
+from xlt.train import build_trainer, load_finetune_config, prepare
 from xlt.train.batches import batches_of
 from xlt.engine import epoch_seed, run_epoch
 from xlt.metrics import TRAIN_DATA_WAIT_S, TRAIN_EPOCH_TIME_S, TRAIN_SAMPLES_PER_S
@@ -77,7 +77,7 @@ def bare_epochs(cfg, rows, steps: int) -> list[tuple[float, float]]:
 def ray_epochs(cfg, name: str) -> tuple[list[tuple[float, float]], float, float]:
     """(examples/s, seconds waiting for batches) per epoch measured inside the Ray worker, the
     fit's wall time and the training epochs' share of it in seconds."""
-    cfg = dataclasses.replace(cfg, output=dataclasses.replace(cfg.output, name=name))
+    cfg = dataclasses.replace(cfg, output=dataclasses.replace(cfg.output, dir=f"{cfg.output.dir}/{name}"))
     start = time.perf_counter()
     result = build_trainer(cfg).fit()
     wall = time.perf_counter() - start
@@ -97,8 +97,8 @@ def main() -> None:
         "optim.freeze_word_embeddings=true", "optim.log_every_steps=0", "eval_every_epoch=false",
         "scaling.num_workers=1", f"scaling.cpus_per_worker={args.cpus}", f"output.dir={storage}",
         f"output.num_to_keep={args.epochs}"])  # Result.metrics_dataframe only covers the kept checkpoints
-    resolved = resolve(cfg)
-    cfg, rows = resolved.config, resolved.train
+    prepared = prepare(cfg)
+    cfg, rows = prepared.config, prepared.train
     steps = cfg.steps_per_epoch(1)
     assert steps == args.steps, f"{len(rows)} rows give {steps} steps, not {args.steps}"
 

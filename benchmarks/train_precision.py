@@ -28,11 +28,12 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from learner_fit import fit_here  # noqa: E402  (the in-process fit, at the config's precision)
 from machine import cpu_model  # noqa: E402
-from xlt.cotrain import load_cotrain_config, load_data  # noqa: E402
+from xlt.cotrain import load_cotrain_config, prepare  # noqa: E402
 from xlt.cotrain.learner import learner_config  # noqa: E402
 from xlt.hardware import native_bf16  # noqa: E402
 from xlt.logs import quiet_libraries  # noqa: E402
 from xlt.report import command_line, markdown_table  # noqa: E402
+from xlt.storage import OutputSettings  # noqa: E402
 from xlt.train.workload import evaluate  # noqa: E402
 
 
@@ -50,10 +51,11 @@ def main() -> None:
     args = get_args()
     quiet_libraries()
     cotrain = load_cotrain_config(args.config)
-    data = load_data(cotrain)
+    data = prepare(cotrain)
     rows = data.labeled[: args.rows]
     learner = cotrain.learner("lm")
-    cfg = learner_config("bench", learner, data.task, tempfile.mkdtemp(prefix="xlt-train-precision-"), len(rows))
+    cfg = learner_config("bench", learner, data.task, OutputSettings(tempfile.mkdtemp(prefix="xlt-train-precision-"), 1),
+                         len(rows))
     test = {key: [r[key] for r in data.evaluation_rows] for key in ("text", "text_pair", "label", "lang")}
     load_start, started = os.getloadavg()[0], time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     table, accuracy = [], {}

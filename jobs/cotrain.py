@@ -26,7 +26,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from xlt.cli import epilogue, init_ray, job_overrides, job_parser, run_job
-from xlt.cotrain import load_cotrain_config, load_data, run_cotraining
+from xlt.cotrain import load_cotrain_config, prepare, run_cotraining
 from xlt.cotrain.learner import LEARNERS_DIR
 from xlt.cotrain.tables import iteration_rows, language_rows, plot_iterations
 from xlt.cotrain.state import STATE_FILE
@@ -49,7 +49,7 @@ def main() -> None:
     cfg = load_cotrain_config(args.config or DEFAULT_PRESET, overrides, smoke=SMOKE_PRESET if args.smoke else None)
     phases = Phases()
     with phases("read data"):
-        data = load_data(cfg)  # every row read and checked before Ray starts
+        data = prepare(cfg)  # every row read and checked before Ray starts
     with phases("start Ray"):
         init_ray(args.address, args.verbose)
     with Tracker("cotrain", Path(cfg.output.dir).name, cfg.output.dir, enabled=args.tracking) as tracker:

@@ -37,7 +37,7 @@ from xlt.logs import configure_logging, quiet_libraries
 from xlt.report import markdown_table, write_results
 from xlt.storage import join, staged
 from xlt.tracking import Tracker
-from xlt.train import build_trainer, config_of, load_finetune_config, resolve, results_rows, resume_config
+from xlt.train import build_trainer, config_of, load_finetune_config, prepare, results_rows, resume_config
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 DEFAULT_PRESET = CONFIGS / "finetune_sib200.yaml"
@@ -53,12 +53,12 @@ def main() -> None:
         cfg = resume_config(args.resume, overrides)
     else:
         cfg = load_finetune_config(args.config or DEFAULT_PRESET, overrides, smoke=SMOKE_PRESET if args.smoke else None)
-    resolved = resolve(cfg)  # every row read and checked before Ray starts
+    prepared = prepare(cfg)  # every row read and checked before Ray starts
 
     init_ray(args.address, args.verbose)
     with Tracker("finetune", cfg.output.name, run_dir(cfg), enabled=args.tracking) as tracker:
         tracker.params(cfg)
-        trainer = build_trainer(resolved, callbacks=tracker.callbacks())
+        trainer = build_trainer(prepared, callbacks=tracker.callbacks())
         result = trainer.fit()
         cfg = config_of(trainer)  # resolved: absolute paths, target languages, labels
         print_results(cfg, result, tracker)

@@ -17,10 +17,11 @@ import torch
 
 from conftest import REPO
 from xlt.config import ConfigError
-from xlt.cotrain import LEARNERS, load_cotrain_config, load_data, run_cotraining
+from xlt.cotrain import LEARNERS, load_cotrain_config, prepare, run_cotraining
 from xlt.cotrain.learner import fit, learner_service
 from xlt.cotrain.state import LoopState
 from xlt.models.encoder import CachedEncoder, TextEncoder
+from xlt.storage import OutputSettings
 
 SMOKE = REPO / "configs" / "cotrain_smoke.yaml"
 
@@ -134,14 +135,15 @@ def test_a_learner_worker_killed_mid_fit_is_restored_and_the_state_equals_an_uni
 
 def test_a_learners_run_serves_fits_that_evaluate_and_hand_on_their_weights(ray_cluster, data_dir, tmp_path):
     cfg = config(data_dir, tmp_path)
-    data = load_data(cfg)
+    data = prepare(cfg)
     # Evaluated on the English rows it is fitted on, and the target languages' evaluation rows.
     evaluation = data.labeled + [r for r in data.evaluation_rows if r["lang"] != "en"]
     losses, fits = {}, {}
-    with learner_service("lm", cfg.lm, data.task, len(data.labeled), evaluation, tmp_path) as service:
+    output = OutputSettings(str(tmp_path), num_to_keep=1)  # as co-training's own output
+    with learner_service("lm", cfg.lm, data.task, len(data.labeled), evaluation, output) as service:
         for epochs in (1, 20):  # two fits served by one worker group
             learner = dataclasses.replace(cfg.lm, optim=dataclasses.replace(cfg.lm.optim, epochs=epochs, lr=1e-3))
-            fits[epochs] = fit(service, "lm", learner, data.task, data.labeled, epochs, tmp_path, "test")
+            fits[epochs] = fit(service, "lm", learner, data.task, data.labeled, epochs, output, "test")
             losses[epochs] = fits[epochs].metrics["train/loss"]
     assert losses[20] < 0.85 * losses[1]  # each fit starts afresh: more epochs, lower loss
     metrics = fits[20].metrics
@@ -153,7 +155,7 @@ def test_a_learners_run_serves_fits_that_evaluate_and_hand_on_their_weights(ray_
     [kept] = (tmp_path / "learners" / "lm").glob("lm-iteration*")  # one checkpoint kept: the last fit's last epoch
     assert kept.name.startswith("lm-iteration20-epoch020-")
     with pytest.raises(ValueError, match="no labelled rows"):
-        fit(service, "lm", cfg.lm, data.task, [], 21, tmp_path, "test")
+        fit(service, "lm", cfg.lm, data.task, [], 21, output, "test")
 
 
 class Counting(TextEncoder):
@@ -182,8 +184,8 @@ def test_cached_encoder_embeds_each_text_once():
 
 
 def test_a_fraction_of_the_labels_is_kept_evenly_spaced_over_the_same_pool(data_dir, tmp_path):
-    full = load_data(config(data_dir, tmp_path))
-    part = load_data(config(data_dir, tmp_path, "data.labeled_fraction=0.25"))
+    full = prepare(config(data_dir, tmp_path))
+    part = prepare(config(data_dir, tmp_path, "data.labeled_fraction=0.25"))
     ids = [r["id"] for r in full.labeled]
     n = round(0.25 * len(ids))
     assert [r["id"] for r in part.labeled] == ids[::len(ids) // n][:n]

@@ -21,7 +21,8 @@ from xlt.engine.fits import FitRequest, FitRequests, row_batches, shard
 
 
 def fit_config(cfg: ToyConfig, name: str, epochs: int) -> ToyConfig:
-    return dataclasses.replace(cfg, output=dataclasses.replace(cfg.output, name=name),
+    # A fit is named by its output.dir's last part, beside the run serving it (as a co-training learner's fits).
+    return dataclasses.replace(cfg, output=OutputSettings(f"{cfg.output.storage_path}/{name}", cfg.output.num_to_keep),
                                optim=dataclasses.replace(cfg.optim, epochs=epochs))
 
 

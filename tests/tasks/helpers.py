@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from xlt.config import from_dict
 from xlt.tasks import TaskConfig
@@ -28,3 +32,21 @@ def write_tsv(path: Path, header: list[str] | None, rows: list[list[str]]) -> Pa
 
 def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
     return write(path, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+
+
+def write_rows(path: Path, rows: list[dict[str, Any]]) -> Path:
+    """``rows`` in the format the suffix names (``.jsonl``, ``.csv``, ``.tsv``, ``.parquet``), as common tools
+    write them: CSV quotes the fields that need it, TSV does not."""
+    if path.suffix == ".jsonl":
+        return write_jsonl(path, rows)
+    if path.suffix == ".tsv":
+        return write_tsv(path, list(rows[0]), [[str(value) for value in row.values()] for row in rows])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".csv":
+        with path.open("w", encoding="utf-8", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+    else:
+        pq.write_table(pa.Table.from_pylist(rows), path)
+    return path

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -13,9 +14,9 @@ import pytest
 from xlt.config import ConfigError
 from xlt.data.errors import DataError
 from xlt.data.records import Example
-from xlt.tasks import TaskConfig, load_task
+from xlt.tasks import Task, TaskConfig, load_task
 
-from .helpers import task_config, write, write_jsonl, write_tsv
+from .helpers import task_config, write, write_jsonl, write_rows, write_tsv
 
 SENT = {"en": [["good film", "pos"], ["bad film", "neg"], ["great plot", "pos"]],
         "de": [["guter Film", "pos"], ["schlechter Film", "neg"], ["tolle Handlung", "pos"]],
@@ -33,6 +34,25 @@ def sentiment_root(root: Path, langs: tuple[str, ...] = ("en", "de", "fr"),
 
 def sentiment(**entries: object) -> TaskConfig:
     return task_config(**{"type": "files", "name": "sent", "path": "{data_dir}/sent/{lang}/{split}.tsv", **entries})
+
+
+FORMATS = ["jsonl", "csv", "tsv", "parquet"]
+LABELS = ["sports", "travel", "politics"]
+
+
+def dev_split(root: Path, fmt: str, data: bytes | list[dict[str, Any]]) -> tuple[Task, Path]:
+    """``root/one/dev.<fmt>`` holding ``data`` (bytes as they are, or rows as ``write_rows`` writes them) as
+    the dev split of a task with the columns ``lang`` and ``id`` and the labels ``LABELS``; nothing is read
+    before ``task.examples("dev", lang)``, so the file's first error is the one raised there."""
+    path = root / "one" / f"dev.{fmt}"
+    if isinstance(data, bytes):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    else:
+        write_rows(path, data)
+    cfg = task_config(type="files", name="one", path="{data_dir}/one/{split}." + fmt,
+                      fields={"lang": "lang", "id": "id"}, labels=LABELS, target_langs=["de", "fr"])
+    return load_task(cfg, root), path
 
 
 # --- formats ---------------------------------------------------------------------------------------
@@ -111,6 +131,35 @@ def test_parquet(tmp_path: Path) -> None:
         ("pq/es/train/11", "es train one", "sport"), ("pq/es/train/12", "es train two", "health")]
 
 
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_each_format_reads_the_same_examples(tmp_path: Path, fmt: str) -> None:
+    rows = [{"id": "r1", "text": "Das Spiel endete 2:1.", "label": "sports", "lang": "deu_Latn"},
+            {"id": "r2", "text": 'Er sagte: "Wir fahren, morgen."', "label": "travel", "lang": "de"},
+            {"id": "r3", "text": "Le vote a eu lieu.", "label": "politics", "lang": "fra"}]
+    task, _ = dev_split(tmp_path, fmt, rows)
+    assert task.examples("dev", "de") == [
+        Example(id="one/de/dev/r1", text="Das Spiel endete 2:1.", lang="de", label="sports"),
+        Example(id="one/de/dev/r2", text='Er sagte: "Wir fahren, morgen."', lang="de", label="travel"),
+    ]
+    assert task.examples("dev", "fr") == [Example(id="one/fr/dev/r3", text="Le vote a eu lieu.", lang="fr",
+                                                  label="politics")]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_each_format_with_mapped_fields_and_generated_ids(tmp_path: Path, fmt: str) -> None:
+    rows = [{"sentence": "Hallo", "hypothesis": "Hi", "y": "a", "orig": "s1"},
+            {"sentence": "Tschüss", "hypothesis": "Bye", "y": "b", "orig": "s2"}]
+    for folder in ("eng", "deu"):
+        write_rows(tmp_path / "pairs" / folder / f"test.{fmt}", rows)
+    cfg = task_config(type="files", name="pairs", path="{data_dir}/pairs/{lang}/{split}." + fmt, link="source_id",
+                      fields={"text": "sentence", "text_pair": "hypothesis", "label": "y", "source_id": "orig"},
+                      labels=["a", "b"])
+    assert load_task(cfg, tmp_path).examples("test", "de") == [
+        Example(id="pairs/de/test/0", text="Hallo", lang="de", label="a", text_pair="Hi", source_id="s1"),
+        Example(id="pairs/de/test/1", text="Tschüss", lang="de", label="b", text_pair="Bye", source_id="s2"),
+    ]
+
+
 def test_headerless_tsv_names_its_columns(tmp_path: Path) -> None:
     for lang in ("en", "de"):
         for split in ("train", "dev", "test"):
@@ -183,6 +232,21 @@ def test_label_map_renames_integer_labels(tmp_path: Path) -> None:
     assert [ex.label for ex in task.examples("dev", "de")] == ["negative", "positive", "negative"]
     # The JSONL pool keeps its gold labels (mapped too), for scoring pseudo-labels.
     assert [ex.label for ex in task.examples("pool", "de")] == ["negative", "positive", "negative"]
+
+
+def test_integer_labels_read_as_strings(tmp_path: Path) -> None:
+    for lang in ("en", "de"):
+        write_jsonl(tmp_path / "u" / lang / "train.jsonl", [{"text": f"{lang} eins", "label": 0},
+                                                            {"text": f"{lang} zwei", "label": 1}])
+    entries = {"type": "files", "name": "u", "path": "{data_dir}/u/{lang}/{split}.jsonl",
+               "splits": {"dev": "train", "test": "train"}}
+    task = load_task(task_config(**entries), tmp_path)
+    assert task.labels == ("0", "1")
+    assert [ex.label for ex in task.examples("dev", "de")] == ["0", "1"]
+    closed = load_task(task_config(**entries, labels=["0", "2"]), tmp_path)
+    with pytest.raises(DataError) as err:
+        closed.examples("dev", "de")
+    assert str(err.value) == f"{tmp_path}/u/de/train.jsonl:2: unknown label '1' in column 'label'; valid labels: 0, 2"
 
 
 def pair_rows(lang: str, n: int = 4, ns: tuple[int, ...] = ()) -> list[dict]:
@@ -322,6 +386,16 @@ def test_missing_split_file(tmp_path: Path) -> None:
         task.check({"train": ["en"], "test": ["de"]})
 
 
+def test_a_jsonl_row_missing_its_text_names_the_datas_own_columns(tmp_path: Path) -> None:
+    """The ids and links the task layer adds to each row are not the data's columns."""
+    for lang in ("en", "de"):
+        for split in ("train", "dev", "test"):
+            write_jsonl(tmp_path / "j" / lang / f"{split}.jsonl", [{"text": "ok", "label": "a"}, {"label": "b"}])
+    cfg = task_config(type="files", name="j", path="{data_dir}/j/{lang}/{split}.jsonl", link="line")
+    with pytest.raises(DataError, match=re.escape("j/en/train.jsonl:2: missing column 'text'; columns present: 'label'") + "$"):
+        load_task(cfg, tmp_path)  # the source's train split, read for the label set
+
+
 def test_missing_column_names_the_columns_present(tmp_path: Path) -> None:
     sentiment_root(tmp_path, langs=("en", "de"))
     with pytest.raises(DataError) as err:
@@ -432,3 +506,112 @@ def test_a_language_column_without_rows_of_a_target(tmp_path: Path) -> None:
     task = load_task(cfg, tmp_path)
     with pytest.raises(DataError, match=re.escape(f"{tmp_path}/all/dev.tsv: no rows for language 'fr' in split dev")):
         task.examples("dev", "fr")
+
+
+# --- bad input in each format: one file with a language column (``dev_split``) ------------------------
+
+
+@pytest.mark.parametrize("fmt, line", [("jsonl", 1), ("csv", 1), ("tsv", 1), ("parquet", None)])
+def test_missing_column_in_each_format(tmp_path: Path, fmt: str, line: int | None) -> None:
+    # A header (Parquet's schema) is checked once; a JSONL row, which has none, when it is read.
+    task, path = dev_split(tmp_path, fmt, [{"sentence": "x", "label": "sports", "lang": "de"}])
+    with pytest.raises(DataError) as err:
+        task.examples("dev", "de")
+    where = f"{path}:{line}" if line else f"{path}"
+    assert str(err.value) == f"{where}: missing column 'text'; columns present: 'sentence', 'label', 'lang'"
+
+
+def test_missing_language_column(tmp_path: Path) -> None:
+    task, path = dev_split(tmp_path, "csv", [{"text": "x", "label": "sports"}])
+    with pytest.raises(DataError) as err:
+        task.examples("dev", "de")
+    assert str(err.value) == f"{path}:1: missing column 'lang'; columns present: 'text', 'label'"
+
+
+def test_csv_multiline_field_keeps_line_numbers(tmp_path: Path) -> None:
+    task, path = dev_split(tmp_path, "csv", b'text,label,lang\n"zwei\nZeilen",sports,de\n,sports,de\n')
+    with pytest.raises(DataError) as err:
+        task.examples("dev", "de")
+    assert str(err.value) == f"{path}:4: empty text in column 'text'; expected a non-empty string"
+    # An error in a record that spans lines 2-3 is reported at its first line.
+    task, path = dev_split(tmp_path, "csv", b'text,label,lang\n"zwei\nZeilen",weather,de\n')
+    with pytest.raises(DataError) as err:
+        task.examples("dev", "de")
+    assert str(err.value) == (f"{path}:2: unknown label 'weather' in column 'label'; "
+                              "valid labels: sports, travel, politics")
+    task, _ = dev_split(tmp_path, "csv", b'text,label,lang\n"zwei\nZeilen",sports,de\n')
+    assert [ex.text for ex in task.examples("dev", "de")] == ["zwei\nZeilen"]
+
+
+def test_blank_jsonl_lines_are_skipped(tmp_path: Path) -> None:
+    row = b'{"text": "a", "label": "sports", "lang": "de"}\n\n{"text": "", "label": "sports", "lang": "de"}\n'
+    task, path = dev_split(tmp_path, "jsonl", row)
+    with pytest.raises(DataError) as err:
+        task.examples("dev", "de")
+    assert str(err.value) == f"{path}:3: empty text in column 'text'; expected a non-empty string"
+
+
+OK_JSON = b'{"text":"ok","label":"sports","lang":"de"}\n'
+CSV = b"text,label,lang\nok,sports,de\n"
+TSV = b"text\tlabel\tlang\nok\tsports\tde\n"
+# Each case: format, the file's bytes, the line the error must name, text the message must contain.
+MALFORMED = {
+    "unknown label": (
+        "csv",
+        CSV + b"Regen,weather,de\n",
+        3,
+        "unknown label 'weather' in column 'label'; valid labels: sports, travel, politics",
+    ),
+    "empty text jsonl": ("jsonl", OK_JSON + b'{"text":"  ","label":"sports","lang":"de"}\n', 2, "empty text in column"),
+    "empty text tsv": ("tsv", TSV + b"\tsports\tde\n", 3, "empty text"),
+    "invalid utf-8 jsonl": ("jsonl", OK_JSON + b'{"text":"K\xf6ln","label":"sports","lang":"de"}\n', 2, "byte 0xf6"),
+    "invalid utf-8 csv": ("csv", CSV + b"ok,sports,de\nK\xf6ln,sports,de\n", 4, "not valid UTF-8"),
+    "invalid utf-8 tsv": ("tsv", TSV + b"\xff\tsports\tde\n", 3, "not valid UTF-8: byte 0xff"),
+    "bad json": ("jsonl", OK_JSON + b'{"text": "a", "label": }\n', 2, "not valid JSON"),
+    "json not an object": ("jsonl", b'["ok", "sports", "de"]\n', 1, "expected a JSON object per line, got a JSON list"),
+    "missing key in a jsonl row": ("jsonl", OK_JSON + b'{"text":"ok","lang":"de"}\n', 2, "missing column 'label'"),
+    "text not a string": ("jsonl", b'{"text":5,"label":"sports","lang":"de"}\n', 1, "expected a string in column"),
+    "null label": ("jsonl", b'{"text":"ok","label":null,"lang":"de"}\n', 1, "every row of a labelled split needs one"),
+    "bad language": ("csv", CSV + b"ok,sports,xx\n", 3, "unknown language code 'xx'"),
+    # The id a task gives a row is <task>/<lang>/<split>/<the row's id>.
+    "duplicate id": (
+        "csv",
+        b"id,text,label,lang\na,ok,sports,de\na,ok,sports,de\n",
+        3,
+        "duplicate id 'one/de/dev/a' (first at line 2)",
+    ),
+    "csv field count": ("csv", CSV + b"ok,sports\n", 3, "expected 3 comma-separated fields"),
+    "csv bad quoting": ("csv", CSV + b'"ok"x,sports,de\n', 3, "malformed CSV"),
+    "tsv field count": ("tsv", TSV + b"ok\tsports\n", 3, "expected 3 tab-separated fields"),
+    "header only": ("csv", b"text,label,lang\n", None, "no rows for language 'de' in split dev"),
+}
+
+
+@pytest.mark.parametrize("case", list(MALFORMED))
+def test_malformed_names_file_and_line(tmp_path: Path, case: str) -> None:
+    fmt, content, line, expected = MALFORMED[case]
+    task, path = dev_split(tmp_path, fmt, content)
+    with pytest.raises(DataError) as err:
+        task.examples("dev", "de")
+    message = str(err.value)
+    assert message.startswith(f"{path}:{line}: " if line else f"{path}: "), message
+    assert expected in message, message
+
+
+def test_parquet_errors_name_the_row(tmp_path: Path) -> None:
+    rows = [{"text": "ok", "label": "sports", "lang": "de"}, {"text": "", "label": "sports", "lang": "de"}]
+    task, path = dev_split(tmp_path, "parquet", rows)
+    with pytest.raises(DataError) as err:
+        task.examples("dev", "de")
+    assert str(err.value) == f"{path}: row 1: empty text in column 'text'; expected a non-empty string"
+    task, path = dev_split(tmp_path, "parquet", b"not parquet")
+    with pytest.raises(DataError) as err:
+        task.examples("dev", "de")
+    assert str(err.value).startswith(f"{path}: not a readable Parquet file")
+
+
+def test_unknown_suffix_lists_valid(tmp_path: Path) -> None:
+    task, path = dev_split(tmp_path, "xlsx", b"")
+    with pytest.raises(ValueError) as err:
+        task.examples("dev", "de")
+    assert str(err.value) == f"{path}: unsupported file type '.xlsx'; valid: .jsonl, .csv, .tsv, .parquet, .txt"

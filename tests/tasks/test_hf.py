@@ -52,6 +52,20 @@ def test_saved_dataset_dict_with_a_language_column(tmp_path: Path) -> None:
     assert [ex.text for ex in task.examples("test", "fr")] == ["bien"]
 
 
+def test_a_saved_dataset_per_language_maps_class_labels(tmp_path: Path) -> None:
+    """A single saved ``Dataset`` (no ``DatasetDict``, no split recorded) serves every split asked for."""
+    for lang in ("en", "de"):
+        datasets.Dataset.from_dict({"text": [f"{lang} {i}" for i in range(3)], "lang": ["xx"] * 3, "label": [1, 0, 1]},
+                                   features=SENTIMENT).save_to_disk(str(tmp_path / "rev" / lang))
+    cfg = task_config(type="hf", name="rev", path="{data_dir}/rev/{lang}", target_langs=["de"])
+    task = load_task(cfg, tmp_path)
+    assert task.labels == ("negative", "positive")
+    # The language is the directory's: the language column is not read.
+    assert task.examples("test", "de") == [Example(id="rev/de/test/0", text="de 0", lang="de", label="positive"),
+                                           Example(id="rev/de/test/1", text="de 1", lang="de", label="negative"),
+                                           Example(id="rev/de/test/2", text="de 2", lang="de", label="positive")]
+
+
 def test_a_directory_per_language_with_pairs_label_map_and_id_links(tmp_path: Path) -> None:
     for lang, order in (("en", [0, 1, 2]), ("de", [2, 1, 0])):
         split = datasets.Dataset.from_dict({
@@ -109,6 +123,12 @@ def test_a_missing_column_names_the_columns_present(tmp_path: Path) -> None:
         load_task(cfg, reviews(tmp_path))
     assert str(err.value) == (f"{tmp_path}/reviews[train]: missing column 'sentence'; "
                               "columns present: 'text', 'lang', 'label'")
+    cfg = task_config(type="hf", name="rev", path="{data_dir}/reviews", target_langs=["de"],
+                      fields={"lang": "lang", "text": "sentence", "label": "topic"})
+    with pytest.raises(DataError) as err:
+        load_task(cfg, tmp_path)
+    assert str(err.value) == (f"{tmp_path}/reviews[train]: missing columns 'sentence', 'topic'; "
+                              "columns present: 'text', 'lang', 'label'")
 
 
 def test_a_missing_split_names_the_splits_present(tmp_path: Path) -> None:
@@ -128,6 +148,22 @@ def test_an_unlabelled_class_index(tmp_path: Path) -> None:
     with pytest.raises(DataError, match=re.escape(f"{tmp_path}/hidden[train]: row 1: label -1 in column 'label' is "
                                                   "not a class index 0..1 (negative, positive)")):
         load_task(cfg, tmp_path)
+
+
+def test_string_labels_and_empty_text_name_the_row(tmp_path: Path) -> None:
+    splits = {"train": {"text": ["a", "b"], "label": ["sports", "weather"]},
+              "dev": {"text": ["ok", " "], "label": ["sports", "sports"]}}
+    datasets.DatasetDict({name: datasets.Dataset.from_dict(rows) for name, rows in splits.items()}).save_to_disk(
+        str(tmp_path / "s" / "de"))
+    cfg = task_config(type="hf", name="s", path="{data_dir}/s/{lang}", target_langs=["de"], labels=["sports", "travel"])
+    task = load_task(cfg, tmp_path)
+    with pytest.raises(DataError) as err:
+        task.examples("train", "de")
+    assert str(err.value) == (f"{tmp_path}/s/de[train]: row 1: unknown label 'weather' in column 'label'; "
+                              "valid labels: sports, travel")
+    with pytest.raises(DataError) as err:
+        task.examples("dev", "de")
+    assert str(err.value) == f"{tmp_path}/s/de[dev]: row 1: empty text in column 'text'; expected a non-empty string"
 
 
 def test_hf_config_checks() -> None:

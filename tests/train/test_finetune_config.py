@@ -11,7 +11,7 @@ from xlt.config import ConfigError, from_dict
 from xlt.engine import incompatible_changes
 from xlt.train.config import FinetuneConfig, load_finetune_config
 from xlt.train.data import train_dataset
-from xlt.train.trainer import resolve, results_rows
+from xlt.train.trainer import prepare, results_rows
 
 from .helpers import tiny_config
 
@@ -88,9 +88,9 @@ def test_resuming_may_change_length_not_content():
 
 
 def test_translate_train_adds_the_translations_of_the_same_sentences(data_dir):
-    resolved = resolve(load_finetune_config(SIB200, [f"data.data_dir={data_dir}", "data.max_examples=5",
+    prepared = prepare(load_finetune_config(SIB200, [f"data.data_dir={data_dir}", "data.max_examples=5",
                                                      "task.target_langs=[de, zh]", "data.setting=translate-train"]))
-    cfg, rows = resolved.config, resolved.train
+    cfg, rows = prepared.config, prepared.train
     assert cfg.data.train_rows == len(rows) == 15 and [r["lang"] for r in rows] == ["en"] * 5 + ["de"] * 5 + ["zh"] * 5
     label_of = {r["source_id"]: r["label"] for r in rows[:5]}
     assert all(label_of[r["source_id"]] == r["label"] for r in rows[5:])
@@ -98,13 +98,13 @@ def test_translate_train_adds_the_translations_of_the_same_sentences(data_dir):
 
 
 def test_augmented_views_are_made_once_from_the_train_split(data_dir, ray_cluster):
-    resolved = resolve(load_finetune_config(SIB200, [
+    prepared = prepare(load_finetune_config(SIB200, [
         f"data.data_dir={data_dir}", "data.max_examples=4", "task.target_langs=[de]",
         "data.setting=translate-train", "data.augment={t_f: 2, t_p: 1, t_c: 1, languages: [fr, zh], partial_languages: [fr],"
         " codeswitch_languages: [zh-Hant], seed: 3}"]))
-    cfg, rows = resolved.config, resolved.train
+    cfg, rows = prepared.config, prepared.train
     assert len(rows) == 8 and cfg.task.labels
-    ds = train_dataset(cfg.data, resolved.task, rows)
+    ds = train_dataset(cfg.data, prepared.task, rows)
     # Made once, here: what each epoch reads holds the views (no augmentation step left to run).
     assert "CrossLingualAugment" not in str(ds) and "MapBatches" not in str(ds), str(ds)
     out = ds.take_all()
@@ -129,15 +129,15 @@ def test_augmentation_languages_are_checked(data_dir):
         load_finetune_config(SIB200, ["data.augment={t_c: -1, languages: [de]}"])
     with pytest.raises(ConfigError, match="data.augment.source_lang"):
         load_finetune_config(SIB200, ["data.augment={languages: [de], source_lang: fr}"])
-    resolved = resolve(load_finetune_config(SIB200, [f"data.data_dir={data_dir}", "data.max_examples=2",
+    prepared = prepare(load_finetune_config(SIB200, [f"data.data_dir={data_dir}", "data.max_examples=2",
                                                      "data.augment={t_f: 0, t_p: 0, t_c: 1, languages: [sw]}"]))
     with pytest.raises(FileNotFoundError, match="en-sw.txt does not exist"):
-        train_dataset(resolved.config.data, resolved.task, resolved.train)
+        train_dataset(prepared.config.data, prepared.task, prepared.train)
 
 
 def test_missing_language_is_reported(data_dir):
     with pytest.raises(ConfigError, match="no data for ko under .* languages found: ar, de"):
-        resolve(load_finetune_config(SIB200, [f"data.data_dir={data_dir}", "task.target_langs=[ko]"]))
+        prepare(load_finetune_config(SIB200, [f"data.data_dir={data_dir}", "task.target_langs=[ko]"]))
 
 
 def test_results_rows_source_first_then_targets_then_summary():
@@ -197,8 +197,8 @@ def test_the_translator_of_full_views_is_chosen_in_config(data_dir):
     chosen = {}
     for translator in ("provided", "dictionary", "seq2seq"):
         extra = ["data.translator_model=Helsinki-NLP/opus-mt-en-{lang}"] if translator == "seq2seq" else []
-        resolved = resolve(load_finetune_config(SIB200, [*base, f"data.translator={translator}", *extra]))
-        chosen[translator] = augmentation_sources(resolved.config.data, resolved.task)["translator"]
+        prepared = prepare(load_finetune_config(SIB200, [*base, f"data.translator={translator}", *extra]))
+        chosen[translator] = augmentation_sources(prepared.config.data, prepared.task)["translator"]
     assert isinstance(chosen["provided"], ProvidedTranslations) and chosen["provided"].supports("en", "fr")
     assert isinstance(chosen["dictionary"], DictionaryTranslator) and chosen["dictionary"].supports("en", "de")
     seq2seq = chosen["seq2seq"]  # loads its models on first use only

@@ -63,7 +63,7 @@ logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class CotrainData:
+class Prepared:
     """Labelled rows (``xlt.tasks.row``), the unlabelled pool's size per language (its rows stay
     out of the driver: ``xlt.cotrain.pool``; at most ``pool_limit`` per language, 0 = all) and
     evaluation rows (``text``, ``text_pair``, ``label``, ``lang``). ``block_rows``: rows per block of
@@ -95,14 +95,14 @@ class CotrainData:
         return self.task.target_langs
 
 
-def load_data(cfg: CotrainConfig) -> CotrainData:
+def prepare(cfg: CotrainConfig) -> Prepared:
     """The task's rows (see ``PoolData``), read and checked on the driver before any work starts."""
     task = load_task(cfg.task, cfg.data.data_dir)
     n = cfg.data.max_examples
     labeled = task.rows("train", [task.source_lang], n)
     if cfg.data.labeled_fraction < 1.0:
         labeled = evenly_spaced(labeled, max(1, round(cfg.data.labeled_fraction * len(labeled))))
-    return CotrainData(task, labeled, count_pool(task, n), eval_rows(task, cfg.data.eval_split, n), n,
+    return Prepared(task, labeled, count_pool(task, n), eval_rows(task, cfg.data.eval_split, n), n,
                        cfg.inference.batch_size)
 
 
@@ -113,7 +113,7 @@ def receiver(mode: str, selector: str) -> str:
     return LEARNERS[1 - LEARNERS.index(selector)]
 
 
-def selections(state: LoopState, cfg: CotrainConfig, data: CotrainData, iteration: int) -> dict[str, Selection]:
+def selections(state: LoopState, cfg: CotrainConfig, data: Prepared, iteration: int) -> dict[str, Selection]:
     """Each learner's selection of ``iteration``: its policy and seed (seed, iteration, learner), over
     the rows it has not selected before (its pool U^k)."""
     size = cfg.selection.size or default_size(len(data.labeled))
@@ -145,7 +145,7 @@ def exchange(state: LoopState, chosen: dict[str, Selection], cfg: CotrainConfig,
     return stats
 
 
-def run_cotraining(cfg: CotrainConfig, *, data: CotrainData | None = None, stop_after: int | None = None,
+def run_cotraining(cfg: CotrainConfig, *, data: Prepared | None = None, stop_after: int | None = None,
                    on_iteration: Callable[[int, list[dict[str, Any]]], None] | None = None,
                    phases: Phases | None = None, tracker: Tracker | None = None) -> LoopState:
     """Run (or resume) ``cfg`` to the end, or until iteration ``stop_after`` is saved; returns the state.
@@ -153,7 +153,7 @@ def run_cotraining(cfg: CotrainConfig, *, data: CotrainData | None = None, stop_
     Needs a running Ray (``ray.init``). State, config, metrics and the learners' runs go to
     ``cfg.output.dir``. ``on_iteration(iteration, records)`` is called after each iteration is
     saved, with one metrics record per learner (e.g. to report to Ray Tune). ``data``:
-    ``load_data(cfg)``, when the caller already read it. ``phases``: where each fit,
+    ``prepare(cfg)``, when the caller already read it. ``phases``: where each fit,
     pseudo-labelling pass and exchange is timed (the job prints the table). ``tracker``: where
     each iteration's records (step = iteration, keys ``<learner>/...``) and each fit's epochs
     (``<learner>/epoch/...``, step = iteration × K + epoch) are logged.
@@ -161,7 +161,7 @@ def run_cotraining(cfg: CotrainConfig, *, data: CotrainData | None = None, stop_
     phases = Phases() if phases is None else phases
     out = cfg.output.dir
     check_resumable(cfg, RESUMABLE_CHANGES, out, instead="choose another output.dir, or resume it unchanged")
-    data = load_data(cfg) if data is None else data
+    data = prepare(cfg) if data is None else data
     state = LoopState.load(out) or LoopState.fresh(LEARNERS)
     with staged(out) as local:
         save_config(cfg, local / CONFIG_FILE)
@@ -216,7 +216,7 @@ def warn_if_short(cfg: CotrainConfig) -> None:
                        ", ".join(f"{have.get(k, 0.0):g} {k}" for k in short))
 
 
-def start_learner(cfg: CotrainConfig, data: CotrainData, name: str, tracker: Tracker | None) -> FitService:
+def start_learner(cfg: CotrainConfig, data: Prepared, name: str, tracker: Tracker | None) -> FitService:
     """Learner ``name``'s Ray Train run for the rest of the job; its epochs are tracked as
     ``<name>/epoch/...`` at step iteration × K + epoch."""
     epochs = cfg.learner(name).optim.epochs
@@ -225,7 +225,7 @@ def start_learner(cfg: CotrainConfig, data: CotrainData, name: str, tracker: Tra
                            cfg.output, callbacks)
 
 
-def fit_learners(cfg: CotrainConfig, data: CotrainData, state: LoopState, iteration: int,
+def fit_learners(cfg: CotrainConfig, data: Prepared, state: LoopState, iteration: int,
                  learners: dict[str, FitService], phases: Phases) -> dict[str, Fit]:
     """Both learners' fits of ``iteration``, side by side (one driver thread each: a fit blocks
     until its run has served it)."""
@@ -250,7 +250,7 @@ def _train_row(received: dict[str, Any]) -> dict[str, Any]:
     return {key: received.get(key) for key in ("id", "text", "text_pair", "label", "lang")}
 
 
-def predict(cfg: CotrainConfig, fits: dict[str, Fit], data: CotrainData,
+def predict(cfg: CotrainConfig, fits: dict[str, Fit], data: Prepared,
             chosen: dict[str, Selection]) -> dict[str, int]:
     """Pseudo-label the whole pool with both learners' weights (``fits[name].state``: an ObjectRef to
     its fit's weights) in one pass of the ``xlt.inference`` actor pool (or in this process:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from xlt.data.bucc import BuccCorpus, read_bucc
 from xlt.data.dictionary import BilingualDictionary, Lexicon, read_muse
 from xlt.data.errors import DataError
-from xlt.data.files import read_examples, read_parallel
-from xlt.data.hf import read_hf_dataset, read_hf_parallel
+from xlt.data.files import read_parallel
+from xlt.data.hf import read_hf_parallel
 from xlt.data.ntrex import ntrex_languages, read_ntrex
 from xlt.data.paths import resolve_data_dir
 from xlt.data.ray_data import to_ray_dataset
@@ -29,8 +29,6 @@ __all__ = [
     "ParallelPair",
     "as_rows",
     "read_bucc",
-    "read_examples",
-    "read_hf_dataset",
     "read_hf_parallel",
     "read_muse",
     "read_ntrex",

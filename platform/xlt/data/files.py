@@ -1,4 +1,4 @@
-"""Generic readers for user files: JSON Lines, CSV, TSV and Parquet -> records.
+"""User files: JSON Lines, CSV, TSV, Parquet and text -> rows, and files of translation pairs -> records.
 
 The format is chosen by suffix. Text formats are decoded line by line so that bad
 encoding, bad JSON and bad rows are reported as ``file:line``; Parquet has no lines, so
@@ -11,8 +11,9 @@ its rows are reported by 0-based index.
 - ``.parquet``: any table readable by pyarrow.
 - ``.txt``: one text per line, no header (the column is ``text``); a format for ``load_rows`` only.
 
-``load_rows`` is the one loader under the readers; a task (``xlt.tasks``) uses it directly to
-read files without a header line (``columns=``) or in a format that their suffix does not name.
+``load_rows`` is the one loader: a ``files`` task (``xlt.tasks.files``) reads its rows with it and
+validates them as examples (``xlt.data.rows.examples_from_rows``), also for files without a header
+line (``columns=``) or in a format that their suffix does not name; ``read_parallel`` reads pairs.
 """
 
 from __future__ import annotations
@@ -24,63 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from xlt.data.errors import DataError
-from xlt.data.records import Example, ParallelPair
-from xlt.data.rows import ExampleFields, Row, RowSource, check_columns, examples_from_rows, pairs_from_rows
+from xlt.data.records import ParallelPair
+from xlt.data.rows import Row, RowSource, check_columns, pairs_from_rows
 from xlt.data.textfile import read_lines
 from xlt.data.tsv import read_tsv
 
 FORMATS = (".jsonl", ".csv", ".tsv", ".parquet")
 Loaded = tuple[RowSource, "int | None", "list[str] | None", "list[tuple[int, Row]]"]
-
-
-def read_examples(
-    path: str | Path,
-    *,
-    text_field: str = "text",
-    label_field: str | None = "label",
-    lang_field: str = "lang",
-    id_field: str = "id",
-    text_pair_field: str | None = None,
-    source_id_field: str | None = None,
-    lang: str | None = None,
-    labels: Sequence[str] | None = None,
-) -> list[Example]:
-    """Read classification examples from a ``.jsonl``, ``.csv``, ``.tsv`` or ``.parquet`` file.
-
-    Args:
-        path: the file; its suffix selects the format.
-        text_field, text_pair_field: columns with the text (and optional second text).
-        label_field: column with the label (string or integer); ``None`` for unlabeled text.
-        lang_field: column with a language code per row; not read when ``lang`` is given.
-        id_field: column with a unique id; rows without one get ``<file stem>/<index>``.
-        source_id_field: optional column linking a row to the example it was derived from.
-        lang: one language code (any accepted form) for the whole file.
-        labels: the valid labels; a row with any other label raises ``DataError``.
-
-    Raises:
-        DataError: naming the file and line (or row) of a missing column, unknown label,
-            empty text, invalid UTF-8, invalid JSON or duplicate id.
-    """
-    fields = ExampleFields(
-        text=text_field,
-        label=label_field,
-        lang=lang_field,
-        id=id_field,
-        text_pair=text_pair_field,
-        source_id=source_id_field,
-    )
-    path = Path(path)
-    source, header_pos, columns, rows = load_rows(path)
-    if columns is not None:
-        check_columns(source, header_pos, columns, fields.required(per_row_lang=lang is None))
-    return examples_from_rows(
-        rows,
-        source,
-        fields,
-        lang=lang,
-        labels=list(labels) if labels is not None else None,
-        id_prefix=path.stem,
-    )
 
 
 def read_parallel(

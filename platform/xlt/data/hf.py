@@ -1,8 +1,9 @@
-"""Hugging Face ``datasets`` -> examples or parallel pairs: hub names, or a dataset saved with ``save_to_disk``.
+"""Hugging Face ``datasets`` -> rows or parallel pairs: hub names, or a dataset saved with ``save_to_disk``.
 
-Integer labels of a ``ClassLabel`` column become their names, so examples from the hub and
-from files share one label vocabulary. ``datasets`` is imported lazily: it is slow to import
-and only this reader needs it.
+``load_split`` reads one split; the ``hf`` task type (``xlt.tasks.hf``) turns its rows into examples,
+with ``class_label_rows`` making the integer labels of a ``ClassLabel`` column their names, so that
+examples from the hub and from files share one label vocabulary. ``datasets`` is imported lazily:
+it is slow to import and only this module needs it.
 """
 
 from __future__ import annotations
@@ -11,59 +12,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xlt.data.records import Example, ParallelPair
-from xlt.data.rows import ExampleFields, Row, RowSource, check_columns, examples_from_rows, pairs_from_rows
+from xlt.data.records import ParallelPair
+from xlt.data.rows import Row, RowSource, check_columns, pairs_from_rows
 
 if TYPE_CHECKING:
     import datasets
-
-
-def read_hf_dataset(
-    name_or_path: str | Path,
-    split: str | None = None,
-    *,
-    text_field: str = "text",
-    label_field: str | None = "label",
-    lang: str | None = None,
-    lang_field: str = "lang",
-    id_field: str = "id",
-    text_pair_field: str | None = None,
-    source_id_field: str | None = None,
-    config_name: str | None = None,
-    labels: Sequence[str] | None = None,
-) -> list[Example]:
-    """Read one split of a Hugging Face dataset as examples.
-
-    Args:
-        name_or_path: a hub name (``"Davlan/sib200"``; needs network or a warm cache) or a
-            local directory written by ``Dataset.save_to_disk`` / ``DatasetDict.save_to_disk``.
-        split: the split to read; required except for a saved single ``Dataset``, where it
-            may be omitted (or must match the split recorded in the dataset).
-        config_name: the hub configuration (e.g. a language such as ``"deu_Latn"``).
-        labels: valid labels; defaults to the names of a ``ClassLabel`` label column.
-        Other arguments: as in ``xlt.data.files.read_examples``.
-    """
-    fields = ExampleFields(
-        text=text_field,
-        label=label_field,
-        lang=lang_field,
-        id=id_field,
-        text_pair=text_pair_field,
-        source_id=source_id_field,
-    )
-    ds = load_split(name_or_path, split, config_name)
-    source = RowSource(f"{name_or_path}[{split}]" if split else str(name_or_path), unit="row")
-    check_columns(source, None, ds.column_names, fields.required(per_row_lang=lang is None))
-
-    class_names = class_names_of(ds, label_field)
-    if labels is None:
-        labels = class_names
-    optional = [c for c in (id_field, source_id_field) if c is not None and c in ds.column_names]
-    columns = list(dict.fromkeys(fields.required(per_row_lang=lang is None) + optional))
-    # with_format(None): plain Python values even if the dataset was saved with a torch/numpy format.
-    rows = class_label_rows(ds.select_columns(columns).with_format(None), label_field, class_names, source)
-    prefix = f"{Path(str(name_or_path)).name}/{split}" if split else Path(str(name_or_path)).name
-    return examples_from_rows(rows, source, fields, lang=lang, labels=labels, id_prefix=prefix)
 
 
 def read_hf_parallel(
@@ -84,8 +37,11 @@ def read_hf_parallel(
     Columns as ``xlt.data.files.read_parallel``; a field may name a key inside a dict column
     with a dot, as the hub's translation datasets store pairs (``{"translation": {"en": ...,
     "de": ...}}``: ``src_field="translation.en"``). Languages are fixed (``src_lang`` /
-    ``tgt_lang``) or read per row. ``name_or_path``, ``split``, ``config_name``: as
-    ``read_hf_dataset``.
+    ``tgt_lang``) or read per row.
+
+    ``name_or_path`` is a hub name (``"Helsinki-NLP/opus-100"``; needs network or a warm cache)
+    or a local directory written by ``save_to_disk``; ``split`` is required except for a saved
+    single ``Dataset`` (see ``load_split``); ``config_name`` is the hub configuration (``"de-en"``).
     """
     ds = load_split(name_or_path, split, config_name)
     source = RowSource(f"{name_or_path}[{split}]" if split else str(name_or_path), unit="row")
@@ -165,7 +121,7 @@ def class_label_rows(
                 raise source.error(
                     index,
                     f"label {value!r} in column {label_field!r} is not a class index 0..{len(class_names) - 1} "
-                    f"({', '.join(class_names)}); to read unlabeled text pass label_field=None",
+                    f"({', '.join(class_names)}); every row of a labelled split needs one (unlabelled text is read as the task's pool split)",
                 )
             row = {**row, label_field: class_names[value]}
         yield index, row

@@ -54,13 +54,16 @@ class ExampleFields:
 
 
 def check_columns(source: RowSource, pos: int | None, columns: Collection[str], required: Iterable[str]) -> None:
-    """Raise ``DataError`` at ``pos`` (e.g. the header line) naming the missing and the present columns."""
+    """Raise ``DataError`` at ``pos`` (e.g. the header line) naming the missing and the present columns.
+    Columns named ``__x__`` are the readers' own (the task layer's ids and links), not the data's:
+    they are not listed."""
     missing = [c for c in required if c not in columns]
     if missing:
+        present = [c for c in columns if not (c.startswith("__") and c.endswith("__"))]
         raise source.error(
             pos,
             f"missing column{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))}; "
-            f"columns present: {', '.join(map(repr, columns)) or 'none'}",
+            f"columns present: {', '.join(map(repr, present)) or 'none'}",
         )
 
 
@@ -89,7 +92,7 @@ class _Cells:
     def label(self, column: str, valid: Collection[str] | None) -> str:
         value = self.get(column)
         if value is None:
-            raise self.fail(f"no label in column {column!r}; to read unlabeled text pass label_field=None")
+            raise self.fail(f"no label in column {column!r}; every row of a labelled split needs one (unlabelled text is read as the task's pool split)")
         # bool is an int subclass; True as a label is almost surely a wrong column.
         if isinstance(value, bool) or not isinstance(value, (str, int)):
             raise self.fail(
@@ -97,7 +100,7 @@ class _Cells:
             )
         label = str(value)
         if not label.strip():
-            raise self.fail(f"empty label in column {column!r}; to read unlabeled text pass label_field=None")
+            raise self.fail(f"empty label in column {column!r}; every row of a labelled split needs one (unlabelled text is read as the task's pool split)")
         if valid is not None and label not in valid:
             raise self.fail(f"unknown label {label!r} in column {column!r}; valid labels: {', '.join(valid)}")
         return label

@@ -41,7 +41,7 @@ ANNOTATE_BATCH = 256  # pairs per annotation batch
 
 
 @dataclass(frozen=True)
-class PreparedData:
+class Prepared:
     """A resolved config, its Ray datasets and how the training pairs were mixed."""
 
     config: PretrainConfig
@@ -56,7 +56,7 @@ def english_stop_words() -> frozenset[str]:
     return frozenset(ENGLISH_STOP_WORDS)
 
 
-def prepare(cfg: PretrainConfig) -> PreparedData:
+def prepare(cfg: PretrainConfig) -> Prepared:
     """Read, mix and annotate the training pairs; resolve the config (see the module docstring).
 
     Needs Ray (the annotation runs as a Ray Data actor pool, or in this process: ``data.annotate_actors``).
@@ -93,14 +93,14 @@ def prepare(cfg: PretrainConfig) -> PreparedData:
     datasets = {"train": ds}
     if cfg.data.eval_langs:
         datasets[TATOEBA] = ray.data.from_items(tatoeba_rows(root, cfg.data.eval_langs, cfg.data.eval_max_pairs))
-    return PreparedData(cfg, datasets, mixture)
+    return Prepared(cfg, datasets, mixture)
 
 
-def build_trainer(cfg: PretrainConfig | PreparedData, callbacks: Sequence[Any] = ()) -> TorchTrainer:
+def build_trainer(cfg: PretrainConfig | Prepared, callbacks: Sequence[Any] = ()) -> TorchTrainer:
     """The ``TorchTrainer`` of ``cfg`` (prepared here unless already); a run directory that already
     holds checkpoints of the same config is resumed. ``callbacks``: Ray Train ``UserCallback``s
     (experiment tracking)."""
-    prepared = cfg if isinstance(cfg, PreparedData) else prepare(cfg)
+    prepared = cfg if isinstance(cfg, Prepared) else prepare(cfg)
     prepared.config.steps_per_epoch(prepared.config.scaling.num_workers)  # too few pairs fail here, not on workers
     return torch_trainer(PRETRAIN, prepared.config, prepared.datasets, resumable=RESUMABLE_CHANGES,
                          callbacks=callbacks)

@@ -7,7 +7,7 @@ The job builds it from YAML + ``--set`` overrides (``load_finetune_config``), pa
 config owns the truncation length, so there is exactly one such setting).
 
 ``task`` (``xlt.tasks.TaskConfig``) says what is learnt: the rows, their label set, the source
-and target languages. ``xlt.train.trainer.resolve`` fills, on the driver, what is not written by
+and target languages. ``xlt.train.trainer.prepare`` fills, on the driver, what is not written by
 hand: the task's target languages and labels (``xlt.tasks.load_task``) and ``data.train_rows``
 (the size of the train dataset, which fixes the length of the linear schedule). Workers cannot
 compute either without reading the data themselves, and the saved ``config.yaml`` then records

@@ -1,6 +1,6 @@
 """``FinetuneConfig`` -> ``TorchTrainer``; resuming; the per-language results of a finished run.
 
-``resolve(cfg)`` runs on the driver before Ray starts: it loads the task (``xlt.tasks``), fills the
+``prepare(cfg)`` runs on the driver before Ray starts: it loads the task (``xlt.tasks``), fills the
 resolved fields (target languages, labels, train size; see ``config``) and reads every row the
 run will use, so that bad input fails before any work. ``build_trainer(resolved)`` builds the Ray
 datasets (``train`` split across workers; ``val`` = every language's dev split and ``test`` =
@@ -34,8 +34,8 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class Resolved:
-    """A resolved config, its task and the rows it trains and evaluates on (see ``resolve``)."""
+class Prepared:
+    """A resolved config, its task and the rows it trains and evaluates on (see ``prepare``)."""
 
     config: FinetuneConfig
     task: Task
@@ -44,7 +44,7 @@ class Resolved:
     test: list[dict[str, Any]]
 
 
-def resolve(cfg: FinetuneConfig) -> Resolved:
+def prepare(cfg: FinetuneConfig) -> Prepared:
     """Load the task and every row of the run; fill the resolved fields (absolute storage path,
     target languages, labels, train size). Bad input fails here, naming file and line."""
     task = load_task(cfg.task, cfg.data.data_dir)
@@ -56,22 +56,22 @@ def resolve(cfg: FinetuneConfig) -> Resolved:
     resolved = dataclasses.replace(cfg, task=task.config, output=absolute_storage(cfg.output),
                                    data=dataclasses.replace(cfg.data, train_rows=len(train)))
     resolved.steps_per_epoch(cfg.scaling.num_workers)  # fails now, not on the workers, if there are too few rows
-    return Resolved(resolved, task, train, val, test)
+    return Prepared(resolved, task, train, val, test)
 
 
-def build_datasets(resolved: Resolved, train: ray.data.Dataset | None = None) -> dict[str, ray.data.Dataset]:
+def build_datasets(prepared: Prepared, train: ray.data.Dataset | None = None) -> dict[str, ray.data.Dataset]:
     """``train`` (the resolved rows, through the augmentation UDF if configured, or a ready
     dataset), ``val`` (dev) and ``test`` of the source and target languages."""
     import ray.data
 
     ray.data.DataContext.get_current().enable_progress_bars = False
-    cfg = resolved.config
-    return {"train": train if train is not None else train_dataset(cfg.data, resolved.task, resolved.train),
-            "val": ray.data.from_items(resolved.val),
-            **({"test": ray.data.from_items(resolved.test)} if cfg.eval_test else {})}
+    cfg = prepared.config
+    return {"train": train if train is not None else train_dataset(cfg.data, prepared.task, prepared.train),
+            "val": ray.data.from_items(prepared.val),
+            **({"test": ray.data.from_items(prepared.test)} if cfg.eval_test else {})}
 
 
-def build_trainer(cfg: FinetuneConfig | Resolved, train_dataset: ray.data.Dataset | None = None, *,
+def build_trainer(cfg: FinetuneConfig | Prepared, train_dataset: ray.data.Dataset | None = None, *,
                   callbacks: Sequence[Any] = ()) -> TorchTrainer:
     """The ``TorchTrainer`` of ``cfg`` (resolved here unless it already is); a run directory that
     already holds checkpoints is resumed.
@@ -80,15 +80,15 @@ def build_trainer(cfg: FinetuneConfig | Resolved, train_dataset: ray.data.Datase
     UDF: one row per original with ``views`` list columns); it is counted once for the schedule.
     ``callbacks``: Ray Train callbacks (a sweep trial passes Tune's ``TuneReportCallback``).
     """
-    resolved = cfg if isinstance(cfg, Resolved) else resolve(cfg)
+    prepared = cfg if isinstance(cfg, Prepared) else prepare(cfg)
     if train_dataset is None:  # the views are made below: refuse a changed run before, not after
-        check_resumable(resolved.config, RESUMABLE_CHANGES)
+        check_resumable(prepared.config, RESUMABLE_CHANGES)
     else:
-        config = resolved.config
+        config = prepared.config
         config = dataclasses.replace(config, data=dataclasses.replace(config.data, train_rows=train_dataset.count()))
         config.steps_per_epoch(config.scaling.num_workers)
-        resolved = dataclasses.replace(resolved, config=config)
-    return torch_trainer(FINETUNE, resolved.config, build_datasets(resolved, train_dataset),
+        prepared = dataclasses.replace(prepared, config=config)
+    return torch_trainer(FINETUNE, prepared.config, build_datasets(prepared, train_dataset),
                          resumable=RESUMABLE_CHANGES, callbacks=callbacks)
 
 

@@ -113,7 +113,7 @@ class FinetuneTraining(Training):
 def build_classifier(cfg: FinetuneConfig) -> Classifier:
     """Encoder + head over the task's labels (pairs if the task has them); word embeddings frozen if configured."""
     if not cfg.task.labels:
-        raise ValueError("cfg.task.labels is empty: resolve the config first (xlt.train.trainer.resolve)")
+        raise ValueError("cfg.task.labels is empty: resolve the config first (xlt.train.trainer.prepare)")
     encoder = load_encoder(cfg.model)
     if cfg.optim.freeze_word_embeddings:
         if not isinstance(encoder, TransformerEncoder):
