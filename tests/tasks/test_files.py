@@ -55,6 +55,15 @@ def dev_split(root: Path, fmt: str, data: bytes | list[dict[str, Any]]) -> tuple
     return load_task(cfg, root), path
 
 
+def dev_error(root: Path, fmt: str, data: bytes | list[dict[str, Any]],
+              error: type[Exception] = DataError) -> tuple[str, Path]:
+    """The message reading ``dev_split``'s file raises (an ``error``), and the file's path."""
+    task, path = dev_split(root, fmt, data)
+    with pytest.raises(error) as err:
+        task.examples("dev", "de")
+    return str(err.value), path
+
+
 # --- formats ---------------------------------------------------------------------------------------
 
 
@@ -514,41 +523,30 @@ def test_a_language_column_without_rows_of_a_target(tmp_path: Path) -> None:
 @pytest.mark.parametrize("fmt, line", [("jsonl", 1), ("csv", 1), ("tsv", 1), ("parquet", None)])
 def test_missing_column_in_each_format(tmp_path: Path, fmt: str, line: int | None) -> None:
     # A header (Parquet's schema) is checked once; a JSONL row, which has none, when it is read.
-    task, path = dev_split(tmp_path, fmt, [{"sentence": "x", "label": "sports", "lang": "de"}])
-    with pytest.raises(DataError) as err:
-        task.examples("dev", "de")
+    message, path = dev_error(tmp_path, fmt, [{"sentence": "x", "label": "sports", "lang": "de"}])
     where = f"{path}:{line}" if line else f"{path}"
-    assert str(err.value) == f"{where}: missing column 'text'; columns present: 'sentence', 'label', 'lang'"
+    assert message == f"{where}: missing column 'text'; columns present: 'sentence', 'label', 'lang'"
 
 
 def test_missing_language_column(tmp_path: Path) -> None:
-    task, path = dev_split(tmp_path, "csv", [{"text": "x", "label": "sports"}])
-    with pytest.raises(DataError) as err:
-        task.examples("dev", "de")
-    assert str(err.value) == f"{path}:1: missing column 'lang'; columns present: 'text', 'label'"
+    message, path = dev_error(tmp_path, "csv", [{"text": "x", "label": "sports"}])
+    assert message == f"{path}:1: missing column 'lang'; columns present: 'text', 'label'"
 
 
 def test_csv_multiline_field_keeps_line_numbers(tmp_path: Path) -> None:
-    task, path = dev_split(tmp_path, "csv", b'text,label,lang\n"zwei\nZeilen",sports,de\n,sports,de\n')
-    with pytest.raises(DataError) as err:
-        task.examples("dev", "de")
-    assert str(err.value) == f"{path}:4: empty text in column 'text'; expected a non-empty string"
+    message, path = dev_error(tmp_path, "csv", b'text,label,lang\n"zwei\nZeilen",sports,de\n,sports,de\n')
+    assert message == f"{path}:4: empty text in column 'text'; expected a non-empty string"
     # An error in a record that spans lines 2-3 is reported at its first line.
-    task, path = dev_split(tmp_path, "csv", b'text,label,lang\n"zwei\nZeilen",weather,de\n')
-    with pytest.raises(DataError) as err:
-        task.examples("dev", "de")
-    assert str(err.value) == (f"{path}:2: unknown label 'weather' in column 'label'; "
-                              "valid labels: sports, travel, politics")
+    message, path = dev_error(tmp_path, "csv", b'text,label,lang\n"zwei\nZeilen",weather,de\n')
+    assert message == f"{path}:2: unknown label 'weather' in column 'label'; valid labels: sports, travel, politics"
     task, _ = dev_split(tmp_path, "csv", b'text,label,lang\n"zwei\nZeilen",sports,de\n')
     assert [ex.text for ex in task.examples("dev", "de")] == ["zwei\nZeilen"]
 
 
 def test_blank_jsonl_lines_are_skipped(tmp_path: Path) -> None:
     row = b'{"text": "a", "label": "sports", "lang": "de"}\n\n{"text": "", "label": "sports", "lang": "de"}\n'
-    task, path = dev_split(tmp_path, "jsonl", row)
-    with pytest.raises(DataError) as err:
-        task.examples("dev", "de")
-    assert str(err.value) == f"{path}:3: empty text in column 'text'; expected a non-empty string"
+    message, path = dev_error(tmp_path, "jsonl", row)
+    assert message == f"{path}:3: empty text in column 'text'; expected a non-empty string"
 
 
 OK_JSON = b'{"text":"ok","label":"sports","lang":"de"}\n'
@@ -590,28 +588,19 @@ MALFORMED = {
 @pytest.mark.parametrize("case", list(MALFORMED))
 def test_malformed_names_file_and_line(tmp_path: Path, case: str) -> None:
     fmt, content, line, expected = MALFORMED[case]
-    task, path = dev_split(tmp_path, fmt, content)
-    with pytest.raises(DataError) as err:
-        task.examples("dev", "de")
-    message = str(err.value)
+    message, path = dev_error(tmp_path, fmt, content)
     assert message.startswith(f"{path}:{line}: " if line else f"{path}: "), message
     assert expected in message, message
 
 
 def test_parquet_errors_name_the_row(tmp_path: Path) -> None:
     rows = [{"text": "ok", "label": "sports", "lang": "de"}, {"text": "", "label": "sports", "lang": "de"}]
-    task, path = dev_split(tmp_path, "parquet", rows)
-    with pytest.raises(DataError) as err:
-        task.examples("dev", "de")
-    assert str(err.value) == f"{path}: row 1: empty text in column 'text'; expected a non-empty string"
-    task, path = dev_split(tmp_path, "parquet", b"not parquet")
-    with pytest.raises(DataError) as err:
-        task.examples("dev", "de")
-    assert str(err.value).startswith(f"{path}: not a readable Parquet file")
+    message, path = dev_error(tmp_path, "parquet", rows)
+    assert message == f"{path}: row 1: empty text in column 'text'; expected a non-empty string"
+    message, path = dev_error(tmp_path, "parquet", b"not parquet")
+    assert message.startswith(f"{path}: not a readable Parquet file")
 
 
 def test_unknown_suffix_lists_valid(tmp_path: Path) -> None:
-    task, path = dev_split(tmp_path, "xlsx", b"")
-    with pytest.raises(ValueError) as err:
-        task.examples("dev", "de")
-    assert str(err.value) == f"{path}: unsupported file type '.xlsx'; valid: .jsonl, .csv, .tsv, .parquet, .txt"
+    message, path = dev_error(tmp_path, "xlsx", b"", ValueError)
+    assert message == f"{path}: unsupported file type '.xlsx'; valid: .jsonl, .csv, .tsv, .parquet, .txt"
