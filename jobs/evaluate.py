@@ -21,7 +21,7 @@ from pathlib import Path
 
 from xlt.cli import epilogue, job_overrides, job_parser, run_job
 from xlt.config import load_config, save_config
-from xlt.eval.protocols import EvaluateConfig, run_evaluation
+from xlt.eval.protocols import PROTOCOLS, EvaluateConfig, run_evaluation
 from xlt.logs import configure_logging, quiet_libraries
 from xlt.report import command_line, markdown_table, write_results
 from xlt.tracking import Tracker
@@ -32,7 +32,7 @@ SMOKE_PRESET = Path(__file__).resolve().parents[1] / "configs" / "evaluate_smoke
 
 def main() -> None:
     parser = job_parser(__doc__)
-    parser.add_argument("--protocol", choices=["frozen-linear", "tatoeba", "mining", "bucc"])
+    parser.add_argument("--protocol", choices=list(PROTOCOLS))
     args = parser.parse_args()
     quiet_libraries()
     configure_logging(args.verbose)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 import numpy as np
 
@@ -254,27 +254,50 @@ def retrieval_languages(cfg: EvaluateConfig, root: Path) -> list[str]:
     return [lang for lang in wanted if lang != source]
 
 
-def run_evaluation(cfg: EvaluateConfig) -> dict[str, Any]:
-    """Evaluate every model of ``cfg`` with its protocol; rows carry the model source. The data is
-    read and checked before any model loads."""
-    if cfg.protocol == "frozen-linear":
-        assert cfg.task is not None
-        task = load_task(cfg.task, cfg.data.data_dir)
-        task.check({"train": [task.source_lang], "dev": [task.source_lang], "test": task.langs})
-        langs, name = list(task.langs), task.config.name
-        score = lambda encoder: frozen_linear_rows(encoder, task, cfg)  # noqa: E731
-    else:
+@dataclass(frozen=True)
+class Evaluator:
+    """A protocol with its data read and checked: the data's name, its languages, and how it scores
+    one encoder (rows of a table)."""
+
+    task: str
+    langs: list[str]
+    score: Callable[[TextEncoder], list[dict[str, Any]]]
+
+
+def _frozen_linear(cfg: EvaluateConfig) -> Evaluator:
+    assert cfg.task is not None  # EvaluateConfig checks it for this protocol
+    task = load_task(cfg.task, cfg.data.data_dir)
+    task.check({"train": [task.source_lang], "dev": [task.source_lang], "test": task.langs})
+    return Evaluator(task.config.name, list(task.langs), lambda encoder: frozen_linear_rows(encoder, task, cfg))
+
+
+def _retrieval(rows_of: Callable[[TextEncoder, Path, list[str], EvaluateConfig], list[dict[str, Any]]],
+               ) -> Callable[[EvaluateConfig], Evaluator]:
+    def prepare(cfg: EvaluateConfig) -> Evaluator:
         root = resolve_data_dir(cfg.data.data_dir)
-        if cfg.protocol == "bucc":
-            sample = bucc_sample(read_bucc(root, "zh", "en", "dev"), cfg.data.max_examples)
-            langs, name = ["zh"], "bucc2018"
-            score = lambda encoder: bucc_rows(encoder, sample, cfg)  # noqa: E731
-        else:
-            langs, name = retrieval_languages(cfg, root), "tatoeba"
-            rows_of = {"tatoeba": tatoeba_rows, "mining": mining_rows}[cfg.protocol]
-            score = lambda encoder: rows_of(encoder, root, langs, cfg)  # noqa: E731
+        langs = retrieval_languages(cfg, root)
+        return Evaluator("tatoeba", langs, lambda encoder: rows_of(encoder, root, langs, cfg))
+    return prepare
+
+
+def _bucc(cfg: EvaluateConfig) -> Evaluator:
+    sample = bucc_sample(read_bucc(resolve_data_dir(cfg.data.data_dir), "zh", "en", "dev"), cfg.data.max_examples)
+    return Evaluator("bucc2018", ["zh"], lambda encoder: bucc_rows(encoder, sample, cfg))
+
+
+# Every protocol by its ``protocol:`` name: reads and checks its data, then scores encoders.
+PROTOCOLS: dict[str, Callable[[EvaluateConfig], Evaluator]] = {
+    "frozen-linear": _frozen_linear, "tatoeba": _retrieval(tatoeba_rows), "mining": _retrieval(mining_rows),
+    "bucc": _bucc,
+}
+
+
+def run_evaluation(cfg: EvaluateConfig) -> dict[str, Any]:
+    """Evaluate every model of ``cfg`` with its protocol (``PROTOCOLS``); rows carry the model
+    source. The data is read and checked before any model loads."""
+    evaluator = PROTOCOLS[cfg.protocol](cfg)
     rows = []
     for model_cfg in cfg.models:
         encoder = load_encoder(model_cfg)
-        rows += [{"model": model_cfg.source, **row} for row in score(encoder)]
-    return {"protocol": cfg.protocol, "task": name, "languages": langs, "rows": rows}
+        rows += [{"model": model_cfg.source, **row} for row in evaluator.score(encoder)]
+    return {"protocol": cfg.protocol, "task": evaluator.task, "languages": evaluator.langs, "rows": rows}
