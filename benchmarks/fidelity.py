@@ -164,8 +164,7 @@ def cotrain(name: str, label: str, run_name: str, learner: str, preset: str, *ov
         state = run_cotraining(cfg)
         records = [h for h in state.history if h["learner"] == learner]
         split = cfg.data.metric_split
-        # The engine names the split a learner evaluates "val" (xlt.cotrain.learner).
-        test = read_predictions(last_fit_checkpoint(out, learner))["val"]
+        test = read_predictions(last_fit_checkpoint(out, learner))[split]  # the learner's evaluated split
         record = unit_record(test, cfg.task.source_lang, {
             "labeled": records[-1].get("train/rows"), "iterations": [
                 h[f"{split}/acc/{AVG_TARGET}"] for h in records]})

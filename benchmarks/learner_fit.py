@@ -86,7 +86,7 @@ def on_ray_train(name, learner, data, rows, evaluation, fits: int, storage: Outp
     """Wall seconds of each of ``fits`` fits served by one run; its start-up counts in the first,
     its end in the last."""
     times, start = [], time.perf_counter()
-    with learner_service(name, learner, data.task, len(rows), evaluation, storage) as service:
+    with learner_service(name, learner, data.task, len(rows), evaluation, "test", storage) as service:
         for index in range(fits):
             fit(service, name, learner, data.task, rows, index, storage, "test")
             times.append(time.perf_counter() - start)

@@ -22,6 +22,7 @@ from xlt.cotrain.learner import fit, learner_service
 from xlt.cotrain.state import LoopState
 from xlt.models.encoder import CachedEncoder, TextEncoder
 from xlt.storage import OutputSettings
+from xlt.train.workload import read_predictions
 
 SMOKE = REPO / "configs" / "cotrain_smoke.yaml"
 
@@ -140,7 +141,7 @@ def test_a_learners_run_serves_fits_that_evaluate_and_hand_on_their_weights(ray_
     evaluation = data.labeled + [r for r in data.evaluation_rows if r["lang"] != "en"]
     losses, fits = {}, {}
     output = OutputSettings(str(tmp_path), num_to_keep=1)  # as co-training's own output
-    with learner_service("lm", cfg.lm, data.task, len(data.labeled), evaluation, output) as service:
+    with learner_service("lm", cfg.lm, data.task, len(data.labeled), evaluation, "test", output) as service:
         for epochs in (1, 20):  # two fits served by one worker group
             learner = dataclasses.replace(cfg.lm, optim=dataclasses.replace(cfg.lm.optim, epochs=epochs, lr=1e-3))
             fits[epochs] = fit(service, "lm", learner, data.task, data.labeled, epochs, output, "test")
@@ -154,6 +155,7 @@ def test_a_learners_run_serves_fits_that_evaluate_and_hand_on_their_weights(ray_
     assert all(t.device.type == "cpu" for t in state.values()) and "head.weight" in state
     [kept] = (tmp_path / "learners" / "lm").glob("lm-iteration*")  # one checkpoint kept: the last fit's last epoch
     assert kept.name.startswith("lm-iteration20-epoch020-")
+    assert set(read_predictions(kept)) == {"test"}  # the split evaluated, by its own name
     with pytest.raises(ValueError, match="no labelled rows"):
         fit(service, "lm", cfg.lm, data.task, [], 21, output, "test")
 

@@ -52,10 +52,11 @@ class Fit:
 def learner_config(name: str, cfg: LearnerConfig, task: Task, output: OutputSettings, rows: int) -> FinetuneConfig:
     """The fine-tuning config named ``name`` (a learner's run, or one of its fits) on ``rows`` labelled rows,
     its run in ``<output.dir>/learners/<name>``, keeping ``output.num_to_keep`` checkpoints."""
+    # Evaluated after a fit's last epoch, on the one split the run is given (``learner_service``).
     return FinetuneConfig(task=task.config, model=cfg.model, objectives=cfg.objectives, optim=cfg.optim,
                           scaling=cfg.scaling, data=DataSettings(train_rows=rows),
                           output=OutputSettings(join(output.dir, LEARNERS_DIR, name), output.num_to_keep),
-                          eval_every_epoch=False, eval_test=False)
+                          eval_every_epoch=False, eval_test=True)
 
 
 def fit_name(name: str, iteration: int) -> str:
@@ -63,22 +64,22 @@ def fit_name(name: str, iteration: int) -> str:
 
 
 def learner_service(name: str, cfg: LearnerConfig, task: Task, labeled: int, evaluation: Sequence[Mapping[str, Any]],
-                    output: OutputSettings, callbacks: Sequence[Any] = ()) -> FitService:
+                    split: str, output: OutputSettings, callbacks: Sequence[Any] = ()) -> FitService:
     """Learner ``name``'s Ray Train run: ``evaluation`` rows (``text, text_pair, label, lang``) are
-    evaluated after each fit's last epoch; ``labeled``: the size of the original labelled set (the
-    run's config, which a rerun job must match); ``callbacks``: Ray Train ``UserCallback``s
-    (experiment tracking)."""
+    evaluated after each fit's last epoch as ``split`` (``val``: dev, or ``test``), so that its metrics,
+    predictions and tracked epochs carry the split's own name; ``labeled``: the size of the original
+    labelled set (the run's config, which a rerun job must match); ``callbacks``: Ray Train
+    ``UserCallback``s (experiment tracking)."""
     import ray.data
 
     config = learner_config(name, cfg, task, output, labeled)
-    return FitService(FINETUNE, config, {"val": ray.data.from_items([dict(r) for r in evaluation])}, callbacks)
+    return FitService(FINETUNE, config, {split: ray.data.from_items([dict(r) for r in evaluation])}, callbacks)
 
 
 def fit(service: FitService, name: str, cfg: LearnerConfig, task: Task, rows: Sequence[Mapping[str, Any]],
         iteration: int, output: OutputSettings, split: str) -> Fit:
-    """Learner ``name``'s fit of ``iteration`` on ``rows`` (``id, text, text_pair, label, lang``).
-    The engine names the split it evaluates ``val``; co-training evaluates its ``data.eval_split``
-    there, named ``split`` (``val`` or ``test``)."""
+    """Learner ``name``'s fit of ``iteration`` on ``rows`` (``id, text, text_pair, label, lang``),
+    evaluated on the service's ``split`` (``val`` or ``test``)."""
     import ray
 
     if not rows:
@@ -86,8 +87,7 @@ def fit(service: FitService, name: str, cfg: LearnerConfig, task: Task, rows: Se
     config = learner_config(fit_name(name, iteration), cfg, task, output, len(rows))
     config.steps_per_epoch(cfg.scaling.num_workers)  # too few rows for the workers fails here, not on them
     outcome = service.fit(iteration, config, [dict(r) for r in rows])
-    metrics = {(f"{split}/{key[len('val/'):]}" if key.startswith("val/") else key): value
-               for key, value in outcome.metrics.items()}
+    metrics = outcome.metrics
     with outcome.checkpoint.as_directory() as directory:
         state, from_source = read_model(directory)
     return Fit({"train/loss": metrics[TRAIN_LOSS], "train/rows": float(len(rows)),

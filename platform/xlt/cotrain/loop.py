@@ -222,7 +222,7 @@ def start_learner(cfg: CotrainConfig, data: Prepared, name: str, tracker: Tracke
     epochs = cfg.learner(name).optim.epochs
     callbacks = tracker.callbacks(f"{name}/epoch/", epochs) if tracker is not None else []
     return learner_service(name, cfg.learner(name), data.task, len(data.labeled), data.evaluation_rows,
-                           cfg.output, callbacks)
+                           cfg.data.metric_split, cfg.output, callbacks)
 
 
 def fit_learners(cfg: CotrainConfig, data: Prepared, state: LoopState, iteration: int,

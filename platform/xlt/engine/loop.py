@@ -276,3 +276,8 @@ def write_checkpoint(directory: Path, training: Training, cfg: Any, workload: Wo
 def eval_shard(name: str) -> Any:
     """An unsplit evaluation dataset of the running run (for ``Workload.evaluate``)."""
     return session.dataset_shard(name)
+
+
+def has_eval_shard(name: str) -> bool:
+    """Whether the running run was given the evaluation dataset ``name``."""
+    return session.has_dataset(name)

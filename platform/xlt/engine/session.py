@@ -150,6 +150,19 @@ def dataset_shard(name: str) -> Any:
     return ray.train.get_dataset_shard(name)
 
 
+def has_dataset(name: str) -> bool:
+    """Whether the running run was given a dataset ``name``."""
+    if in_process():
+        return name in _current.run.datasets
+    import ray.train
+
+    try:
+        ray.train.get_dataset_shard(name)
+    except KeyError:
+        return False
+    return True
+
+
 def latest_checkpoint() -> Checkpoint | None:
     """The checkpoint to resume from: the run's latest, or ``None`` for a fresh run."""
     if in_process():

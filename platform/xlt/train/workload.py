@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..engine import Workload, Training, accumulation_step, collect, eval_shard, start_training
+from ..engine import Workload, Training, accumulation_step, collect, eval_shard, has_eval_shard, start_training
 from ..engine import build_training as build_engine_training
 from ..engine.loop import Batcher
 from ..eval.classification import transfer_metrics
@@ -172,8 +172,9 @@ def read_predictions(checkpoint: str | Path) -> dict[str, dict[str, list]]:
 
 class Finetuning(Workload):
     """Fine-tuning on the engine: encoder + head, ``flatten_batch`` of each micro-batch of rows with
-    their views, ``compute_losses``; rank 0 evaluates every language's dev split (each epoch if
-    ``eval_every_epoch``, else after the last) and test split (after the last, if ``eval_test``).
+    their views, ``compute_losses``; rank 0 evaluates every language's dev split ``val`` (each epoch
+    if ``eval_every_epoch``, else after the last) and test split ``test`` (after the last, if
+    ``eval_test``), each when the run was given it (a co-training learner gets the one it reports).
     A frozen, parameter-free encoder (USE) is wrapped in ``CachedEncoder``: each text is embedded
     once per run, not once per epoch."""
 
@@ -203,7 +204,8 @@ class Finetuning(Workload):
     def evaluate(self, cfg: FinetuneConfig, training: FinetuneTraining, last: bool) -> dict[str, float]:
         metrics: dict[str, float] = {}
         training.predictions = {}
-        for split in (["val"] if cfg.eval_every_epoch or last else []) + (["test"] if last and cfg.eval_test else []):
+        splits = (["val"] if cfg.eval_every_epoch or last else []) + (["test"] if last and cfg.eval_test else [])
+        for split in filter(has_eval_shard, splits):
             rows = collect(eval_shard(split), cfg.optim.eval_batch_size, EVAL_COLUMNS)
             predicted = predict_rows(training.classifier, rows, cfg.optim.eval_batch_size,
                                      f"{cfg.output.name} evaluate {split}".strip())
