@@ -54,7 +54,7 @@ def test_smoke_writes_tables_plots_progress_and_tracking(data_dir, tmp_path, mlf
     assert "\nresume:  " in proc.stdout and "look:    MLflow: mlflow ui --backend-store-uri sqlite:///" in proc.stdout
     # Progress bars (rows, rate, ETA): the driver's pseudo-labelling, a learner's epochs and its evaluation
     # drawn from its Ray Train worker; Ray's own notices are off without --verbose.
-    for bar in ("pseudo-label", "lm-iteration0 epoch 1/1", "emb-iteration2 evaluate val"):
+    for bar in ("pseudo-label", "lm-iteration0 epoch 1/1", "emb-iteration2 evaluate test"):  # the split by its own name
         assert bar in proc.stderr, bar
     assert "row/s" in proc.stderr or "rows/s" in proc.stderr
     for noise in ("Started a local Ray instance", "Token authentication", "Failed to query Ray Train",
