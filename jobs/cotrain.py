@@ -52,7 +52,7 @@ def main() -> None:
         data = prepare(cfg)  # every row read and checked before Ray starts
     with phases("start Ray"):
         init_ray(args.address, args.verbose)
-    with Tracker("cotrain", Path(cfg.output.dir).name, cfg.output.dir, enabled=args.tracking) as tracker:
+    with Tracker("cotrain", cfg.output.name, cfg.output.dir, enabled=args.tracking) as tracker:
         tracker.params(cfg)
         state = run_cotraining(cfg, data=data, phases=phases, tracker=tracker)
         print_results(cfg, data, state, phases, tracker)

@@ -35,6 +35,7 @@ from ..config import check, from_dict
 from ..cotrain.config import CotrainConfig
 from ..train.config import FinetuneConfig
 from ..metrics import ACC, AVG_TARGET, TRAIN_EPOCH, metric_name
+from ..storage import join
 from . import tune_session
 from .overrides import trial_data
 from .space import Job, Param, active_values
@@ -83,7 +84,7 @@ def finetune_trial(config: dict[str, Any], setup: TrialSetup) -> None:
 
     quiet_libraries()
     data = setup.data(config)
-    data["output"] = {**data.get("output", {}), "dir": f"{setup.trial_directory()}/finetune"}
+    data["output"] = {**data.get("output", {}), "dir": join(setup.trial_directory(), "finetune")}
     data["eval_test"] = False
     cfg = from_dict(FinetuneConfig, data)
     build_trainer(cfg, callbacks=[TuneReportCallback() if cfg.scaling.num_workers else InProcessReports()]).fit()
@@ -124,7 +125,7 @@ def cotrain_trial(config: dict[str, Any], setup: TrialSetup) -> None:
 
     quiet_libraries()
     data = setup.data(config)
-    data["output"] = {**data.get("output", {}), "dir": f"{setup.trial_directory()}/cotrain"}
+    data["output"] = {**data.get("output", {}), "dir": join(setup.trial_directory(), "cotrain")}
     cfg = from_dict(CotrainConfig, data)
     reported: list[int] = []
 
