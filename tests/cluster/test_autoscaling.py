@@ -12,6 +12,8 @@ import time
 
 import pytest
 
+from xlt import placement
+
 from cluster.harness import autoscaling_config, ray_cluster_head
 from conftest import REPO
 
@@ -59,7 +61,7 @@ def test_a_cotraining_job_scales_the_cluster_up_from_zero_and_down_after(data_di
         assert most == 3, most  # one gpu_worker node per learner, one more for the actor
 
         history = json.loads((out / "results.json").read_text())["history"]
-        workers = {node for h in history for node in h["nodes"]["fit"]}
+        workers = {node for h in history for node in placement.nodes(h, "train")}
         assert len(workers) == 2 and head.node_ids().get("head") not in workers
 
         # Idle nodes go after the idle timeout (plus the autoscaler's update interval and node shutdown).

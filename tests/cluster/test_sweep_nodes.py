@@ -14,6 +14,9 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
+from xlt import placement
+
+TRAINED = placement.key("train")  # a trial's report: the node of its training worker (one rank)
 
 pytestmark = pytest.mark.cluster
 
@@ -59,14 +62,14 @@ def test_a_sweep_spreads_its_trials_and_survives_a_lost_node(head, data_dir, tmp
     while True:
         reports = registered_checkpoints(out)
         for trial, (_, metrics) in reports.items():
-            first_nodes.setdefault(trial, metrics["nodes"])
+            first_nodes.setdefault(trial, metrics[TRAINED])
         running = [trial for trial, (epoch, _) in reports.items() if epoch < EPOCHS - 1]
         if len(first_nodes) == 2 and running:
             break
         assert job.poll() is None and time.monotonic() < deadline, log.read_text()[-4000:]
         time.sleep(0.2)
     trial = min(running, key=lambda t: reports[t][0])
-    lost = reports[trial][1]["nodes"]
+    lost = reports[trial][1][TRAINED]
     next(node for node in workers if ids[node.name] == lost).kill()
     job.wait(timeout=600)
     logs = log.read_text()
@@ -80,4 +83,4 @@ def test_a_sweep_spreads_its_trials_and_survives_a_lost_node(head, data_dir, tmp
     assert all(t["result"]["train/epoch"] == EPOCHS for t in result["trials"])
     # The trial that lost its node finished on another, continuing from a checkpoint, not from scratch.
     (last,) = [t["result"] for t in result["trials"] if t["trial_id"] == trial]
-    assert last["nodes"] != lost and last["train/resumed_from_step"] > 0, last
+    assert last[TRAINED] != lost and last["train/resumed_from_step"] > 0, last

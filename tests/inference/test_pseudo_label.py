@@ -109,7 +109,7 @@ def test_several_classifiers_in_one_pass_each_equal_their_own_udf(path_spec: Cla
     batch = batch_of(TEXTS)
     out = PseudoLabelUDF({"lm": path_spec, "emb": other}, encode_batch_size=4)(batch)
     assert out.column_names == [*batch.column_names, *(prediction_column(c, name) for name in ("lm", "emb")
-                                                       for c in ("pseudo_label", "confidence", "probabilities")), "node"]
+                                                       for c in ("pseudo_label", "confidence", "probabilities")), "worker", "node"]
     for name, spec in (("lm", path_spec), ("emb", other)):
         alone = PseudoLabelUDF(spec, encode_batch_size=4)(batch)
         for column in ("pseudo_label", "confidence", "probabilities"):

@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import placement
 from ..engine import FitService
 from ..metrics import TRAIN_LOSS
 from ..engine.checkpoints import read_model
@@ -39,13 +40,12 @@ LEARNERS_DIR = "learners"
 
 @dataclass(frozen=True)
 class Fit:
-    """What one fit hands on: its metrics (``train/loss`` of the last epoch, ``train/rows``, and
-    ``<split>/acc|f1/<lang>`` etc. on the evaluation rows), its weights, and the Ray node of each
-    of its workers."""
+    """What one fit hands on: its metrics (``train/loss`` of the last epoch, ``train/rows``,
+    ``<split>/acc|f1/<lang>`` etc. on the evaluation rows, and where its workers trained,
+    ``placement/train``) and its weights."""
 
-    metrics: dict[str, float]
+    metrics: dict[str, Any]
     state: Any  # an ObjectRef to the classifier's state dict (xlt.inference.ClassifierSpec.state)
-    nodes: list[str]
     from_source: tuple[str, ...] = ()  # the frozen weights ``state`` leaves out (ClassifierSpec.from_source)
 
 
@@ -90,6 +90,6 @@ def fit(service: FitService, name: str, cfg: LearnerConfig, task: Task, rows: Se
     metrics = outcome.metrics
     with outcome.checkpoint.as_directory() as directory:
         state, from_source = read_model(directory)
-    return Fit({"train/loss": metrics[TRAIN_LOSS], "train/rows": float(len(rows)),
-                **{k: v for k, v in metrics.items() if k.startswith(f"{split}/")}}, ray.put(state), outcome.nodes,
-               from_source)
+    where = placement.key("train")
+    return Fit({"train/loss": metrics[TRAIN_LOSS], "train/rows": float(len(rows)), where: metrics[where],
+                **{k: v for k, v in metrics.items() if k.startswith(f"{split}/")}}, ray.put(state), from_source)

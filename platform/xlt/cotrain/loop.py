@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import placement
 from ..config import save_config
 from ..data.records import evenly_spaced
 from ..engine import FitService, check_resumable
@@ -175,16 +176,16 @@ def run_cotraining(cfg: CotrainConfig, *, data: Prepared | None = None, stop_aft
         learners = {name: services.enter_context(start_learner(cfg, data, name, tracker)) for name in LEARNERS}
         for iteration in range(state.iteration, cfg.iterations + 1):
             fits = fit_learners(cfg, data, state, iteration, learners, phases)
-            records = {name: {"iteration": iteration, "learner": name, "mode": cfg.mode, **fits[name].metrics,
-                              "nodes": {"fit": fits[name].nodes}} for name in LEARNERS}
+            records = {name: {"iteration": iteration, "learner": name, "mode": cfg.mode, **fits[name].metrics}
+                       for name in LEARNERS}
             if iteration < cfg.iterations:
                 chosen = selections(state, cfg, data, iteration)
                 with phases("pseudo-label and select", iteration=iteration):
-                    nodes = predict(cfg, fits, data, chosen)
+                    labellers = predict(cfg, fits, data, chosen)
                 with phases("exchange", iteration=iteration):
                     for name, stats in exchange(state, chosen, cfg, iteration).items():
                         records[name].update(stats)
-                        records[name]["nodes"]["pseudo-label"] = nodes
+                        records[name][placement.key("pseudo-label")] = placement.as_text(labellers)
             state.history.extend(records[name] for name in LEARNERS)
             state.iteration = iteration + 1
             state.save(out)
@@ -251,11 +252,11 @@ def _train_row(received: dict[str, Any]) -> dict[str, Any]:
 
 
 def predict(cfg: CotrainConfig, fits: dict[str, Fit], data: Prepared,
-            chosen: dict[str, Selection]) -> dict[str, int]:
+            chosen: dict[str, Selection]) -> list[str | None]:
     """Pseudo-label the whole pool with both learners' weights (``fits[name].state``: an ObjectRef to
     its fit's weights) in one pass of the ``xlt.inference`` actor pool (or in this process:
     ``inference.num_actors: 0``), feeding each learner's selection as batches arrive; returns the
-    rows each Ray node predicted."""
+    node of each worker that predicted rows (``xlt.placement``)."""
     import ray
 
     from ..inference import ClassifierSpec, pseudo_label, pseudo_label_here
@@ -284,4 +285,4 @@ def predict(cfg: CotrainConfig, fits: dict[str, Fit], data: Prepared,
     seen = stream_selections(batches, chosen, partners=partners, done=bar.update)
     bar.close()
     seen.check(data.stored_pool)
-    return dict(seen.nodes)
+    return seen.placement()

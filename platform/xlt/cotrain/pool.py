@@ -17,7 +17,6 @@ sum of keyed 64-bit hashes of their ids, must equal the stored pool's.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -72,11 +71,17 @@ class StoredPool:
 
 @dataclass
 class Pass:
-    """What a pseudo-labelling pass saw: rows, their ``fingerprint``, rows per Ray node."""
+    """What a pseudo-labelling pass saw: rows, their ``fingerprint``, and the workers (actor, node)
+    that predicted them, in the order their first rows came (an actor that Ray restarted on another
+    node is a worker there too)."""
 
     rows: int = 0
     fingerprint: int = 0
-    nodes: Counter = field(default_factory=Counter)
+    workers: dict[tuple[str | None, str | None], None] = field(default_factory=dict)  # an ordered set
+
+    def placement(self) -> list[str | None]:
+        """The node of each worker (``xlt.placement``)."""
+        return [node for _, node in self.workers]
 
     def check(self, pool: StoredPool) -> None:
         if (self.rows, self.fingerprint) != (pool.rows, pool.fingerprint):
@@ -123,7 +128,7 @@ def put_pool(task: Task, limit: int, block_rows: int) -> StoredPool:
 def stream_selections(batches: Any, selections: Mapping[str, Selection], *, partners: Mapping[str, str] | None = None,
                       done: Callable[[int], Any] = lambda n: None) -> Pass:
     """Feed every pseudo-labelled batch (``pyarrow.Table`` with ``POOL_COLUMNS``, each learner's
-    ``<name>_pseudo_label`` and ``<name>_confidence``, and ``node``) to each learner's selection;
+    ``<name>_pseudo_label`` and ``<name>_confidence``, ``worker`` and ``node``) to each learner's selection;
     ``partners[name]``: whose labels its agreement compares with; ``done(n)`` after each batch of
     n rows. Returns what the pass saw (``Pass``), for ``Pass.check``.
 
@@ -139,7 +144,7 @@ def stream_selections(batches: Any, selections: Mapping[str, Selection], *, part
             confidence = batch.column(prediction_column("confidence", name)).to_numpy(zero_copy_only=False)
             partner = labels[partners[name]] if partners and name in partners else None
             selection.offer(rows, labels[name], np.asarray(confidence), partner)
-        seen.nodes.update(batch.column("node").to_pylist())
+        seen.workers.update(dict.fromkeys(zip(batch.column("worker").to_pylist(), batch.column("node").to_pylist())))
         seen.rows += batch.num_rows
         seen.fingerprint = (seen.fingerprint + fingerprint(rows["id"])) % 2**64
         done(batch.num_rows)

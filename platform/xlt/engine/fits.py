@@ -77,7 +77,6 @@ class FitRequests:
     def __init__(self) -> None:
         self._pending: FitRequest | None = None
         self._finished: dict[int, str] = {}
-        self._nodes: dict[int, dict[int, str]] = {}
         self._closed = False
         self._changed = asyncio.Condition()
 
@@ -92,15 +91,6 @@ class FitRequests:
             await self._changed.wait_for(
                 lambda: self._closed or (self._pending is not None and self._pending.index > after))
             return None if self._closed else self._pending
-
-    async def placed(self, index: int, rank: int, node: str) -> None:
-        """Worker ``rank`` trains fit ``index`` on Ray node ``node``."""
-        self._nodes.setdefault(index, {})[rank] = node
-
-    async def nodes(self, index: int) -> list[str]:
-        """The node of each rank that trained fit ``index``, by rank (the last placement of a
-        restarted worker counts)."""
-        return [node for _, node in sorted(self._nodes.get(index, {}).items())]
 
     async def finish(self, index: int, checkpoint: str) -> None:
         async with self._changed:
@@ -166,7 +156,6 @@ def serve_fits(config: dict[str, Any], workload: Workload, requests: Any) -> Non
     after = -1
     while (request := ray.get(requests.next.remote(after))) is not None:
         cfg = from_dict(workload.config_class, request.config)
-        ray.get(requests.placed.remote(request.index, rank, this_node()))
         with session.exclusive(cfg.scaling.torch_threads):
             training = start_training(workload, cfg, cfg.steps_per_epoch(world), prepare)
             state = _state_of(restored, cfg, workload.config_class)
@@ -198,12 +187,11 @@ def _state_of(checkpoint: Checkpoint | None, cfg: Any, config_class: type) -> ch
 
 @dataclass(frozen=True)
 class FitOutcome:
-    """A served fit: the metrics of its last report, its last checkpoint, and the Ray node of each
-    worker rank that trained it."""
+    """A served fit: the metrics of its last report (with the fit's ``placement/train``) and its last
+    checkpoint."""
 
-    metrics: dict[str, float]
+    metrics: dict[str, Any]
     checkpoint: Checkpoint
-    nodes: list[str]
 
 
 class FitService:
@@ -238,7 +226,7 @@ class FitService:
         checkpoint = Checkpoint(f"{self.run_dir}/{name}")
         with checkpoint.as_directory() as directory:
             metrics = checkpoints.read_metrics(directory)
-        return FitOutcome(metrics, checkpoint, ray.get(self.requests.nodes.remote(index)))
+        return FitOutcome(metrics, checkpoint)
 
     def close(self, wait: bool = True) -> None:
         """End the run: its workers leave once their current fit is done. ``wait``: until the run

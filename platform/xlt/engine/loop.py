@@ -36,9 +36,9 @@ from ..config import from_dict
 from ..progress import progress
 from . import checkpoints, session
 from ..metrics import TRAIN_EPOCH, TRAIN_GLOBAL_STEP, TRAIN_LOSS, TRAIN_SAMPLES_PER_S
-from .training import (NODES, EpochStats,
-                       Training, accumulation_step, all_reduce_sums, epoch_metrics, epoch_seed, grouped,
-                       worker_nodes)
+from .. import placement
+from .training import (EpochStats, Training, accumulation_step, all_reduce_sums, epoch_metrics, epoch_seed,
+                       grouped)
 
 logger = logging.getLogger(__name__)
 
@@ -231,11 +231,7 @@ def train_loop_per_worker(config: dict[str, Any], workload: Workload) -> None:
                 local_shuffle_buffer_size=cfg.optim.shuffle_buffer or None, local_shuffle_seed=seed),
                 workload, training, cfg, seed)
 
-        # Every report names the node of each rank (``nodes``, comma-separated: a string, which Tune's
-        # loggers pass over, where a list would be taken for a histogram): where a run's workers were,
-        # also after a restart on other nodes (``docs/cluster.md``).
-        train_epochs(training, workload, cfg, batches, rank=rank, world=world, resumed_from=resumed_from,
-                     extra={NODES: ",".join(str(node) for node in worker_nodes())})
+        train_epochs(training, workload, cfg, batches, rank=rank, world=world, resumed_from=resumed_from)
 
 
 def train_epochs(training: Training, workload: Workload, cfg: Any, batches: Callable[[int], Iterable[Any]], *,
@@ -246,6 +242,9 @@ def train_epochs(training: Training, workload: Workload, cfg: Any, batches: Call
     ``extra`` metrics go into every report and ``prefix`` before every checkpoint's name. Returns
     the name of the last checkpoint written (rank 0; ``None`` elsewhere or if no epoch was left)."""
     steps_per_epoch = cfg.steps_per_epoch(world)
+    # Every report names the node of each rank: where the workers trained, also after a restart on
+    # other nodes (``xlt.placement``).
+    extra = {**(extra or {}), placement.key("train"): placement.as_text(placement.worker_nodes())}
     name = None
     for epoch in range(training.epoch, cfg.optim.epochs):
         seed = epoch_seed(cfg.optim.seed, epoch, rank)
@@ -253,7 +252,7 @@ def train_epochs(training: Training, workload: Workload, cfg: Any, batches: Call
         stats, seconds = run_epoch(training, workload, batches(seed), cfg, epoch=epoch, rank=rank, log=rank == 0,
                                    steps_per_epoch=steps_per_epoch)
         training.epoch = epoch + 1
-        metrics = {**epoch_metrics(all_reduce_sums(stats), seconds, training, resumed_from, world), **(extra or {})}
+        metrics = {**epoch_metrics(all_reduce_sums(stats), seconds, training, resumed_from, world), **extra}
         if rank == 0:
             metrics.update(workload.evaluate(cfg, training, last=training.epoch == cfg.optim.epochs))
             # Through logging, not print: Ray Train V2 routes a worker's root logger to the driver's

@@ -38,8 +38,6 @@ from .settings import OptimSettings
 if TYPE_CHECKING:
     from .checkpoints import TrainState
 
-NODES = "nodes"  # in a run's reports: the Ray node of each worker, by rank (not a metric: no train/ prefix)
-
 # A step's loss: the total (to back-propagate) and its named, unweighted parts.
 LossFn = Callable[[nn.Module, Any], tuple[torch.Tensor, Mapping[str, torch.Tensor]]]
 
@@ -177,20 +175,6 @@ def all_reduce_sums(stats: EpochStats) -> EpochStats:
                           dtype=torch.float64)
     dist.all_reduce(values)
     return EpochStats(dict(zip(keys, values[:-3].tolist())), int(values[-3]), int(values[-2]), float(values[-1]))
-
-
-def worker_nodes() -> list[str | None]:
-    """The Ray node of every worker, by rank: one all-gather (this worker's alone without a process
-    group). A collective: every rank calls it."""
-    import torch.distributed as dist
-
-    from ..placement import this_node
-
-    if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
-        return [this_node()]
-    nodes: list[str | None] = [None] * dist.get_world_size()
-    dist.all_gather_object(nodes, this_node())
-    return nodes
 
 
 def epoch_metrics(stats: EpochStats, seconds: float, training: Training, resumed_from: int,

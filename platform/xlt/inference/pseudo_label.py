@@ -32,7 +32,7 @@ import numpy as np
 from ..config import check
 from ..data.ray_data import map_with_udf
 from ..hardware import PRECISIONS, autocast, resolve_precision
-from ..placement import this_node
+from ..placement import this_node, this_worker
 from .spec import ClassifierSpec, build_classifier
 
 if TYPE_CHECKING:
@@ -43,11 +43,13 @@ if TYPE_CHECKING:
 #   pseudo_label   string          the predicted label name (y_u)
 #   confidence     float32         its probability, max_k p_k (c_u)
 #   probabilities  list<float32>   p_k for every label, in ``ClassifierSpec.labels`` order
-#   node           dictionary<string>  the Ray node of the actor that predicted the row (null outside Ray)
+#   worker         dictionary<string>  the Ray actor that predicted the row (null in a driver or outside Ray)
+#   node           dictionary<string>  its Ray node (null outside Ray): with ``worker``, the pass's placement
 # With several classifiers (a mapping name -> spec) the first three come once per classifier,
-# named ``<name>_pseudo_label`` etc. (``prediction_column``); ``node`` once.
+# named ``<name>_pseudo_label`` etc. (``prediction_column``); ``worker`` and ``node`` once.
 PREDICTION_COLUMNS: tuple[str, ...] = ("pseudo_label", "confidence", "probabilities")
-OUTPUT_COLUMNS: tuple[str, ...] = (*PREDICTION_COLUMNS, "node")
+PLACEMENT_COLUMNS: tuple[str, ...] = ("worker", "node")
+OUTPUT_COLUMNS: tuple[str, ...] = (*PREDICTION_COLUMNS, *PLACEMENT_COLUMNS)
 
 
 def prediction_column(column: str, name: str | None = None) -> str:
@@ -98,7 +100,7 @@ class PseudoLabelUDF:
         self.device, self.precision = device, resolve_precision(precision, device)
         self.encode_batch_size, self.sort_by_length, self.text_column = encode_batch_size, sort_by_length, text_column
         self.pair_column = pair_column if next(iter(specs.values())).paired else None
-        self.node = this_node()
+        self.placement = {"worker": this_worker(), "node": this_node()}
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         import pyarrow as pa
@@ -133,7 +135,8 @@ class PseudoLabelUDF:
                     pa.array(np.arange(0, n * c + 1, c, dtype=np.int32)),
                     pa.array(probabilities.reshape(-1), type=pa.float32())),
             }
-        added["node"] = pa.array([self.node] * batch.num_rows, type=pa.string()).dictionary_encode()
+        for name, value in self.placement.items():
+            added[name] = pa.array([value] * batch.num_rows, type=pa.string()).dictionary_encode()
         for name, values in added.items():
             if name in batch.column_names:
                 batch = batch.set_column(batch.column_names.index(name), name, values)

@@ -12,19 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..placement import this_node
-
-
-# The Ray node of the trial's process, in every result: Tune's own ``node_ip`` cannot tell apart
-# nodes that share a host (a cluster tested on one machine, several containers per host).
-NODE = "node"
+from .. import placement
 
 
 def report(metrics: Mapping[str, float | int | str]) -> None:
-    """One result of the running trial (``ray.tune.report``), with the trial's ``node``."""
+    """One result of the running trial (``ray.tune.report``), with the node of the trial's process
+    (``placement/trial``: Tune's own ``node_ip`` cannot tell apart nodes that share a host, as a
+    cluster tested on one machine does)."""
     from ray import tune
 
-    tune.report({**metrics, NODE: this_node()})
+    tune.report({**metrics, placement.key("trial"): placement.as_text([placement.this_node()])})
 
 
 def trial_id() -> str:
