@@ -8,7 +8,14 @@ import pytest
 
 from xlt.engine import OptimSettings
 from xlt.engine.loop import epoch_batches
-from xlt.engine.fits import row_batches
+
+
+def row_batches(rows, size, seed):
+    """``rows`` permuted with ``seed``, in batches of columns (as Ray Data's numpy batches)."""
+    order = np.random.default_rng(seed).permutation(len(rows))
+    for start in range(0, len(rows), size):
+        chunk = [rows[i] for i in order[start:start + size]]
+        yield {key: np.array([row[key] for row in chunk], dtype=object) for key in chunk[0]}
 
 
 class ByLength:

@@ -1,7 +1,7 @@
 """A run serving many fits (``xlt.engine.fits``) against the bare PyTorch loop of ``test_loop``: every fit
 ends with the weights a fresh training on its rows would have, also when its worker is killed
-mid-fit or the driver starts a new service on the same run directory; the mailbox's protocol
-and the batching of a fit's rows without Ray."""
+mid-fit or the driver starts a new service on the same run directory; a fit is fed as a run is;
+the mailbox's protocol and the split of a fit's rows without Ray."""
 
 # No `from __future__ import annotations`: Ray ships this module by value (see test_loop).
 
@@ -14,10 +14,10 @@ import sys
 import pytest
 import torch
 
-from engine.test_loop import Regression, ToyConfig, bare_loop, toy_rows, wait_for_snapshot
-from xlt.engine import FitService, ScalingSettings, read_state
+from engine.test_loop import ROWS, Regression, ToyConfig, bare_loop, toy_rows, wait_for_snapshot
+from xlt.engine import FitService, ScalingSettings, read_state, torch_trainer
 from xlt.storage import OutputSettings
-from xlt.engine.fits import FitRequest, FitRequests, row_batches, shard
+from xlt.engine.fits import FitRequest, FitRequests, shard
 
 
 def fit_config(cfg: ToyConfig, name: str, epochs: int) -> ToyConfig:
@@ -126,19 +126,26 @@ def test_the_mailbox_hands_each_worker_the_pending_fit_once():
     asyncio.run(scenario())
 
 
-def test_a_fits_rows_are_split_evenly_and_permuted_by_seed():
+def test_a_fits_rows_are_split_evenly():
     rows = [{"text": f"t{i}", "label": str(i % 2)} for i in range(10)]
     assert [len(shard(rows, rank, 3)) for rank in range(3)] == [3, 3, 3]  # rows // workers each, as Ray Data
     assert shard(rows, 1, 3) == rows[3:6]
-    in_order = list(row_batches(rows, 4, None))
-    assert [list(b["text"]) for b in in_order] == [["t0", "t1", "t2", "t3"], ["t4", "t5", "t6", "t7"], ["t8", "t9"]]
-    seeded = [t for b in row_batches(rows, 4, 7) for t in b["text"]]
-    assert sorted(seeded) == sorted(r["text"] for r in rows) and seeded != [r["text"] for r in rows]
-    assert seeded == [t for b in row_batches(rows, 4, 7) for t in b["text"]]
-    assert in_order[0]["label"].dtype == object and isinstance(in_order[0]["label"][0], str)
 
 
-def test_rows_with_different_keys_batch_as_ray_data_would():
-    rows = [{"text": "a", "source_id": "s1"}, {"text": "b"}]
-    [batch] = row_batches(rows, 4, None)
-    assert list(batch["text"]) == ["a", "b"] and list(batch["source_id"]) == ["s1", None]
+def test_a_served_fit_is_fed_as_a_run_of_its_config(ray_cluster, tmp_path):
+    """One feed (``loop.fit_batches``): with a shuffle buffer, a served fit ends with the weights of
+    a run of the same config on the same rows, and a shuffled fit differs from one in data order."""
+    import ray.data
+
+    cfg = ToyConfig(scaling=ScalingSettings(num_workers=0), output=OutputSettings(str(tmp_path / "served")))
+    shuffled = fit_config(dataclasses.replace(cfg, optim=dataclasses.replace(cfg.optim, shuffle_buffer=ROWS // 2)),
+                          "fit0", 2)
+    rows = toy_rows()
+    with service(Regression(), cfg) as served:
+        fit = read_state(served.fit(0, shuffled, rows).checkpoint.path, ToyConfig).model
+        in_order = read_state(served.fit(1, fit_config(cfg, "fit1", 2), rows).checkpoint.path, ToyConfig).model
+    ran = torch_trainer(Regression(), dataclasses.replace(shuffled, output=OutputSettings(str(tmp_path / "run"))),
+                        {"train": ray.data.from_items(rows)}).fit()
+    run = read_state(ran.checkpoint.path, ToyConfig).model
+    assert all(torch.equal(fit[name], run[name]) for name in run)
+    assert not torch.allclose(fit["weight"], in_order["weight"])

@@ -13,8 +13,9 @@ each time: 35–40 s of fixed cost per fit on two cores (``benchmarks/learner_fi
     driver      FitOutcome: metrics and weights read from that checkpoint
 
 A fit's rows are split as Ray Data splits a run's train set (equal shards of ``rows // workers``
-rows, in data order) and shuffled per epoch with ``epoch_seed``: a permutation of the whole shard
-where Ray Data would shuffle within a buffer of ``optim.shuffle_buffer`` rows (0: data order).
+rows, in data order) and fed as a run's shard is (``loop.fit_batches``): each worker's share
+becomes a Ray dataset, shuffled per epoch with ``epoch_seed`` within a buffer of
+``optim.shuffle_buffer`` rows (0: data order), so a config shuffles alike served or run.
 
 Resuming: every checkpoint carries its fit's config. A worker group that starts (the first time,
 after a worker failure under ``FailureConfig``, or in a rerun job on the same run directory, where
@@ -36,19 +37,17 @@ import asyncio
 import dataclasses
 import functools
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from ..config import from_dict
 from ..metrics import TRAIN_FIT
 from ..placement import this_node
 from . import checkpoints, session
-from .loop import Workload, epoch_batches, start_training, train_epochs, worker_setup
+from .loop import Workload, start_training, train_epochs, worker_setup
 from .runs import run_dir, torch_trainer
 from .settings import changed_keys
 
@@ -120,37 +119,12 @@ def shard(rows: Sequence[Any], rank: int, world: int) -> Sequence[Any]:
     return rows[rank * n:(rank + 1) * n]
 
 
-def row_batches(rows: Sequence[Mapping[str, Any]], batch_size: int, seed: int | None) -> Iterator[dict[str, np.ndarray]]:
-    """``rows`` in batches of columns (as Ray Data's numpy batches), permuted with ``seed`` (``None``:
-    in order). The columns are every key of any row; a row without one holds ``None`` there, as in
-    ``ray.data.from_items`` (co-training's labelled rows carry task fields its pseudo-labels lack)."""
-    keys = list(dict.fromkeys(key for row in rows for key in row))
-    order = np.arange(len(rows)) if seed is None else np.random.default_rng(seed).permutation(len(rows))
-    for start in range(0, len(rows), batch_size):
-        chunk = [rows[i] for i in order[start:start + batch_size]]
-        yield {key: _column([row.get(key) for row in chunk]) for key in keys}
-
-
-def _column(values: list[Any]) -> np.ndarray:
-    """One column as Ray Data's numpy batches hold it: numbers and equal-shape arrays stacked, text
-    and anything ragged as an object array."""
-    try:
-        column = np.asarray(values)
-    except ValueError:  # ragged lists
-        column = None
-    if column is None or column.dtype.kind in "USO":
-        column = np.empty(len(values), dtype=object)
-        column[:] = values
-    return column
-
-
 def serve_fits(config: dict[str, Any], workload: Workload, requests: Any) -> None:
     """Ray Train entry point of a ``FitService`` run (or its in-process run's): serve ``requests``
     until it closes (module docstring)."""
     import ray
+    import ray.data
 
-    if workload.batch_format != "numpy":
-        raise ValueError(f"a fit service feeds numpy batches; {type(workload).__name__} reads {workload.batch_format}")
     rank, world, prepare = worker_setup(from_dict(workload.config_class, config))
     restored = session.latest_checkpoint()
     after = -1
@@ -162,13 +136,9 @@ def serve_fits(config: dict[str, Any], workload: Workload, requests: Any) -> Non
             resumed_from = training.restore(state) if state is not None else 0
             if rank == 0 and state is not None:
                 logger.info(f"{cfg.output.name}: resuming after epoch {training.epoch} at global step {resumed_from}")
-            rows = shard(ray.get(request.rows[0]), rank, world)
-            seeded = bool(cfg.optim.shuffle_buffer)
-            name = train_epochs(training, workload, cfg,
-                                lambda seed: epoch_batches(lambda size: row_batches(rows, size, seed if seeded else None),
-                                                           workload, training, cfg, seed),
-                                rank=rank, world=world, resumed_from=resumed_from, extra={TRAIN_FIT: request.index},
-                                prefix=f"{cfg.output.name}-")
+            rows = ray.data.from_items(shard(ray.get(request.rows[0]), rank, world))
+            name = train_epochs(training, workload, cfg, rows, rank=rank, world=world, resumed_from=resumed_from,
+                                extra={TRAIN_FIT: request.index}, prefix=f"{cfg.output.name}-")
             if rank == 0:
                 # A fit found complete in its checkpoint trains no epoch: that checkpoint is its last.
                 ray.get(requests.finish.remote(request.index, name or Path(restored.path).name))

@@ -92,6 +92,16 @@ class Workload(ABC):
         return None
 
 
+def fit_batches(data: Any, workload: Workload, training: Training, cfg: Any, seed: int) -> Iterable[Any]:
+    """One epoch's micro-batches of this worker's rows ``data``, whether the fit is a run or served:
+    Ray Data's local shuffle — the rows drawn at random from a buffer of at least
+    ``optim.shuffle_buffer`` rows (0: in data order), seeded with the epoch's ``seed`` — then
+    ``epoch_batches``."""
+    return epoch_batches(lambda size: data.iter_batches(
+        batch_size=size, batch_format=workload.batch_format,
+        local_shuffle_buffer_size=cfg.optim.shuffle_buffer or None, local_shuffle_seed=seed), workload, training, cfg, seed)
+
+
 def epoch_batches(read: Callable[[int], Iterable[Any]], workload: Workload, training: Training, cfg: Any,
                   seed: int) -> Iterable[Any]:
     """One epoch's micro-batches: ``read(size)`` iterates this worker's shuffled rows in batches of
@@ -223,22 +233,16 @@ def train_loop_per_worker(config: dict[str, Any], workload: Workload) -> None:
                             "raise optim.epochs to train on")
             else:
                 logger.info(f"resuming after epoch {training.epoch} at global step {resumed_from}")
-        shard = session.dataset_shard("train")
-
-        def batches(seed: int) -> Iterable[Any]:
-            return epoch_batches(lambda size: shard.iter_batches(
-                batch_size=size, batch_format=workload.batch_format,
-                local_shuffle_buffer_size=cfg.optim.shuffle_buffer or None, local_shuffle_seed=seed),
-                workload, training, cfg, seed)
-
-        train_epochs(training, workload, cfg, batches, rank=rank, world=world, resumed_from=resumed_from)
+        train_epochs(training, workload, cfg, session.dataset_shard("train"), rank=rank, world=world,
+                     resumed_from=resumed_from)
 
 
-def train_epochs(training: Training, workload: Workload, cfg: Any, batches: Callable[[int], Iterable[Any]], *,
+def train_epochs(training: Training, workload: Workload, cfg: Any, data: Any, *,
                  rank: int, world: int, resumed_from: int, extra: Mapping[str, Any] | None = None,
                  prefix: str = "") -> str | None:
-    """Step 4 of the module docstring, from ``training.epoch`` to ``cfg.optim.epochs``:
-    ``batches(seed)`` iterates this worker's micro-batches of one epoch, shuffled with ``seed``;
+    """Step 4 of the module docstring, from ``training.epoch`` to ``cfg.optim.epochs``, on this
+    worker's share of the training rows, ``data`` (anything with Ray Data's ``iter_batches``: a run's
+    dataset shard, a served fit's rows as a dataset): the one feed of every fit, ``fit_batches``.
     ``extra`` metrics go into every report and ``prefix`` before every checkpoint's name. Returns
     the name of the last checkpoint written (rank 0; ``None`` elsewhere or if no epoch was left)."""
     steps_per_epoch = cfg.steps_per_epoch(world)
@@ -249,7 +253,7 @@ def train_epochs(training: Training, workload: Workload, cfg: Any, batches: Call
     for epoch in range(training.epoch, cfg.optim.epochs):
         seed = epoch_seed(cfg.optim.seed, epoch, rank)
         torch.manual_seed(seed)  # dropout masks
-        stats, seconds = run_epoch(training, workload, batches(seed), cfg, epoch=epoch, rank=rank, log=rank == 0,
+        stats, seconds = run_epoch(training, workload, fit_batches(data, workload, training, cfg, seed), cfg, epoch=epoch, rank=rank, log=rank == 0,
                                    steps_per_epoch=steps_per_epoch)
         training.epoch = epoch + 1
         metrics = {**epoch_metrics(all_reduce_sums(stats), seconds, training, resumed_from, world), **extra}
