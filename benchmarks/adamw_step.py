@@ -18,10 +18,10 @@ import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+from xlt.hardware import cpu_model
 
-from machine import cpu_model  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
 
 
 def trainable_parameters(source: str):

@@ -56,9 +56,11 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from machine import cpu_model  # (benchmarks/machine.py)
+from xlt.hardware import cpu_model
 from xlt.augment import AugmentConfig, CrossLingualAugment, build_augmented_dataset
-from xlt.data import read_muse, read_sib200
+from xlt.config import from_dict, read_yaml
+from xlt.data import read_muse
+from xlt.tasks import TaskConfig, load_task
 from xlt.data.paths import resolve_data_dir
 from xlt.translate import DictionaryTranslator
 
@@ -363,7 +365,6 @@ def run_ray(args: argparse.Namespace, n: int, make_rows: RowMaker, dicts: list, 
 # ---------------------------------------------------------------------------------------------
 
 
-
 def mem_total_gib() -> float:
     for line in Path("/proc/meminfo").read_text().splitlines():
         if line.startswith("MemTotal:"):
@@ -459,7 +460,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.data_dir is None and not os.environ.get("XLT_DATA_DIR") and shared.is_dir():
         args.data_dir = str(shared)
     root = resolve_data_dir(args.data_dir)
-    examples = read_sib200(root, "en", "train")
+    examples = load_task(from_dict(TaskConfig, read_yaml(REPO / "configs" / "tasks" / "sib200.yaml"), prefix="task."), root).examples("train", "en")
     make_rows = RowMaker([e.text for e in examples], [e.label for e in examples])
     dicts = [read_muse(root, "en", lang) for lang in args.languages]
     config = AugmentConfig(t_f=1, t_p=1, t_c=1, r_c=0.5, languages=tuple(args.languages), seed=args.seed)

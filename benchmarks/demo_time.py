@@ -15,14 +15,14 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "benchmarks"))
+from xlt.report import markdown_table
 
-from xlt.report import markdown_table  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
 
 # The job's lines (HH:MM:SS message) and Ray's (YYYY-MM-DD HH:MM:SS,mmm LEVEL ...).
 LINE = re.compile(r"^(?:\d{4}-\d\d-\d\d )?(\d\d:\d\d:\d\d)(?:,\d+)?\s+(.*)$")

@@ -14,11 +14,15 @@ from pathlib import Path
 
 import numpy as np
 
-from xlt.data import read_sib200, resolve_data_dir, sib200_languages
+from xlt.config import from_dict, read_yaml
+from xlt.data import resolve_data_dir
 from xlt.models.e5_parity import engine_parity
 from xlt.logs import quiet_libraries
 from xlt.report import markdown_table
 from xlt.report.tables import command_line
+from xlt.tasks import TaskConfig, load_task
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def main() -> None:
@@ -29,10 +33,11 @@ def main() -> None:
     args = parser.parse_args()
     quiet_libraries()
     root = resolve_data_dir(args.data_dir)
-    langs = sib200_languages(root)
+    task = load_task(from_dict(TaskConfig, read_yaml(REPO / "configs" / "tasks" / "sib200.yaml"), prefix="task."), root)
+    langs = sorted(task.langs)
     texts, owner = [], []
     for lang in langs:
-        for ex in read_sib200(root, lang, args.split):
+        for ex in task.examples(args.split, lang):
             texts.append(ex.text)
             owner.append(lang)
     owner = np.array(owner)

@@ -51,8 +51,11 @@ from pathlib import Path
 
 import numpy as np
 
-from machine import cpu_model  # (benchmarks/machine.py)
-from xlt.data import read_sib200, resolve_data_dir
+from xlt.hardware import cpu_model
+from xlt.config import from_dict, read_yaml
+from xlt.data import resolve_data_dir
+from xlt.tasks import TaskConfig, load_task
+from xlt.text.languages import normalize_lang
 
 REPO = Path(__file__).resolve().parents[1]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -94,8 +97,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def read_texts(root: Path, split: str) -> tuple[dict[str, list[str]], str]:
-    """Texts per language, read by the package reader."""
-    return {lang: [e.text for e in read_sib200(root, lang, split)] for lang in LANGS}, "xlt.data.read_sib200"
+    """Texts per language, read by the package's task layer (the SIB-200 preset)."""
+    task = load_task(from_dict(TaskConfig, read_yaml(REPO / "configs" / "tasks" / "sib200.yaml"), prefix="task."), root)
+    return ({lang: [e.text for e in task.examples(split, normalize_lang(lang))] for lang in LANGS},
+            "xlt.tasks with configs/tasks/sib200.yaml")
 
 
 def batch_order(lengths: np.ndarray, sort_by_length: bool) -> np.ndarray:
@@ -146,8 +151,6 @@ def wait_until_quiet(limit_s: float, idle_share: float = 0.85, window_s: float =
         if time.monotonic() >= deadline:
             return f"CPUs still only {1 - busy:.0%} idle after waiting {limit_s:.0f} s; started anyway"
         print(f"waiting for the CPUs to be idle ({1 - busy:.0%} idle now) ...", file=sys.stderr)
-
-
 
 
 def cpu_simd() -> str:

@@ -27,26 +27,26 @@ import argparse
 import dataclasses
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "benchmarks"))
+from fidelity import PAWSX_VIEWS, objective  # (benchmarks/fidelity.py: the comparison's views)
+from xlt.hardware import cpu_model
+from xlt.augment import CrossLingualAugment
+from xlt.data import resolve_data_dir
+from xlt.logs import quiet_libraries
+from xlt.report import markdown_table, write_results
+from xlt.train import load_finetune_config, prepare
+from xlt.train.batches import ViewBatch, batches_of, flatten_batch
+from xlt.train.data import augmentation_sources
+from xlt.train.workload import finetune_training, compute_losses, train_step
 
-from fidelity import PAWSX_VIEWS, objective  # noqa: E402  (benchmarks/fidelity.py: the comparison's views)
-from machine import cpu_model  # noqa: E402
-from xlt.augment import CrossLingualAugment  # noqa: E402
-from xlt.data import resolve_data_dir  # noqa: E402
-from xlt.logs import quiet_libraries  # noqa: E402
-from xlt.report import markdown_table, write_results  # noqa: E402
-from xlt.train import load_finetune_config, prepare  # noqa: E402
-from xlt.train.batches import ViewBatch, batches_of, flatten_batch  # noqa: E402
-from xlt.train.data import augmentation_sources  # noqa: E402
-from xlt.train.workload import finetune_training, compute_losses, train_step  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
 
 CL = objective("contrastive_alignment", 1.0, temperature=1.0)
 

@@ -14,12 +14,13 @@ import time
 from pathlib import Path
 
 from xlt.config import from_dict, merge_presets
-from xlt.eval.protocols import EvaluateConfig, EvaluateData, run_evaluation
+from xlt.eval.protocols import EvaluateConfig, run_evaluation
 from xlt.logs import quiet_libraries
 from xlt.report import markdown_table
 from xlt.report.tables import command_line
 
 REPO = Path(__file__).resolve().parents[1]
+
 
 # ../shared/data/README.md, "Measured reference": (en, average over the nine other languages).
 REFERENCE = {"bundled:multilingual-e5-small": (0.887, 0.835), "bundled:use-multilingual-v3": (0.873, 0.703)}
@@ -31,11 +32,13 @@ def main() -> None:
     parser.add_argument("--out", default=str(Path(__file__).with_suffix(".md")))
     args = parser.parse_args()
     quiet_libraries()
-    preset = merge_presets(REPO / "configs" / "evaluate_sib200.yaml")
-    data = EvaluateData(data_dir=args.data_dir)
-    sib = run_evaluation(from_dict(EvaluateConfig, {**preset, "data": {"data_dir": args.data_dir}}))
-    tat = run_evaluation(EvaluateConfig(protocol="tatoeba", data=data))
-    mining = run_evaluation(EvaluateConfig(protocol="mining", data=data))
+    preset = merge_presets(REPO / "configs" / "evaluate_sib200.yaml")  # the job's default: task, pairs, corpus
+
+    def evaluate(protocol: str) -> dict:
+        return run_evaluation(from_dict(EvaluateConfig, {**preset, "protocol": protocol,
+                                                         "data": {"data_dir": args.data_dir}}))
+
+    sib, tat, mining = evaluate("frozen-linear"), evaluate("tatoeba"), evaluate("mining")
 
     langs = [r["lang"] for r in sib["rows"] if r["model"] == sib["rows"][0]["model"]]
     sib_rows, check_rows = [], []

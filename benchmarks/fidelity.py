@@ -5,12 +5,23 @@
     .venv/bin/python benchmarks/fidelity.py smoke --out /tmp/f.md         # seconds-long, tiny model
 
 A comparison is a set of variants (each a job configuration) and the differences its paper claims
-("CE+SCL − CE"). A unit is one variant at one seed: one run of the job, in this process, whose
-test accuracy per language and whose prediction of every target-language test item (the final
-checkpoint's ``predictions.json``) are stored at once in the JSON beside ``--out`` (written whole to
-a temporary file, then renamed). Started again, the script runs only the units not stored yet, so a
-killed run loses at most the unit it was in, and that one continues from its latest checkpoint.
-``--fresh`` drops the comparison's stored units and its runs' checkpoints first.
+("CE+SCL − CE"). A unit is one variant at one seed: one run of the job, in this process. Its record
+takes what the run itself reported and saved: the test accuracy per language and over the targets
+that the run reported with its final checkpoint (``<split>/acc/<lang>``; a co-training learner's from
+the loop's history; the probe's scored by ``xlt.eval.classification``, as ``jobs/evaluate.py`` scores
+it), and whether each target-language test item was predicted right, from that checkpoint's
+``predictions.json`` (a co-training learner's last fit: its run's latest checkpoint,
+``xlt.engine.checkpoints.latest_checkpoint``). The record is stored at once in the JSON beside
+``--out`` (written whole to a temporary file, then renamed). Started again, the script runs only the
+units not stored yet, so a killed run loses at most the unit it was in, and that one continues from
+its latest checkpoint. ``--fresh`` drops the comparison's stored units and its runs' checkpoints first.
+
+The JSON is this benchmark's own record beside the runs' (their directories, MLflow, Tune) because
+none of those can stand in for it: the bootstrap pairs units item by item, and no record of the
+platform keeps an item's correctness outside a checkpoint; the run directories (hours of runs) are
+neither committed nor kept whole (``output.num_to_keep``), while the JSON is committed, so that the
+report is rebuilt from the repository alone; and it holds what no run knows: a unit's minutes over
+its killed and continued runs, the machine and its load.
 
 The report (``--out``, one section per comparison stored, plus ``fidelity_<name>.png``) gives:
 
@@ -37,7 +48,6 @@ import hashlib
 import json
 import math
 import os
-import re
 import shutil
 import sys
 import textwrap
@@ -46,14 +56,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from xlt.hardware import cpu_model
+from xlt.metrics import ACC, AVG_TARGET, TRAIN_GLOBAL_STEP, metric_name, per_language
+from xlt.eval.stats import mean_std, paired_bootstrap, seed_item_bootstrap
+from xlt.report import markdown_table
+
+
 REPO = Path(__file__).resolve().parents[1]
 HERE = REPO / "benchmarks"
-sys.path.insert(0, str(HERE))  # HERE also when imported, not run (the tests)
 
-from machine import cpu_model  # noqa: E402  (benchmarks/machine.py)
-from xlt.metrics import AVG_TARGET  # noqa: E402
-from xlt.eval.stats import mean_std, paired_bootstrap, seed_item_bootstrap  # noqa: E402
-from xlt.report import markdown_table  # noqa: E402
 
 Record = dict  # a unit's result: acc per language, its target items' correctness, minutes
 
@@ -108,34 +119,29 @@ def finetune(name: str, label: str, preset: str, *overrides: str) -> Variant:
 def finetune_record(preset: str, overrides: Sequence[str], seed: int, out: Path) -> Record:
     """Fine-tune ``configs/<preset>`` with ``overrides`` at ``seed`` into run directory ``out``; the final
     checkpoint's test predictions as a ``unit_record``."""
+    from xlt.engine.checkpoints import read_metrics
     from xlt.train import build_trainer, config_of, load_finetune_config
     from xlt.train.workload import read_predictions
 
     # Only the final test predictions are compared: no dev evaluation after every epoch.
-    extra = [f"optim.seed={seed}", f"output.dir={out}",
-             "optim.log_every_steps=0", "eval_every_epoch=false", "eval_test=true"]
+    extra = [f"optim.seed={seed}", f"output.dir={out}", "optim.log_every_steps=0",
+             "evals=[{type: classification, split: val}, {type: classification, split: test}]"]
     if any(o.startswith("data.augment") for o in overrides):
         extra.append(f"data.augment.seed={seed}")
     trainer = build_trainer(load_finetune_config(REPO / "configs" / preset, [*overrides, *extra]))
-    result = trainer.fit()
+    final = trainer.fit().checkpoint.path  # also when a rerun finds the run complete and reports nothing
     cfg = config_of(trainer)
-    test = read_predictions(result.checkpoint.path)["test"]
-    return unit_record(test, cfg.task.source_lang, {"train_rows": cfg.data.train_rows, "epochs": cfg.optim.epochs})
+    return unit_record(per_language(read_metrics(final), "test"), read_predictions(final)["test"],
+                       cfg.task.source_lang, {"train_rows": cfg.data.train_rows, "epochs": cfg.optim.epochs})
 
 
-def unit_record(predictions: dict[str, list], source: str, settings: dict) -> Record:
-    """Accuracy per language and averaged over targets, and the target items' correctness
-    (``scored_items``)."""
-    by_lang: dict[str, list[bool]] = {}
-    items = []
-    for row_id, lang, gold, predicted in zip(predictions["id"], predictions["lang"], predictions["label"],
-                                             predictions["predicted"]):
-        by_lang.setdefault(lang, []).append(gold == predicted)
-        if lang != source:
-            items.append((f"{lang}/{row_id}", gold == predicted))
-    acc = {lang: sum(hits) / len(hits) for lang, hits in sorted(by_lang.items())}
-    targets = [lang for lang in acc if lang != source]
-    acc[AVG_TARGET] = sum(acc[lang] for lang in targets) / len(targets)
+def unit_record(acc: dict[str, float], predictions: dict[str, list], source: str, settings: dict) -> Record:
+    """A unit's ``acc`` as its run reported it (per language and ``avg_target``: ``xlt.metrics.per_language``
+    of its ``<split>/acc/<lang>``) and the correctness of each target item among ``predictions``
+    (``scored_items``), which no run records and the bootstrap pairs item by item."""
+    items = [(f"{lang}/{row_id}", gold == predicted)
+             for row_id, lang, gold, predicted in zip(predictions["id"], predictions["lang"], predictions["label"],
+                                                      predictions["predicted"]) if lang != source]
     return {"acc": acc, "source": source, **scored_items(items), **settings}
 
 
@@ -156,6 +162,8 @@ def cotrain(name: str, label: str, run_name: str, learner: str, preset: str, *ov
 
     def run(seed: int, out: Path) -> Record:
         from xlt.cotrain import load_cotrain_config, run_cotraining
+        from xlt.cotrain.learner import LEARNERS_DIR
+        from xlt.engine.checkpoints import latest_checkpoint
         from xlt.train.workload import read_predictions
 
         cfg = load_cotrain_config(REPO / "configs" / preset, [
@@ -164,22 +172,14 @@ def cotrain(name: str, label: str, run_name: str, learner: str, preset: str, *ov
         state = run_cotraining(cfg)
         records = [h for h in state.history if h["learner"] == learner]
         split = cfg.data.metric_split
-        test = read_predictions(last_fit_checkpoint(out, learner))[split]  # the learner's evaluated split
-        record = unit_record(test, cfg.task.source_lang, {
+        # The learner's run serves all its fits: its latest checkpoint is the last fit's.
+        with latest_checkpoint(out / LEARNERS_DIR / learner).as_directory() as last:
+            evaluated = read_predictions(last)[split]
+        return unit_record(per_language(records[-1], split), evaluated, cfg.task.source_lang, {
             "labeled": records[-1].get("train/rows"), "iterations": [
-                h[f"{split}/acc/{AVG_TARGET}"] for h in records]})
-        return record
+                h[metric_name(split, ACC, AVG_TARGET)] for h in records]})
 
     return Variant(name, label, run, run_name=run_name)
-
-
-def last_fit_checkpoint(run: Path, learner: str) -> Path:
-    """The checkpoint of ``learner``'s last fit in co-training run ``run`` (the only one its run keeps)."""
-    kept = sorted((run / "learners" / learner).glob(f"{learner}-iteration*"),
-                  key=lambda p: (int(re.search(r"iteration(\d+)", p.name)[1]), p.name))
-    if not kept:
-        raise FileNotFoundError(f"no checkpoint of {learner} under {run / 'learners' / learner}")
-    return kept[-1]
 
 
 def probe(preset: str, max_examples: int) -> Variant:
@@ -199,6 +199,7 @@ def probe_record(preset: str, model: dict, max_examples: int, encoder=None) -> R
     of ``max_examples`` English train rows, C chosen on English dev) on ``configs/<preset>``'s task with
     ``model`` (``encoder``: that model already loaded), as a ``unit_record`` of its test predictions."""
     from xlt.config import from_dict, merge_presets
+    from xlt.eval.classification import transfer_metrics
     from xlt.eval.protocols import EvaluateConfig, frozen_linear_predictions
     from xlt.models import load_encoder
     from xlt.tasks import load_task
@@ -208,7 +209,8 @@ def probe_record(preset: str, model: dict, max_examples: int, encoder=None) -> R
     task = load_task(cfg.task, cfg.data_dir)
     p = frozen_linear_predictions(encoder or load_encoder(cfg.models[0]), task, cfg)
     predictions = {"id": p.ids, "lang": p.langs, "label": p.gold.tolist(), "predicted": p.predicted.tolist()}
-    return unit_record(predictions, task.source_lang, {"probe_c": p.c})
+    acc = transfer_metrics(p.gold, p.predicted, p.langs, task.source_lang, "test")  # as jobs/evaluate.py scores it
+    return unit_record(per_language(acc, "test"), predictions, task.source_lang, {"probe_c": p.c})
 
 
 def pretrained(name: str, label: str, preset: str | None, *overrides: str, pooling: str | None = None) -> Variant:
@@ -238,7 +240,7 @@ def pretrained(name: str, label: str, preset: str | None, *overrides: str, pooli
             prepared = prepare(cfg)
             result = build_trainer(prepared).fit()
             source = f"local:{encoder_dir(result.checkpoint.path)}"
-            settings = {"train_pairs": prepared.config.data.train_rows, "steps": result.metrics["train/global_step"]}
+            settings = {"train_pairs": prepared.config.data.train_rows, "steps": result.metrics[TRAIN_GLOBAL_STEP]}
         model = {"source": source, "max_length": 128, "pooling": pooling}
         encoder = load_encoder(EncoderConfig(**model))
         metrics = encoder_metrics(encoder)
@@ -253,23 +255,29 @@ def encoder_metrics(encoder) -> dict[str, dict]:
     """Tatoeba retrieval on ``HELD_APART`` (per query) and BUCC zh-en F1 of one (loaded) encoder."""
     import numpy as np
 
-    from xlt.data import read_bucc, resolve_data_dir
+    from xlt.config import from_dict, read_yaml
+    from xlt.data import resolve_data_dir
     from xlt.eval.retrieval import tatoeba_hits
     from xlt.eval.protocols import EvaluateConfig, bucc_rows, bucc_sample
-    from xlt.pretrain.parallel import tatoeba_rows
+    from xlt.pretrain.config import load_pretrain_config
+    from xlt.pretrain.parallel import evaluation_pairs
+    from xlt.tasks import MiningConfig, load_mining
 
     root = resolve_data_dir(None)
+    held = load_pretrain_config(REPO / "configs" / "pretrain_veco2.yaml").data  # Tatoeba, as pretraining reads it
     values, items = {}, []
     for lang in HELD_APART:
-        rows = tatoeba_rows(root, (lang,), TATOEBA_PAIRS)
-        src_hits, tgt_hits = tatoeba_hits(encoder.encode([r["src"] for r in rows], batch_size=64),
-                                          encoder.encode([r["tgt"] for r in rows], batch_size=64))
+        pairs = evaluation_pairs(held, root, lang, TATOEBA_PAIRS)
+        src_hits, tgt_hits = tatoeba_hits(encoder.encode([p.src for p in pairs], batch_size=64),
+                                          encoder.encode([p.tgt for p in pairs], batch_size=64))
         values[lang] = float(np.mean([*src_hits, *tgt_hits]))
         items += [(f"{lang}/{i}/{direction}", bool(hit)) for direction, hits in (("xx-en", src_hits), ("en-xx", tgt_hits))
                   for i, hit in enumerate(hits)]
     values["avg"] = float(np.mean([values[lang] for lang in HELD_APART]))
-    cfg = EvaluateConfig(protocol="bucc", max_examples=BUCC_ROWS, progress=False)  # bucc_rows: batch, normalisation, k
-    bucc = {row["part"]: row for row in bucc_rows(encoder, bucc_sample(read_bucc(root), BUCC_ROWS), cfg)}
+    mining = from_dict(MiningConfig, read_yaml(REPO / "configs" / "mining" / "bucc2018.yaml"))
+    cfg = EvaluateConfig(protocol="bucc", mining=mining, progress=False)  # bucc_rows: batch, normalisation, k
+    corpus = load_mining(mining, root)
+    bucc = {row["part"]: row for row in bucc_rows(encoder, bucc_sample(corpus, BUCC_ROWS), cfg)}
     held_out, oracle = bucc["held-out (threshold from calibration half)"], bucc["oracle: all of dev"]
     return {"tatoeba": {"values": values, **scored_items(items)},
             "bucc": {"values": {"F1 held-out": held_out["f1"], "precision": held_out["precision"],
@@ -377,7 +385,6 @@ SCL_PAWSX = Comparison(
      ("scl", "mva", "+1.9"), ("scl-ft", "ce", "+3.4 (88.7 vs 85.3 avg, Table 3)")))
 
 
-
 def cotraining(fraction: float, lm_epochs: int) -> tuple[Variant, ...]:
     """Yu & Joty 2021, Table 2: each learner alone (iteration 0 of a run without exchange), with
     self-training, with co-training, on NusaX with ``fraction`` of the English labels; the LM learner
@@ -466,7 +473,8 @@ TATOEBA_PAIRS = 300  # evenly spaced pairs of each held-apart language
 BUCC_ROWS = 500  # xlt.eval.protocols.bucc_sample: every gold pair's sentences plus the first 500 of each side
 TRANSFER_ROWS = 200  # XNLI probe: English train and dev rows, and test rows per language
 PRETRAIN_LANGS = "[de, es, ru, zh, hi, ja]"
-PRETRAIN_DATA = (f"data.sources=[{{type: ntrex, langs: {PRETRAIN_LANGS}}}]", "data.distinct_pivot=true",
+PRETRAIN_DATA = (f"data.sources=[{{include: {REPO}/configs/bitext/ntrex.yaml, langs: {PRETRAIN_LANGS}}}]",
+                 "data.distinct_pivot=true",
                  f"data.max_pairs={PRETRAIN_PAIRS}", f"data.eval_max_pairs={TATOEBA_PAIRS}")
 
 

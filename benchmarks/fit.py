@@ -4,36 +4,29 @@
 
 A unit that scores far higher on the English pairs it was trained on than on English test pairs has
 learned those pairs rather than the task. For each unit this reads its final checkpoint under
-``results/fidelity/<comparison>/<unit>/`` (``benchmarks/fidelity.py`` keeps the last two), the source-
-language rows its configuration trained on (``xlt.train.data.train_rows``: views are not scored, only
-the originals CE saw) and the source language's test rows the comparison scores, and predicts both with
-the classifier as the job's own evaluation does (``Classifier.predict``).
+``results/fidelity/<comparison>/<unit>/`` (the run's latest, as the run records it:
+``xlt.engine.checkpoints.latest_checkpoint``), the source-language rows its configuration trained on
+(``xlt.train.data.train_rows``: views are not scored, only the originals CE saw) and the source
+language's test rows the comparison scores, and predicts both with the classifier as the job's own
+evaluation does (``Classifier.predict``).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from pathlib import Path
 
+from xlt.hardware import cpu_model
+from xlt.report import command_line, markdown_table
+
+
 REPO = Path(__file__).resolve().parents[1]
 HERE = REPO / "benchmarks"
-sys.path.insert(0, str(HERE))
 
-from machine import cpu_model  # noqa: E402  (benchmarks/machine.py)
-from xlt.report import command_line, markdown_table  # noqa: E402
 
 RESULTS = REPO / "results" / "fidelity"
-
-
-def final_checkpoint(unit: Path) -> Path:
-    """The last ``epochNNN-stepNNNNNNN`` checkpoint of a run directory (the names sort by epoch, then step)."""
-    kept = sorted(unit.glob("epoch*-step*"))
-    if not kept:
-        raise FileNotFoundError(f"no checkpoint under {unit}: has the unit run (benchmarks/fidelity.py)?")
-    return kept[-1]
 
 
 def accuracy(classifier, rows: list[dict]) -> float:
@@ -45,11 +38,12 @@ def accuracy(classifier, rows: list[dict]) -> float:
 
 def unit_fit(unit: Path) -> dict:
     """Accuracy of ``unit``'s final checkpoint on its source-language train rows and on its source-language test rows."""
+    from xlt.engine.checkpoints import latest_checkpoint
     from xlt.tasks import load_task
     from xlt.train.checkpoint import load_classifier, read_checkpoint
     from xlt.train.data import eval_rows, train_rows
 
-    checkpoint = final_checkpoint(unit)
+    checkpoint = Path(latest_checkpoint(unit).path)
     cfg = read_checkpoint(checkpoint).config
     task = load_task(cfg.task, cfg.data.data_dir)
     source = task.source_lang

@@ -37,16 +37,15 @@ import datetime as dt
 import json
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+from xlt.hardware import cpu_model
+from machine_limit import encoder_flops_per_token, fraction_of_limit, gemm_gflops
+from xlt.hardware import native_bf16
 
-from machine import cpu_model  # noqa: E402
-from machine_limit import encoder_flops_per_token, fraction_of_limit, gemm_gflops  # noqa: E402
-from xlt.hardware import native_bf16  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -84,21 +83,25 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
     import torch
 
-    from xlt.data import read_sib200, resolve_data_dir, sib200_labels, sib200_languages
+    from xlt.config import from_dict, read_yaml
+    from xlt.data import resolve_data_dir
+    from xlt.eval.classification import accuracy_by_language
     from xlt.models import EncoderConfig, load_encoder
     from xlt.report import command_line, markdown_table
+    from xlt.tasks import TaskConfig, load_task
 
     torch.set_num_threads(args.threads)
     started, load_start = time.time(), os.getloadavg()[0]
     root = resolve_data_dir(args.data_dir)
-    labels = sib200_labels(root)
+    task = load_task(from_dict(TaskConfig, read_yaml(HERE.parent / "configs" / "tasks" / "sib200.yaml"), prefix="task."), root)
+    labels = task.labels
     index = {name: i for i, name in enumerate(labels)}
-    langs = sib200_languages(root)
-    rows = [e for lang in langs for e in read_sib200(root, lang, "test")[:args.rows_per_lang]]
+    langs = sorted(task.langs)
+    rows = [e for lang in langs for e in task.examples("test", lang)[:args.rows_per_lang]]
     texts, gold, row_langs = [e.text for e in rows], np.array([index[e.label] for e in rows]), [e.lang for e in rows]
 
     encoder = load_encoder(EncoderConfig(source=args.model, max_length=args.max_length)).eval()
-    english = read_sib200(root, "en", "train")
+    english = task.examples("train", "en")
     head = fit_head(encoder.encode([e.text for e in english], batch_size=args.batch_size),
                     [index[e.label] for e in english], len(labels), args.head_steps)
 
@@ -139,10 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in variants:
         median = statistics.median(times[name])
         rate = len(texts) / median
-        agree = {lang: float(np.mean([predicted[name][i] == predicted["fp32"][i] for i in range(len(texts))
-                                      if row_langs[i] == lang])) for lang in langs}
-        accuracy = {lang: float(np.mean([predicted[name][i] == gold[i] for i in range(len(texts))
-                                         if row_langs[i] == lang])) for lang in langs}
+        agree = accuracy_by_language(predicted["fp32"], predicted[name], row_langs)  # fp32's labels as the gold
+        accuracy = accuracy_by_language(gold, predicted[name], row_langs)
         gflops = limit.get(name, limit["fp32"])  # int8 against the fp32 rate: what it replaces
         figures[name] = {"seconds": times[name], "rows_per_s": rate, "speedup": statistics.median(times["fp32"]) / median,
                          "fraction_of_limit": fraction_of_limit(rate, tokens / len(texts), flops, gflops),

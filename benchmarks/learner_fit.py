@@ -34,19 +34,19 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "benchmarks"))
+from xlt.hardware import cpu_model
+from xlt.cli import init_ray
+from xlt.cotrain import load_cotrain_config, prepare
+from xlt.cotrain.learner import fit, learner_config, learner_service
+from xlt.engine import ScalingSettings, epoch_seed, run_epoch, start_training
+from xlt.logs import quiet_libraries
+from xlt.report import markdown_table
+from xlt.storage import OutputSettings
+from xlt.train.batches import batches_of
+from xlt.train.workload import FINETUNE
 
-from machine import cpu_model  # noqa: E402
-from xlt.cli import init_ray  # noqa: E402
-from xlt.cotrain import load_cotrain_config, prepare  # noqa: E402
-from xlt.cotrain.learner import fit, learner_config, learner_service  # noqa: E402
-from xlt.engine import ScalingSettings, epoch_seed, run_epoch, start_training  # noqa: E402
-from xlt.logs import quiet_libraries  # noqa: E402
-from xlt.report import markdown_table  # noqa: E402
-from xlt.storage import OutputSettings  # noqa: E402
-from xlt.train.batches import batches_of  # noqa: E402
-from xlt.train.workload import FINETUNE  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def get_args() -> argparse.Namespace:

@@ -28,11 +28,11 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # the naive references live with the tests that use them as oracles
 
-from tests.losses import naive_parallel as NP  # noqa: E402
-from tests.losses import naive_sentence as NS  # noqa: E402
-from xlt.losses import build_objective  # noqa: E402
-from xlt.report import markdown_table  # noqa: E402
-from xlt.report.tables import command_line  # noqa: E402
+from tests.losses import naive_parallel as NP
+from tests.losses import naive_sentence as NS
+from xlt.losses import build_objective
+from xlt.report import markdown_table
+from xlt.report.tables import command_line
 
 DIM, TOKENS, ALIGNED, SPANS = 128, 24, 8, 4
 PROBE_BATCH = 4

@@ -27,11 +27,11 @@ import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+from xlt.hardware import cpu_model
+from xlt.hardware import NATIVE_BF16_FLAGS, cpu_flags, native_bf16
 
-from machine import cpu_model  # noqa: E402
-from xlt.hardware import NATIVE_BF16_FLAGS, cpu_flags, native_bf16  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
 
 
 def gemm_gflops(dtype: str, n: int = 1024, repeats: int = 5, threads: int | None = None) -> float:

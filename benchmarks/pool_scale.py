@@ -51,10 +51,11 @@ import threading
 import time
 from pathlib import Path
 
-from machine import cpu_model  # (benchmarks/machine.py)
+from xlt.hardware import cpu_model
 from xlt.report import command_line, markdown_table
 
 HERE = Path(__file__).resolve().parent
+
 VOCABULARY = [f"w{i}" for i in range(5000)]
 LABELS = ("science", "travel", "politics", "sports", "health", "entertainment", "geography")
 SELECTED = 234  # the demo's n/3 of 701 labelled rows

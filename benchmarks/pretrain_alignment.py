@@ -29,10 +29,12 @@ import os
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-
 from xlt.metrics import AVG_TARGET
 from xlt.report import command_line, markdown_table
+
+
+REPO = Path(__file__).resolve().parents[1]
+
 
 CONFIGS = REPO / "configs"
 MODEL = "bundled:multilingual-e5-small"
@@ -53,16 +55,17 @@ QUICK_PRETRAIN = ("data.max_pairs=32", "data.eval_max_pairs=200", "optim.log_eve
 QUICK_FINETUNE = ("optim.epochs=1", "data.max_examples=64")
 
 
-def tatoeba(model_cfg, langs: tuple[str, ...], max_pairs: int) -> dict[str, float]:
-    """``val/tatoeba/<lang>`` and ``/avg`` of an encoder, as the pretraining loop measures them."""
+def tatoeba(model_cfg, data) -> dict[str, float]:
+    """``val/tatoeba/<lang>`` and ``/avg`` of an encoder on the held-apart pairs of ``data`` (a ``PretrainData``),
+    as the pretraining loop measures them."""
     from xlt.data import resolve_data_dir
     from xlt.models import load_encoder
-    from xlt.pretrain.workload import tatoeba_metrics
-    from xlt.pretrain.parallel import tatoeba_rows
+    from xlt.eval.evaluators import Context, EvalSpec, retrieval
+    from xlt.pretrain.parallel import evaluation_rows
 
-    rows = tatoeba_rows(resolve_data_dir(None), langs, max_pairs)
+    rows = evaluation_rows(data, resolve_data_dir(None))
     columns = {key: [r[key] for r in rows] for key in ("lang", "src", "tgt")}
-    return tatoeba_metrics(load_encoder(model_cfg), columns)
+    return retrieval(load_encoder(model_cfg), columns, EvalSpec("retrieval", "val", data="tatoeba"), Context()).metrics
 
 
 def pretrain(variant: str, storage: Path, quick: bool, model: str, pairs: int) -> dict:
@@ -74,7 +77,7 @@ def pretrain(variant: str, storage: Path, quick: bool, model: str, pairs: int) -
     overrides = [*overrides, *(QUICK_PRETRAIN if quick else ()), *([f"data.max_pairs={pairs}"] if pairs else ()),
                  f"model.source={model}", f"output.dir={storage}/{variant}"]
     cfg = load_pretrain_config(CONFIGS / preset, overrides)
-    before = tatoeba(cfg.model, cfg.data.eval_langs, cfg.data.eval_max_pairs)
+    before = tatoeba(cfg.model, cfg.data)
     prepared = prepare(cfg)
     start = time.monotonic()
     result = build_trainer(prepared).fit()
@@ -118,9 +121,12 @@ def run(variant: str, storage: Path, quick: bool, model: str, pairs: int) -> dic
     record: dict = {"variant": variant}
     if VARIANTS[variant][1] is None:
         from xlt.models import EncoderConfig
+        from xlt.pretrain.config import load_pretrain_config
 
+        held = load_pretrain_config(CONFIGS / "pretrain_veco2.yaml", [f"data.eval_langs=[{', '.join(HELD_APART)}]",
+                                                                       f"data.eval_max_pairs={200 if quick else 0}"])
         record["source"] = model
-        record["tatoeba_before"] = tatoeba(EncoderConfig(source=model), HELD_APART, 200 if quick else 0)
+        record["tatoeba_before"] = tatoeba(EncoderConfig(source=model), held.data)
     else:
         record.update(pretrain(variant, storage, quick, model, pairs))
     record.update(finetune(variant, record["source"], storage, quick))

@@ -9,7 +9,7 @@ beside the checkout is used when it exists. ``--rows 64 --repeats 1 --out /tmp/x
 that the script runs.)
 
 What is measured, on the SAME rows: the train sentences of every SIB-200 language present
-(``sib200_languages``), pooled, shuffled with ``--seed``, first ``--rows`` (cycled if more are
+(the SIB-200 preset's, ``configs/tasks/sib200.yaml``), pooled, shuffled with ``--seed``, first ``--rows`` (cycled if more are
 asked for than exist), so lengths and scripts are mixed. The model is
 ``bundled:multilingual-e5-small`` with a FRESH classification head (seeded): throughput does
 not depend on the head's weights, so label quality is irrelevant here.
@@ -63,13 +63,17 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from machine import cpu_model  # (benchmarks/machine.py)
+from xlt.hardware import cpu_model
 from machine_limit import encoder_flops_per_token, fraction_of_limit, gemm_gflops
+
 from xlt.hardware import PRECISIONS, autocast, native_bf16, resolve_precision
-from xlt.data import read_sib200, resolve_data_dir, sib200_labels, sib200_languages
+from xlt.config import from_dict, read_yaml
+from xlt.data import resolve_data_dir
 from xlt.report import command_line, markdown_table
+from xlt.tasks import Task, TaskConfig, load_task
 
 REPO = Path(__file__).resolve().parents[1]
+
 SOURCE = "bundled:multilingual-e5-small"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -96,10 +100,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return a
 
 
+def sib200(root: Path) -> Task:
+    return load_task(from_dict(TaskConfig, read_yaml(REPO / "configs" / "tasks" / "sib200.yaml"), prefix="task."), root)
+
+
 def read_rows(root: Path, n: int, seed: int) -> tuple[pa.Table, list[str]]:
     """``n`` rows (id, text, lang) of all SIB-200 train sentences, shuffled; and the languages."""
-    langs = sib200_languages(root)
-    pool = [(e.id, e.text, e.lang) for lang in langs for e in read_sib200(root, lang, "train")]
+    task = sib200(root)
+    langs = sorted(task.langs)
+    pool = [(e.id, e.text, e.lang) for lang in langs for e in task.examples("train", lang)]
     random.Random(seed).shuffle(pool)
     picked = [pool[i % len(pool)] for i in range(n)]  # cycles only when n exceeds the pool
     return pa.table({"id": [f"{row_id}#{i}" for i, (row_id, _, _) in enumerate(picked)],
@@ -204,7 +213,7 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(args.threads)
     model = EncoderConfig(source=SOURCE)
     t0 = time.perf_counter()
-    classifier = build_classifier(ClassifierSpec(model, tuple(sib200_labels(root))))  # fresh, seeded head
+    classifier = build_classifier(ClassifierSpec(model, sib200(root).labels))  # fresh, seeded head
     load_s = time.perf_counter() - t0
     lengths = np.asarray(classifier.encoder.lengths(table.column("text").to_pylist()))
     real = int(lengths.sum())

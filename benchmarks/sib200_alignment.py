@@ -21,11 +21,13 @@ import os
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-
 from xlt.metrics import AVG_TARGET
 from xlt.report import command_line, markdown_table
 from xlt.train import build_trainer, config_of, load_finetune_config, results_rows
+
+
+REPO = Path(__file__).resolve().parents[1]
+
 
 PRESET = REPO / "configs" / "finetune_sib200.yaml"
 MODEL = "bundled:multilingual-e5-small"

@@ -19,12 +19,14 @@ import os
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-
 from xlt.cotrain import load_cotrain_config, prepare, run_cotraining
 from xlt.cotrain.tables import iteration_rows, plot_iterations
 from xlt.metrics import ACC, AVG_TARGET, metric_name
 from xlt.report import command_line, markdown_table
+
+
+REPO = Path(__file__).resolve().parents[1]
+
 
 PRESET = REPO / "configs" / "cotrain_sib200.yaml"
 MODES = {"cotrain": "co-training", "self-train": "self-training"}

@@ -39,21 +39,23 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
-
-REPO = Path(__file__).resolve().parents[1]
-
 from xlt.eval.classification import accuracy_by_language, summarize_transfer, to_metrics
-from xlt.metrics import AVG_TARGET
+from xlt.eval.stats import mean_std
+from xlt.metrics import ACC, AVG_TARGET, TRAIN_EPOCH, VAL_AVG_TARGET_ACC, metric_name
 from xlt.report import command_line, markdown_table
 from xlt.sweep.best import TrialRecord, best_trial, steps_run
 from xlt.sweep.overrides import trial_data
 from xlt.sweep.space import active_values, parse_params
 
+
+REPO = Path(__file__).resolve().parents[1]
+
+
 MODEL = "bundled:multilingual-e5-small"
 SOURCE = "en"
 TARGETS = ("ar", "de", "es", "fr", "hi", "ja", "ru", "sw", "zh")
 OUT = REPO / "results" / "sweep_efficiency"
-METRIC, TIME_ATTR = f"val/acc/{AVG_TARGET}", "train/epoch"
+METRIC, TEST_METRIC, TIME_ATTR = VAL_AVG_TARGET_ACC, metric_name("test", ACC, AVG_TARGET), TRAIN_EPOCH
 # Wang et al. (2022, §5.2-5.3) tune λ and τ; the head's optimiser adds lr and weight decay.
 SPACE = {
     "head.temperature": {"loguniform": [0.05, 2.0]},  # τ
@@ -108,9 +110,11 @@ class Cached:
 
 def cache_embeddings(root: Path, directory: Path) -> tuple[Cached, float]:
     """Encode once (seconds spent returned; 0 when read from the cache)."""
-    from xlt.data import read_sib200, sib200_labels
+    from xlt.config import from_dict, read_yaml
+    from xlt.tasks import TaskConfig, load_task
 
-    labels = sib200_labels(root)
+    task = load_task(from_dict(TaskConfig, read_yaml(REPO / "configs" / "tasks" / "sib200.yaml"), prefix="task."), root)
+    labels = list(task.labels)
     directory.mkdir(parents=True, exist_ok=True)
     meta = directory / "meta.json"
     started, encode = time.perf_counter(), not meta.is_file()
@@ -121,13 +125,13 @@ def cache_embeddings(root: Path, directory: Path) -> tuple[Cached, float]:
 
         torch.set_num_threads(2)
         encoder = load_encoder(EncoderConfig(source=MODEL))
-        english = read_sib200(root, SOURCE, "train")
+        english = task.examples("train", SOURCE)
         ids = [ex.source_id for ex in english]
         np.save(directory / "train.npy", encoder.encode([ex.text for ex in english], batch_size=64))
         np.save(directory / "train_labels.npy", np.asarray([ex.label for ex in english]))
         views, mask = [], []
         for lang in TARGETS:
-            by_id = {ex.source_id: ex.text for ex in read_sib200(root, lang, "train")}
+            by_id = {ex.source_id: ex.text for ex in task.examples("train", lang)}
             texts = [by_id.get(i, "") for i in ids]
             emb = encoder.encode([t or "." for t in texts], batch_size=64)
             views.append(emb)
@@ -135,7 +139,7 @@ def cache_embeddings(root: Path, directory: Path) -> tuple[Cached, float]:
         np.save(directory / "views.npy", np.stack(views))
         np.save(directory / "view_mask.npy", np.asarray(mask))
         for split in ("dev", "test"):
-            rows = [ex for lang in (SOURCE, *TARGETS) for ex in read_sib200(root, lang, split)]
+            rows = [ex for lang in (SOURCE, *TARGETS) for ex in task.examples(split, lang)]
             np.save(directory / f"{split}.npy", encoder.encode([ex.text for ex in rows], batch_size=64))
             np.save(directory / f"{split}_labels.npy", np.asarray([ex.label for ex in rows]))
             np.save(directory / f"{split}_langs.npy", np.asarray([ex.lang for ex in rows]))
@@ -152,7 +156,13 @@ def cache_embeddings(root: Path, directory: Path) -> tuple[Cached, float]:
 
 def train_head(cfg: HeadConfig, data: Cached, report: Callable[[dict[str, Any]], None] | None = None) -> dict:
     """Train projection + head for ``cfg.optim.epochs`` epochs, evaluating after each; returns the
-    last epoch's metrics (``val/…`` on dev, ``test/…`` on test)."""
+    last epoch's metrics (``val/…`` on dev, ``test/…`` on test).
+
+    A loop of its own, not ``xlt.engine``'s: this one keeps the learning rate constant, decays every
+    parameter and does not clip, where the engine decays the rate linearly, exempts biases, clips and
+    writes a checkpoint every epoch; and the fine-tuning workload encodes text, where these trials
+    read cached embeddings. On the engine every trial would train differently, and
+    ``benchmarks/sweep_efficiency.md`` would no longer be what this measures."""
     import torch
     import torch.nn.functional as F
     from torch import nn
@@ -259,7 +269,7 @@ def incumbents(records: list[TrialRecord]) -> list[tuple[int, float, float]]:
         except ValueError:
             out.append((epochs, float("nan"), float("nan")))
             continue
-        out.append((epochs, best.result[METRIC], best.result[f"test/acc/{AVG_TARGET}"]))
+        out.append((epochs, best.result[METRIC], best.result[TEST_METRIC]))
     return out
 
 
@@ -268,8 +278,9 @@ def incumbents(records: list[TrialRecord]) -> list[tuple[int, float, float]]:
 # --------------------------------------------------------------------------------------------
 
 def mean_sd(values: list[float]) -> str:
-    a = np.asarray(values, dtype=float)
-    return f"{a.mean():.4f} ± {a.std(ddof=1):.4f}" if len(a) > 1 else f"{a.mean():.4f}"
+    """``mean ± sd`` over seeds (``xlt.eval.stats.mean_std``), the value alone for one seed."""
+    mean, sd = mean_std(values)
+    return f"{mean:.4f} ± {sd:.4f}" if len(values) > 1 else f"{mean:.4f}"
 
 
 def plot(runs: list[dict[str, Any]], references: dict[str, list[dict]], path: Path, trials: int) -> None:
@@ -366,7 +377,7 @@ def report(results: dict[str, Any], output: Path) -> str:
                                                                           HeadOptim.epochs).values.items()}}
                 for r in runs]
     reference_rows = [{"reference (no search)": name, "dev (mean ± sd)": mean_sd([m[METRIC] for m in ms]),
-                       "test (mean ± sd)": mean_sd([m[f"test/acc/{AVG_TARGET}"] for m in ms])}
+                       "test (mean ± sd)": mean_sd([m[TEST_METRIC] for m in ms])}
                       for name, ms in references.items()]
     png = output.with_suffix(".png")
     plot(runs, references, png, trials)

@@ -27,16 +27,16 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "benchmarks"))
+from xlt.hardware import cpu_model
+from xlt.config import apply_overrides, from_dict, merge_presets
+from xlt.report import markdown_table
 
-from machine import cpu_model  # noqa: E402
-from xlt.config import apply_overrides, from_dict, merge_presets  # noqa: E402
-from xlt.report import markdown_table  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
 
 STORE = REPO / "results" / "benchmarks" / "tasks"
 MODELS = ("bundled:multilingual-e5-small", "bundled:use-multilingual-v3")

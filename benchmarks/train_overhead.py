@@ -94,7 +94,8 @@ def main() -> None:
         f"model.source={args.model}", "model.max_length=128", f"data.data_dir={resolve_data_dir(args.data_dir)}",
         "task.target_langs=[de]", f"data.max_examples={args.steps * args.batch_size}",
         f"optim.batch_size={args.batch_size}", f"optim.epochs={args.epochs}", "optim.shuffle_buffer=0",
-        "optim.freeze_word_embeddings=true", "optim.log_every_steps=0", "eval_every_epoch=false",
+        "optim.freeze_word_embeddings=true", "optim.log_every_steps=0",
+        "evals=[{type: classification, split: val}, {type: classification, split: test}]",
         "scaling.num_workers=1", f"scaling.cpus_per_worker={args.cpus}", f"output.dir={storage}",
         f"output.num_to_keep={args.epochs}"])  # Result.metrics_dataframe only covers the kept checkpoints
     prepared = prepare(cfg)

@@ -18,23 +18,23 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "benchmarks"))
+from learner_fit import fit_here  # (the in-process fit, at the config's precision)
+from xlt.hardware import cpu_model
+from xlt.cotrain import load_cotrain_config, prepare
+from xlt.cotrain.learner import learner_config
+from xlt.hardware import native_bf16
+from xlt.logs import quiet_libraries
+from xlt.metrics import per_language
+from xlt.report import command_line, markdown_table
+from xlt.storage import OutputSettings
+from xlt.eval.evaluators import Context, EvalSpec, classification
 
-from learner_fit import fit_here  # noqa: E402  (the in-process fit, at the config's precision)
-from machine import cpu_model  # noqa: E402
-from xlt.cotrain import load_cotrain_config, prepare  # noqa: E402
-from xlt.cotrain.learner import learner_config  # noqa: E402
-from xlt.hardware import native_bf16  # noqa: E402
-from xlt.logs import quiet_libraries  # noqa: E402
-from xlt.report import command_line, markdown_table  # noqa: E402
-from xlt.storage import OutputSettings  # noqa: E402
-from xlt.train.workload import evaluate  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def get_args() -> argparse.Namespace:
@@ -63,8 +63,9 @@ def main() -> None:
         torch.manual_seed(cfg.optim.seed)
         training, epochs = fit_here(dataclasses.replace(cfg, optim=dataclasses.replace(cfg.optim, precision=precision)), rows)
         times, loss = [seconds for _, seconds in epochs], epochs[-1][0].mean("loss")
-        metrics = evaluate(training.classifier, test, data.task.source_lang, "test", cfg.optim.eval_batch_size)
-        accuracy[name] = {key.rsplit("/", 1)[1]: value for key, value in metrics.items() if key.startswith("test/acc/")}
+        metrics = classification(training.classifier, test, EvalSpec("classification", "test"),
+                                 Context(data.task.source_lang, cfg.optim.eval_batch_size)).metrics
+        accuracy[name] = per_language(metrics, "test")
         table.append({"training": name, "epochs": len(times), "fit s": sum(times),
                       "per epoch s": ", ".join(f"{t:.1f}" for t in times), "last epoch loss": loss,
                       "test acc avg_target": accuracy[name].get("avg_target"), "test acc en": accuracy[name].get("en")})

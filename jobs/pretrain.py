@@ -35,7 +35,8 @@ from xlt.cli import epilogue, init_ray, job_overrides, resumable_job_args, run_j
 from xlt.engine import RESULTS_FILE, run_dir
 from xlt.logs import configure_logging, quiet_libraries
 from xlt.pretrain.config import load_pretrain_config
-from xlt.pretrain.workload import AVG, tatoeba_metric
+from xlt.eval.evaluators import TATOEBA
+from xlt.metrics import per_language
 from xlt.pretrain.trainer import build_trainer, encoder_dir, prepare, resume_config
 from xlt.report import markdown_table, write_results
 from xlt.storage import join, staged
@@ -68,8 +69,7 @@ def main() -> None:
 
 def print_results(prepared, result, tracker: Tracker) -> None:
     cfg = prepared.config
-    langs = [*cfg.data.eval_langs, AVG] if cfg.data.eval_langs else []
-    tatoeba = [{"lang": lang, "accuracy": result.metrics.get(tatoeba_metric(lang))} for lang in langs]
+    tatoeba = [{"lang": lang, "accuracy": value} for lang, value in per_language(result.metrics, "val", TATOEBA).items()]
     encoder = encoder_dir(join(run_dir(cfg), Path(result.checkpoint.path).name))  # local, or on the store
     print(f"\n## {cfg.output.name}: {cfg.recipe} ({', '.join(cfg.objective_names)}) from {cfg.model.source}\n")
     print(f"### Training pairs (q_i ∝ p_i^{cfg.data.alpha}; {prepared.mixture.excluded} excluded as evaluation "

@@ -153,3 +153,19 @@ def test_include_merges_a_file_under_a_key_and_set_may_include_too(tmp_path, mon
         apply_overrides({}, ["task={include: missing.yaml}"])
     with pytest.raises(ConfigError, match="is not valid YAML"):
         apply_overrides({}, ["data.target_langs=[de]'"])
+
+
+def test_include_in_the_items_of_a_list(tmp_path, monkeypatch):
+    (tmp_path / "bitext").mkdir()
+    (tmp_path / "bitext" / "b.yaml").write_text("type: lines\nname: b\ntask: {include: ../t.yaml}\n", encoding="utf-8")
+    (tmp_path / "t.yaml").write_text("name: t\n", encoding="utf-8")
+    (tmp_path / "job.yaml").write_text("sources: [{include: bitext/b.yaml, langs: [de]}, {type: hf}]\n",
+                                       encoding="utf-8")
+    from xlt.config import read_yaml
+
+    assert read_yaml(tmp_path / "job.yaml") == {"sources": [
+        {"type": "lines", "name": "b", "task": {"name": "t"}, "langs": ["de"]}, {"type": "hf"}]}
+    monkeypatch.chdir(tmp_path)
+    assert apply_overrides({}, ["data.sources=[{include: bitext/b.yaml}]"])["data"]["sources"][0]["name"] == "b"
+    with pytest.raises(ConfigError, match=r"--set: sources\[1\].include names .*missing.yaml"):
+        apply_overrides({}, ["data.sources=[{include: bitext/b.yaml}, {include: missing.yaml}]"])

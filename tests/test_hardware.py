@@ -38,3 +38,15 @@ def test_bf16_pays_is_timed_once_per_process():
     hits = hardware.bf16_pays.cache_info().hits
     assert isinstance(first, bool) and hardware.bf16_pays(n=64, repeats=1) is first
     assert hardware.bf16_pays.cache_info().hits == hits + 1  # the second call read the first answer, untimed
+
+
+def test_the_cpu_model_is_the_name_proc_cpuinfo_gives(tmp_path, monkeypatch):
+    from xlt import hardware
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Processor\n")
+    real_path = hardware.Path
+    monkeypatch.setattr(hardware, "Path", lambda p: real_path(cpuinfo) if p == "/proc/cpuinfo" else real_path(p))
+    assert hardware.cpu_model() == "Intel(R) Xeon(R) Processor"
+    cpuinfo.unlink()  # no /proc (macOS): what the platform module reports
+    assert hardware.cpu_model() == (hardware.platform.processor() or "unknown")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from xlt.metrics import ACC, AVG_TARGET, SPLITS, TRANSFER_GAP, VAL_AVG_TARGET_ACC, VAL_TRANSFER_GAP, metric_name
+from xlt.metrics import (ACC, AVG_TARGET, F1, SPLITS, TRANSFER_GAP, VAL_AVG_TARGET_ACC, VAL_TRANSFER_GAP, metric_name,
+                         per_language)
 
 
 def test_metric_names_follow_split_metric_lang():
@@ -30,3 +31,11 @@ def test_metric_name_rejects_bad_parts(args, match):
     with pytest.raises(ValueError, match=match):
         metric_name(*args)
 
+
+def test_per_language_reads_a_runs_scores_back_by_language():
+    reported = {"train/loss": 0.3, "test/acc/de": 0.5, "test/acc/en": 0.9, "test/acc/avg_target": 0.5,
+                "test/f1/de": 0.4, "test/transfer_gap": 0.4, "val/acc/de": 0.6}
+    assert per_language(reported, "test") == {"de": 0.5, "en": 0.9, AVG_TARGET: 0.5}
+    assert list(per_language(reported, "test")) == ["de", "en", AVG_TARGET]  # as reported
+    assert per_language(reported, "test", F1) == {"de": 0.4}
+    assert per_language(reported, "val") == {"de": 0.6} and per_language(reported, "train") == {}

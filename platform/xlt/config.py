@@ -177,7 +177,8 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
 
     A nested mapping with an ``include: FILE`` key is that file's mapping (a path relative to the
     including file) with the other keys merged over it: ``task: {include: tasks/xnli.yaml,
-    target_langs: [de]}``. The result holds no ``include`` keys, so a saved config is whole.
+    target_langs: [de]}``, also as an item of a list (``sources: [{include: bitext/tatoeba.yaml}]``).
+    The result holds no ``include`` keys, so a saved config is whole.
     """
     path = Path(path)
     try:
@@ -194,18 +195,23 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
 
 
 def _expand_includes(data: dict[str, Any], path: Path) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        if isinstance(value, dict):
-            value = _expand_includes(value, path)
-            if "include" in value:
-                target = path.parent / str(value.pop("include"))
-                if not target.is_file():
-                    where = "--set" if path.name == "--set" else str(path)
-                    raise ConfigError(f"{where}: {key}.include names {target}, which does not exist")
-                value = _merge(read_yaml(target), value)
-        out[key] = value
-    return out
+    return {key: _expanded(value, key, path) for key, value in data.items()}
+
+
+def _expanded(value: Any, key: str, path: Path) -> Any:
+    """``value`` with every ``include`` in it, or in the mappings of a list, read and merged."""
+    if isinstance(value, list):
+        return [_expanded(item, f"{key}[{i}]", path) for i, item in enumerate(value)]
+    if not isinstance(value, dict):
+        return value
+    value = _expand_includes(value, path)
+    if "include" not in value:
+        return value
+    target = path.parent / str(value.pop("include"))
+    if not target.is_file():
+        where = "--set" if path.name == "--set" else str(path)
+        raise ConfigError(f"{where}: {key}.include names {target}, which does not exist")
+    return _merge(read_yaml(target), value)
 
 
 SMOKE_OUTPUT = "results/smoke"

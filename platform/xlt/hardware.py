@@ -1,4 +1,4 @@
-"""What this machine's processor can do, read rather than assumed, and the precision inference and
+"""What this machine's processor is (``cpu_model``) and can do, read rather than assumed, and the precision inference and
 training run at because of it (``inference.precision``, ``optim.precision``).
 
 ``native_bf16``: whether the CPU multiplies bf16 natively (AVX-512 BF16 or AMX in ``/proc/cpuinfo``);
@@ -20,12 +20,25 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import platform
 import time
 from pathlib import Path
 from typing import ContextManager
 
 NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 PRECISIONS = ("auto", "fp32", "bf16")
+
+
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), else what the ``platform`` module reports: what a
+    benchmark's result names beside its figures, since absolute times differ between CPU kinds."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
 
 
 @functools.lru_cache(maxsize=1)

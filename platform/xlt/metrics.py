@@ -10,6 +10,9 @@ importing each other.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 SPLITS: tuple[str, ...] = ("train", "val", "test")
 ACC = "acc"
 F1 = "f1"
@@ -40,6 +43,13 @@ def metric_name(split: str, metric: str, lang: str | None = None) -> str:
 def gap_name(split: str, score: str = ACC) -> str:
     """The transfer gap of ``score``: ``<split>/transfer_gap`` (accuracy), ``<split>/transfer_gap_f1``."""
     return metric_name(split, TRANSFER_GAP if score == ACC else f"{TRANSFER_GAP}_{score}")
+
+
+def per_language(metrics: Mapping[str, Any], split: str, metric: str = ACC) -> dict[str, Any]:
+    """``{lang: value}`` of every ``<split>/<metric>/<lang>`` in ``metrics`` (:data:`AVG_TARGET` among
+    them), in their order: a run's reported scores read back by language."""
+    prefix = f"{metric_name(split, metric)}/"
+    return {name.removeprefix(prefix): value for name, value in metrics.items() if name.startswith(prefix)}
 
 
 # The names a sweep optimises (`tune.run(metric=...)`) and reports sort by.

@@ -10,8 +10,8 @@ import pytest
 
 from xlt.augment import AugmentConfig, CodeSwitch, CrossLingualAugment, summarize_views, build_augmented_dataset
 from xlt.data.dictionary import BilingualDictionary, read_muse
+from presets import task
 from xlt.data.records import Example
-from xlt.data.sib200 import read_sib200
 from xlt.translate import DictionaryTranslator, ProvidedTranslations
 
 from .helpers import batch_of, rows_of, zz_dictionary
@@ -89,14 +89,15 @@ def test_partial_translation_of_a_single_text_needs_a_segment_translator() -> No
 
 
 def test_provided_translations_on_sib200(data_dir: Path) -> None:
-    en = read_sib200(data_dir, "en", "train")[:30]
-    provided = ProvidedTranslations.from_sib200(data_dir, ["en", "de", "fr", "sw"])
+    sib = task("sib200", data_dir)
+    en = sib.examples("train", "en")[:30]
+    provided = ProvidedTranslations(ex for lang in ("en", "de", "fr", "sw") for ex in sib.examples("train", lang))
     de = read_muse(data_dir, "en", "de")
     aug = CrossLingualAugment(t_f=2, t_p=1, t_c=1, r_c=0.5, languages=["de", "fr", "sw"], translator=provided,
                               partial_languages=["de"], partial_translator=DictionaryTranslator(de),
                               codeswitch_languages=["de"], dictionaries=[de], seed=0)
     out = rows_of(aug(batch_of(en)))
-    human = {lang: {e.source_id: e.text for e in read_sib200(data_dir, lang, "train")} for lang in ("de", "fr", "sw")}
+    human = {lang: {e.source_id: e.text for e in sib.examples("train", lang)} for lang in ("de", "fr", "sw")}
     for example, row in zip(en, out):
         full = [(v, lang) for v, k, lang in zip(row["views"], row["view_kinds"], row["view_langs"]) if k == "full"]
         assert len(full) == 2 and full[0][1] != full[1][1]
@@ -106,7 +107,7 @@ def test_provided_translations_on_sib200(data_dir: Path) -> None:
 
 
 def test_build_augmented_dataset_end_to_end(ray_cluster, data_dir: Path) -> None:
-    en = read_sib200(data_dir, "en", "train")[:96]
+    en = task("sib200", data_dir).examples("train", "en")[:96]
     dicts = [read_muse(data_dir, "en", lang) for lang in ("de", "fr")]
     config = AugmentConfig(t_f=1, t_p=1, t_c=1, r_c=0.5, languages=("de", "fr"), seed=3)
     translator = DictionaryTranslator(dicts)

@@ -1,12 +1,9 @@
-"""Shared constants and assertions for the data-layer tests."""
+"""Shared assertions for the data-layer tests."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
-
-SIB_LABELS = ["science/technology", "travel", "politics", "sports", "health", "entertainment", "geography"]
-SIB_HEADER = b"index_id\tcategory\ttext\n"
 
 
 def at(path: str | Path, line: int | None = None) -> str:

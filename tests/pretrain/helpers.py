@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 
+from presets import bitext
 from xlt.data import BilingualDictionary, as_rows
 from xlt.losses import ObjectiveConfig
 from xlt.models import EncoderConfig
 from xlt.pretrain.batches import PairAnnotator
 from xlt.engine import OptimSettings
-from xlt.pretrain.config import BitextSource, PretrainConfig, PretrainData
+from xlt.pretrain.config import PretrainConfig, PretrainData
 
 from .conftest import EN_DE, pair
 
@@ -23,7 +24,7 @@ TINY = EncoderConfig(source="tiny:bert", pooling="mean", max_length=64)
 def tiny_config(recipe: str = "veco2", objectives: tuple[ObjectiveConfig, ...] = (), **optim) -> PretrainConfig:
     """A resolved config over tiny:bert (no data on disk needed)."""
     return PretrainConfig(model=TINY, recipe=recipe, objectives=objectives,
-                          data=PretrainData(sources=(BitextSource("tatoeba", langs=("de",)),), train_rows=4),
+                          data=PretrainData(sources=(bitext("tatoeba", langs=("de",)),), train_rows=4),
                           optim=OptimSettings(**{"batch_size": 2, "epochs": 1, "freeze_word_embeddings": False, **optim}))
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from xlt.data import Lexicon, read_muse, read_sib200
+from presets import task
+from xlt.data import Lexicon, read_muse
 from xlt.models import load_encoder
 from xlt.models.tiny import tiny_tokenizer
 from xlt.pretrain import DictionaryAligner, Tokenization, consistent_phrase_pairs
@@ -131,8 +132,9 @@ def test_direction_and_script_mismatch(data_dir):
 
 @pytest.mark.slow
 def test_real_sib200_pairs_with_muse_en_de(data_dir, xlmr_tokenizer):
-    en = read_sib200(data_dir, "en", "train")
-    de = {e.source_id: e.text for e in read_sib200(data_dir, "de", "train")}
+    sib = task("sib200", data_dir)
+    en = sib.examples("train", "en")
+    de = {e.source_id: e.text for e in sib.examples("train", "de")}
     pairs = [pair(e.text, de[e.source_id], id=e.source_id) for e in en[:40]]
     tokenization = Tokenization(xlmr_tokenizer, prefix="query: ")
     aligner = DictionaryAligner(Lexicon(read_muse(data_dir, "en", "de")), tokenization)

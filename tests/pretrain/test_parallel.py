@@ -7,10 +7,11 @@ from collections import Counter
 
 import pytest
 
-from xlt.data import read_sib200, read_tatoeba
-from xlt.pretrain.config import BitextSource, PretrainData
-from xlt.pretrain.parallel import (build_mixture, distinct_pivot, evaluation_sentences, load_dictionaries, mix, mixture_counts, orient,
-                                   read_bitext, sampling_probabilities, sib200_pairs, tatoeba_rows)
+from presets import bitext, task, task_config
+from xlt.pretrain.config import PretrainData
+from xlt.pretrain.parallel import (build_mixture, distinct_pivot, evaluation_rows, evaluation_sentences,
+                                   load_dictionaries, mix, mixture_counts, orient, sampling_probabilities)
+from xlt.tasks import BitextConfig, read_bitext
 
 from .conftest import pair
 
@@ -45,58 +46,44 @@ def test_orient_puts_the_pivot_first():
     assert orient(pair("a", "b", "de", "fr"), "en") == pair("a", "b", "de", "fr")
 
 
-def test_sib200_pairs_join_train_rows_on_index_id(data_dir):
-    pairs = sib200_pairs(data_dir, "de")
-    en = {ex.source_id: ex.text for ex in read_sib200(data_dir, "en", "train")}
-    de = {ex.source_id: ex.text for ex in read_sib200(data_dir, "de", "train")}
-    assert len(pairs) == len(en) == 701
-    for p in pairs:
-        index_id = p.id.rsplit("/", 1)[1]
-        assert "/train/" in p.id and (p.src, p.tgt) == (en[index_id], de[index_id])
-        assert (p.src_lang, p.tgt_lang) == ("en", "de")
-    evaluation = {ex.text for split in ("dev", "test") for ex in read_sib200(data_dir, "de", split)}
-    assert not evaluation & {p.tgt for p in pairs}
-
-
-def test_sources_of_every_kind(data_dir, tmp_path):
-    tatoeba = read_bitext(BitextSource("tatoeba", langs=("es",)), data_dir)
-    assert tatoeba == read_tatoeba(data_dir, "es") and (tatoeba[0].src_lang, tatoeba[0].tgt_lang) == ("es", "en")
-    path = tmp_path / "pairs.jsonl"
-    path.write_text("\n".join(json.dumps({"en": f"cat {i}", "de": f"Katze {i}"}) for i in range(3)), encoding="utf-8")
-    pairs = read_bitext(BitextSource("file", path=str(path), src_field="en", tgt_field="de", src_lang="en",
-                                     tgt_lang="de"), data_dir)
-    assert [(p.src, p.tgt, p.src_lang, p.tgt_lang) for p in pairs][0] == ("cat 0", "Katze 0", "en", "de")
-    datasets = pytest.importorskip("datasets")
-    datasets.Dataset.from_dict({"translation": [{"en": "a cat", "fr": "un chat"}]}).save_to_disk(str(tmp_path / "hf"))
-    hf = read_bitext(BitextSource("hf", path=str(tmp_path / "hf"), src_field="translation.en",
-                                  tgt_field="translation.fr", src_lang="en", tgt_lang="fr"), data_dir)
-    assert [(p.src, p.tgt) for p in hf] == [("a cat", "un chat")]
+def test_mixture_of_two_presets(data_dir):
+    data = PretrainData(sources=(bitext("tatoeba", langs=("es",)), bitext("sib200", langs=("de",))))
+    mixture = build_mixture(data, data_dir)
+    assert mixture.available == {"en-de": 701, "en-es": 1000} and mixture.excluded == 0
+    # Tatoeba's pairs are es -> en: oriented so that the pivot is the source side
+    es = {p.id: p for p in read_bitext(bitext("tatoeba", langs=("es",)), data_dir)}
+    drawn = next(p for p in mixture.pairs if p.id in es)
+    assert (drawn.src, drawn.tgt, drawn.src_lang) == (es[drawn.id].tgt, es[drawn.id].src, "en")
 
 
 def test_mixture_holds_evaluation_apart(data_dir, tmp_path):
-    fr = read_tatoeba(data_dir, "fr")
-    sib_test = read_sib200(data_dir, "de", "test")
+    fr = read_bitext(bitext("tatoeba", langs=("fr",)), data_dir)
+    sib_test = task("sib200", data_dir).examples("test", "de")
     path = tmp_path / "pairs.jsonl"
     rows = [{"src": "A sentence nobody evaluates.", "tgt": "Ein Satz."},
             {"src": "  " + fr[3].tgt.upper() + " ", "tgt": "Ein anderer Satz."},  # a Tatoeba fr English side
             {"src": "Another one.", "tgt": sib_test[0].text}]  # a SIB-200 test sentence
     path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
-    data = PretrainData(sources=(BitextSource("file", path=str(path), src_lang="en", tgt_lang="de"),),
-                        eval_langs=("fr",))
+    source = BitextConfig("files", path=str(path), src_lang="en", tgt_lang="de")
+    held = dict(eval_source=bitext("tatoeba"), eval_langs=("fr",))
+    data = PretrainData(sources=(source,), eval_tasks=(task_config("sib200"),), **held)
     mixture = build_mixture(data, data_dir)
     assert [p.src for p in mixture.pairs] == ["A sentence nobody evaluates."] and mixture.excluded == 2
     assert mixture.rows() == [{"pair": "en-de", "n": 1, "p": 1.0, "q": 1.0, "drawn": 1}]
-    kept = build_mixture(PretrainData(sources=data.sources, eval_langs=("fr",), exclude_eval_sentences=False), data_dir)
+    kept = build_mixture(PretrainData(sources=data.sources, exclude_eval_sentences=False, **held), data_dir)
     assert len(kept.pairs) == 3
+    assert build_mixture(PretrainData(sources=data.sources, **held), data_dir).excluded == 1  # no eval_tasks
     with pytest.raises(ValueError, match="held apart"):
-        build_mixture(PretrainData(sources=(BitextSource("tatoeba", langs=("fr",)),), eval_langs=("fr",)), data_dir)
-    assert normalized_in(fr[3].src, evaluation_sentences(data_dir, ["fr"], sib200=False))
-    rows = tatoeba_rows(data_dir, ["fr", "sw"], max_pairs=5)
+        build_mixture(PretrainData(sources=(bitext("tatoeba", langs=("fr",)),), **held), data_dir)
+    assert normalized_in(fr[3].src, evaluation_sentences(PretrainData(sources=(source,), **held), data_dir))
+    rows = evaluation_rows(PretrainData(sources=(source,), eval_source=bitext("tatoeba"), eval_langs=("fr", "sw"),
+                                        eval_max_pairs=5), data_dir)
     assert len(rows) == 10 and rows[0] == {"lang": "fr", "src": fr[0].src, "tgt": fr[0].tgt}
+    assert [r["lang"] for r in rows] == ["fr"] * 5 + ["sw"] * 5
 
 
 def test_distinct_pivot_gives_each_english_line_of_a_multiway_corpus_to_one_language(data_dir):
-    pairs = [orient(p, "en") for p in read_bitext(BitextSource("ntrex", langs=("de", "ja", "sw")), data_dir)]
+    pairs = [orient(p, "en") for p in read_bitext(bitext("ntrex", langs=("de", "ja", "sw")), data_dir)]
     kept = distinct_pivot(pairs)
     english = [" ".join(p.src.split()).casefold() for p in kept]
     assert len(english) == len(set(english)) == len(set(" ".join(p.src.split()).casefold() for p in pairs))
@@ -106,7 +93,7 @@ def test_distinct_pivot_gives_each_english_line_of_a_multiway_corpus_to_one_lang
     assert kept[:3] == [pairs[0], pairs[1997 + 1], pairs[2 * 1997 + 2]]
     # a corpus without repeated pivot sentences is left as it is
     assert distinct_pivot(kept) == kept
-    mixture = build_mixture(PretrainData(sources=(BitextSource("ntrex", langs=("de", "ja")),), distinct_pivot=True),
+    mixture = build_mixture(PretrainData(sources=(bitext("ntrex", langs=("de", "ja")),), distinct_pivot=True),
                             data_dir)
     assert len({p.src for p in mixture.pairs}) == len(mixture.pairs) < 2 * 1997
 

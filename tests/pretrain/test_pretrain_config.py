@@ -48,11 +48,17 @@ def test_refusals_name_key_and_remedy():
         dataclasses.replace(tiny_config("mgc"), batch=dataclasses.replace(cfg.batch, features="cce"))
     with pytest.raises(ConfigError, match="frozen numpy encoder"):
         dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, source="bundled:use-multilingual-v3"))
-    overrides = ["model.source=tiny:bert", "data.sources=[{type: tatoeba, langs: [de]}]"]
-    with pytest.raises(ConfigError, match="train split only, never dev or test"):
-        load_pretrain_config(None, overrides + ["data.sources=[{type: sib200, langs: [de], split: test}]"])
-    with pytest.raises(ConfigError, match="sources\\[tatoeba\\].langs"):
-        load_pretrain_config(None, overrides + ["data.sources=[{type: tatoeba}]"])
+    bitext = REPO / "configs" / "bitext"
+    overrides = ["model.source=tiny:bert", f"data.sources=[{{include: {bitext}/tatoeba.yaml, langs: [de]}}]"]
+    with pytest.raises(ConfigError, match="data.sources.1..split='test' .*train split only, never dev or test"):
+        load_pretrain_config(None, overrides[:1] + [f"data.sources=[{{include: {bitext}/tatoeba.yaml}}, "
+                                                    f"{{include: {bitext}/sib200.yaml, langs: [de], split: test}}]"])
+    with pytest.raises(ConfigError, match="data.sources.0..tgt_lang='en' is not valid"):
+        load_pretrain_config(None, overrides[:1] + [f"data.sources=[{{include: {bitext}/tatoeba.yaml, langs: [en]}}]"])
+    with pytest.raises(ConfigError, match="missing key data for PretrainConfig"):
+        load_pretrain_config(None, overrides[:1])
+    with pytest.raises(ConfigError, match="data.eval_source=None is not valid: expected the pairs of data.eval_langs"):
+        load_pretrain_config(None, overrides + ["data.eval_langs=[fr]"])
     with pytest.raises(ConfigError, match="data.eval_langs"):
         load_pretrain_config(None, overrides + ["data.eval_langs=[en]"])
     with pytest.raises(ConfigError, match="data.alpha"):
@@ -79,6 +85,9 @@ def test_steps_per_epoch_count_optimizer_steps():
 def test_presets_load_alone_and_with_the_smoke_preset(preset, tmp_path):
     cfg = load_pretrain_config(REPO / "configs" / f"{preset}.yaml")
     assert cfg.model.source == "bundled:multilingual-e5-small" and cfg.data.eval_langs == ("fr", "ar", "sw")
+    assert [(s.name, s.type, s.langs) for s in cfg.data.sources] == [
+        ("tatoeba", "lines", ("de", "es", "ru", "zh", "hi", "ja")), ("sib200", "task", ("de", "es", "ru", "zh", "hi", "ja"))]
+    assert cfg.data.eval_source.name == "tatoeba" and [t.name for t in cfg.data.eval_tasks] == ["sib200"]
     assert cfg.optim.grad_accum_steps == 4
     smoke = load_pretrain_config(REPO / "configs" / f"{preset}.yaml", smoke=REPO / "configs" / "pretrain_smoke.yaml")
     assert smoke.model.source == "tiny:bert" and smoke.objectives == cfg.objectives

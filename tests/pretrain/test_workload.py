@@ -5,15 +5,13 @@ from __future__ import annotations
 import contextlib
 import copy
 
-import numpy as np
 import pytest
 import torch
 from torch import nn
 
-from xlt.models import TextEncoder
 from xlt.pretrain.batches import PretrainBatcher, keep_row, tokenization_of
 from xlt.engine import accumulation_step, grouped, run_epoch
-from xlt.pretrain.workload import PRETRAIN, build_pretraining, tatoeba_metrics
+from xlt.pretrain.workload import PRETRAIN, build_pretraining
 
 from .conftest import pair
 from .helpers import annotated, tiny_config, with_rows
@@ -98,21 +96,3 @@ def test_an_epoch_groups_micro_batches_into_steps():
     stats, _ = run_epoch(training, PRETRAIN, [[r] for r in rows], cfg, epoch=0)
     assert (stats.steps, stats.examples, training.global_step) == (3, 5, 3)
     assert set(stats.sums) == {"loss", "parallel_info_nce", "token_alignment", "mlm"}
-
-
-class Lookup(TextEncoder):
-    """Embeds ``"<k>..."`` as the one-hot vector of ``k``: the right answer is known."""
-
-    dim, trainable = 8, False
-
-    def embed(self, texts):
-        return torch.eye(self.dim)[[int(t.split()[0]) for t in texts]]
-
-
-def test_tatoeba_metrics_on_a_known_answer():
-    rows = {"lang": ["fr"] * 3 + ["sw"] * 3, "src": ["1 a", "2 b", "3 c", "4 d", "5 e", "6 f"],
-            "tgt": ["1 x", "2 y", "3 z", "5 u", "4 v", "6 w"]}
-    metrics = tatoeba_metrics(Lookup(), rows)
-    assert metrics == {"val/tatoeba/fr": 1.0, "val/tatoeba/sw": pytest.approx(1 / 3),
-                       "val/tatoeba/avg": pytest.approx(2 / 3)}
-    assert np.isclose(metrics["val/tatoeba/avg"], (1.0 + 1 / 3) / 2)

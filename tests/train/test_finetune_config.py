@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from presets import task
 from xlt.config import ConfigError, from_dict
 from xlt.engine import incompatible_changes
 from xlt.train.config import FinetuneConfig, load_finetune_config
@@ -52,6 +53,8 @@ def test_smoke_preset_merges_over_a_preset_and_set_wins():
     (["scaling.num_workers=-1"], r"scaling.num_workers=-1 is not valid: expected an integer >= 0 \(0 = in the job.s own process\)"),
     (["model.source=bundled:use-multilingual-v3", "objectives=[{name: supervised_contrastive_alignment}]"],
      "none with the frozen bundled:use-multilingual-v3"),
+    (["evals=[{type: retrieval, split: val, data: tatoeba}]"],
+     r"evals\[val\]='retrieval on tatoeba' is not valid: expected one of classification on val"),
 ])
 def test_bad_values_are_named(overrides, message):
     with pytest.raises(ConfigError, match=message):
@@ -109,9 +112,8 @@ def test_augmented_views_are_made_once_from_the_train_split(data_dir, ray_cluste
     assert "CrossLingualAugment" not in str(ds) and "MapBatches" not in str(ds), str(ds)
     out = ds.take_all()
     assert sorted(r["id"] for r in out) == sorted(r["id"] for r in rows)  # one row per example
-    from xlt.data import read_sib200
-
-    train = {(ex.lang, ex.source_id): ex.text for lang in ("fr", "zh") for ex in read_sib200(data_dir, lang, "train")}
+    sib = task("sib200", data_dir)
+    train = {(ex.lang, ex.source_id): ex.text for lang in ("fr", "zh") for ex in sib.examples("train", lang)}
     for row in out:
         if row["lang"] == "de":  # translate-train rows are already translated: no views
             assert list(row["views"]) == [] and row["view_pairs"] is None

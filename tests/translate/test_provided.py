@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from presets import task
 from xlt.data.records import Example
-from xlt.data.sib200 import read_sib200
 from xlt.translate import ProvidedTranslations
 
 
@@ -35,11 +35,12 @@ def test_provided_translations_match_text_and_side() -> None:
         ProvidedTranslations([Example(id="x", text="a", lang="de")])
 
 
-def test_provided_translations_from_sib200_train(data_dir: Path) -> None:
-    p = ProvidedTranslations.from_sib200(data_dir, ["en", "de", "sw"])
-    en = read_sib200(data_dir, "en", "train")[:20]
-    sw = {e.source_id: e.text for e in read_sib200(data_dir, "sw", "train")}
+def test_provided_translations_of_a_tasks_train_rows(data_dir: Path) -> None:
+    sib = task("sib200", data_dir)
+    p = ProvidedTranslations(ex for lang in ("en", "de", "sw") for ex in sib.examples("train", lang))
+    en = sib.examples("train", "en")[:20]
+    sw = {e.source_id: e.text for e in sib.examples("train", "sw")}
     out = p.translate([e.text for e in en], "en", "sw", source_ids=[e.source_id for e in en])
     assert out == [sw[e.source_id] for e in en]
-    dev = read_sib200(data_dir, "en", "dev")[0]  # train only: a dev sentence has no translation here
+    dev = sib.examples("dev", "en")[0]  # train only: a dev sentence has no translation here
     assert p.translate([dev.text], "en", "de", source_ids=[dev.source_id]) == [None]

@@ -31,7 +31,8 @@ from ..metrics import TRAIN_LOSS
 from ..engine.checkpoints import read_model
 from ..storage import OutputSettings, join
 from ..tasks import Task
-from ..train.config import DataSettings, FinetuneConfig
+from ..eval.evaluators import EvalSpec
+from ..train.config import EVAL_DATA, DataSettings, FinetuneConfig
 from ..train.workload import FINETUNE
 from .config import LearnerConfig
 
@@ -56,7 +57,7 @@ def learner_config(name: str, cfg: LearnerConfig, task: Task, output: OutputSett
     return FinetuneConfig(task=task.config, model=cfg.model, objectives=cfg.objectives, optim=cfg.optim,
                           scaling=cfg.scaling, data=DataSettings(train_rows=rows),
                           output=OutputSettings(join(output.dir, LEARNERS_DIR, name), output.num_to_keep),
-                          eval_every_epoch=False, eval_test=True)
+                          evals=tuple(EvalSpec("classification", split) for split in EVAL_DATA))
 
 
 def fit_name(name: str, iteration: int) -> str:

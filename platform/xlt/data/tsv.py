@@ -4,7 +4,8 @@ Fields are split on tabs with no quoting rules (``csv.QUOTE_NONE``): a stray quo
 sentence must never swallow the following lines, as it would under CSV quoting. Files
 written by pandas (SIB-200's among them) still CSV-quote any field that contains a
 double quote (``"He said ""yes""."``); such fully quoted fields are unquoted, so the text
-is the sentence that was written, not its escaped form.
+is the sentence that was written, not its escaped form. ``unquote_nested`` undoes quoting
+applied more than once, for a task that says its release has it (``unquote: nested``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,14 @@ def unquote(field: str) -> str:
         inner = field[1:-1]
         if '"' not in inner.replace('""', ""):
             return inner.replace('""', '"')
+    return field
+
+
+def unquote_nested(field: str) -> str:
+    """``unquote`` until the field is no longer CSV-quoted as a whole: a release whose writer quoted
+    a field that was already quoted (SIB-200's ``unquote: nested``, see ``configs/tasks/sib200.yaml``)."""
+    while (unquoted := unquote(field)) != field:
+        field = unquoted
     return field
 
 

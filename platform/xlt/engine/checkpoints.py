@@ -24,14 +24,14 @@ every rank holds the same weights, and Ray Train V2 keeps only rank 0's metrics 
 (``latest_state``) reads ``ray.train.get_checkpoint()``, which Ray Train V2 fills from
 ``output.dir`` when a run already reported checkpoints there, or after
 a worker-group restart within one ``fit``; in process, ``session`` finds the latest the same way in
-the run directory.
+the run directory. Outside a run, ``latest_checkpoint`` reads that record of a finished run directory
+(a benchmark's unit, a co-training learner's last fit), rather than listing the directory.
 """
 
 from __future__ import annotations
 
 import json
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -39,26 +39,16 @@ import torch
 
 from ..config import from_dict, read_yaml, save_config
 from ..models import trained_state
+from ..storage import read_text
 from . import session
 
+from .training import Training, TrainState
+
 if TYPE_CHECKING:
-    from .training import Training
+    from ray.train import Checkpoint
 
 MODEL_FILE, TRAIN_STATE_FILE, STATE_FILE, CONFIG_FILE = "model.pt", "train_state.pt", "state.json", "config.yaml"
 METRICS_FILE = "metrics.json"
-
-
-@dataclass(frozen=True)
-class TrainState:
-    """What a checkpoint holds, loaded on CPU."""
-
-    model: dict[str, torch.Tensor]
-    optimizer: dict[str, Any]
-    scheduler: dict[str, Any]
-    epoch: int
-    global_step: int
-    config: Any  # the run's config, e.g. a FinetuneConfig
-    from_source: tuple[str, ...] = ()  # the frozen parameters ``model`` leaves out (xlt.models.load_trained)
 
 
 def checkpoint_name(epoch: int, global_step: int) -> str:
@@ -136,3 +126,26 @@ def report(metrics: dict[str, float], write: Callable[[Path], object] | None = N
         write(Path(directory))
         Path(directory, METRICS_FILE).write_text(json.dumps(metrics, default=float))
         session.report(metrics, Checkpoint.from_directory(directory), checkpoint_dir_name)
+
+
+def latest_checkpoint(run: str | Path) -> Checkpoint:
+    """The latest checkpoint of run directory ``run`` (local or URI), as the run records it: an
+    in-process run in ``session.CHECKPOINTS_FILE``, a Ray Train run in its controller's snapshot
+    (``ray.train.Result.from_path``). It is the one a rerun resumes from: a run's last epoch, a
+    ``FitService`` run's last fit's last epoch. Raises ``FileNotFoundError`` if ``run`` records none."""
+    from ray.train import Checkpoint, Result
+
+    run = str(run).rstrip("/")
+    saved = read_text(f"{run}/{session.CHECKPOINTS_FILE}")
+    if saved is not None:
+        names = json.loads(saved)
+        checkpoint = Checkpoint(f"{run}/{names[-1]}") if names else None
+    else:
+        try:
+            checkpoint = Result.from_path(run).checkpoint
+        except RuntimeError:  # no such directory, or no Ray Train run in it
+            checkpoint = None
+    if checkpoint is None:
+        raise FileNotFoundError(f"{run} records no checkpoint: expected the output.dir of a run that reported one "
+                                f"({session.CHECKPOINTS_FILE}, or Ray Train's checkpoint_manager_snapshot.json)")
+    return checkpoint

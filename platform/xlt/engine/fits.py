@@ -48,6 +48,7 @@ from ..metrics import TRAIN_FIT
 from ..placement import this_node
 from . import checkpoints, session
 from .loop import Workload, start_training, train_epochs, worker_setup
+from .training import TrainState
 from .runs import run_dir, torch_trainer
 from .settings import changed_keys
 
@@ -146,7 +147,7 @@ def serve_fits(config: dict[str, Any], workload: Workload, requests: Any) -> Non
         del training, rows
 
 
-def _state_of(checkpoint: Checkpoint | None, cfg: Any, config_class: type) -> checkpoints.TrainState | None:
+def _state_of(checkpoint: Checkpoint | None, cfg: Any, config_class: type) -> TrainState | None:
     """The checkpoint's state if it was written by the fit of ``cfg``, else ``None``."""
     if checkpoint is None:
         return None

@@ -276,11 +276,10 @@ def write_checkpoint(directory: Path, training: Training, cfg: Any, workload: Wo
     return Path(directory)
 
 
-def eval_shard(name: str) -> Any:
-    """An unsplit evaluation dataset of the running run (for ``Workload.evaluate``)."""
-    return session.dataset_shard(name)
-
-
-def has_eval_shard(name: str) -> bool:
-    """Whether the running run was given the evaluation dataset ``name``."""
-    return session.has_dataset(name)
+def eval_rows_of(batch_size: int) -> Callable[[str, Sequence[str]], dict[str, list] | None]:
+    """How a running run's evaluators read their data (``xlt.eval.evaluators.evaluate_all``): an
+    unsplit evaluation dataset's ``columns`` (``collect``), or ``None`` where the run was not given
+    that dataset."""
+    def read(name: str, columns: Sequence[str]) -> dict[str, list] | None:
+        return collect(session.dataset_shard(name), batch_size, columns) if session.has_dataset(name) else None
+    return read

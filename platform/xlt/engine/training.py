@@ -4,7 +4,7 @@ Pieces, each usable without Ray (tests, ``benchmarks/train_overhead.py``):
 
 - ``Training``: the module that is saved and evaluated, the module the step calls (DDP-wrapped
   under Ray Train with several workers), AdamW, the schedule, the epoch and step counters;
-  ``restore`` loads a checkpoint's ``TrainState`` into it.
+  ``restore`` loads a ``TrainState`` (what a checkpoint holds, ``engine.checkpoints``) into it.
 - ``build_training``: AdamW (fused) with weight decay on matrices only and a linear schedule with warmup
   over ``epochs × steps_per_epoch`` optimizer steps.
 - ``accumulation_step``: one optimizer step over ``grad_accum_steps`` micro-batches. Each
@@ -24,7 +24,7 @@ import contextlib
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import nn
@@ -34,9 +34,6 @@ from ..metrics import (TRAIN_DATA_WAIT_S, TRAIN_EPOCH, TRAIN_EPOCH_TIME_S, TRAIN
                        TRAIN_RESUMED_FROM_STEP, TRAIN_SAMPLES_PER_S, loss_metric)
 from ..models import load_trained
 from .settings import OptimSettings
-
-if TYPE_CHECKING:
-    from .checkpoints import TrainState
 
 # A step's loss: the total (to back-propagate) and its named, unweighted parts.
 LossFn = Callable[[nn.Module, Any], tuple[torch.Tensor, Mapping[str, torch.Tensor]]]
@@ -55,6 +52,19 @@ def param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
         if p.requires_grad:
             (decay if p.ndim >= 2 else no_decay).append(p)
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+@dataclass(frozen=True)
+class TrainState:
+    """What a checkpoint holds, loaded on CPU."""
+
+    model: dict[str, torch.Tensor]
+    optimizer: dict[str, Any]
+    scheduler: dict[str, Any]
+    epoch: int
+    global_step: int
+    config: Any  # the run's config, e.g. a FinetuneConfig
+    from_source: tuple[str, ...] = ()  # the frozen parameters ``model`` leaves out (xlt.models.load_trained)
 
 
 @dataclass

@@ -8,29 +8,32 @@ Nothing here is trained except the frozen-linear probe's logistic regression.
   source-language train split, its inverse regularisation C chosen on the source dev split;
   accuracy and macro-F1 on every language's test split. Sentence pairs are embedded as the
   encoder embeds pairs (``xlt.models.encoder``: jointly, or ``[u; v; |u−v|; u*v]``).
-- ``tatoeba``: top-1 retrieval both ways; ``mining``: BUCC-style mining on Tatoeba with distractors.
-- ``bucc``: mining on the real BUCC 2018 zh-en corpus (``bucc_rows`` states the threshold protocol).
+- ``tatoeba``: top-1 retrieval both ways on the pairs of ``bitext`` (Tatoeba in the presets:
+  ``bitext: {include: bitext/tatoeba.yaml}``); ``mining``: BUCC-style mining on them with distractors.
+- ``bucc``: mining on the corpus of ``mining`` (BUCC 2018 zh-en: ``mining: {include:
+  mining/bucc2018.yaml}``; ``bucc_rows`` states the threshold protocol).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Literal
 
 import numpy as np
 
 from ..config import check
-from ..data import BuccCorpus, read_bucc, read_tatoeba, resolve_data_dir
-from ..data.tatoeba import tatoeba_languages
+from ..data import MiningCorpus, ParallelPair, resolve_data_dir
 from ..text.languages import normalize_lang
 from ..models import EncoderConfig, TextEncoder, load_encoder
 from ..models.encoder import Item
 from ..data.records import evenly_spaced
 from ..storage import OutputSettings
-from ..tasks import Task, TaskConfig, load_task
+from ..tasks import (BitextConfig, MiningConfig, Task, TaskConfig, bitext_languages, load_mining, load_task,
+                     read_bitext)
 from .classification import scores_by_language, summarize_transfer
-from .retrieval import MiningResult, mine_bitext, tatoeba_accuracy
+from .evaluators import retrieval_by_language
+from .retrieval import MiningResult, mine_bitext
 
 Protocol = Literal["frozen-linear", "tatoeba", "mining", "bucc"]
 
@@ -50,12 +53,14 @@ class EvaluateData:
 @dataclass(frozen=True)
 class EvaluateConfig:
     """What ``jobs/evaluate.py`` evaluates. ``task``: the classification task of ``frozen-linear``
-    (its languages); ``languages``: those of Tatoeba and mining (empty = every one on disk). ``bucc``
-    ignores ``task``, ``languages`` and ``source_lang``: it mines zh→en, the one BUCC pair with gold
-    offline."""
+    (its languages); ``bitext``: the parallel sentences of ``tatoeba`` and ``mining``, ``languages``
+    theirs (empty = every one on disk); ``mining``: the corpus of ``bucc``, which ignores ``task``,
+    ``languages`` and ``source_lang`` (BUCC 2018 offline: zh→en, the one pair with gold)."""
 
     protocol: Protocol = "frozen-linear"
     task: TaskConfig | None = None
+    bitext: BitextConfig | None = None
+    mining: MiningConfig | None = None
     models: tuple[EncoderConfig, ...] = (
         EncoderConfig(source="bundled:multilingual-e5-small"),
         EncoderConfig(source="bundled:use-multilingual-v3"),
@@ -83,20 +88,31 @@ class EvaluateConfig:
             normalize_lang(lang)  # raises naming the code and the accepted forms
         check(self.protocol != "frozen-linear" or self.task is not None, "task", self.task,
               "a task for the frozen-linear probe, e.g. task: {include: tasks/xnli.yaml} (configs/tasks/)")
+        check(self.protocol not in ("tatoeba", "mining") or self.bitext is not None, "bitext", self.bitext,
+              f"the parallel sentences of {self.protocol}, e.g. bitext: {{include: bitext/tatoeba.yaml}}")
+        check(self.protocol != "bucc" or self.mining is not None, "mining", self.mining,
+              "the corpus of bucc, e.g. mining: {include: mining/bucc2018.yaml} (configs/mining/)")
 
 
 def _embed(encoder: TextEncoder, texts: list[Item], cfg: EvaluateConfig) -> np.ndarray:
     return encoder.encode(texts, batch_size=cfg.batch_size, normalize=cfg.normalize, progress=cfg.progress)
 
 
+def bitext_pairs(cfg: EvaluateConfig, root: Path, lang: str) -> list[ParallelPair]:
+    """The pairs of ``lang`` in ``cfg.bitext`` (at most ``data.max_examples``, evenly spaced)."""
+    assert cfg.bitext is not None  # EvaluateConfig checks it for the protocols that read pairs
+    return evenly_spaced(read_bitext(replace(cfg.bitext, langs=(lang,)), root, normalize_lang(cfg.source_lang)),
+                         cfg.data.max_examples)
+
+
 def tatoeba_rows(encoder: TextEncoder, root: Path, langs: list[str], cfg: EvaluateConfig) -> list[dict[str, Any]]:
-    """Top-1 retrieval accuracy xx→en, en→xx and their mean for each language."""
-    rows = []
-    for lang in langs:
-        pairs = evenly_spaced(read_tatoeba(root, lang), cfg.data.max_examples)
-        result = tatoeba_accuracy(_embed(encoder, [p.src for p in pairs], cfg), _embed(encoder, [p.tgt for p in pairs], cfg))
-        rows.append({"lang": lang, "n": result.n, "xx->en": result.src_to_tgt, "en->xx": result.tgt_to_src,
-                     "mean": result.mean})
+    """Top-1 retrieval accuracy xx→en, en→xx and their mean for each language (the ``retrieval``
+    evaluator's scores, ``xlt.eval.evaluators``)."""
+    pairs = [(lang, p) for lang in langs for p in bitext_pairs(cfg, root, lang)]
+    columns = {"lang": [lang for lang, _ in pairs], "src": [p.src for _, p in pairs], "tgt": [p.tgt for _, p in pairs]}
+    results = retrieval_by_language(encoder, columns, cfg.batch_size, normalize=cfg.normalize, progress=cfg.progress)
+    rows = [{"lang": lang, "n": r.n, "xx->en": r.src_to_tgt, "en->xx": r.tgt_to_src, "mean": r.mean}
+            for lang, r in results.items()]
     rows.append({"lang": "avg", "n": sum(r["n"] for r in rows),
                  **{k: float(np.mean([r[k] for r in rows])) for k in ("xx->en", "en->xx", "mean")}})
     return rows
@@ -109,7 +125,7 @@ def mining_rows(encoder: TextEncoder, root: Path, langs: list[str], cfg: Evaluat
     the *next* language pair (different sentences; exact copies of a gold sentence removed) is
     appended as unpaired English text, so that, as in BUCC, most candidates have no true partner.
     """
-    all_pairs = {lang: evenly_spaced(read_tatoeba(root, lang), cfg.data.max_examples) for lang in langs}
+    all_pairs = {lang: bitext_pairs(cfg, root, lang) for lang in langs}
     rows = []
     for i, lang in enumerate(langs):
         pairs = all_pairs[lang]
@@ -145,7 +161,7 @@ class BuccSample:
     parts: dict[str, tuple[list[int], list[tuple[int, int]]]]
 
 
-def bucc_sample(corpus: BuccCorpus, max_examples: int) -> BuccSample:
+def bucc_sample(corpus: MiningCorpus, max_examples: int) -> BuccSample:
     """All of ``corpus``, or (``max_examples`` > 0) the sentences of its first ``max_examples`` gold
     pairs plus the first ``max_examples`` rows of each side, so a smoke run still has gold pairs among
     distractors. Halves follow the zh row in the file: a capped run's halves are subsets of the full
@@ -244,12 +260,14 @@ def frozen_linear_rows(encoder: TextEncoder, task: Task, cfg: EvaluateConfig) ->
 
 
 def retrieval_languages(cfg: EvaluateConfig, root: Path) -> list[str]:
-    """The configured Tatoeba languages, or all on disk, without the source language."""
-    on_disk = tatoeba_languages(root)
+    """The configured languages of ``cfg.bitext``, or all on disk, without the source language."""
+    assert cfg.bitext is not None
+    on_disk = sorted(bitext_languages(cfg.bitext, root))
     wanted = [normalize_lang(lang) for lang in cfg.languages] or on_disk
     missing = sorted(set(wanted) - set(on_disk))
     if missing:
-        raise ValueError(f"languages {missing} have no Tatoeba data under {root}; available: {', '.join(on_disk)}")
+        raise ValueError(f"languages {missing} have no {cfg.bitext.name or cfg.bitext.type} data under {root}; "
+                         f"available: {', '.join(on_disk)}")
     source = normalize_lang(cfg.source_lang)
     return [lang for lang in wanted if lang != source]
 
@@ -276,13 +294,16 @@ def _retrieval(rows_of: Callable[[TextEncoder, Path, list[str], EvaluateConfig],
     def prepare(cfg: EvaluateConfig) -> Evaluator:
         root = resolve_data_dir(cfg.data.data_dir)
         langs = retrieval_languages(cfg, root)
-        return Evaluator("tatoeba", langs, lambda encoder: rows_of(encoder, root, langs, cfg))
+        assert cfg.bitext is not None
+        return Evaluator(cfg.bitext.name or cfg.bitext.type, langs, lambda encoder: rows_of(encoder, root, langs, cfg))
     return prepare
 
 
 def _bucc(cfg: EvaluateConfig) -> Evaluator:
-    sample = bucc_sample(read_bucc(resolve_data_dir(cfg.data.data_dir), "zh", "en", "dev"), cfg.data.max_examples)
-    return Evaluator("bucc2018", ["zh"], lambda encoder: bucc_rows(encoder, sample, cfg))
+    assert cfg.mining is not None  # EvaluateConfig checks it for this protocol
+    corpus = load_mining(cfg.mining, resolve_data_dir(cfg.data.data_dir))
+    sample = bucc_sample(corpus, cfg.data.max_examples)
+    return Evaluator(cfg.mining.name, [corpus.src_lang], lambda encoder: bucc_rows(encoder, sample, cfg))
 
 
 # Every protocol by its ``protocol:`` name: reads and checks its data, then scores encoders.

@@ -7,23 +7,24 @@ Zhang et al. 2023).
   (Zhang et al. 2023, §3.2) and span pairs (Li et al. 2021, §2.3) in the ``alignment`` / ``src_spans`` /
   ``tgt_spans`` formats of ``xlt.losses.base``
 - ``config``: ``PretrainConfig`` and the recipes ``ml-ctl``, ``mgc``, ``veco2`` (or ``custom``)
-- ``parallel``: bitext sources, held-apart evaluation, the q_i ∝ p_i^α mixture (Zhang et al. 2023, Eq. 9)
+- ``parallel``: the sources' pairs (``xlt.tasks.read_bitext``), held-apart evaluation, the q_i ∝ p_i^α mixture
+  (Zhang et al. 2023, Eq. 9)
 - ``batches``: per-pair annotation (Ray Data UDF) and per-micro-batch tensors for every recipe
 - ``model``: encoder + CCE / LM heads + objectives -> the ``Outputs`` the objectives require
-- ``workload``: the ``PRETRAIN`` workload for ``xlt.engine`` (batcher, step, Tatoeba after every epoch)
+- ``workload``: the ``PRETRAIN`` workload for ``xlt.engine`` (batcher, step, retrieval of the held-apart pairs
+  after every epoch)
 - ``trainer``: ``prepare`` / ``build_trainer`` / ``resume_trainer``; ``encoder_dir`` of a checkpoint
 """
 
 from __future__ import annotations
 
 from .alignment import AlignedWords, DictionaryAligner, TokenizedText, Tokenization, consistent_phrase_pairs
-from .config import RECIPES, BitextSource, PretrainConfig, load_pretrain_config
+from .config import RECIPES, PretrainConfig, load_pretrain_config
 from .wps import ParallelWPS, WordPositionedSample, parallel_wps, word_positioned_samples, word_spans
 
 __all__ = [
     "RECIPES",
     "AlignedWords",
-    "BitextSource",
     "DictionaryAligner",
     "ParallelWPS",
     "PretrainConfig",

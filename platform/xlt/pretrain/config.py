@@ -39,14 +39,17 @@ from ..losses import ObjectiveConfig
 from ..losses.mlm import MLM_WEIGHT
 from ..models import EncoderConfig
 from ..engine import RESUMABLE_CHANGES as ENGINE_RESUMABLE
+from ..eval.evaluators import EvalSpec, check_evals
 from ..engine import OptimSettings, ScalingSettings, steps_per_epoch
 from ..storage import OutputSettings
+from ..tasks import BitextConfig, TaskConfig
 from ..text.languages import normalized_langs
+
+HELD_APART = "tatoeba"  # the evaluation dataset of the held-apart pairs (data.eval_source) a run is given
 
 Recipe = Literal["ml-ctl", "mgc", "veco2", "custom"]
 Features = Literal["pooled", "cce"]
 MlmInput = Literal["monolingual", "concatenated"]
-SourceType = Literal["tatoeba", "ntrex", "sib200", "file", "hf"]
 Subword = Literal["first", "all"]
 
 # What the pretraining step computes (``xlt.losses.base`` vocabulary). ``features``, ``labels``
@@ -90,63 +93,19 @@ def _langs(key: str, codes: Iterable[str]) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
-class BitextSource:
-    """One source of parallel pairs (``xlt.pretrain.parallel.read_bitext``).
-
-    - ``tatoeba``: ``tatoeba.<xxx>-eng`` of each of ``langs`` (paired with English).
-    - ``ntrex``: NTREX-128's news sentences in each of ``langs`` with their English source.
-    - ``sib200``: each of ``langs`` joined with the pivot language on ``index_id``, from the
-      **train split only** (dev and test are evaluation data; there is no ``split`` to set).
-    - ``file``: ``path`` (``.jsonl`` / ``.tsv`` / ``.csv`` / ``.parquet``) with ``src_field`` /
-      ``tgt_field`` columns; languages fixed by ``src_lang`` / ``tgt_lang`` or per row
-      (``src_lang`` / ``tgt_lang`` columns).
-    - ``hf``: a Hugging Face dataset ``path`` (hub name or ``save_to_disk`` directory), ``split``
-      (default ``train``), ``config_name``; fields as for files, dotted for dict columns
-      (``translation.en``).
-    """
-
-    type: SourceType
-    langs: tuple[str, ...] = ()
-    path: str | None = None
-    split: str | None = None
-    config_name: str | None = None
-    src_field: str = "src"
-    tgt_field: str = "tgt"
-    src_lang: str | None = None
-    tgt_lang: str | None = None
-
-    def __post_init__(self) -> None:
-        key = f"sources[{self.type}]"
-        object.__setattr__(self, "langs", _langs(f"{key}.langs", self.langs))
-        for name in ("src_lang", "tgt_lang"):
-            if getattr(self, name) is not None:
-                object.__setattr__(self, name, _langs(f"{key}.{name}", [getattr(self, name)])[0])
-        bundled = self.type in ("tatoeba", "ntrex", "sib200")
-        check(not bundled or bool(self.langs), f"{key}.langs", self.langs,
-              "the languages to pair with English (tatoeba, ntrex) or the pivot language (sib200)")
-        check(bundled or self.path is not None, f"{key}.path", self.path, "a file path or dataset name")
-        check(not bundled or self.path is None, f"{key}.path", self.path, f"none: {self.type} is read from data_dir")
-        check(bundled or not self.langs, f"{key}.langs", self.langs,
-              "none for files and datasets (languages come from src_lang/tgt_lang or per-row columns)")
-        check(self.type == "hf" or self.split is None, f"{key}.split", self.split,
-              "unset: SIB-200 contributes its train split only, never dev or test" if self.type == "sib200"
-              else f"unset ({self.type} sources have no splits)")
-        check(self.type == "hf" or self.config_name is None, f"{key}.config_name", self.config_name,
-              "unset (only hf sources have configurations)")
-
-
-@dataclass(frozen=True)
 class PretrainData:
     """The parallel data of a run: sources, their mixture, held-apart evaluation.
 
-    - ``sources`` are read, oriented so that ``pivot_lang`` is the source side whenever a pair
-      has it (MUSE dictionaries are ``en-xx``), grouped by language pair, each group cut to
-      ``max_pairs`` (evenly spaced; 0 = all) and mixed with q_i ∝ p_i^α (Zhang et al. 2023, Eq. 9, α = 0.5
-      as in §4.1) into ``pairs_per_epoch`` pairs (0 = as many as there are).
-    - ``eval_langs``: Tatoeba languages evaluated after every epoch (``val/tatoeba/<lang>``);
-      held apart: no training pair may be in one of them. ``exclude_eval_sentences`` drops every
-      training pair with a side equal to a sentence of those Tatoeba sets or of any SIB-200
-      dev/test split on disk, so that neither evaluation is trained on.
+    - ``sources`` (``xlt.tasks.BitextConfig``, presets in ``configs/bitext/``: ``{include:
+      bitext/tatoeba.yaml, langs: [de]}``) are read, oriented so that ``pivot_lang`` is the source
+      side whenever a pair has it (MUSE dictionaries are ``en-xx``), grouped by language pair, each
+      group cut to ``max_pairs`` (evenly spaced; 0 = all) and mixed with q_i ∝ p_i^α (Zhang et al.
+      2023, Eq. 9, α = 0.5 as in §4.1) into ``pairs_per_epoch`` pairs (0 = as many as there are).
+    - ``eval_langs``: languages of ``eval_source`` (Tatoeba in the presets) scored by retrieval after
+      every epoch (``val/tatoeba/<lang>``), at most ``eval_max_pairs`` pairs each; held apart: no
+      training pair may be in one of them. ``exclude_eval_sentences`` drops every training pair with
+      a side equal to a sentence of those evaluation pairs or of the dev and test splits of
+      ``eval_tasks`` (every language found), so that no evaluation is trained on.
     - ``distinct_pivot``: keep each pivot-language sentence in one training pair only
       (``xlt.pretrain.parallel.distinct_pivot``): for multi-way sources (NTREX-128, SIB-200), whose
       English lines would otherwise recur once per language and be in-batch false negatives.
@@ -160,13 +119,15 @@ class PretrainData:
     """
 
     data_dir: str | None = None  # the data root; else $XLT_DATA_DIR
-    sources: tuple[BitextSource, ...] = ()
+    sources: tuple[BitextConfig, ...] = ()
     pivot_lang: str = "en"
     alpha: float = 0.5
     pairs_per_epoch: int = 0
     max_pairs: int = 0
+    eval_source: BitextConfig | None = None
     eval_langs: tuple[str, ...] = ()
     eval_max_pairs: int = 0
+    eval_tasks: tuple[TaskConfig, ...] = ()
     exclude_eval_sentences: bool = True
     distinct_pivot: bool = False
     dictionary_dir: str | None = None
@@ -180,7 +141,9 @@ class PretrainData:
         object.__setattr__(self, "pivot_lang", _langs("data.pivot_lang", [self.pivot_lang])[0])
         object.__setattr__(self, "eval_langs", _langs("data.eval_langs", self.eval_langs))
         check(self.pivot_lang not in self.eval_langs, "data.eval_langs", self.eval_langs,
-              f"languages other than the pivot {self.pivot_lang!r} (Tatoeba pairs each language with English)")
+              f"languages other than the pivot {self.pivot_lang!r} (each held-apart language is paired with it)")
+        check(self.eval_source is not None or not self.eval_langs, "data.eval_source", self.eval_source,
+              "the pairs of data.eval_langs, e.g. {include: bitext/tatoeba.yaml}")
         check(0 < self.alpha <= 1, "data.alpha", self.alpha, "a smoothing exponent in (0, 1] (Zhang et al. 2023, Eq. 9)")
         for name in ("pairs_per_epoch", "max_pairs", "eval_max_pairs", "train_rows"):
             check(getattr(self, name) >= 0, f"data.{name}", getattr(self, name), "0 or a positive integer")
@@ -221,12 +184,15 @@ class PretrainConfig:
     recipe: Recipe = "veco2"
     objectives: tuple[ObjectiveConfig, ...] = ()
     batch: BatchSettings = field(default_factory=BatchSettings)
-    data: PretrainData = field(default_factory=lambda: PretrainData(sources=(BitextSource("tatoeba", langs=("de",)),)))
+    data: PretrainData = field(kw_only=True)  # required: no dataset is a default
     optim: OptimSettings = field(default_factory=OptimSettings)
     scaling: ScalingSettings = field(default_factory=ScalingSettings)
     output: OutputSettings = field(default_factory=lambda: OutputSettings(dir="results/pretrain/pretrain"))
+    # The run's evaluators (``xlt.eval.evaluators``): retrieval on the held-apart pairs after every epoch.
+    evals: tuple[EvalSpec, ...] = (EvalSpec("retrieval", "val", data=HELD_APART, every_epoch=True),)
 
     def __post_init__(self) -> None:
+        check_evals("evals", self.evals, {HELD_APART: "retrieval"})
         check(self.recipe in RECIPE_NAMES, "recipe", self.recipe, "one of " + ", ".join(RECIPE_NAMES))
         defaults = RECIPES.get(self.recipe)
         check(defaults is not None or bool(self.objectives), "objectives", self.objectives,
@@ -277,7 +243,7 @@ class PretrainConfig:
 # Keys a resumed run may change: the engine's (how long, where, on what), plus where the
 # dictionaries live, the annotation's actors and CPUs and the size of the evaluation sets.
 RESUMABLE_CHANGES: tuple[str, ...] = (*ENGINE_RESUMABLE, "data.dictionary_dir", "data.annotate_actors",
-                                      "data.annotate_cpus", "data.eval_max_pairs")
+                                      "data.annotate_cpus", "data.eval_max_pairs", "evals")
 
 
 def load_pretrain_config(path: str | Path | None = None, overrides: Iterable[str] = (),

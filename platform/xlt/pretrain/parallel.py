@@ -1,11 +1,12 @@
 """Parallel data for alignment pretraining: bitext sources, held-apart evaluation, the language mixture.
 
-- ``read_bitext``: pairs of one ``BitextSource`` (Tatoeba files, SIB-200 train rows joined on
-  ``index_id``, JSONL/TSV/CSV/Parquet pairs, Hugging Face datasets).
+- the sources' pairs come from ``xlt.tasks.read_bitext`` (line-aligned files such as Tatoeba's, a
+  task's train rows joined across languages such as SIB-200's, files of pairs, Hugging Face datasets).
 - ``orient``: the pivot language (English) on the source side, so that one dictionary
   direction (MUSE ``en-xx``) serves every pair of a language.
+- ``evaluation_pairs`` / ``evaluation_rows``: the held-apart pairs scored after every epoch.
 - ``evaluation_sentences`` / ``exclude_sentences``: no training pair may contain a sentence the
-  evaluations score (Tatoeba of the held-apart languages, SIB-200 dev and test).
+  evaluations score (the held-apart pairs, the dev and test splits of ``data.eval_tasks``).
 - ``distinct_pivot``: each pivot sentence in one training pair only, for multi-way corpora
   (NTREX-128, SIB-200), whose every English line has a translation in every language.
 - ``sampling_probabilities`` / ``mixture_counts`` / ``mix``: language pairs mixed with
@@ -29,37 +30,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..data import (BilingualDictionary, ParallelPair, evenly_spaced, read_hf_parallel, read_muse, read_parallel,
-                    read_ntrex, read_sib200, read_tatoeba, sib200_languages)
-from .config import BitextSource, PretrainData
-
-
-def sib200_pairs(root: str | Path, lang: str, pivot: str = "en") -> list[ParallelPair]:
-    """SIB-200 *train* rows of ``pivot`` and ``lang`` joined on ``index_id`` (their ``source_id``):
-    ``src`` in ``pivot``, ``tgt`` in ``lang``. Dev and test are never read: they are evaluation data."""
-    sources = {ex.source_id: ex for ex in read_sib200(root, pivot, "train")}
-    pairs = []
-    for ex in read_sib200(root, lang, "train"):
-        src = sources.get(ex.source_id)
-        if src is not None:
-            pairs.append(ParallelPair(f"sib200/{pivot}-{ex.lang}/train/{ex.source_id}",
-                                      src.text, ex.text, src.lang, ex.lang))
-    return pairs
-
-
-def read_bitext(source: BitextSource, root: str | Path, pivot: str = "en") -> list[ParallelPair]:
-    """Every pair of ``source`` as the reader gives it (``orient`` them afterwards)."""
-    if source.type == "tatoeba":
-        return [p for lang in source.langs for p in read_tatoeba(root, lang)]
-    if source.type == "ntrex":
-        return [p for lang in source.langs for p in read_ntrex(root, lang)]
-    if source.type == "sib200":
-        return [p for lang in source.langs for p in sib200_pairs(root, lang, pivot)]
-    fields: dict[str, Any] = dict(src_field=source.src_field, tgt_field=source.tgt_field, src_lang=source.src_lang,
-                                  tgt_lang=source.tgt_lang)
-    if source.type == "file":
-        return read_parallel(source.path, **fields)
-    return read_hf_parallel(source.path, source.split or "train", config_name=source.config_name, **fields)
+from ..data import BilingualDictionary, ParallelPair, evenly_spaced, read_muse
+from ..tasks import load_task, read_bitext
+from .config import PretrainData
 
 
 def orient(pair: ParallelPair, pivot: str) -> ParallelPair:
@@ -82,13 +55,28 @@ def normalize_sentence(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-def evaluation_sentences(root: str | Path, tatoeba_langs: Iterable[str], sib200: bool = True) -> set[str]:
-    """Normalised sentences of the Tatoeba sets of ``tatoeba_langs`` (both sides) and, with ``sib200``,
-    of every SIB-200 dev and test split on disk."""
-    out = {normalize_sentence(t) for lang in tatoeba_langs for p in read_tatoeba(root, lang) for t in (p.src, p.tgt)}
-    if sib200 and Path(root, "sib200").is_dir():
-        out |= {normalize_sentence(ex.text) for lang in sib200_languages(root) for split in ("dev", "test")
-                for ex in read_sib200(root, lang, split)}
+def evaluation_pairs(data: PretrainData, root: str | Path, lang: str, max_pairs: int = 0) -> list[ParallelPair]:
+    """The held-apart pairs of ``lang`` (``data.eval_source``), at most ``max_pairs`` (evenly spaced; 0 = all)."""
+    assert data.eval_source is not None  # PretrainData checks it when there are eval_langs
+    return evenly_spaced(read_bitext(replace(data.eval_source, langs=(lang,)), root, data.pivot_lang), max_pairs)
+
+
+def evaluation_rows(data: PretrainData, root: str | Path) -> list[dict[str, str]]:
+    """Rows ``lang, src, tgt`` of the held-apart pairs scored after every epoch (``data.eval_max_pairs``
+    of each of ``data.eval_langs``; ``src`` in ``lang``, ``tgt`` in the pivot language)."""
+    return [{"lang": lang, "src": p.src, "tgt": p.tgt}
+            for lang in data.eval_langs for p in evaluation_pairs(data, root, lang, data.eval_max_pairs)]
+
+
+def evaluation_sentences(data: PretrainData, root: str | Path) -> set[str]:
+    """Normalised sentences of every held-apart pair (both sides) and of the dev and test splits of
+    ``data.eval_tasks`` in every language found."""
+    out = {normalize_sentence(t) for lang in data.eval_langs for p in evaluation_pairs(data, root, lang)
+           for t in (p.src, p.tgt)}
+    for task_cfg in data.eval_tasks:
+        task = load_task(task_cfg, root)
+        out |= {normalize_sentence(ex.text) for role in ("dev", "test") for lang in task.langs
+                for ex in task.examples(role, lang)}
     return out
 
 
@@ -188,7 +176,7 @@ def build_mixture(data: PretrainData, root: str | Path, seed: int = 0) -> Mixtur
                          f"them; remove those languages from the sources or from eval_langs")
     excluded = 0
     if data.exclude_eval_sentences:
-        kept = exclude_sentences(pairs, evaluation_sentences(root, data.eval_langs))
+        kept = exclude_sentences(pairs, evaluation_sentences(data, root))
         excluded, pairs = len(pairs) - len(kept), kept
     if data.distinct_pivot:
         pairs = distinct_pivot(pairs)
@@ -201,12 +189,6 @@ def build_mixture(data: PretrainData, root: str | Path, seed: int = 0) -> Mixtur
                          "containing evaluation sentences")
     mixed, q, m = mix(groups, data.alpha, data.pairs_per_epoch, seed)
     return Mixture(mixed, {k: len(v) for k, v in groups.items()}, q, m, excluded)
-
-
-def tatoeba_rows(root: str | Path, langs: Iterable[str], max_pairs: int = 0) -> list[dict[str, str]]:
-    """Rows ``lang, src, tgt`` of the Tatoeba evaluation sets (``src`` in ``lang``, ``tgt`` English)."""
-    return [{"lang": lang, "src": p.src, "tgt": p.tgt}
-            for lang in langs for p in evenly_spaced(read_tatoeba(root, lang), max_pairs)]
 
 
 def invert(dictionary: BilingualDictionary) -> BilingualDictionary:

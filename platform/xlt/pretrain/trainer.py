@@ -29,9 +29,9 @@ from ..engine import absolute_storage, torch_trainer
 from ..engine import resume_config as resume_run_config
 from ..storage import join
 from .batches import PairAnnotator, keep_row, needs_dictionary
-from .config import RESUMABLE_CHANGES, PretrainConfig
-from .workload import ENCODER_DIR, PRETRAIN, TATOEBA
-from .parallel import Mixture, build_mixture, load_dictionaries, tatoeba_rows
+from .config import HELD_APART, RESUMABLE_CHANGES, PretrainConfig
+from .workload import ENCODER_DIR, PRETRAIN
+from .parallel import Mixture, build_mixture, evaluation_rows, load_dictionaries
 
 if TYPE_CHECKING:
     import ray.data
@@ -92,7 +92,7 @@ def prepare(cfg: PretrainConfig) -> Prepared:
     cfg = dataclasses.replace(cfg, data=data, output=absolute_storage(cfg.output))
     datasets = {"train": ds}
     if cfg.data.eval_langs:
-        datasets[TATOEBA] = ray.data.from_items(tatoeba_rows(root, cfg.data.eval_langs, cfg.data.eval_max_pairs))
+        datasets[HELD_APART] = ray.data.from_items(evaluation_rows(cfg.data, root))
     return Prepared(cfg, datasets, mixture)
 
 

@@ -1,12 +1,13 @@
-"""Alignment pretraining's workload for the engine: pairs → model → Σ objectives, Tatoeba after every epoch.
+"""Alignment pretraining's workload for the engine: pairs → model → Σ objectives, its evaluators after every epoch.
 
 Pieces, each usable without Ray (tests):
 
 - ``build_pretraining``: ``PretrainModel`` (``xlt.pretrain.model``), AdamW, linear schedule (``xlt.engine``).
 - ``Pretraining.batcher``: pair rows → the model's tensors (``PretrainBatcher``); MLM masks from one
   generator per epoch and worker, WPS words from (seed, epoch, pair id).
-- ``tatoeba_metrics``: ``val/tatoeba/<lang>`` (mean of both retrieval directions, ``xlt.eval``)
-  and ``val/tatoeba/avg`` on the held-apart languages.
+- evaluation: the config's evaluators (``evals``; by default ``retrieval`` on the held-apart pairs,
+  ``xlt.eval.evaluators``): ``val/tatoeba/<lang>`` (mean of both retrieval directions) and
+  ``val/tatoeba/avg``.
 
 ``PRETRAIN`` plugs them into the engine's per-worker loop (``xlt.engine.train_loop_per_worker``):
 micro-batches of ``batch_size`` pairs, ``grad_accum_steps`` per optimizer step (DDP syncs on the
@@ -17,20 +18,18 @@ encoder as a ``local:`` model.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
-from ..engine import Training, Workload, collect, epoch_seed, eval_shard, start_training
+from ..engine import Training, Workload, epoch_seed, eval_rows_of, start_training
 from ..engine import build_training as build_engine_training
 from ..engine.loop import Batcher
-from ..metrics import metric_name
-from ..eval.retrieval import tatoeba_accuracy
-from ..models import TextEncoder
+from ..eval.evaluators import AVG, TATOEBA, Context, evaluate_all
+from ..metrics import per_language
 from .alignment import Tokenization
 from .batches import PretrainBatcher, as_rows
 from .config import PretrainConfig
@@ -39,13 +38,6 @@ from .model import PretrainModel, build_model
 logger = logging.getLogger(__name__)
 
 ENCODER_DIR = "encoder"  # inside every checkpoint: the encoder as a local: model directory
-TATOEBA = "tatoeba"
-AVG = "avg"
-
-
-def tatoeba_metric(lang: str) -> str:
-    """``val/tatoeba/<lang>`` (or ``avg``)."""
-    return metric_name("val", TATOEBA, lang)
 
 
 def build_pretraining(cfg: PretrainConfig, steps_per_epoch: int,
@@ -53,22 +45,6 @@ def build_pretraining(cfg: PretrainConfig, steps_per_epoch: int,
     """Model, its step module (through ``prepare``), AdamW and the linear schedule
     (``xlt.engine.start_training`` with ``PRETRAIN``)."""
     return start_training(PRETRAIN, cfg, steps_per_epoch, prepare)
-
-
-def tatoeba_metrics(encoder: TextEncoder, rows: Mapping[str, Sequence[str]], batch_size: int = 64) -> dict[str, float]:
-    """Top-1 retrieval accuracy (mean of xx→en and en→xx) per language of ``rows`` (columns
-    ``lang``, ``src``, ``tgt``) and its average over languages."""
-    langs = np.asarray(rows["lang"], dtype=str)
-    src, tgt = list(rows["src"]), list(rows["tgt"])
-    metrics = {}
-    for lang in dict.fromkeys(langs.tolist()):
-        idx = np.flatnonzero(langs == lang)
-        result = tatoeba_accuracy(encoder.encode([src[i] for i in idx], batch_size=batch_size),
-                                  encoder.encode([tgt[i] for i in idx], batch_size=batch_size))
-        metrics[tatoeba_metric(lang)] = result.mean
-    if metrics:
-        metrics[tatoeba_metric(AVG)] = float(np.mean(list(metrics.values())))
-    return metrics
 
 
 class Pretraining(Workload):
@@ -99,10 +75,8 @@ class Pretraining(Workload):
         return model(inputs)
 
     def evaluate(self, cfg: PretrainConfig, training: Training, last: bool) -> dict[str, float]:
-        if not cfg.data.eval_langs:
-            return {}
-        rows = collect(eval_shard(TATOEBA), cfg.optim.eval_batch_size, ("lang", "src", "tgt"))
-        return tatoeba_metrics(training.module.encoder, rows, cfg.optim.eval_batch_size)
+        return evaluate_all(cfg.evals, {"encoder": training.module.encoder}, eval_rows_of(cfg.optim.eval_batch_size),
+                            last=last, context=Context(cfg.data.pivot_lang, cfg.optim.eval_batch_size)).metrics
 
     def write(self, directory: Path, training: Training, cfg: PretrainConfig) -> None:
         training.module.export(directory / ENCODER_DIR)  # a local: model for fine-tuning and co-training
@@ -112,14 +86,12 @@ class Pretraining(Workload):
                 f"{steps_per_epoch} steps of {cfg.optim.grad_accum_steps} micro-batch(es) on {world} worker(s)")
 
     def summary(self, metrics: Mapping[str, float]) -> list[str]:
-        """Tatoeba accuracy per held-apart language and its average, when evaluated."""
-        avg = tatoeba_metric(AVG)
-        if avg not in metrics:
+        """Retrieval accuracy per held-apart language and its average, when evaluated."""
+        scores = per_language(metrics, "val", TATOEBA)
+        if AVG not in scores:
             return []
-        prefix = avg[: -len(AVG)]
-        langs = [k[len(prefix):] for k in metrics if k.startswith(prefix) and k != avg]
-        return ["tatoeba " + " ".join(f"{lang} {metrics[tatoeba_metric(lang)]:.3f}" for lang in langs)
-                + f" avg {metrics[avg]:.3f}"]
+        return ["tatoeba " + " ".join(f"{lang} {value:.3f}" for lang, value in scores.items() if lang != AVG)
+                + f" avg {scores[AVG]:.3f}"]
 
 
 PRETRAIN = Pretraining()

@@ -8,7 +8,7 @@ many workers as ``scaling`` says) and passes Tune's ``TuneReportCallback`` (the 
 + Tune pattern), so every epoch's report — dev metrics of every language, ``train/epoch`` —
 reaches Tune and ASHA can stop the trial at a rung. The run lives in the trial's directory: a
 trial restarted by a resumed sweep continues from its latest epoch checkpoint. Trials never
-evaluate test (``eval_test: false``).
+evaluate test (their ``evals`` keep only those of other splits).
 
 Co-training (``cotrain_trial``) sweeps the confidence threshold t and the selection policy of
 Yu & Joty 2021, §3.1 / §4.2: ``run_cotraining`` with ``on_iteration`` reporting each iteration. Its loop
@@ -26,6 +26,7 @@ many trials run at once.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,8 +86,8 @@ def finetune_trial(config: dict[str, Any], setup: TrialSetup) -> None:
     quiet_libraries()
     data = setup.data(config)
     data["output"] = {**data.get("output", {}), "dir": join(setup.trial_directory(), "finetune")}
-    data["eval_test"] = False
     cfg = from_dict(FinetuneConfig, data)
+    cfg = dataclasses.replace(cfg, evals=tuple(spec for spec in cfg.evals if spec.split != "test"))
     build_trainer(cfg, callbacks=[TuneReportCallback() if cfg.scaling.num_workers else InProcessReports()]).fit()
 
 

@@ -25,6 +25,8 @@ registry in ``xlt.tasks.registry`` (``files`` or ``hf``); the rest is the same f
   ``fields.id``; ``line``: the same row position in the split's file; ``source_id``: the same
   ``fields.source_id`` value; ``none``). Translate-train and full-translation views read them.
 - ``drop``: text values that mark a row to skip (PAWS-X's untranslated ``NS`` placeholders).
+- ``unquote``: ``once`` (a text field CSV-quoted as a whole is unquoted once, as pandas wrote it) or
+  ``nested`` (until it no longer is: a release that quoted some fields twice, as SIB-200's).
 - ``header`` / ``columns``: a headerless TSV/CSV names its columns here. ``label_path``: texts and
   labels in two line-aligned files (the TweetEval release format), ``path`` then holding one text
   per line (``format: txt``).
@@ -44,6 +46,7 @@ Role = Literal["train", "dev", "test", "pool"]
 ROLES: tuple[str, ...] = ("train", "dev", "test", "pool")
 Link = Literal["none", "id", "line", "source_id"]
 Format = Literal["auto", "tsv", "csv", "jsonl", "parquet", "txt"]
+Unquote = Literal["once", "nested"]
 _SLICE = re.compile(r"^(?P<name>[^\[\]]+)(\[(?P<start>-?\d*):(?P<stop>-?\d*)\])?$")
 
 
@@ -130,6 +133,7 @@ class TaskConfig:
     splits: Splits = field(default_factory=Splits)
     link: Link = "none"
     drop: tuple[str, ...] = ()
+    unquote: Unquote = "once"
 
     def __post_init__(self) -> None:
         check_type(self)

@@ -21,11 +21,13 @@ from ..data.files import load_rows
 from ..data.rows import Row
 from ..data.records import Example
 from ..data.textfile import read_lines
+from ..data.tsv import unquote_nested
 from ..text.languages import normalize_lang
 from .rows import to_examples
 
 if TYPE_CHECKING:
     from .config import SplitRef, TaskConfig
+
 
 def placeholders(template: str) -> set[str]:
     return {name for _, name, _, _ in string.Formatter().parse(template) if name}
@@ -54,19 +56,26 @@ def fill(template: str, data_dir: Path | None, **values: str) -> str:
 
 
 def found_languages(cfg: TaskConfig, data_dir: Path | None) -> dict[str, str]:
-    """Canonical code -> the name ``{lang}`` takes on disk, for every language the template finds.
-
-    Names mapped in ``languages`` are used as they are; any other name found on disk counts if it
-    normalises to a language code (``deu_Latn``, ``deu``, ``de``). A path without ``{lang}``
-    (a language column) finds languages only when its rows are read: the configured ones count.
+    """Canonical code -> the name ``{lang}`` takes on disk, for every language the template finds
+    (``languages_on_disk``). A path without ``{lang}`` (a language column) finds languages only when
+    its rows are read: the configured ones count.
     """
     if "lang" not in placeholders(cfg.path):
         return {lang: lang for lang in (*cfg.langs, *cfg.languages)}
+    return languages_on_disk(cfg.path, data_dir, cfg.languages)
+
+
+def languages_on_disk(template: str, data_dir: Path | None, languages: dict[str, str]) -> dict[str, str]:
+    """Canonical code -> the name ``{lang}`` takes in the paths of ``template`` that exist.
+
+    Names mapped in ``languages`` (code -> name) are used as they are; any other name found on disk
+    counts if it normalises to a language code (``deu_Latn``, ``deu``, ``de``).
+    """
     marks = {"lang": "\0L", "split": "\0S"}
-    pattern = fill(cfg.path, data_dir, **marks)
+    pattern = fill(template, data_dir, **marks)
     regex = re.compile("^" + re.escape(pattern).replace(re.escape(marks["lang"]), "(?P<lang>[^/]+)", 1)
                        .replace(re.escape(marks["lang"]), "(?P=lang)").replace(re.escape(marks["split"]), "[^/]+") + "$")
-    by_name = {name: code for code, name in cfg.languages.items()}
+    by_name = {name: code for code, name in languages.items()}
     found: dict[str, str] = {}
     for path in sorted(glob.glob(glob.escape(pattern).replace(marks["lang"], "*").replace(marks["split"], "*"))):
         match = regex.match(path)
@@ -96,6 +105,10 @@ def read_split(cfg: TaskConfig, data_dir: Path | None, split: SplitRef, lang: st
                                 f"{split.name!r} (template {cfg.path!r})")
     fmt = None if cfg.format == "auto" else cfg.format
     source, header_pos, columns, rows = load_rows(path, format=fmt, columns=None if cfg.header else cfg.columns)
+    if cfg.unquote == "nested":
+        texts = [f for f in (cfg.fields.text, cfg.fields.text_pair) if f is not None]
+        rows = [(pos, {**row, **{f: unquote_nested(row[f]) for f in texts if isinstance(row.get(f), str)}})
+                for pos, row in rows]
     if cfg.label_path is not None:
         rows, joined = _with_label_file(cfg, data_dir, name, split.name, path, rows, required=labelled)
         columns = [*(columns or []), *([cfg.fields.label] if joined else [])]

@@ -33,8 +33,8 @@ def check_hf(cfg: TaskConfig) -> None:
     check(per_language or cfg.fields.lang is not None, "task.fields.lang", cfg.fields.lang,
           "the language column of a dataset without {lang} in path, hf_config or data_files")
     check(cfg.label_path is None, "task.label_path", cfg.label_path, "unset for an hf task (files only)")
-    check(cfg.format == "auto" and cfg.header and not cfg.columns, "task.format", cfg.format,
-          "the defaults of format/header/columns for an hf task (they describe files)")
+    check(cfg.format == "auto" and cfg.header and not cfg.columns and cfg.unquote == "once", "task.format",
+          cfg.format, "the defaults of format/header/columns/unquote for an hf task (they describe files)")
 
 
 def found_languages(cfg: TaskConfig, data_dir: Path | None) -> dict[str, str]:

@@ -25,6 +25,7 @@ from ..engine.settings import RESUMABLE_CHANGES as ENGINE_RESUMABLE
 from ..engine.settings import OptimSettings, ScalingSettings, steps_per_epoch
 from ..storage import OutputSettings
 from ..augment import AugmentConfig
+from ..eval.evaluators import EvalSpec, check_evals
 from ..losses import ObjectiveConfig, build_objectives
 from ..models import EncoderConfig
 from ..tasks import TaskConfig
@@ -36,6 +37,8 @@ SETTINGS: tuple[str, ...] = ("zero-shot", "translate-train")
 # objective that needs anything else (parallel pairs, token states, MLM logits) belongs to
 # alignment pretraining, not here.
 PROVIDED_OUTPUTS: tuple[str, ...] = ("features", "logits", "labels", "group", "is_anchor", "is_translation")
+# The evaluation datasets fine-tuning prepares (every language's dev and test split) and what reads them.
+EVAL_DATA: dict[str, str] = {"val": "classification", "test": "classification"}
 
 
 @dataclass(frozen=True)
@@ -90,10 +93,10 @@ class DataSettings:
 class FinetuneConfig:
     """Fine-tune encoder + linear head with CE + Σ λ_k·aux_k (``objectives``, ``xlt.losses``) on ``task``.
 
-    ``eval_every_epoch``: evaluate on every language's dev split after each epoch (``val/``
-    metrics); otherwise only after the last one. The test split is evaluated once, after the
-    last epoch (``test/`` metrics), unless ``eval_test`` is off (sweep trials, which select on
-    dev and never look at test).
+    ``evals``: the evaluators of the run (``xlt.eval.evaluators``), each a ``classification`` of
+    one of the datasets fine-tuning prepares (``EVAL_DATA``: every language's dev split ``val``, its
+    test split ``test``). By default dev after every epoch (``val/`` metrics) and test after the
+    last one (``test/``); sweep trials drop test (they select on dev and never look at test).
     """
 
     task: TaskConfig
@@ -103,10 +106,10 @@ class FinetuneConfig:
     optim: OptimSettings = field(default_factory=OptimSettings)
     scaling: ScalingSettings = field(default_factory=ScalingSettings)
     output: OutputSettings = field(default_factory=lambda: OutputSettings(dir="results/finetune/finetune"))
-    eval_every_epoch: bool = True
-    eval_test: bool = True
+    evals: tuple[EvalSpec, ...] = (EvalSpec("classification", "val", every_epoch=True), EvalSpec("classification", "test"))
 
     def __post_init__(self) -> None:
+        check_evals("evals", self.evals, EVAL_DATA)
         check(self.data.augment is None or self.data.augment.source_lang == self.task.source_lang,
               "data.augment.source_lang", self.data.augment and self.data.augment.source_lang,
               f"the source language {self.task.source_lang!r} of the task")
@@ -148,7 +151,7 @@ class FinetuneConfig:
 
 
 # Keys a resumed run may change (``xlt.engine.settings``), and what is evaluated when.
-RESUMABLE_CHANGES: tuple[str, ...] = (*ENGINE_RESUMABLE, "eval_every_epoch", "eval_test")
+RESUMABLE_CHANGES: tuple[str, ...] = (*ENGINE_RESUMABLE, "evals")
 
 
 def load_finetune_config(path: str | Path | None = None, overrides: Iterable[str] = (),

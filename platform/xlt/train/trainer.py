@@ -52,7 +52,7 @@ def prepare(cfg: FinetuneConfig) -> Prepared:
         check_augment_languages(cfg.data.augment, task, cfg.data.translator)
     train = train_rows(cfg.data, task)
     val = eval_rows(task, "dev", cfg.data.max_examples)
-    test = eval_rows(task, "test", cfg.data.max_examples) if cfg.eval_test else []
+    test = eval_rows(task, "test", cfg.data.max_examples) if evaluated(cfg, "test") else []
     resolved = dataclasses.replace(cfg, task=task.config, output=absolute_storage(cfg.output),
                                    data=dataclasses.replace(cfg.data, train_rows=len(train)))
     resolved.steps_per_epoch(cfg.scaling.num_workers)  # fails now, not on the workers, if there are too few rows
@@ -68,7 +68,12 @@ def build_datasets(prepared: Prepared, train: ray.data.Dataset | None = None) ->
     cfg = prepared.config
     return {"train": train if train is not None else train_dataset(cfg.data, prepared.task, prepared.train),
             "val": ray.data.from_items(prepared.val),
-            **({"test": ray.data.from_items(prepared.test)} if cfg.eval_test else {})}
+            **({"test": ray.data.from_items(prepared.test)} if evaluated(cfg, "test") else {})}
+
+
+def evaluated(cfg: FinetuneConfig, data: str) -> bool:
+    """Whether an evaluator of ``cfg`` reads the evaluation dataset ``data``."""
+    return any(spec.data == data for spec in cfg.evals)
 
 
 def build_trainer(cfg: FinetuneConfig | Prepared, train_dataset: ray.data.Dataset | None = None, *,

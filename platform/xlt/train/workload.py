@@ -9,9 +9,10 @@ Pieces, each usable without Ray (tests, ``benchmarks/train_overhead.py``):
   translations are originals too) plus ``WeightedObjectives`` over the batch outputs; the step
   never asks which objectives are configured.
 - ``finetune_training`` / ``train_step``: classifier, AdamW, linear schedule (``xlt.engine``); a step.
-- ``evaluate``: accuracy and macro-F1 per language, averages over targets, transfer gaps (``xlt.eval``);
-  every checkpoint keeps the prediction of each evaluated row (``predictions.json``: ``read_predictions``),
-  for paired comparisons of two runs item by item (``xlt.eval.stats``).
+- evaluation: the config's evaluators (``xlt.eval.evaluators``: accuracy and macro-F1 per language,
+  averages over targets, transfer gaps); every checkpoint keeps the prediction of each classified
+  row (``predictions.json``: ``read_predictions``), for paired comparisons of two runs item by item
+  (``xlt.eval.stats``).
 
 ``FINETUNE`` (a ``Finetuning`` workload) plugs them into the engine's per-worker loop
 (``xlt.engine.train_loop_per_worker``: resume, sharded epochs, reporting and checkpoints).
@@ -19,34 +20,30 @@ Pieces, each usable without Ray (tests, ``benchmarks/train_overhead.py``):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import json
 from pathlib import Path
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..engine import Workload, Training, accumulation_step, collect, eval_shard, has_eval_shard, start_training
+from ..engine import Workload, Training, accumulation_step, eval_rows_of, start_training
 from ..engine import build_training as build_engine_training
 from ..engine.loop import Batcher
-from ..eval.classification import transfer_metrics
+from ..eval.evaluators import Context, evaluate_all
 from ..metrics import ACC, AVG_TARGET, F1, gap_name, metric_name
 from ..losses import WeightedObjectives, build_objectives
 from ..models import Classifier, TransformerEncoder, load_encoder
 from ..models.encoder import CachedEncoder, Item
-from ..progress import progress
 from .batches import UNKNOWN_LABEL, ViewBatch, flatten_batch, items_of
 from .config import FinetuneConfig
 
 CE = "ce"  # the loss part train/loss/ce
-EVAL_COLUMNS: tuple[str, ...] = ("id", "text", "text_pair", "label", "lang")
 PREDICTIONS_FILE = "predictions.json"  # in a checkpoint: {split: {id, lang, label, predicted}} of its evaluation
-EVAL_CHUNK = 8  # batches per step of the evaluation's progress bar
 
 
 class FeaturesAndLogits(nn.Module):
@@ -134,32 +131,6 @@ def train_step(training: FinetuneTraining, batch: ViewBatch, max_grad_norm: floa
     return accumulation_step(training, lambda model, b: FINETUNE.loss(training, model, b), [batch], max_grad_norm)
 
 
-def predict_rows(classifier: Classifier, rows: Mapping[str, Iterable], batch_size: int = 64,
-                 label: str = "evaluate") -> list[str]:
-    """The predicted label of every row (columns ``text``, and ``text_pair`` for a pair task), with a
-    progress bar (``label``) advancing every ``EVAL_CHUNK`` batches."""
-    items = items_of(rows)
-    predicted: list[str] = []
-    bar, chunk = progress(len(items), label, "row"), EVAL_CHUNK * batch_size
-    for start in range(0, len(items), chunk):
-        predicted.extend(classifier.predict(items[start:start + chunk], batch_size=batch_size).labels)
-        bar.update(len(items[start:start + chunk]))
-    bar.close()
-    return predicted
-
-
-def evaluate(classifier: Classifier, rows: Mapping[str, Iterable], source_lang: str, split: str,
-             batch_size: int = 64, name: str = "", predicted: list[str] | None = None) -> dict[str, float]:
-    """Accuracy and macro-F1 per language, their target averages and transfer gaps
-    (``xlt.eval.classification.transfer_metrics``) on ``rows`` (columns ``text``, ``label``,
-    ``lang``, and ``text_pair`` for a pair task); ``predicted``: the rows' predictions if already
-    made (``predict_rows``; ``name`` labels its progress bar otherwise)."""
-    if predicted is None:
-        predicted = predict_rows(classifier, rows, batch_size, f"{name} evaluate {split}".strip())
-    return transfer_metrics(np.asarray(list(rows["label"]), dtype=str), np.asarray(predicted, dtype=str),
-                            np.asarray(list(rows["lang"]), dtype=str), source_lang, split)
-
-
 def read_predictions(checkpoint: str | Path) -> dict[str, dict[str, list]]:
     """A checkpoint's ``PREDICTIONS_FILE``: per evaluated split, the rows' ``id``, ``lang``, gold
     ``label`` and ``predicted`` label, in one order."""
@@ -172,9 +143,8 @@ def read_predictions(checkpoint: str | Path) -> dict[str, dict[str, list]]:
 
 class Finetuning(Workload):
     """Fine-tuning on the engine: encoder + head, ``flatten_batch`` of each micro-batch of rows with
-    their views, ``compute_losses``; rank 0 evaluates every language's dev split ``val`` (each epoch
-    if ``eval_every_epoch``, else after the last) and test split ``test`` (after the last, if
-    ``eval_test``), each when the run was given it (a co-training learner gets the one it reports).
+    their views, ``compute_losses``; rank 0 runs the config's evaluators (``evals``), each on the
+    dataset it names when the run was given it (a co-training learner gets the one it reports).
     A frozen, parameter-free encoder (USE) is wrapped in ``CachedEncoder``: each text is embedded
     once per run, not once per epoch."""
 
@@ -202,17 +172,11 @@ class Finetuning(Workload):
         return compute_losses(model, training.objectives, inputs)
 
     def evaluate(self, cfg: FinetuneConfig, training: FinetuneTraining, last: bool) -> dict[str, float]:
-        metrics: dict[str, float] = {}
-        training.predictions = {}
-        splits = (["val"] if cfg.eval_every_epoch or last else []) + (["test"] if last and cfg.eval_test else [])
-        for split in filter(has_eval_shard, splits):
-            rows = collect(eval_shard(split), cfg.optim.eval_batch_size, EVAL_COLUMNS)
-            predicted = predict_rows(training.classifier, rows, cfg.optim.eval_batch_size,
-                                     f"{cfg.output.name} evaluate {split}".strip())
-            metrics.update(evaluate(training.classifier, rows, cfg.task.source_lang, split, predicted=predicted))
-            training.predictions[split] = {"id": list(rows["id"]), "lang": list(rows["lang"]),
-                                           "label": list(rows["label"]), "predicted": predicted}
-        return metrics
+        done = evaluate_all(cfg.evals, {"classifier": training.classifier, "encoder": training.classifier.encoder},
+                            eval_rows_of(cfg.optim.eval_batch_size), last=last,
+                            context=Context(cfg.task.source_lang, cfg.optim.eval_batch_size, cfg.output.name))
+        training.predictions = done.predictions
+        return done.metrics
 
     def write(self, directory: Path, training: FinetuneTraining, cfg: FinetuneConfig) -> None:
         """The predictions of this epoch's evaluation, if it evaluated (``PREDICTIONS_FILE``)."""

@@ -5,7 +5,7 @@
 - ``ProvidedTranslations`` (``provided``): translations that exist in the data, looked up by
   ``source_id`` (SIB-200 rows sharing a FLORES ``index_id`` are human translations of one another).
   Wang et al. (2022, §4.2) use the translated training set of XTREME; SIB-200's own translations
-  play that role offline. Build it from the *train* split only (``from_sib200`` reads nothing else).
+  play that role offline. Build it from the *train* split only (a task's ``train`` role).
 - ``DictionaryTranslator`` (``dictionary``): word-by-word with a ``BilingualDictionary`` (MUSE),
   keeping unknown words, case and punctuation.
 - ``Seq2SeqTranslator`` (``seq2seq``): a Hugging Face seq2seq model (MarianMT: one model per

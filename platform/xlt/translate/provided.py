@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 
 from xlt.data.records import Example
 from xlt.text.languages import normalize_lang
@@ -20,7 +19,7 @@ class ProvidedTranslations:
     id, guards against ``source_id``s that link to another dataset.
 
     Use training rows only: translations of dev/test rows would leak evaluation sentences into
-    training (``from_sib200`` reads the train split and nothing else).
+    training (a task's ``train`` role: ``task.examples("train", lang)`` for each language).
     """
 
     translates_segments = False
@@ -43,13 +42,6 @@ class ProvidedTranslations:
             raise ValueError("ProvidedTranslations needs examples; got none")
         self._table = table
         self.languages = frozenset(table)
-
-    @classmethod
-    def from_sib200(cls, root: str | Path, languages: Iterable[str]) -> ProvidedTranslations:
-        """The SIB-200 *train* rows of ``languages`` (include the source language, e.g. ``en``)."""
-        from xlt.data.sib200 import read_sib200
-
-        return cls(example for lang in languages for example in read_sib200(root, lang, "train"))
 
     def supports(self, src_lang: str, tgt_lang: str) -> bool:
         return src_lang in self.languages and tgt_lang in self.languages and src_lang != tgt_lang

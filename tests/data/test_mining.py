@@ -1,4 +1,5 @@
-"""The BUCC 2018 reader: sides and gold on small files, and each malformed input named by file and line."""
+"""The bitext-mining reader (BUCC 2018 format): sides and gold on small files, each malformed input
+named by file and line; the BUCC preset on the offline data; the evaluation's capped sample."""
 
 from __future__ import annotations
 
@@ -6,24 +7,32 @@ from pathlib import Path
 
 import pytest
 
-from xlt.data import DataError, read_bucc
+from presets import mining
+from xlt.data import DataError, read_mining
 from xlt.eval.protocols import bucc_sample
+from xlt.tasks import load_mining
 
 
-def write(root: Path, zh: str, en: str, gold: str) -> Path:
-    base = root / "bucc2018"
-    base.mkdir()
-    for suffix, text in (("zh", zh), ("en", en), ("gold", gold)):
-        (base / f"zh-en.dev.{suffix}").write_text(text, encoding="utf-8")
-    return root
+def write(root: Path, zh: str, en: str, gold: str) -> tuple[Path, Path, Path]:
+    paths = tuple(root / f"zh-en.dev.{suffix}" for suffix in ("zh", "en", "gold"))
+    for path, text in zip(paths, (zh, en, gold)):
+        path.write_text(text, encoding="utf-8")
+    return paths
 
 
 def test_sides_and_gold_rows(tmp_path):
-    root = write(tmp_path, "zh-1\t你好\nzh-2\t再见\n", "en-1\tbye\nen-2\thello\nen-3\tnoise\n", "zh-1\ten-2\nzh-2\ten-1\n")
-    corpus = read_bucc(root)
+    paths = write(tmp_path, "zh-1\t你好\nzh-2\t再见\n", "en-1\tbye\nen-2\thello\nen-3\tnoise\n", "zh-1\ten-2\nzh-2\ten-1\n")
+    corpus = read_mining(*paths, "zh", "en")
     assert corpus.src == ("你好", "再见") and corpus.tgt_ids == ("en-1", "en-2", "en-3")
     assert corpus.gold == ((0, 1), (1, 0))
-    assert read_bucc(root / "bucc2018", "zho_Hans", "eng").gold == corpus.gold  # any code form, either root
+    assert read_mining(*paths, "zho_Hans", "eng").src_lang == "zh"  # any code form
+
+
+def test_the_bucc_preset(data_dir):
+    corpus = load_mining(mining("bucc2018"), data_dir)
+    assert (corpus.src_lang, corpus.tgt_lang) == ("zh", "en")
+    assert (len(corpus.src), len(corpus.tgt), len(corpus.gold)) == (8624, 13589, 257)
+    assert corpus.src_ids[0].startswith("zh-") and corpus.tgt_ids[0].startswith("en-")
 
 
 @pytest.mark.parametrize("zh, en, gold, message", [
@@ -37,27 +46,27 @@ def test_sides_and_gold_rows(tmp_path):
 ])
 def test_malformed_input_is_named(tmp_path, zh, en, gold, message):
     with pytest.raises(DataError, match=message):
-        read_bucc(write(tmp_path, zh, en, gold))
+        read_mining(*write(tmp_path, zh, en, gold), "zh", "en")
 
 
 def test_a_missing_file_lists_what_is_there(tmp_path):
-    write(tmp_path, "zh-1\ta\n", "en-1\tb\n", "")
-    (tmp_path / "bucc2018" / "zh-en.dev.gold").unlink()
+    paths = write(tmp_path, "zh-1\ta\n", "en-1\tb\n", "")
+    paths[2].unlink()
     with pytest.raises(FileNotFoundError, match=r"zh-en.dev.gold does not exist; files present .*zh-en.dev.en"):
-        read_bucc(tmp_path)
+        read_mining(*paths, "zh", "en")
 
 
 def test_non_utf8_is_named_by_line(tmp_path):
-    root = write(tmp_path, "zh-1\ta\n", "en-1\tb\n", "")
-    (root / "bucc2018" / "zh-en.dev.en").write_bytes(b"en-1\tb\nen-2\t\xff\n")
+    paths = write(tmp_path, "zh-1\ta\n", "en-1\tb\n", "")
+    paths[1].write_bytes(b"en-1\tb\nen-2\t\xff\n")
     with pytest.raises(DataError, match=r"zh-en.dev.en:2: not valid UTF-8"):
-        read_bucc(root)
+        read_mining(*paths, "zh", "en")
 
 
 def test_capped_sample_keeps_gold_pairs_and_file_row_halves(tmp_path):
     zh = "".join(f"zh-{i}\tz{i}\n" for i in range(10))
     en = "".join(f"en-{i}\te{i}\n" for i in range(10))
-    corpus = read_bucc(write(tmp_path, zh, en, "zh-7\ten-9\nzh-4\ten-5\nzh-1\ten-0\n"))
+    corpus = read_mining(*write(tmp_path, zh, en, "zh-7\ten-9\nzh-4\ten-5\nzh-1\ten-0\n"), "zh", "en")
     sample = bucc_sample(corpus, max_examples=2)
     # the first 2 gold pairs' sentences, the first 2 rows of each side; zh-1/en-0 is kept by both
     assert sample.src == ["z0", "z1", "z4", "z7"] and sample.tgt == ["e0", "e1", "e5", "e9"]
@@ -67,4 +76,4 @@ def test_capped_sample_keeps_gold_pairs_and_file_row_halves(tmp_path):
     assert bucc_sample(corpus, 0).src == list(corpus.src)
     (tmp_path / "one").mkdir()
     with pytest.raises(ValueError, match=r"the held-out part of BUCC zh-en has no gold pair with max_examples=1"):
-        bucc_sample(read_bucc(write(tmp_path / "one", zh, en, "zh-4\ten-5\n")), max_examples=1)
+        bucc_sample(read_mining(*write(tmp_path / "one", zh, en, "zh-4\ten-5\n"), "zh", "en"), max_examples=1)

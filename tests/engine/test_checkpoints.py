@@ -1,0 +1,31 @@
+"""``engine.checkpoints.latest_checkpoint``: a run directory's latest checkpoint as the run recorded it,
+on Ray Train and in process, without listing the directory."""
+
+# No `from __future__ import annotations`: the toy workload's module (test_loop) is shipped to Ray's
+# workers by value, as there.
+
+from pathlib import Path
+
+import pytest
+
+from engine.test_loop import Regression, ToyConfig, engine_run, toy_rows
+from xlt.engine import ScalingSettings, run_dir
+from xlt.engine.checkpoints import latest_checkpoint
+from xlt.storage import OutputSettings
+
+
+@pytest.mark.parametrize("workers", [1, 0], ids=["ray-train", "in-process"])
+def test_the_latest_checkpoint_is_the_one_the_run_ended_with(ray_cluster, tmp_path, workers):
+    cfg = ToyConfig(scaling=ScalingSettings(num_workers=workers),
+                    output=OutputSettings(str(tmp_path / "run"), num_to_keep=2))
+    result = engine_run(Regression(), cfg, toy_rows())
+    assert Path(result.checkpoint.path).name == "epoch002-step0000006"  # two epochs: two checkpoints kept
+    for run in (run_dir(cfg), Path(run_dir(cfg)), f"{run_dir(cfg)}/"):
+        assert latest_checkpoint(run).path == result.checkpoint.path
+
+
+def test_a_directory_without_a_run_records_no_checkpoint(tmp_path):
+    (tmp_path / "epoch001-step0000003").mkdir()  # named like a checkpoint, but no run reported it
+    for run in (tmp_path, tmp_path / "missing"):
+        with pytest.raises(FileNotFoundError, match="records no checkpoint"):
+            latest_checkpoint(run)
