@@ -132,9 +132,26 @@ def test_a_fits_rows_are_split_evenly():
     assert shard(rows, 1, 3) == rows[3:6]
 
 
+def test_one_block_is_drawn_from_whole_a_seeded_permutation(ray_cluster):
+    """A served fit's share is one block: Ray's buffer (at least ``shuffle_buffer`` rows) takes it
+    whole, so an epoch is ``default_rng(seed).permutation`` of the rows, whatever their number."""
+    import numpy as np
+    import ray.data
+
+    from xlt.engine.loop import fit_batches
+
+    cfg = ToyConfig()
+    cfg = dataclasses.replace(cfg, optim=dataclasses.replace(cfg.optim, shuffle_buffer=8))
+    rows = ray.data.from_items([{"i": i} for i in range(40)], override_num_blocks=1).materialize()
+    for seed in (0, 3):
+        order = [i for batch in fit_batches(rows, Regression(), None, cfg, seed) for i in batch["i"]]
+        assert order == np.random.default_rng(seed).permutation(40).tolist()
+
+
 def test_a_served_fit_is_fed_as_a_run_of_its_config(ray_cluster, tmp_path):
     """One feed (``loop.fit_batches``): with a shuffle buffer, a served fit ends with the weights of
-    a run of the same config on the same rows, and a shuffled fit differs from one in data order."""
+    a run of the same config on the same rows (held as one block, as the fit holds them), and a
+    shuffled fit differs from one in data order."""
     import ray.data
 
     cfg = ToyConfig(scaling=ScalingSettings(num_workers=0), output=OutputSettings(str(tmp_path / "served")))
@@ -145,7 +162,7 @@ def test_a_served_fit_is_fed_as_a_run_of_its_config(ray_cluster, tmp_path):
         fit = read_state(served.fit(0, shuffled, rows).checkpoint.path, ToyConfig).model
         in_order = read_state(served.fit(1, fit_config(cfg, "fit1", 2), rows).checkpoint.path, ToyConfig).model
     ran = torch_trainer(Regression(), dataclasses.replace(shuffled, output=OutputSettings(str(tmp_path / "run"))),
-                        {"train": ray.data.from_items(rows)}).fit()
+                        {"train": ray.data.from_items(rows, override_num_blocks=1)}).fit()
     run = read_state(ran.checkpoint.path, ToyConfig).model
     assert all(torch.equal(fit[name], run[name]) for name in run)
     assert not torch.allclose(fit["weight"], in_order["weight"])
