@@ -31,7 +31,7 @@ from xlt.logs import quiet_libraries
 from xlt.metrics import per_language
 from xlt.report import command_line, markdown_table
 from xlt.storage import OutputSettings
-from xlt.eval.evaluators import Context, EvalSpec, classification
+from xlt.eval.evaluators import EVALUATORS, Context, EvalSpec, classification
 
 
 REPO = Path(__file__).resolve().parents[1]
@@ -56,7 +56,7 @@ def main() -> None:
     learner = cotrain.learner("lm")
     cfg = learner_config("bench", learner, data.task, OutputSettings(tempfile.mkdtemp(prefix="xlt-train-precision-"), 1),
                          len(rows))
-    test = {key: [r[key] for r in data.evaluation_rows] for key in ("text", "text_pair", "label", "lang")}
+    test = {key: [r[key] for r in data.evaluation_rows] for key in EVALUATORS["classification"].columns}
     load_start, started = os.getloadavg()[0], time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     table, accuracy = [], {}
     for name, precision in (("fp32", "fp32"), ("bf16 autocast", "bf16")):
