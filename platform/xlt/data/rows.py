@@ -34,23 +34,16 @@ class RowSource:
 
 @dataclass(frozen=True)
 class ExampleFields:
-    """Which column holds which ``Example`` field.
-
-    ``label=None`` reads unlabeled text. ``lang=None`` means the language is given for the
-    whole source instead of per row. ``id`` is optional: rows without it get a generated id.
+    """Which column holds which ``Example`` field. ``label=None`` reads unlabeled text. ``id`` is
+    optional: rows without it get a generated id. (The language is the source's: the task layer
+    keeps one language's rows of a file that holds several before they become examples.)
     """
 
     text: str = "text"
     label: str | None = "label"
-    lang: str | None = "lang"
     id: str = "id"
     text_pair: str | None = None
     source_id: str | None = None
-
-    def required(self, per_row_lang: bool) -> list[str]:
-        """Columns that every row must have (the language column only if read per row)."""
-        lang = self.lang if per_row_lang else None
-        return [c for c in (self.text, self.text_pair, self.label, lang) if c is not None]
 
 
 def check_columns(source: RowSource, pos: int | None, columns: Collection[str], required: Iterable[str]) -> None:
@@ -144,21 +137,15 @@ def examples_from_rows(
     source: RowSource,
     fields: ExampleFields,
     *,
-    lang: str | None = None,
+    lang: str,
     labels: Collection[str] | None = None,
     id_prefix: str,
 ) -> list[Example]:
-    """Validate ``rows`` and build one ``Example`` each.
-
-    ``lang`` (any accepted code) applies to every row; without it each row's ``fields.lang``
-    column is read. ``labels``, when given, is the closed set of valid labels.
+    """Validate ``rows`` (at least one: the task layer says which language and split had none) and
+    build one ``Example`` each, in ``lang`` (any accepted code). ``labels``, when given, is the
+    closed set of valid labels of ``fields.label``.
     """
-    if labels is not None and fields.label is None:
-        raise ValueError("labels were given but label_field is None; pass the label column too")
-    fixed_lang = normalize_lang(lang) if lang is not None else None
-    if fixed_lang is None and fields.lang is None:
-        raise ValueError("no language: pass lang='de' for the whole source or lang_field for a per-row column")
-    lang_column = fields.lang if fixed_lang is None else None
+    code = normalize_lang(lang)
     ids = _Ids(source, id_prefix)
     examples: list[Example] = []
     for index, (pos, row) in enumerate(rows):
@@ -167,14 +154,12 @@ def examples_from_rows(
             Example(
                 id=ids.assign(cells, fields.id, index),
                 text=cells.text(fields.text),
-                lang=cells.lang(lang_column) if lang_column is not None else fixed_lang,
+                lang=code,
                 label=cells.label(fields.label, labels) if fields.label is not None else None,
                 text_pair=cells.text(fields.text_pair) if fields.text_pair is not None else None,
                 source_id=cells.optional_id(fields.source_id),
             )
         )
-    if not examples:
-        raise source.error(None, "no records found; expected at least one row")
     return examples
 
 

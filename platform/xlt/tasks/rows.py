@@ -73,7 +73,7 @@ def to_examples(cfg: TaskConfig, source: RowSource, header_pos: int | None, colu
         rows = [(pos, {**row, ID_COLUMN: f"{prefix}/{row[fields.id]}"} if row.get(fields.id) not in (None, "") else row)
                 for pos, row in rows]
     link = {"id": fields.id, "line": LINK_COLUMN, "source_id": fields.source_id, "none": None}[cfg.link]
-    example_fields = ExampleFields(text=fields.text, label=fields.label if has_label else None, lang=None,
+    example_fields = ExampleFields(text=fields.text, label=fields.label if has_label else None,
                                    id=ID_COLUMN, text_pair=fields.text_pair, source_id=link)
     return examples_from_rows(rows, source, example_fields, lang=lang, labels=labels if has_label else None,
                               id_prefix=prefix)
