@@ -25,7 +25,7 @@ import pytest
 from cluster.harness import Node
 from conftest import REPO
 from xlt import placement
-from xlt.storage import join, names, read_text
+from xlt.storage import join, read_text
 
 pytestmark = pytest.mark.cluster
 
@@ -116,7 +116,11 @@ def test_a_job_spreads_over_the_worker_nodes_and_survives_losing_two_nodes_and_i
     log = tmp_path / "job.log"
 
     def lm_checkpoint(prefix: str) -> bool:
-        return any(name.startswith(prefix) for name in names(f"{out}/learners/lm"))
+        # Registered, not only uploaded: a worker puts its report on a queue the Train controller
+        # polls every 2 s, and a checkpoint on the store whose report died with its worker is not
+        # one a restart resumes from. The controller's snapshot names each checkpoint it holds.
+        snapshot = read_text(join(out, "learners", "lm", "checkpoint_manager_snapshot.json"))
+        return snapshot is not None and prefix in snapshot
 
     def lm_node_once_its_first_epoch_checkpointed() -> Node | None:
         # The LM's first fit has checkpointed its first epoch: the node of its Ray Train worker
