@@ -169,7 +169,7 @@ def main() -> None:
         for seed in args.seeds:
             print(f"== {variant} seed {seed}", flush=True)
             records.append(run(variant, seed, args.storage.resolve()))
-            print(f"   avg_target {next(r['test'] for r in records[-1]['rows'] if r['lang'] == AVG_TARGET):.3f}, "
+            print(f"   avg_target {accuracy(records[-1], AVG_TARGET):.3f}, "
                   f"{records[-1]['minutes']:.1f} min", flush=True)
     reference = reference_rows()
     args.out.with_suffix(".json").write_text(json.dumps(
