@@ -7,13 +7,22 @@ without either, torch emulates bf16 matrix products through fp32 at a fraction o
 ``autocast(precision, device)``: the context a forward pass of inference, or a training step's
 forward pass and loss, runs in. ``fp32`` is none;
 ``bf16`` is ``torch.autocast`` with bfloat16 (matrix products in bf16, reductions, softmax and layer
-norms in fp32); ``auto`` is ``bf16`` on a CPU with native bf16 where a bf16 matrix product also
+norms in fp32); ``fp16`` the same with float16, whose narrow range needs a gradient scaler in
+training (``engine.training``); ``auto`` is ``bf16`` on a CPU with native bf16 where a bf16 matrix product also
 runs faster than an fp32 one (``bf16_pays``: timed once per process, some 20 ms; the issue's first
 look on an Intel kind listing avx512_bf16 had its bf16 GEMM at 90 GFLOP/s against fp32's 251), and
 ``fp32`` everywhere else. On the
 2-core AMD EPYC with avx512_bf16, e5-small's pseudo-labels under bf16 autocast agreed with fp32's on
 99.5-100 % of SIB-200 test rows in each of 10 languages, at 1.90x the rows/s
 (``benchmarks/inference_precision.md``); GPUs are left at fp32 until measured the same way.
+
+``precisions(device)``: what ``device`` can run. A CUDA GPU: fp32 and fp16, and bf16 from compute
+capability 8.0 (Ampere: A10G, A100, H100; not a T4 or V100). A CPU: fp32, and bf16 or fp16 only
+where it multiplies them natively (``avx512_bf16``/``amx_bf16``, ``avx512_fp16``/``amx_fp16``):
+torch emulates them elsewhere, through fp32 at a fraction of its speed, which is no reason to ask
+for them. ``check_precision`` turns anything else into one line naming the device and what it can
+do; a job calls it before Ray starts (``engine.settings.check_device``), and a Ray Train worker
+again on the GPU it was given, which the driver of a cluster may not have.
 """
 
 from __future__ import annotations
@@ -26,7 +35,9 @@ from pathlib import Path
 from typing import ContextManager
 
 NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
-PRECISIONS = ("auto", "fp32", "bf16")
+NATIVE_FP16_FLAGS = ("avx512_fp16", "amx_fp16")
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+DTYPES = {"bf16": "bfloat16", "fp16": "float16"}  # the torch dtype autocast computes in
 
 
 def cpu_model() -> str:
@@ -79,8 +90,50 @@ def bf16_pays(n: int = 512, repeats: int = 3) -> bool:
     return best(torch.bfloat16) < best(torch.float32)
 
 
+def native_fp16(flags: frozenset[str] | set[str] | None = None) -> bool:
+    """Whether the CPU computes fp16 dot products natively (AVX-512 FP16 or AMX-FP16)."""
+    return bool((cpu_flags() if flags is None else flags) & set(NATIVE_FP16_FLAGS))
+
+
+def device_name(device: str = "cpu") -> str:
+    """What to call ``device`` in a message: the CPU's model, or the first GPU's name."""
+    if device == "cpu":
+        return f"this CPU ({cpu_model()})"
+    import torch
+
+    return f"this GPU ({torch.cuda.get_device_name(0)})" if gpu_visible() else "a CUDA GPU"
+
+
+def gpu_visible() -> bool:
+    """Whether this process sees a CUDA GPU (Ray shows a worker the GPUs it reserved)."""
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def precisions(device: str = "cpu") -> tuple[str, ...]:
+    """The precisions ``device`` (``cpu`` or ``cuda``) can compute in (module docstring), ``fp32`` first."""
+    if device == "cpu":
+        return ("fp32",) + (("bf16",) if native_bf16() else ()) + (("fp16",) if native_fp16() else ())
+    import torch
+
+    bf16 = gpu_visible() and torch.cuda.get_device_capability(0) >= (8, 0)
+    return ("fp32", "fp16") + (("bf16",) if bf16 else ())
+
+
+def check_precision(precision: str, device: str, key: str) -> None:
+    """Raise a ``ValueError`` of one line if ``device`` cannot compute in ``precision`` (the setting
+    ``key``, e.g. ``optim.precision``); ``auto`` resolves to something every device can."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"{key} must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    can = precisions(device)
+    if precision != "auto" and precision not in can:
+        raise ValueError(f"{key}: {precision} is not something {device_name(device)} computes in; "
+                         f"it can do {', '.join(can)} (or auto)")
+
+
 def resolve_precision(precision: str, device: str = "cpu") -> str:
-    """``fp32`` or ``bf16``: what ``precision`` (one of ``PRECISIONS``) means on ``device`` here."""
+    """``fp32``, ``bf16`` or ``fp16``: what ``precision`` (one of ``PRECISIONS``) means on ``device`` here."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     if precision == "auto":
@@ -93,6 +146,7 @@ def autocast(precision: str, device: str = "cpu") -> ContextManager:
     it per step: autocast caches bf16 copies of the weights until the outermost context exits."""
     import torch
 
-    if resolve_precision(precision, device) == "fp32":
+    resolved = resolve_precision(precision, device)
+    if resolved == "fp32":
         return contextlib.nullcontext()
-    return torch.autocast(device, dtype=torch.bfloat16)
+    return torch.autocast(device, dtype=getattr(torch, DTYPES[resolved]))

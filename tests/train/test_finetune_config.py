@@ -49,7 +49,7 @@ def test_smoke_preset_merges_over_a_preset_and_set_wins():
     (["optim.lr=0"], "optim.lr=0.0 is not valid"),
     (["optim.shuffle_buffer=4"], "at least the batch size 16"),
     (["optim.encoder_pass_rows=-1"], "optim.encoder_pass_rows=-1 is not valid"),
-    (["optim.precision=fp16"], "optim.precision='fp16' is not valid: expected one of auto, fp32, bf16"),
+    (["optim.precision=fp8"], "optim.precision='fp8' is not valid: expected one of auto, fp32, bf16, fp16"),
     (["scaling.num_workers=-1"], r"scaling.num_workers=-1 is not valid: expected an integer >= 0 \(0 = in the job.s own process\)"),
     (["model.source=bundled:use-multilingual-v3", "objectives=[{name: supervised_contrastive_alignment}]"],
      "none with the frozen bundled:use-multilingual-v3"),

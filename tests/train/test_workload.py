@@ -120,6 +120,85 @@ def test_a_bf16_step_is_a_naive_autocast_step_entered_per_step():
     assert not all(torch.equal(weights[0][k], weights[2][k]) for k in weights[0])
 
 
+@pytest.mark.parametrize("precision", ["bf16", "fp16"])
+def test_half_precision_trains_tiny_bert_with_the_loss_falling_as_under_fp32(precision):
+    """The repeated-batch run of ``test_loss_decreases_on_a_repeated_batch`` under autocast: the
+    loss falls as far as fp32's (within a tenth of the first loss) and the weights stay fp32."""
+    steps, b = 30, batch()
+
+    def losses(precision: str) -> tuple[list[float], object]:
+        torch.manual_seed(0)
+        training = finetune_training(tiny_config((SCL,), lr=5e-3, precision=precision), steps_per_epoch=steps)
+        return [train_step(training, b)["loss"] for _ in range(steps)], training
+
+    (half, training), (full, _) = losses(precision), losses("fp32")
+    assert training.precision == precision and (training.scaler is not None) == (precision == "fp16")
+    first, last = sum(half[:3]) / 3, sum(half[-3:]) / 3
+    assert last < 0.5 * first, [round(x, 3) for x in half]
+    assert abs(last - sum(full[-3:]) / 3) < 0.1 * first, ([round(x, 3) for x in half], [round(x, 3) for x in full])
+    assert all(p.dtype == torch.float32 for p in training.module.parameters())
+
+
+def test_an_fp16_step_is_a_naive_scaled_autocast_step():
+    """``optim.precision: fp16``: forward pass and loss under float16 autocast, the loss scaled
+    before backward, the gradients unscaled before clipping, the step and the scale's update by a
+    ``GradScaler``, as a loop written out by hand."""
+    steps, b = 3, batch()
+
+    def trained(naive: bool):
+        torch.manual_seed(0)
+        training = finetune_training(tiny_config((SCL,), lr=5e-3, precision="fp16"), steps_per_epoch=steps)
+        scaler = torch.amp.GradScaler("cpu")
+        for step in range(steps):
+            torch.manual_seed(100 + step)
+            if not naive:
+                train_step(training, b)
+                continue
+            training.model.train()
+            training.optimizer.zero_grad(set_to_none=True)
+            with torch.autocast("cpu", dtype=torch.float16):
+                total, _ = compute_losses(training.model, training.objectives, b)
+            scaler.scale(total).backward()
+            scaler.unscale_(training.optimizer)
+            torch.nn.utils.clip_grad_norm_([p for p in training.module.parameters() if p.requires_grad], 1.0)
+            scaler.step(training.optimizer)
+            scaler.update()
+            training.scheduler.step()
+        return training, scaler
+
+    (engine, _), (naive, scaler) = trained(False), trained(True)
+    assert engine.scaler.state_dict() == scaler.state_dict()
+    weights = [t.module.state_dict() for t in (engine, naive)]
+    assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
+
+
+def test_the_fp16_scaler_state_survives_a_checkpoint_and_resume(tmp_path):
+    """A resumed fp16 run continues its scale and growth tracker, and so takes the step the
+    uninterrupted run takes; a fresh scaler would start at 65536 with a tracker of 0."""
+    cfg = tiny_config((SCL,), lr=5e-3, precision="fp16", epochs=2)
+    training = finetune_training(cfg, steps_per_epoch=3)
+    training.scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 10, growth_interval=2)  # it moves within 3 steps
+    for _ in range(3):
+        train_step(training, batch())
+    training.epoch = 1
+    write_state(tmp_path, training, cfg)
+    saved = training.scaler.state_dict()
+    assert saved["scale"] != 2.0 ** 10 or saved["_growth_tracker"] != 0
+
+    state = read_checkpoint(tmp_path)
+    assert state.scaler == saved
+    fresh = finetune_training(cfg, steps_per_epoch=3)
+    assert fresh.scaler.state_dict() != saved
+    fresh.restore(state)
+    assert fresh.scaler.state_dict() == saved
+    torch.manual_seed(1)
+    train_step(training, batch())
+    torch.manual_seed(1)
+    train_step(fresh, batch())
+    assert fresh.scaler.state_dict() == training.scaler.state_dict()
+    assert torch.equal(training.classifier.head.weight, fresh.classifier.head.weight)
+
+
 def test_checkpoint_round_trip_restores_weights_optimizer_and_schedule(tmp_path):
     cfg = tiny_config((SCL,))
     training = finetune_training(cfg, steps_per_epoch=3)

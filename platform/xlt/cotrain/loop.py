@@ -46,7 +46,7 @@ import numpy as np
 from .. import placement
 from ..config import save_config
 from ..data.records import evenly_spaced
-from ..engine import FitService, check_resumable
+from ..engine import FitService, check_device, check_resumable
 from ..engine.checkpoints import CONFIG_FILE
 from ..progress import progress
 from ..report import Phases
@@ -97,7 +97,11 @@ class Prepared:
 
 
 def prepare(cfg: CotrainConfig) -> Prepared:
-    """The task's rows (see ``PoolData``), read and checked on the driver before any work starts."""
+    """The task's rows (see ``PoolData``), read and checked on the driver before any work starts,
+    and each learner's precision against its device."""
+    for name in LEARNERS:
+        learner = getattr(cfg, name)
+        check_device(learner.optim, learner.scaling, f"{name}.")
     task = load_task(cfg.task, cfg.data.data_dir)
     n = cfg.data.max_examples
     labeled = task.rows("train", [task.source_lang], n)

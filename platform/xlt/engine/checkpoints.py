@@ -7,7 +7,8 @@ A checkpoint is a directory:
 - ``model.pt``: the trained module's ``state_dict`` (fine-tuning: the classifier, encoder + head;
   never DDP-wrapped names) without its frozen parameters, which are its model source's
   (``xlt.models.trained_state``; ``read_model`` and ``TrainState.from_source`` name them)
-- ``train_state.pt``: optimizer and LR-scheduler state
+- ``train_state.pt``: optimizer and LR-scheduler state, and the fp16 gradient scaler's (``None``
+  under fp32 and bf16)
 - ``state.json``: ``{"epoch": completed epochs, "global_step": optimizer steps so far,
   "from_source": the names model.pt leaves out}``
 - ``config.yaml``: the run's config (e.g. ``FinetuneConfig``: ``xlt.train.load_classifier`` rebuilds
@@ -62,8 +63,9 @@ def write_state(directory: str | Path, training: Training, cfg: Any) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     model, from_source = trained_state(training.module)
     torch.save(model, directory / MODEL_FILE)
-    torch.save({"optimizer": training.optimizer.state_dict(), "scheduler": training.scheduler.state_dict()},
-               directory / TRAIN_STATE_FILE)
+    scaler = training.scaler.state_dict() if training.scaler is not None else None
+    torch.save({"optimizer": training.optimizer.state_dict(), "scheduler": training.scheduler.state_dict(),
+                "scaler": scaler}, directory / TRAIN_STATE_FILE)
     (directory / STATE_FILE).write_text(json.dumps({"epoch": training.epoch, "global_step": training.global_step,
                                                     "from_source": from_source}))
     save_config(cfg, directory / CONFIG_FILE)
@@ -87,6 +89,7 @@ def read_state(directory: str | Path, config_cls: type) -> TrainState:
         global_step=int(state["global_step"]),
         config=from_dict(config_cls, read_yaml(directory / CONFIG_FILE)),
         from_source=from_source,
+        scaler=train_state.get("scaler"),  # absent in checkpoints written before fp16 training
     )
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from ..config import check
-from ..hardware import PRECISIONS
+from ..hardware import PRECISIONS, check_precision, gpu_visible
 
 
 @dataclass(frozen=True)
@@ -50,8 +50,10 @@ class OptimSettings:
     eval_batch_size: int = 64
     log_every_steps: int = 0  # a log line every n steps on rank 0 besides its progress bar; 0 = per epoch only
     # The forward pass and loss of each training step: fp32; bf16 (torch.autocast: matrix products in
-    # bf16, weights, gradients and AdamW in fp32); or auto, bf16 where the CPU has native bf16 that
-    # outruns fp32 (xlt.hardware). Evaluation and checkpoints stay fp32 either way.
+    # bf16, weights, gradients and AdamW in fp32); fp16 (the same in float16, with a gradient scaler
+    # whose state checkpoints keep: GPUs without bf16); or auto, bf16 where the CPU has native bf16
+    # that outruns fp32 (xlt.hardware). Evaluation and checkpoints stay fp32 either way. A precision
+    # the run's device cannot compute in fails before Ray starts (check_device).
     precision: str = "fp32"
 
     def __post_init__(self) -> None:
@@ -121,6 +123,16 @@ class ScalingSettings:
     @property
     def torch_threads(self) -> int:
         return self.threads or max(1, int(self.cpus_per_worker))
+
+
+def check_device(optim: OptimSettings, scaling: ScalingSettings, section: str = "") -> None:
+    """Refuse, in one line, an ``optim.precision`` the run's device cannot compute in (``section``:
+    the config's prefix, e.g. ``lm.``). Called on the driver before Ray starts; a GPU run whose
+    driver sees no GPU (a cluster's CPU head) is checked by its workers instead, on the GPU they
+    were given (``engine.training.build_training``)."""
+    device = "cuda" if scaling.use_gpu else "cpu"
+    if device == "cpu" or gpu_visible():
+        check_precision(optim.precision, device, f"{section}optim.precision")
 
 
 def steps_per_epoch(train_rows: int, num_workers: int, optim: OptimSettings) -> int:

@@ -13,7 +13,13 @@ Pieces, each usable without Ray (tests, ``benchmarks/train_overhead.py``):
   run inside ``no_sync``). Under ``optim.precision`` bf16 each micro-batch's forward pass and loss
   run in their own ``torch.autocast`` context, backward after it: autocast keeps its bf16 copies of
   the weights until the outermost context exits, so a context held across steps would compute
-  every step with the first step's weights (``benchmarks/train_precision.md``).
+  every step with the first step's weights (``benchmarks/train_precision.md``). Under fp16 the
+  step's losses are scaled before backward by a ``torch.amp.GradScaler`` (float16 gradients
+  underflow otherwise), unscaled before clipping; a step whose gradients overflowed is skipped and
+  the scale lowered. The scaler's state (scale, growth tracker) is part of ``TrainState``, so a
+  resumed run scales as the uninterrupted one would. The schedule advances on a skipped step too:
+  one LR step per optimizer step counted, which keeps a checkpoint's schedule and step counter in
+  agreement (as PyTorch's AMP examples do).
 - ``EpochStats`` / ``all_reduce_sums`` / ``epoch_metrics``: an epoch's ``train/`` metrics summed
   over the workers.
 """
@@ -29,7 +35,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..hardware import autocast, resolve_precision
+from ..hardware import autocast, check_precision, resolve_precision
 from ..metrics import (TRAIN_DATA_WAIT_S, TRAIN_EPOCH, TRAIN_EPOCH_TIME_S, TRAIN_GLOBAL_STEP, TRAIN_LOSS, TRAIN_LR,
                        TRAIN_RESUMED_FROM_STEP, TRAIN_SAMPLES_PER_S, loss_metric)
 from ..models import load_trained
@@ -65,6 +71,7 @@ class TrainState:
     global_step: int
     config: Any  # the run's config, e.g. a FinetuneConfig
     from_source: tuple[str, ...] = ()  # the frozen parameters ``model`` leaves out (xlt.models.load_trained)
+    scaler: dict[str, Any] | None = None  # the fp16 gradient scaler's state; None for fp32 and bf16
 
 
 @dataclass
@@ -78,13 +85,16 @@ class Training:
     scheduler: torch.optim.lr_scheduler.LRScheduler
     epoch: int = 0  # completed epochs
     global_step: int = 0  # optimizer steps so far
-    precision: str = "fp32"  # of each step's forward pass and loss: optim.precision resolved here (fp32 or bf16)
+    precision: str = "fp32"  # of each step's forward pass and loss: optim.precision resolved here
+    scaler: torch.amp.GradScaler | None = None  # fp16 only
 
     def restore(self, state: TrainState) -> int:
-        """Load a checkpoint's state (weights, optimizer, schedule, counters); returns its step."""
+        """Load a checkpoint's state (weights, optimizer, schedule, counters, fp16 scaler); returns its step."""
         load_trained(self.module, state.model, state.from_source)
         self.optimizer.load_state_dict(state.optimizer)
         self.scheduler.load_state_dict(state.scheduler)
+        if self.scaler is not None and state.scaler is not None:
+            self.scaler.load_state_dict(state.scaler)
         self.epoch, self.global_step = state.epoch, state.global_step
         assert self.scheduler.last_epoch == self.global_step, "the LR schedule advances once per optimizer step"
         return self.global_step
@@ -100,14 +110,18 @@ def build_training(module: nn.Module, optim: OptimSettings, steps_per_epoch: int
     from transformers import get_linear_schedule_with_warmup
 
     model = prepare(step_module if step_module is not None else module)
-    precision = resolve_precision(optim.precision, device_of(module).type)
+    device = device_of(module).type
+    if device == "cuda":  # the GPU this worker was given: its driver may have had none to check
+        check_precision(optim.precision, device, "optim.precision")
+    precision = resolve_precision(optim.precision, device)
     # Fused: one kernel per parameter group and step (CPU and CUDA) instead of a chain of for-each
     # tensor operations: 5.5× faster on e5-small's 21.5 M trained weights on 2 cores, the same
     # weights to float rounding (9e-8 after 21 steps; benchmarks/adamw_step.json).
     optimizer = torch.optim.AdamW(param_groups(module, optim.weight_decay), lr=optim.lr, fused=True)
     total = steps_per_epoch * optim.epochs
     scheduler = get_linear_schedule_with_warmup(optimizer, round(optim.warmup_ratio * total), total)
-    return training_class(module, model, optimizer, scheduler, precision=precision, **extra)
+    scaler = torch.amp.GradScaler(device) if precision == "fp16" else None
+    return training_class(module, model, optimizer, scheduler, precision=precision, scaler=scaler, **extra)
 
 
 def device_of(module: nn.Module) -> torch.device:
@@ -125,6 +139,7 @@ def accumulation_step(training: Training, loss: LossFn, micro_batches: Sequence[
     training.optimizer.zero_grad(set_to_none=True)
     k = len(micro_batches)
     device = device_of(training.module).type
+    scaler = training.scaler
     sums: dict[str, float] = {}
     for i, batch in enumerate(micro_batches):
         # DDP all-reduces gradients in backward; only the last micro-batch of the step needs it.
@@ -132,12 +147,19 @@ def accumulation_step(training: Training, loss: LossFn, micro_batches: Sequence[
         with training.model.no_sync() if skip_sync else contextlib.nullcontext():
             with autocast(training.precision, device):
                 total, parts = loss(training.model, batch)
-            (total / k).backward()
+            share = total / k
+            (share if scaler is None else scaler.scale(share)).backward()
         for key, value in {"loss": total, **parts}.items():
             sums[key] = sums.get(key, 0.0) + float(value.detach())
+    if scaler is not None:
+        scaler.unscale_(training.optimizer)  # clip the true gradients
     if max_grad_norm > 0:
         torch.nn.utils.clip_grad_norm_([p for p in training.module.parameters() if p.requires_grad], max_grad_norm)
-    training.optimizer.step()
+    if scaler is None:
+        training.optimizer.step()
+    else:
+        scaler.step(training.optimizer)  # skipped if a gradient is inf or nan
+        scaler.update()
     training.scheduler.step()
     training.global_step += 1
     return {key: value / k for key, value in sums.items()}

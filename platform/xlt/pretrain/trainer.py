@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 from ..config import ConfigError, from_dict
 from ..data import as_rows, resolve_data_dir
 from ..data.ray_data import map_with_udf
-from ..engine import absolute_storage, torch_trainer
+from ..engine import absolute_storage, check_device, torch_trainer
 from ..engine import resume_config as resume_run_config
 from ..storage import join
 from .batches import PairAnnotator, keep_row, needs_dictionary
@@ -63,6 +63,7 @@ def prepare(cfg: PretrainConfig) -> Prepared:
     """
     import ray.data
 
+    check_device(cfg.optim, cfg.scaling)
     ray.data.DataContext.get_current().enable_progress_bars = False
     root = resolve_data_dir(cfg.data.data_dir)
     try:

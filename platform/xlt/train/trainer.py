@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..config import from_dict
-from ..engine import absolute_storage, check_resumable, resume_config as resume_run_config, torch_trainer
+from ..engine import absolute_storage, check_device, check_resumable, resume_config as resume_run_config, torch_trainer
 from ..metrics import AVG_TARGET, SCORES, gap_name, metric_name
 from ..tasks import Task, load_task
 from .config import RESUMABLE_CHANGES, FinetuneConfig
@@ -46,7 +46,9 @@ class Prepared:
 
 def prepare(cfg: FinetuneConfig) -> Prepared:
     """Load the task and every row of the run; fill the resolved fields (absolute storage path,
-    target languages, labels, train size). Bad input fails here, naming file and line."""
+    target languages, labels, train size). Bad input fails here, naming file and line, and a
+    precision the device cannot compute in, naming both."""
+    check_device(cfg.optim, cfg.scaling)
     task = load_task(cfg.task, cfg.data.data_dir)
     if cfg.data.augment is not None:
         check_augment_languages(cfg.data.augment, task, cfg.data.translator)

@@ -1,0 +1,44 @@
+"""``engine.settings.check_device``: every training job refuses a precision its device cannot compute
+in before it reads any data (and before Ray starts), in one line naming the device."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from conftest import REPO
+from xlt import hardware
+from xlt.cotrain import load_cotrain_config, prepare as prepare_cotrain
+from xlt.engine import OptimSettings, ScalingSettings, check_device
+from xlt.pretrain import load_pretrain_config
+from xlt.pretrain.trainer import prepare as prepare_pretrain
+from xlt.train import load_finetune_config, prepare as prepare_finetune
+
+CONFIGS = REPO / "configs"
+NOWHERE = "data.data_dir=/nonexistent/xlt-data"  # reading data would fail with another message
+
+
+@pytest.fixture
+def avx2_only(monkeypatch):
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: frozenset({"avx2", "fma"}))
+    monkeypatch.setattr(hardware, "cpu_model", lambda: "AMD EPYC 7B13")
+
+
+@pytest.mark.parametrize("load, prepare, preset, key", [
+    (load_finetune_config, prepare_finetune, "finetune_sib200.yaml", "optim.precision"),
+    (load_pretrain_config, prepare_pretrain, "pretrain_ml_ctl.yaml", "optim.precision"),
+    (load_cotrain_config, prepare_cotrain, "cotrain_demo.yaml", "emb.optim.precision"),
+])
+def test_each_job_refuses_bf16_on_a_cpu_without_it_before_reading_data(avx2_only, load, prepare, preset, key):
+    cfg = load(CONFIGS / preset, [f"{key}=bf16", NOWHERE])
+    with pytest.raises(ValueError, match=rf"^{key}: bf16 is not something this CPU \(AMD EPYC 7B13\) computes in; "
+                                         r"it can do fp32 \(or auto\)$"):
+        prepare(cfg)
+
+
+def test_a_gpu_run_is_checked_on_its_workers_when_the_driver_has_no_gpu(avx2_only, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    check_device(OptimSettings(precision="bf16"), ScalingSettings(use_gpu=True))  # a CPU head node: no verdict here
+    with pytest.raises(ValueError, match="bf16 is not something this CPU"):
+        check_device(OptimSettings(precision="bf16"), ScalingSettings(use_gpu=False))
+    check_device(OptimSettings(precision="auto"), ScalingSettings())  # auto: what the device can do
