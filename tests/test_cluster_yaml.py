@@ -140,8 +140,11 @@ def test_versions_pinned_as_in_pyproject(config):
     assert f"torch=={pins['torch']}" in installed
     for arg in installed:
         assert "==" in arg or arg.startswith(("~/", "/", "./")), f"unpinned pip install argument {arg!r}"
-    # The project itself comes from the repo mounted at ~/xlt, bringing every other pin.
+    # The project itself comes from the repo mounted at ~/xlt, bringing every other pin; then the
+    # gpu extra's faiss, as pinned there.
     assert config["file_mounts"]["~/xlt"] == "." and "~/xlt" in installed
+    (faiss_gpu,) = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["gpu"]
+    assert installed[-1] == faiss_gpu and installed.index("~/xlt") < len(installed) - 1
 
 
 def test_no_nightly_or_swallowed_failure(config):

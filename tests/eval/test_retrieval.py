@@ -7,6 +7,7 @@ the F1-maximising threshold against a brute-force search over every threshold.
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -97,6 +98,39 @@ def test_knn_matches_numpy_cosine_and_dot():
     scores, idx = knn(q, keys, 3, metric="dot")
     np.testing.assert_array_equal(idx, np.argsort(-dot, axis=1)[:, :3])
     np.testing.assert_allclose(scores, np.sort(dot, axis=1)[:, ::-1][:, :3], rtol=1e-5, atol=1e-5)
+
+
+class GpuFaiss:
+    """faiss as a GPU build presents itself (``StandardGpuResources``, ``get_num_gpus``,
+    ``GpuIndexFlatIP``), searching with the real CPU index underneath: which index ``knn`` asks for."""
+
+    def __init__(self, gpus: int):
+        import faiss
+
+        self.gpus, self.built, self.IndexFlatIP = gpus, [], faiss.IndexFlatIP
+
+    class StandardGpuResources:
+        pass
+
+    def get_num_gpus(self) -> int:
+        return self.gpus
+
+    def GpuIndexFlatIP(self, resources, dim: int):
+        assert isinstance(resources, self.StandardGpuResources)
+        self.built.append(dim)
+        return self.IndexFlatIP(dim)
+
+
+@pytest.mark.parametrize("gpus", [1, 0])
+def test_knn_searches_a_gpu_index_where_faiss_has_gpus_and_the_cpu_index_otherwise(monkeypatch, gpus):
+    rng = np.random.default_rng(3)
+    q, keys = rng.normal(size=(20, 16)), rng.normal(size=(50, 16))
+    on_cpu = knn(q, keys, 4)  # faiss-cpu: no GPU support at all
+    fake = GpuFaiss(gpus)
+    monkeypatch.setitem(sys.modules, "faiss", fake)
+    searched = knn(q, keys, 4)
+    assert fake.built == ([16] if gpus else [])  # a GPU build without a visible GPU falls back
+    assert np.array_equal(searched[1], on_cpu[1]) and np.allclose(searched[0], on_cpu[0])
 
 
 def test_knn_clips_k_to_number_of_keys():
