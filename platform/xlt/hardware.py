@@ -111,6 +111,12 @@ def gpu_visible() -> bool:
     return torch.cuda.is_available()
 
 
+def inference_device() -> str:
+    """Where inference in this process runs: ``cuda`` if it sees a GPU, else ``cpu`` (pseudo-labelling
+    actors that reserved one, ``jobs/evaluate.py``'s encoders, a GPU node's driver)."""
+    return "cuda" if gpu_visible() else "cpu"
+
+
 def precisions(device: str = "cpu") -> tuple[str, ...]:
     """The precisions ``device`` (``cpu`` or ``cuda``) can compute in (module docstring), ``fp32`` first."""
     if device == "cpu":

@@ -120,8 +120,12 @@ def test_a_cluster_too_small_to_hold_learners_and_actors_at_once_is_named(monkey
     with pytest.raises(ConfigError, match=r"inference\.num_actors=-1 is not valid: expected an integer >= 0 \(0 = in"):
         load_cotrain_config(None, [TINY_TASK_OVERRIDE, "inference.num_actors=-1"])
     assert here.inference.precision == "auto"  # bf16 autocast where the CPU has it (xlt.hardware)
-    with pytest.raises(ConfigError, match=r"inference\.precision='fp16' is not valid: expected auto or fp32 or bf16"):
-        load_cotrain_config(None, [TINY_TASK_OVERRIDE, "inference.precision=fp16"])
+    with pytest.raises(ConfigError, match=r"inference\.precision='fp8' is not valid: expected auto or fp32 or bf16 or fp16"):
+        load_cotrain_config(None, [TINY_TASK_OVERRIDE, "inference.precision=fp8"])
+    with pytest.raises(ConfigError, match=r"inference\.tokens_per_batch=-1 is not valid: expected an integer >= 0"):
+        load_cotrain_config(None, [TINY_TASK_OVERRIDE, "inference.tokens_per_batch=-1"])
+    with pytest.raises(ConfigError, match=r"inference\.num_gpus=-0.5 is not valid: expected a number >= 0"):
+        load_cotrain_config(None, [TINY_TASK_OVERRIDE, "inference.num_gpus=-0.5"])
 
 
 @pytest.mark.parametrize("preset", ["cotrain_demo", "cotrain_sib200"])

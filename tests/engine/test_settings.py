@@ -42,3 +42,10 @@ def test_a_gpu_run_is_checked_on_its_workers_when_the_driver_has_no_gpu(avx2_onl
     with pytest.raises(ValueError, match="bf16 is not something this CPU"):
         check_device(OptimSettings(precision="bf16"), ScalingSettings(use_gpu=False))
     check_device(OptimSettings(precision="auto"), ScalingSettings())  # auto: what the device can do
+
+
+def test_a_run_in_process_on_a_gpu_needs_one_in_this_process(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ValueError, match=r"^lm.scaling.use_gpu: the run trains in this process \(lm.scaling.num_workers: 0\), "
+                                         "which sees no GPU"):
+        check_device(OptimSettings(), ScalingSettings(num_workers=0, use_gpu=True), "lm.")

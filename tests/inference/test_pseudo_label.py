@@ -9,6 +9,8 @@ import pyarrow as pa
 import pytest
 import torch
 
+from xlt import hardware
+from xlt.inference.pseudo_label import gpus_or_none
 from xlt.inference import (
     OUTPUT_COLUMNS,
     ClassifierSpec,
@@ -210,13 +212,58 @@ def test_spec_validation_and_mismatched_state(path_spec: ClassifierSpec, tmp_pat
 
 
 def test_bf16_autocast_keeps_the_labels_and_bad_precision_is_refused(classifier: Classifier,
-                                                                     path_spec: ClassifierSpec) -> None:
-    # Forced bf16 (emulated where the CPU lacks it: slow, but the same arithmetic) against fp32, the
-    # default: the labels of these well-separated rows agree, the probabilities to bf16's precision.
+                                                                     path_spec: ClassifierSpec, monkeypatch) -> None:
+    # Forced bf16 (emulated where the CPU lacks it: slow, but the same arithmetic; the flags say it
+    # has it, or the actor would label at auto) against fp32, the default: the labels of these
+    # well-separated rows agree, the probabilities to bf16's precision.
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: frozenset({"avx512_bf16"}))
     exact = PseudoLabelUDF(path_spec)(batch_of(TEXTS))
     bf16 = PseudoLabelUDF(path_spec, precision="bf16")(batch_of(TEXTS))
     assert bf16.column("pseudo_label").equals(exact.column("pseudo_label"))
     a, b = (np.asarray(t.column("probabilities").to_pylist()) for t in (exact, bf16))
     assert 0 < np.abs(a - b).max() < 0.05  # bf16 did run (not bit-equal), and kept its 8 bits of mantissa
-    with pytest.raises(Exception, match="precision='fp16' is not valid: expected auto or fp32 or bf16"):
-        PseudoLabelUDF(path_spec, precision="fp16")
+    with pytest.raises(Exception, match="precision='fp8' is not valid: expected auto or fp32 or bf16 or fp16"):
+        PseudoLabelUDF(path_spec, precision="fp8")
+
+
+def test_a_precision_the_actors_device_lacks_labels_at_auto_with_a_warning(path_spec: ClassifierSpec, monkeypatch,
+                                                                          caplog) -> None:
+    """An fp16 GPU preset whose actor landed on a CPU without fp16 (no GPU in the cluster): it labels
+    at auto (here fp32), the labels fp32's, and says so once."""
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: frozenset({"avx2", "fma"}))
+    with caplog.at_level("WARNING", logger="xlt.inference.pseudo_label"):
+        udf = PseudoLabelUDF(path_spec, precision="fp16")
+    assert udf.device == "cpu" and udf.precision == "fp32"
+    assert [r.getMessage() for r in caplog.records] == [
+        "inference.precision fp16: not something the cpu this actor runs on computes in; labelling at auto"]
+    assert udf(batch_of(TEXTS)).column("pseudo_label").equals(PseudoLabelUDF(path_spec)(batch_of(TEXTS)).column("pseudo_label"))
+
+
+def test_a_token_budget_gives_the_same_predictions_in_smaller_batches(path_spec: ClassifierSpec) -> None:
+    sizes = {}
+    outputs = {}
+    for budget in (0, 6):
+        udf = PseudoLabelUDF(path_spec, encode_batch_size=8, tokens_per_batch=budget)
+        encoder = udf.classifiers[None].encoder
+        calls: list[int] = []
+        embed = encoder.embed
+        encoder.embed = lambda texts, embed=embed, calls=calls: (calls.append(len(texts)), embed(texts))[1]
+        outputs[budget] = udf(batch_of(TEXTS))
+        sizes[budget] = calls
+    assert len(sizes[6]) > len(sizes[0]) and sum(sizes[6]) == sum(sizes[0]) == len(TEXTS)
+    assert outputs[6].column("pseudo_label").equals(outputs[0].column("pseudo_label"))
+    assert np.allclose(np.array(outputs[6].column("probabilities").to_pylist()),
+                       np.array(outputs[0].column("probabilities").to_pylist()), atol=1e-5)
+
+
+def test_gpu_actors_in_a_cluster_without_gpus_label_on_cpus(ray_cluster, monkeypatch, caplog) -> None:
+    from ray._private.state import state
+
+    with caplog.at_level("WARNING", logger="xlt.inference.pseudo_label"):
+        assert gpus_or_none(0.0) == 0.0 and not caplog.records
+        assert gpus_or_none(0.5) == 0.0  # the session's cluster: CPUs only, no autoscaler
+    assert [r.getMessage() for r in caplog.records] == [
+        "inference.num_gpus 0.5: this Ray cluster has no GPU and cannot start one; labelling on CPUs"]
+    # An autoscaler that can start GPU nodes: the actors wait for one.
+    monkeypatch.setattr(state, "get_max_resources_from_cluster_config", lambda: {"CPU": 32, "GPU": 4})
+    assert gpus_or_none(0.5) == 0.5

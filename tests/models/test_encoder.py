@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from xlt.models import Classifier, EncoderConfig, load_encoder, pool
+from xlt.models.encoder import batch_bounds
 
 TEXTS = ["a", "a much longer sentence than the others", "中文句子", "mid length one", "", "x y"]
 
@@ -47,6 +48,45 @@ def test_encode_order_independent_of_bucketing(pooling):
     # Padding must not leak into the pooled vector: bucketed, unbucketed and single-text agree.
     assert np.allclose(sorted_, one_by_one, atol=1e-5)
     assert np.allclose(plain, one_by_one, atol=1e-5)
+
+
+def naive_batches(lengths: list[int], rows: int, tokens: int) -> list[list[int]]:
+    """Greedy, as written: add the next item unless the batch would then exceed ``rows`` items or
+    (with a budget) ``tokens`` = items × its longest; a lone item is always a batch."""
+    batches: list[list[int]] = []
+    for i, _ in enumerate(lengths):
+        if batches:
+            grown = batches[-1] + [i]
+            if len(grown) <= rows and (not tokens or len(grown) * max(lengths[j] for j in grown) <= tokens):
+                batches[-1] = grown
+                continue
+        batches.append([i])
+    return batches
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("rows, tokens", [(4, 0), (64, 40), (3, 25), (100, 7)])
+def test_batch_bounds_match_a_naive_greedy_batching(seed, rows, tokens):
+    lengths = sorted(np.random.default_rng(seed).integers(1, 20, size=30).tolist()) if seed % 2 else \
+        np.random.default_rng(seed).integers(1, 20, size=30).tolist()  # sorted as encode passes them, or not
+    bounds = batch_bounds(lengths, rows, tokens)
+    assert [list(range(a, b)) for a, b in bounds] == naive_batches(lengths, rows, tokens)
+
+
+def test_batch_bounds_check_their_arguments():
+    assert batch_bounds([], 4) == []
+    with pytest.raises(ValueError, match="rows must be >= 1 and tokens >= 0"):
+        batch_bounds([3], 0)
+
+
+def test_encode_in_a_token_budget_gives_the_same_features():
+    enc = load_encoder(EncoderConfig(source="tiny:xlm-roberta"))
+    calls: list[int] = []
+    embed = enc.embed
+    enc.embed = lambda texts: (calls.append(len(texts)), embed(texts))[1]
+    budgeted = enc.encode(TEXTS, batch_size=64, tokens_per_batch=12)
+    assert len(calls) > 1 and sum(calls) == len(TEXTS)
+    assert np.allclose(budgeted, enc.encode(TEXTS, batch_size=64), atol=1e-5)
 
 
 def test_encode_normalize_and_layer_choice():

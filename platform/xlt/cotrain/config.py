@@ -90,7 +90,10 @@ class InferenceSettings:
     ``num_actors: 0`` labels in the driver's process instead, block by block, on ``threads``
     threads, reserving nothing (``xlt.inference.pseudo_label_here``): for a pool too small to pay
     for an actor's start-up (the smoke presets). ``precision``: ``auto`` (bf16 autocast on a CPU with
-    native bf16, else fp32: ``xlt.hardware``), ``fp32`` or ``bf16``."""
+    native bf16, else fp32: ``xlt.hardware``), ``fp32``, ``bf16`` or ``fp16``. ``tokens_per_batch``
+    > 0 caps each encoder batch's padded tokens too (``xlt.models.encoder.batch_bounds``): on a GPU,
+    set it and raise ``encode_batch_size``. ``num_gpus``: per actor, a fraction to share a GPU; a
+    cluster without a GPU labels on CPUs instead, with a warning."""
 
     batch_size: int = 256
     encode_batch_size: int = 64
@@ -99,9 +102,13 @@ class InferenceSettings:
     num_gpus: float = 0.0
     threads: int = 0
     precision: str = "auto"
+    tokens_per_batch: int = 0  # 0 = encode_batch_size rows whatever their length
 
     def __post_init__(self) -> None:
         check(self.batch_size >= 1, "inference.batch_size", self.batch_size, "an integer >= 1")
+        check(self.tokens_per_batch >= 0, "inference.tokens_per_batch", self.tokens_per_batch,
+              "an integer >= 0 (0 = encode_batch_size rows whatever their length)")
+        check(self.num_gpus >= 0, "inference.num_gpus", self.num_gpus, "a number >= 0 (a fraction shares a GPU)")
         check(self.encode_batch_size >= 1, "inference.encode_batch_size", self.encode_batch_size, "an integer >= 1")
         check(self.num_actors >= 0, "inference.num_actors", self.num_actors,
               "an integer >= 0 (0 = in the driver's process)")

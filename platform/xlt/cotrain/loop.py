@@ -271,14 +271,15 @@ def predict(cfg: CotrainConfig, fits: dict[str, Fit], data: Prepared,
     if inf.num_actors == 0:  # in this process, block by block
         batches = pseudo_label_here((ray.get(block) for block in data.stored_pool.blocks), specs,
                                     encode_batch_size=inf.encode_batch_size, threads=inf.torch_threads,
-                                    precision=inf.precision)
+                                    precision=inf.precision, tokens_per_batch=inf.tokens_per_batch)
     else:
         import ray.data
 
         ray.data.DataContext.get_current().enable_progress_bars = False
         ds = pseudo_label(data.stored_pool.dataset(), specs, batch_size=inf.batch_size,
                           encode_batch_size=inf.encode_batch_size, num_actors=inf.num_actors, num_cpus=inf.num_cpus,
-                          num_gpus=inf.num_gpus, threads=inf.torch_threads, precision=inf.precision)
+                          num_gpus=inf.num_gpus, threads=inf.torch_threads, precision=inf.precision,
+                          tokens_per_batch=inf.tokens_per_batch)
         # Columns are picked by stream_selections, not by select_columns: that adds a Ray Data task needing
         # a CPU slot, which a preset reserving the whole machine for learners and actors never frees.
         # Blocks as they come (batch_size=None), not re-batched to Ray Data's default 256 rows: the

@@ -203,8 +203,8 @@ def worker_setup(cfg: Any) -> tuple[int, int, Callable[[nn.Module], nn.Module]]:
 
     rank, world = session.world()
     ray.data.DataContext.get_current().enable_progress_bars = False
-    if session.in_process():
-        return rank, world, lambda m: m
+    if session.in_process():  # on this process's GPU with scaling.use_gpu (engine.settings.check_device)
+        return rank, world, (lambda m: m.to("cuda")) if cfg.scaling.use_gpu else (lambda m: m)
     import ray.train.torch
 
     torch.set_num_threads(cfg.scaling.torch_threads)

@@ -131,6 +131,9 @@ def check_device(optim: OptimSettings, scaling: ScalingSettings, section: str = 
     driver sees no GPU (a cluster's CPU head) is checked by its workers instead, on the GPU they
     were given (``engine.training.build_training``)."""
     device = "cuda" if scaling.use_gpu else "cpu"
+    if device == "cuda" and scaling.num_workers == 0 and not gpu_visible():
+        raise ValueError(f"{section}scaling.use_gpu: the run trains in this process ({section}scaling.num_workers: 0), "
+                         "which sees no GPU; give it Ray Train workers on GPU nodes (num_workers >= 1) or set use_gpu: false")
     if device == "cpu" or gpu_visible():
         check_precision(optim.precision, device, f"{section}optim.precision")
 

@@ -25,6 +25,7 @@ import numpy as np
 from ..config import check
 from ..data import MiningCorpus, ParallelPair, resolve_data_dir
 from ..text.languages import normalize_lang
+from ..hardware import inference_device
 from ..models import EncoderConfig, TextEncoder, load_encoder
 from ..models.encoder import Item
 from ..data.records import evenly_spaced
@@ -319,6 +320,6 @@ def run_evaluation(cfg: EvaluateConfig) -> dict[str, Any]:
     evaluator = PROTOCOLS[cfg.protocol](cfg)
     rows = []
     for model_cfg in cfg.models:
-        encoder = load_encoder(model_cfg)
+        encoder = load_encoder(model_cfg).to(inference_device())  # a GPU where this process sees one
         rows += [{"model": model_cfg.source, **row} for row in evaluator.score(encoder)]
     return {"protocol": cfg.protocol, "task": evaluator.task, "languages": evaluator.langs, "rows": rows}

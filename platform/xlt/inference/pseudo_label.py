@@ -24,6 +24,7 @@ take longer to start for than to label.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
@@ -31,7 +32,7 @@ import numpy as np
 
 from ..config import check
 from ..data.ray_data import map_with_udf
-from ..hardware import PRECISIONS, autocast, resolve_precision
+from ..hardware import PRECISIONS, autocast, inference_device, precisions, resolve_precision
 from ..placement import this_node, this_worker
 from .spec import ClassifierSpec, build_classifier
 
@@ -47,6 +48,8 @@ if TYPE_CHECKING:
 #   node           dictionary<string>  its Ray node (null outside Ray): with ``worker``, the pass's placement
 # With several classifiers (a mapping name -> spec) the first three come once per classifier,
 # named ``<name>_pseudo_label`` etc. (``prediction_column``); ``worker`` and ``node`` once.
+logger = logging.getLogger(__name__)
+
 PREDICTION_COLUMNS: tuple[str, ...] = ("pseudo_label", "confidence", "probabilities")
 PLACEMENT_COLUMNS: tuple[str, ...] = ("worker", "node")
 OUTPUT_COLUMNS: tuple[str, ...] = (*PREDICTION_COLUMNS, *PLACEMENT_COLUMNS)
@@ -65,8 +68,14 @@ class PseudoLabelUDF:
     ``sort_by_length`` the texts of a batch are encoded in length order, so each sub-batch pads
     to its own longest text (length bucketing; results are returned in input order either way).
 
-    ``precision``: ``fp32``, ``bf16`` or ``auto`` (bf16 autocast where the CPU has native bf16:
-    ``xlt.hardware``); the default is exact fp32, co-training's ``inference.precision`` is ``auto``.
+    ``precision``: ``fp32``, ``bf16``, ``fp16`` or ``auto`` (bf16 autocast where the CPU has native
+    bf16: ``xlt.hardware``); the default is exact fp32, co-training's ``inference.precision`` is
+    ``auto``. A precision this actor's device cannot compute in (fp16 asked of a GPU actor that
+    landed on a CPU) runs as ``auto`` instead, with a warning.
+
+    ``tokens_per_batch`` > 0: sub-batches of at most that many padded tokens as well as
+    ``encode_batch_size`` rows (``xlt.models.encoder.batch_bounds``): on a GPU, a budget that fills
+    its memory with short sentences and still fits the long ones. The same predictions.
 
     ``num_threads``: torch intra-op threads of this actor; ``pseudo_label`` sets it from the
     CPUs reserved per actor so that actors sharing a node do not oversubscribe its cores
@@ -86,19 +95,25 @@ class PseudoLabelUDF:
 
     def __init__(self, spec: ClassifierSpec | Mapping[str, ClassifierSpec], *, encode_batch_size: int = 64,
                  sort_by_length: bool = True, text_column: str = "text", pair_column: str = "text_pair",
-                 num_threads: int | None = None, precision: str = "fp32") -> None:
+                 num_threads: int | None = None, precision: str = "fp32", tokens_per_batch: int = 0) -> None:
         import torch
 
         check(encode_batch_size >= 1, "encode_batch_size", encode_batch_size, "an integer >= 1")
         check(precision in PRECISIONS, "precision", precision, " or ".join(PRECISIONS))
+        check(tokens_per_batch >= 0, "tokens_per_batch", tokens_per_batch, "an integer >= 0 (0 = rows only)")
         specs = _named(spec)
         if num_threads is not None:
             check(num_threads >= 1, "num_threads", num_threads, "an integer >= 1, or None")
             torch.set_num_threads(num_threads)
-        device = "cuda" if torch.cuda.is_available() else "cpu"
+        device = inference_device()
         self.classifiers = {name: build_classifier(s).to(device) for name, s in specs.items()}
+        if precision not in ("auto", *precisions(device)):
+            logger.warning(f"inference.precision {precision}: not something the {device} this actor runs on computes "
+                           "in; labelling at auto")
+            precision = "auto"
         self.device, self.precision = device, resolve_precision(precision, device)
         self.encode_batch_size, self.sort_by_length, self.text_column = encode_batch_size, sort_by_length, text_column
+        self.tokens_per_batch = tokens_per_batch
         self.pair_column = pair_column if next(iter(specs.values())).paired else None
         self.placement = {"worker": this_worker(), "node": this_node()}
 
@@ -124,7 +139,8 @@ class PseudoLabelUDF:
         added = {}
         for name, classifier in self.classifiers.items():
             with autocast(self.precision, self.device):
-                pred = classifier.predict(items, batch_size=self.encode_batch_size, sort_by_length=self.sort_by_length)
+                pred = classifier.predict(items, batch_size=self.encode_batch_size, sort_by_length=self.sort_by_length,
+                                          tokens_per_batch=self.tokens_per_batch)
             probabilities = np.asarray(pred.probabilities, dtype=np.float32)  # (B, C)
             n, c = probabilities.shape
             added |= {
@@ -149,7 +165,7 @@ def pseudo_label(ds: ray.data.Dataset, spec: ClassifierSpec | Mapping[str, Class
                  text_column: str = "text", batch_size: int = 256,
                  encode_batch_size: int = 64, num_actors: int | tuple[int, int] = 1, num_cpus: float = 1.0,
                  num_gpus: float = 0.0, threads: int = 0, sort_by_length: bool = True,
-                 precision: str = "fp32") -> ray.data.Dataset:
+                 precision: str = "fp32", tokens_per_batch: int = 0) -> ray.data.Dataset:
     """``ds`` with ``pseudo_label``, ``confidence``, ``probabilities`` per row (Yu & Joty 2021, Alg. 1).
 
     Implements ``(y_u, c_u) = f_θ(x_u)`` for every x_u of the unlabelled pool: y_u is the
@@ -161,14 +177,15 @@ def pseudo_label(ds: ray.data.Dataset, spec: ClassifierSpec | Mapping[str, Class
     (a size, or ``(min, max)`` to autoscale) in batches of ``batch_size`` as the caller consumes
     the result (``iter_batches``, ``filter``, ``write_parquet``), so pools larger than memory
     never exist in full anywhere. Each actor loads ``spec`` once; it reserves ``num_cpus``
-    and ``num_gpus``; torch gets ``threads`` threads (0 = ``max(1, int(num_cpus))``; more than
+    and ``num_gpus`` (a fraction shares a GPU between actors; in a cluster that has no GPU and whose
+    autoscaler cannot add one, none, with a warning: ``gpus_or_none``); torch gets ``threads`` threads (0 = ``max(1, int(num_cpus))``; more than
     reserved when other actors holding CPUs sit idle meanwhile, as learners do). On a 2-CPU machine, two
     actors need ``num_cpus=0.5`` each or the tasks producing the input get no CPU slot and the
     pipeline stalls (see ``xlt.augment.build_augmented_dataset``).
 
-    Each batch is encoded in sub-batches of ``encode_batch_size``; ``sort_by_length`` buckets
-    them by token length within the batch (less padding; the same predictions); ``precision`` as
-    ``PseudoLabelUDF``'s. Parallelism
+    Each batch is encoded in sub-batches of ``encode_batch_size`` (and ``tokens_per_batch``);
+    ``sort_by_length`` buckets them by token length within the batch (less padding; the same
+    predictions); ``precision`` as ``PseudoLabelUDF``'s. Parallelism
     needs several input blocks: a single block is processed by one actor. ``spec`` may name
     several classifiers (see ``PseudoLabelUDF``): each row then gets every one's prediction.
     """
@@ -183,14 +200,33 @@ def pseudo_label(ds: ray.data.Dataset, spec: ClassifierSpec | Mapping[str, Class
     return map_with_udf(
         ds, PseudoLabelUDF,
         dict(spec=spec, encode_batch_size=encode_batch_size, sort_by_length=sort_by_length,
-             text_column=text_column, num_threads=threads or max(1, int(num_cpus)), precision=precision),
-        batch_size=batch_size, num_actors=num_actors, num_cpus=num_cpus, num_gpus=num_gpus,
+             text_column=text_column, num_threads=threads or max(1, int(num_cpus)), precision=precision,
+             tokens_per_batch=tokens_per_batch),
+        batch_size=batch_size, num_actors=num_actors, num_cpus=num_cpus, num_gpus=gpus_or_none(num_gpus),
     )
+
+
+def gpus_or_none(num_gpus: float) -> float:
+    """``num_gpus`` if the Ray cluster has a GPU or its autoscaler can start a node with one, else 0
+    with one warning line: an actor reserving a GPU that can never exist would wait forever. (The
+    autoscaler's node types come from Ray's own ``get_max_resources_from_cluster_config``, which
+    Ray Train uses for the same question; without an autoscaler it answers nothing.)"""
+    if num_gpus <= 0:
+        return num_gpus
+    import ray
+    from ray._private.state import state
+
+    if ray.cluster_resources().get("GPU", 0) > 0 or (state.get_max_resources_from_cluster_config() or {}).get("GPU", 0) > 0:
+        return num_gpus
+    logger.warning(f"inference.num_gpus {num_gpus:g}: this Ray cluster has no GPU and cannot start one; "
+                   "labelling on CPUs")
+    return 0.0
 
 
 def pseudo_label_here(tables: Iterable[pa.Table], spec: ClassifierSpec | Mapping[str, ClassifierSpec], *,
                       text_column: str = "text", encode_batch_size: int = 64, threads: int = 0,
-                      sort_by_length: bool = True, precision: str = "fp32") -> Iterator[pa.Table]:
+                      sort_by_length: bool = True, precision: str = "fp32",
+                      tokens_per_batch: int = 0) -> Iterator[pa.Table]:
     """``pseudo_label`` in this process, without Ray Data: each of ``tables`` with ``OUTPUT_COLUMNS``
     added, in order, as the caller consumes them.
 
@@ -205,7 +241,8 @@ def pseudo_label_here(tables: Iterable[pa.Table], spec: ClassifierSpec | Mapping
     before = torch.get_num_threads()
     try:
         udf = PseudoLabelUDF(spec, encode_batch_size=encode_batch_size, sort_by_length=sort_by_length,
-                             text_column=text_column, num_threads=threads or None, precision=precision)
+                             text_column=text_column, num_threads=threads or None, precision=precision,
+                             tokens_per_batch=tokens_per_batch)
         for table in tables:
             yield udf(table)
     finally:

@@ -50,13 +50,15 @@ class Classifier(nn.Module):
         return self.head(self.dropout(features.to(self.head.weight.device)))
 
     @torch.no_grad()
-    def predict(self, texts: Sequence[Item], batch_size: int = 64, sort_by_length: bool = True) -> Predictions:
-        """Inference in batches (length-bucketed unless ``sort_by_length`` is false: the encoder's
-        ``encode``), then the head."""
+    def predict(self, texts: Sequence[Item], batch_size: int = 64, sort_by_length: bool = True,
+                tokens_per_batch: int = 0) -> Predictions:
+        """Inference in batches (length-bucketed unless ``sort_by_length`` is false, and within a
+        token budget if ``tokens_per_batch`` > 0: the encoder's ``encode``), then the head."""
         was_training = self.training
         self.eval()
         try:
-            features = torch.from_numpy(self.encoder.encode(texts, batch_size=batch_size, sort_by_length=sort_by_length))
+            features = torch.from_numpy(self.encoder.encode(texts, batch_size=batch_size, sort_by_length=sort_by_length,
+                                                            tokens_per_batch=tokens_per_batch))
             probs = torch.softmax(self.head(features.to(self.head.weight.device)).float(), dim=-1).cpu().numpy()
         finally:
             self.train(was_training)

@@ -147,30 +147,56 @@ class TextEncoder(nn.Module):
 
     @torch.no_grad()
     def encode(self, texts: Sequence[Item], batch_size: int = 64, sort_by_length: bool = True,
-               normalize: bool = False, progress: bool = False) -> np.ndarray:
-        """Embed ``texts`` (items) in inference mode -> float32 array (N, D'), in input order."""
+               normalize: bool = False, progress: bool = False, tokens_per_batch: int = 0) -> np.ndarray:
+        """Embed ``texts`` (items) in inference mode -> float32 array (N, D'), in input order: in
+        batches of at most ``batch_size`` items and, with ``tokens_per_batch`` > 0, at most that many
+        padded positions (``batch_bounds``), shortest first unless ``sort_by_length`` is false."""
         texts = list(texts)
         dim = self.feature_dim(bool(texts) and is_pair(texts[0]))
         if not texts:  # tokenizers reject an empty batch
             return np.empty((0, dim), dtype=np.float32)
-        order = self.length_order(texts) if sort_by_length else np.arange(len(texts))
+        lengths = np.asarray(self.lengths(texts)) if sort_by_length or tokens_per_batch else np.zeros(len(texts))
+        order = np.argsort(lengths, kind="stable") if sort_by_length else np.arange(len(texts))
         out = np.empty((len(texts), dim), dtype=np.float32)
         was_training = self.training
         self.eval()
-        starts = range(0, len(texts), batch_size)
+        bounds = batch_bounds(lengths[order], batch_size, tokens_per_batch)
         if progress:
             from tqdm.auto import tqdm
 
-            starts = tqdm(starts, desc=f"encode {len(texts)} texts", unit="batch", leave=False)
+            bounds = tqdm(bounds, desc=f"encode {len(texts)} texts", unit="batch", leave=False)
         try:
-            for start in starts:
-                idx = order[start : start + batch_size]
+            for start, end in bounds:
+                idx = order[start:end]
                 out[idx] = self.embed([texts[i] for i in idx]).float().cpu().numpy()
         finally:
             self.train(was_training)
         if normalize:
             out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
         return out
+
+
+def batch_bounds(lengths: Sequence[int], rows: int, tokens: int = 0) -> list[tuple[int, int]]:
+    """Consecutive ``(start, end)`` batches over items of ``lengths``, in the order given: at most
+    ``rows`` items each, and with ``tokens`` > 0 at most ``tokens`` padded positions (its items
+    times its longest item's length; an item longer than ``tokens`` alone makes a batch).
+
+    A token budget is how a GPU is kept full without running out of memory: short sentences go
+    in large batches and long ones in small, where a row count must be sized for the longest
+    (Sentence-Transformers and fairseq batch the same way, ``max_tokens``). Sorted by length, a
+    batch's longest item is its last."""
+    if rows < 1 or tokens < 0:
+        raise ValueError(f"rows must be >= 1 and tokens >= 0, got rows={rows}, tokens={tokens}")
+    bounds, start, longest = [], 0, 0
+    for i, length in enumerate(lengths):
+        longest_with = max(longest, int(length))
+        if i > start and (i - start >= rows or (tokens and (i - start + 1) * longest_with > tokens)):
+            bounds.append((start, i))
+            start, longest_with = i, int(length)
+        longest = longest_with
+    if start < len(lengths):
+        bounds.append((start, len(lengths)))
+    return bounds
 
 
 class TransformerEncoder(TextEncoder):
