@@ -74,10 +74,7 @@ def write_state(directory: str | Path, training: Training, cfg: Any) -> Path:
 
 def read_state(directory: str | Path, config_cls: type) -> TrainState:
     """Load a checkpoint directory written by ``write_state`` whose config is a ``config_cls``."""
-    directory = Path(directory)
-    missing = [f for f in (MODEL_FILE, TRAIN_STATE_FILE, STATE_FILE, CONFIG_FILE) if not (directory / f).is_file()]
-    if missing:
-        raise FileNotFoundError(f"{directory} is not an xlt training checkpoint: missing {', '.join(missing)}")
+    directory = check_checkpoint(directory)
     state = json.loads((directory / STATE_FILE).read_text())
     train_state = torch.load(directory / TRAIN_STATE_FILE, map_location="cpu", weights_only=True)
     model, from_source = read_model(directory)
@@ -93,12 +90,30 @@ def read_state(directory: str | Path, config_cls: type) -> TrainState:
     )
 
 
+def check_checkpoint(directory: str | Path) -> Path:
+    """``directory`` if it holds a training checkpoint's files, else a ``FileNotFoundError`` naming
+    what is missing."""
+    directory = Path(directory)
+    missing = [f for f in (MODEL_FILE, TRAIN_STATE_FILE, STATE_FILE, CONFIG_FILE) if not (directory / f).is_file()]
+    if missing:
+        raise FileNotFoundError(f"{directory} is not an xlt training checkpoint: missing {', '.join(missing)}")
+    return directory
+
+
+def read_config(directory: str | Path, config_cls: type) -> Any:
+    """The run config a checkpoint was written with (its ``config.yaml``), without loading tensors."""
+    return from_dict(config_cls, read_yaml(check_checkpoint(directory) / CONFIG_FILE))
+
+
+def left_out(directory: str | Path) -> tuple[str, ...]:
+    """The frozen parameter names ``model.pt`` leaves out (its model source holds them)."""
+    return tuple(json.loads((Path(directory) / STATE_FILE).read_text()).get("from_source", []))
+
+
 def read_model(directory: str | Path) -> tuple[dict[str, torch.Tensor], tuple[str, ...]]:
     """A checkpoint's weights without its optimizer state: ``model.pt`` and the names it leaves out
     (``xlt.models.load_trained`` loads the pair into a module built from the run's model source)."""
-    directory = Path(directory)
-    left_out = json.loads((directory / STATE_FILE).read_text()).get("from_source", [])  # none before they were left out
-    return torch.load(directory / MODEL_FILE, map_location="cpu", weights_only=True), tuple(left_out)
+    return torch.load(Path(directory) / MODEL_FILE, map_location="cpu", weights_only=True), left_out(directory)
 
 
 def latest_state(config_cls: type) -> TrainState | None:

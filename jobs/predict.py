@@ -1,0 +1,68 @@
+"""Label a corpus with a trained classifier: a fine-tuning checkpoint or run, or a co-training learner.
+
+    python jobs/predict.py --set model.path=results/finetune/sib200-e5-zero-shot \
+        --set input.path=corpus.jsonl --set input.lang_field=lang --set output.dir=results/predict/corpus
+    python jobs/predict.py --set model.path=results/cotrain/demo --set model.learner=emb ...
+    python jobs/predict.py --set input.path=pairs.csv --set input.pair_field=hypothesis --set input.text_field=premise ...
+    python jobs/predict.py --set format=csv ...        # parquet (default), csv, jsonl; output.dir may be s3://
+    python jobs/predict.py --smoke                     # the fine-tuning smoke run's model (jobs/finetune.py --smoke)
+
+Input: a text (one per line), CSV, TSV, JSONL or Parquet file (``input.text_field``, ``input.pair_field``,
+``input.id_field``, each row's language in ``input.lang_field`` or the file's in ``input.lang``), or a
+task's split (``input.task``, ``input.split``). Every row is read and checked before Ray starts.
+Output: ``<output.dir>/predictions/shard-*/`` in ``format``, one row per input row (id, lang, text, label,
+confidence, p_<label>), written shard by shard: run the same command again after a stop and the
+complete shards are kept (``xlt.predict.writer``). Labelled by the pseudo-labelling actor pool
+(``inference.*``: actors, CPUs, GPUs, precision, token budget).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from xlt.cli import epilogue, init_ray, job_overrides, job_parser, run_job
+from xlt.config import save_config
+from xlt.logs import configure_logging, quiet_libraries
+from xlt.predict import load_predict_config, predict, prepare
+from xlt.predict.writer import PREDICTIONS
+from xlt.progress import progress
+from xlt.report import command_line, markdown_table, write_results
+from xlt.storage import join, staged
+
+DEFAULT_PRESET = Path(__file__).resolve().parents[1] / "configs" / "predict_sib200.yaml"
+SMOKE_PRESET = Path(__file__).resolve().parents[1] / "configs" / "predict_smoke.yaml"
+
+
+def main() -> None:
+    args = job_parser(__doc__).parse_args()
+    quiet_libraries()
+    configure_logging(args.verbose)
+    cfg = load_predict_config(args.config or DEFAULT_PRESET, job_overrides(args),
+                              smoke=SMOKE_PRESET if args.smoke else None)
+    prepared = prepare(cfg)  # the model and every row checked before Ray starts
+    init_ray(args.address, args.verbose)
+    bar = progress(len(prepared.rows), "predict", "row")
+    written = predict(prepared, done=bar.update)
+    bar.close()
+    print_results(prepared, written)
+
+
+def print_results(prepared, written) -> None:
+    cfg = prepared.config
+    langs = sorted({lang for lang, _ in written.labels})
+    table = [{"lang": lang, "rows": sum(n for (l, _), n in written.labels.items() if l == lang),
+              **{label: written.labels.get((lang, label), 0) for label in prepared.spec.labels}} for lang in langs]
+    print(f"\n## {written.rows} rows labelled by {prepared.checkpoint}"
+          + (f" ({written.skipped} shard(s) kept from an earlier run)" if written.skipped else "") + "\n")
+    print(markdown_table(table))
+    with staged(cfg.output.dir) as out:
+        save_config(cfg, out / "config.yaml")
+        write_results(out / "results.json", {"model": prepared.checkpoint, "rows": written.rows, "by_language": table,
+                                             "format": cfg.format})
+    print("\n" + epilogue({"predictions": join(cfg.output.dir, PREDICTIONS, f"shard-*/ ({cfg.format})"),
+                           "results": join(cfg.output.dir, "results.json")},
+                          f"{command_line()}  (again after a stop: complete shards are kept)", ()))
+
+
+if __name__ == "__main__":
+    run_job(main)

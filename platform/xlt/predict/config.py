@@ -1,0 +1,53 @@
+"""What ``jobs/predict.py`` applies to what: ``PredictConfig``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from ..config import check, load_config
+from ..cotrain.config import InferenceSettings
+from ..storage import OutputSettings
+from .inputs import InputConfig
+
+Format = Literal["parquet", "csv", "jsonl"]
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """A trained classifier: ``path`` is a checkpoint, a fine-tuning run's ``output.dir`` or a
+    co-training run's, whose ``learner`` (``lm`` or ``emb``) predicts (``xlt.predict.models``)."""
+
+    path: str
+    learner: str = "lm"
+
+
+@dataclass(frozen=True)
+class PredictData:
+    data_dir: str | None = None  # a task input's data root (else $XLT_DATA_DIR; --data-dir)
+
+
+@dataclass(frozen=True)
+class PredictConfig:
+    """``model`` applied to every row of ``input``, written under ``output.dir`` as ``format`` in
+    shards of ``shard_rows`` rows (each complete or absent: a rerun skips the complete ones), by
+    the pseudo-labelling actor pool of ``inference`` (``num_actors: 0``: in this process)."""
+
+    model: ModelRef
+    input: InputConfig
+    output: OutputSettings = field(default_factory=lambda: OutputSettings(dir="results/predict"))
+    format: Format = "parquet"
+    shard_rows: int = 10_000
+    # fp32 by default: the predictions are Classifier.predict's (bf16 or auto: faster, labels agree on
+    # 99.5-100 % of rows, benchmarks/inference_precision.md).
+    inference: InferenceSettings = field(default_factory=lambda: InferenceSettings(precision="fp32"))
+    data: PredictData = field(default_factory=PredictData)
+
+    def __post_init__(self) -> None:
+        check(self.format in ("parquet", "csv", "jsonl"), "format", self.format, "parquet, csv or jsonl")
+        check(self.shard_rows >= 1, "shard_rows", self.shard_rows, "an integer >= 1")
+
+
+def load_predict_config(path: str | Path | None, overrides=(), smoke: str | Path | None = None) -> PredictConfig:
+    return load_config(PredictConfig, path, overrides, smoke=smoke)

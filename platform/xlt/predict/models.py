@@ -1,0 +1,46 @@
+"""Which trained classifier a prediction uses: a path resolved to a checkpoint, and the spec that
+inference actors rebuild it from (``xlt.inference.ClassifierSpec``).
+
+A model path is any of:
+
+- a checkpoint directory (``config.yaml``, ``model.pt``, ...: ``xlt.engine.checkpoints``);
+- a fine-tuning run's ``output.dir``: its latest checkpoint, as the run records it;
+- a co-training run's ``output.dir``: the latest fit of ``learner`` (``lm`` or ``emb``), i.e. the
+  learner as the run last left it (finished or stopped), under ``learners/<learner>``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..cotrain import LEARNERS
+from ..engine.checkpoints import MODEL_FILE, check_checkpoint, latest_checkpoint, left_out, read_config
+from ..inference import ClassifierSpec
+from ..train import FinetuneConfig
+
+
+def resolve_checkpoint(path: str | Path, learner: str = "lm") -> Path:
+    """The checkpoint directory ``path`` names (module docstring); a ``FileNotFoundError`` in one
+    line if it names none."""
+    path = Path(path)
+    if not path.is_dir():
+        raise FileNotFoundError(f"model {path}: no such directory")
+    if (path / MODEL_FILE).is_file():
+        return check_checkpoint(path)
+    if (path / "learners").is_dir():
+        if learner not in LEARNERS:
+            raise ValueError(f"model.learner={learner!r} is not valid: expected one of {', '.join(LEARNERS)}")
+        path = path / "learners" / learner
+    try:
+        return check_checkpoint(latest_checkpoint(path).path)
+    except FileNotFoundError as e:
+        raise FileNotFoundError(f"model {path} is not a classifier: expected a checkpoint directory, a fine-tuning "
+                                f"run's output.dir or a co-training run's ({e})") from e
+
+
+def classifier_spec(checkpoint: str | Path) -> ClassifierSpec:
+    """How every inference actor rebuilds the checkpoint's classifier: its encoder config, labels,
+    pair reading, weights file and the frozen names the weights leave out."""
+    cfg = read_config(checkpoint, FinetuneConfig)
+    return ClassifierSpec(model=cfg.model, labels=cfg.task.labels, state=str(Path(checkpoint) / MODEL_FILE),
+                          paired=cfg.task.paired, from_source=left_out(checkpoint))

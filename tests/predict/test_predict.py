@@ -1,0 +1,167 @@
+"""``xlt.predict`` and ``jobs/predict.py``: a trained classifier over a user's file or a task's split,
+written as resumable shards. Models are tiny:bert checkpoints written without Ray (``write_state``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import REPO
+from xlt.data import DataError
+from xlt.engine import write_state
+from xlt.engine.session import CHECKPOINTS_FILE
+from xlt.predict import InputConfig, ModelRef, PredictConfig, predict, prepare, resolve_checkpoint
+from xlt.cotrain.config import InferenceSettings
+from xlt.storage import OutputSettings
+from xlt.train import load_classifier
+from xlt.train.batches import batches_of, flatten_batch
+from xlt.train.workload import finetune_training, train_step
+
+from train.helpers import LABELS, rows_with_views, tiny_config
+
+TEXTS = {"de": ["der rover fand wasser", "das finale endete zwei zu eins", "eine reise nach rom"],
+         "fr": ["le rover a trouvé de l'eau", "la finale s'est terminée", "un voyage à rome", "la science"]}
+
+
+def checkpoint(directory: Path, paired: bool = False) -> Path:
+    """A tiny:bert classifier over ``LABELS``, trained a little (labels that differ row to row), as a
+    fine-tuning checkpoint."""
+    import torch
+
+    torch.manual_seed(3)
+    cfg = tiny_config(paired=paired, lr=5e-3)
+    training = finetune_training(cfg, steps_per_epoch=20)
+    rows = [{**r, "views": None, "view_kinds": None, "view_langs": None, "view_pairs": None,
+             **({"text_pair": r["text"][::-1]} if paired else {})} for r in rows_with_views() if r["label"]]
+    batch = flatten_batch(batches_of(rows, 4)[0], {label: i for i, label in enumerate(LABELS)})
+    for _ in range(20):
+        train_step(training, batch)
+    return write_state(directory, training, cfg)
+
+
+def config(model: Path, out: Path | str, **input_fields) -> PredictConfig:
+    return PredictConfig(model=ModelRef(str(model)), input=InputConfig(**input_fields), output=OutputSettings(str(out)),
+                         shard_rows=3, inference=InferenceSettings(num_actors=0, batch_size=2, precision="fp32"))
+
+
+def read_predictions(out: Path) -> pd.DataFrame:
+    return pd.read_parquet(out / "predictions").sort_values("id").reset_index(drop=True)
+
+
+def assert_same_as_predict(frame: pd.DataFrame, model: Path, items: dict[str, object]) -> None:
+    """Every row as ``Classifier.predict`` labels it: identical labels, probabilities within 1e-6."""
+    classifier = load_classifier(model)
+    expected = classifier.predict([items[i] for i in frame["id"]])
+    assert list(frame["label"]) == expected.labels
+    probabilities = frame[[f"p_{label}" for label in classifier.labels]].to_numpy()
+    assert np.abs(probabilities - expected.probabilities).max() < 1e-6
+    assert np.allclose(frame["confidence"], expected.probabilities.max(1), atol=1e-6)
+
+
+def test_single_texts_of_a_file_in_several_languages_are_predicted_once_each(ray_cluster, tmp_path):
+    model = checkpoint(tmp_path / "model")
+    corpus = tmp_path / "corpus.jsonl"
+    rows = [{"id": f"{lang}{i}", "sentence": text, "language": lang} for lang, texts in TEXTS.items()
+            for i, text in enumerate(texts)]
+    corpus.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n", encoding="utf-8")
+    cfg = config(model, tmp_path / "out", path=str(corpus), text_field="sentence", lang_field="language")
+    written = predict(prepare(cfg))
+    frame = read_predictions(tmp_path / "out")
+    assert written.rows == len(rows) == len(frame) and sorted(frame["id"]) == sorted(r["id"] for r in rows)
+    assert sorted(p.name for p in (tmp_path / "out" / "predictions").iterdir()) == ["shard-00000", "shard-00001",
+                                                                                   "shard-00002"]
+    assert {(lang, n) for lang, n in frame.groupby("lang").size().items()} == {("de", 3), ("fr", 4)}
+    assert sum(written.labels.values()) == len(rows)
+    assert frame[f"p_{LABELS[0]}"].nunique() == len(rows)  # each row its own probabilities
+    assert_same_as_predict(frame, model, {r["id"]: r["sentence"] for r in rows})
+
+
+def test_pairs_of_a_csv_from_a_cotraining_learner(ray_cluster, tmp_path):
+    """A co-training run's learner: its latest fit, found through the run's record."""
+    run = tmp_path / "cotrain"
+    checkpoint(run / "learners" / "emb" / "emb-iteration1-epoch001-step0000001", paired=True)
+    (run / "learners" / "emb" / CHECKPOINTS_FILE).write_text(json.dumps(["emb-iteration1-epoch001-step0000001"]))
+    assert resolve_checkpoint(run, "emb").name == "emb-iteration1-epoch001-step0000001"
+    corpus = tmp_path / "pairs.csv"
+    pairs = [("a man plays", "someone plays"), ("it rains", "the sun shines"), ("two dogs", "animals")]
+    corpus.write_text("premise,hypothesis\n" + "".join(f"{a},{b}\n" for a, b in pairs), encoding="utf-8")
+    cfg = PredictConfig(model=ModelRef(str(run), learner="emb"),
+                        input=InputConfig(path=str(corpus), text_field="premise", pair_field="hypothesis", lang="de"),
+                        output=OutputSettings(str(tmp_path / "out")), format="csv",
+                        inference=InferenceSettings(num_actors=0, batch_size=2, precision="fp32"))
+    predict(prepare(cfg))
+    frame = pd.concat(pd.read_csv(p) for p in sorted((tmp_path / "out" / "predictions").glob("shard-*/*.csv")))
+    assert list(frame.columns) == ["id", "lang", "text", "text_pair", "label", "confidence",
+                                   *(f"p_{label}" for label in LABELS)]
+    assert sorted(frame["id"]) == ["pairs/de/0", "pairs/de/1", "pairs/de/2"]
+    assert_same_as_predict(frame.sort_values("id"), resolve_checkpoint(run, "emb"),
+                           {f"pairs/de/{i}": pair for i, pair in enumerate(pairs)})
+
+
+def test_a_stopped_job_rerun_writes_each_row_once(ray_cluster, tmp_path):
+    model = checkpoint(tmp_path / "model")
+    corpus = tmp_path / "corpus.txt"
+    texts = [f"sentence number {i}" for i in range(8)]
+    corpus.write_text("\n".join(texts) + "\n", encoding="utf-8")
+    cfg = config(model, tmp_path / "out", path=str(corpus), lang="de")
+    prepared = prepare(cfg)
+
+    def stop_after_the_first_shard(n):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        predict(prepared, done=stop_after_the_first_shard)
+    (tmp_path / "out" / "predictions" / "shard-00001").mkdir()  # a shard a stopped run had begun writing
+    (tmp_path / "out" / "predictions" / "shard-00001" / "partial.parquet").write_bytes(b"half a file")
+    written = predict(prepared)
+    assert written.skipped == 1 and written.rows == 8
+    frame = read_predictions(tmp_path / "out")
+    assert sorted(frame["id"]) == sorted(f"corpus/de/{i}" for i in range(8))  # each once
+    assert_same_as_predict(frame, model, {f"corpus/de/{i}": t for i, t in enumerate(texts)})
+
+
+@pytest.mark.parametrize("content, fields, message", [
+    ("id,sentence\n1,hello\n", {}, r"corpus.csv:1: missing column 'text'; columns present: 'id', 'sentence'"),
+    ("text\nhello\n\"\"\n", {}, r"corpus.csv:3: .*empty"),
+    ("text,lang\nhello,de\nhi,\n", {"lang_field": "lang", "lang": None}, r"corpus.csv:3: empty 'lang'"),
+])
+def test_bad_input_is_one_line_naming_file_and_line(tmp_path, content, fields, message):
+    model = checkpoint(tmp_path / "model")
+    (tmp_path / "corpus.csv").write_text(content, encoding="utf-8")
+    cfg = config(model, tmp_path / "out", **{"path": str(tmp_path / "corpus.csv"), "lang": "de", **fields})
+    with pytest.raises(DataError, match=message):
+        prepare(cfg)
+
+
+def test_a_model_that_is_not_a_classifier_or_reads_other_items_is_refused(tmp_path):
+    (tmp_path / "corpus.txt").write_text("hello\n", encoding="utf-8")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match=r"model .*empty is not a classifier: expected a checkpoint directory"):
+        prepare(config(tmp_path / "empty", tmp_path / "out", path=str(tmp_path / "corpus.txt"), lang="de"))
+    paired = checkpoint(tmp_path / "paired", paired=True)
+    with pytest.raises(ValueError, match=r"reads sentence pairs; input .*corpus.txt holds single texts"):
+        prepare(config(paired, tmp_path / "out", path=str(tmp_path / "corpus.txt"), lang="de"))
+
+
+def test_the_smoke_job_writes_a_task_split_to_the_s3_server(data_dir, tmp_path, s3):
+    """``jobs/predict.py --smoke`` end to end (its own Ray), the SIB-200 test rows of every
+    language, onto the local S3 server."""
+    import pyarrow.dataset
+
+    model = checkpoint(tmp_path / "model")
+    out = f"{s3}/predict"
+    proc = subprocess.run([sys.executable, str(REPO / "jobs" / "predict.py"), "--smoke", "--set", f"model.path={model}",
+                           "--set", f"output.dir={out}"], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                          env={**os.environ, "XLT_DATA_DIR": str(data_dir), "RAY_ADDRESS": "", "HF_HUB_OFFLINE": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    table = pyarrow.dataset.dataset(f"{out.removeprefix('s3://')}/predictions", format="parquet",
+                                    filesystem=pyarrow.fs.S3FileSystem(endpoint_override=os.environ["AWS_ENDPOINT_URL"])).to_table()
+    assert table.num_rows == 8 * 10 and len(table.column("id").unique()) == 80  # 8 rows of each of 10 languages
+    assert f"{out}/results.json" in proc.stdout and "80 rows labelled" in proc.stdout
