@@ -1,15 +1,34 @@
-"""Classifier = encoder + dropout + linear head; ``predict`` gives label, confidence, probabilities."""
+"""Classifier = encoder + dropout + linear head; ``predict`` gives label, confidence, probabilities.
+
+``save_pretrained(directory)`` exports it for use outside xlt, ``Classifier.from_pretrained(directory)``
+loads it back whole:
+
+- the encoder as a sentence-transformers model (``modules.json``, the transformer's own files,
+  ``1_Pooling/``; the prefix, e.g. e5's ``"query: "``, as its default prompt), so that
+  ``SentenceTransformer(directory).encode(texts)`` gives the embeddings xlt gives, and as xlt's
+  own ``local:`` checkpoint (``xlt_encoder.json``: pooling and prefix);
+- the head as ``head.safetensors`` (``weight``, ``bias``) and ``classifier.json`` (label names in the
+  head's order, pairs or not, the encoder settings ``from_pretrained`` rebuilds it with).
+
+Only a transformer encoder pooled the way sentence-transformers pools (``cls`` or ``mean`` of the
+last layer) exports; an intermediate layer, ``avg_first_last`` or the bundled USE does not, and says so.
+"""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 import torch
 from torch import nn
 
-from .encoder import Item, TextEncoder
+from .encoder import Item, TextEncoder, TransformerEncoder
+from .loader import EncoderConfig, load_encoder
+
+CLASSIFIER_FILE, HEAD_FILE = "classifier.json", "head.safetensors"
 
 
 @dataclass(frozen=True)
@@ -64,3 +83,47 @@ class Classifier(nn.Module):
             self.train(was_training)
         best = probs.argmax(1)
         return Predictions([self.labels[i] for i in best], probs.max(1), probs)
+
+    def save_pretrained(self, directory: str | Path, card: str = "") -> Path:
+        """Export to ``directory`` (module docstring), with ``card`` as its ``README.md``."""
+        from safetensors.torch import save_file
+        from sentence_transformers import SentenceTransformer
+        from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+
+        encoder = self.encoder
+        if not isinstance(encoder, TransformerEncoder) or encoder.layer != -1 or encoder.pooling not in ("cls", "mean"):
+            raise ValueError(f"only a transformer encoder pooled by cls or mean of its last layer exports as a "
+                             f"sentence-transformers model; this one is {type(encoder).__name__} with pooling "
+                             f"{getattr(encoder, 'pooling', None)!r}, layer {getattr(encoder, 'layer', None)}")
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        encoder.save(directory)
+        modules = [Transformer(str(directory), max_seq_length=encoder.max_length),
+                   Pooling(encoder.dim, pooling_mode=encoder.pooling)]
+        prompts = {"query": encoder.prefix} if encoder.prefix else None
+        SentenceTransformer(modules=modules, prompts=prompts, default_prompt_name="query" if prompts else None,
+                            device="cpu").save(str(directory))
+        encoder.save(directory)  # xlt's own files last: the same weights, its pooling and prefix
+        save_file({"weight": self.head.weight.detach().cpu().contiguous(),
+                   "bias": self.head.bias.detach().cpu().contiguous()}, str(directory / HEAD_FILE))
+        settings = {"labels": self.labels, "paired": self.paired, "max_length": encoder.max_length,
+                    "pair_encoding": encoder.pair_encoding}
+        (directory / CLASSIFIER_FILE).write_text(json.dumps(settings, indent=2), encoding="utf-8")
+        if card:
+            (directory / "README.md").write_text(card, encoding="utf-8")
+        return directory
+
+    @classmethod
+    def from_pretrained(cls, directory: str | Path) -> "Classifier":
+        """The classifier ``save_pretrained`` wrote to ``directory``, in eval mode."""
+        from safetensors.torch import load_file
+
+        directory = Path(directory)
+        if not (directory / CLASSIFIER_FILE).is_file():
+            raise FileNotFoundError(f"{directory} is not an exported xlt classifier: no {CLASSIFIER_FILE}")
+        settings = json.loads((directory / CLASSIFIER_FILE).read_text(encoding="utf-8"))
+        encoder = load_encoder(EncoderConfig(source=f"local:{directory.resolve()}", max_length=settings["max_length"],
+                                             pair_encoding=settings["pair_encoding"]))
+        classifier = cls(encoder, settings["labels"], paired=settings["paired"])
+        classifier.head.load_state_dict(load_file(str(directory / HEAD_FILE)))
+        return classifier.eval()

@@ -1,0 +1,43 @@
+"""``Classifier.save_pretrained`` / ``from_pretrained``: the encoder loads in sentence-transformers
+with the embeddings xlt gives, and the whole classifier loads back predicting what it predicted."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from xlt.models import Classifier, EncoderConfig, load_encoder
+
+TEXTS = ["the rover found water on mars", "das Finale endete zwei zu eins", "un voyage à Rome", "中文句子", "ok"]
+LABELS = ("science", "sports", "travel")
+
+
+def classifier(source: str, pooling: str | None = None) -> Classifier:
+    torch.manual_seed(0)
+    model = Classifier(load_encoder(EncoderConfig(source=source, pooling=pooling)), LABELS)
+    torch.nn.init.normal_(model.head.weight, std=1.0)
+    return model.eval()
+
+
+@pytest.mark.parametrize("source, pooling", [("tiny:bert", "cls"), ("tiny:bert", "mean"),
+                                             pytest.param("bundled:multilingual-e5-small", None, marks=pytest.mark.slow)])
+def test_an_export_loads_in_sentence_transformers_and_back_as_the_classifier(tmp_path, source, pooling):
+    from sentence_transformers import SentenceTransformer
+
+    model = classifier(source, pooling)
+    model.save_pretrained(tmp_path / "export", card="# a card\n")
+    ours = model.encoder.encode(TEXTS, normalize=True)
+    theirs = SentenceTransformer(str(tmp_path / "export"), device="cpu").encode(TEXTS, normalize_embeddings=True)
+    assert (ours * theirs).sum(1).min() >= 0.9999  # e5: its "query: " prefix is the default prompt
+    loaded = Classifier.from_pretrained(tmp_path / "export")
+    expected, got = model.predict(TEXTS), loaded.predict(TEXTS)
+    assert got.labels == expected.labels and np.abs(got.probabilities - expected.probabilities).max() < 1e-6
+    assert (tmp_path / "export" / "README.md").read_text() == "# a card\n"
+
+
+def test_what_sentence_transformers_cannot_pool_is_refused_and_a_non_export_is_named(tmp_path):
+    with pytest.raises(ValueError, match="only a transformer encoder pooled by cls or mean of its last layer"):
+        classifier("tiny:bert", "avg_first_last").save_pretrained(tmp_path / "export")
+    with pytest.raises(FileNotFoundError, match="is not an exported xlt classifier: no classifier.json"):
+        Classifier.from_pretrained(tmp_path)
