@@ -239,7 +239,12 @@ def smoke_output(preset: str | Path | None) -> str:
 def save_config(cfg: Any, path: str | Path) -> None:
     """Write ``cfg`` as YAML that ``load_config`` reads back to an equal object."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(yaml.safe_dump(_plain(dataclasses.asdict(cfg)), sort_keys=False), encoding="utf-8")
+    Path(path).write_text(config_text(cfg), encoding="utf-8")
+
+
+def config_text(cfg: Any) -> str:
+    """``cfg`` as the YAML ``save_config`` writes."""
+    return yaml.safe_dump(_plain(dataclasses.asdict(cfg)), sort_keys=False)
 
 
 def _plain(value: Any) -> Any:

@@ -5,6 +5,8 @@
   run's learner) and the ``ClassifierSpec`` the actors rebuild it from
 - ``inputs``: a user's file or a task's split as validated rows
 - ``writer``: shards written by Ray Data's writers, each complete or absent (resumable)
+- ``export``: a model as a directory sentence-transformers and ``Classifier.from_pretrained`` load,
+  with a model card (``jobs/export.py``)
 
 ``prepare`` does everything that can fail on bad input before Ray starts; ``predict`` labels and writes.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from .export import export_checkpoint, model_card
 from .config import ModelRef, PredictConfig, PredictData, load_predict_config
 from .inputs import InputConfig, read_input
 from .models import classifier_spec, resolve_checkpoint
@@ -45,5 +48,5 @@ def predict(prepared: Prepared, done: Callable[[int], None] = lambda n: None) ->
     return write_shards(prepared.rows, prepared.spec, cfg.output.dir, cfg.format, cfg.shard_rows, cfg.inference, done)
 
 
-__all__ = ["InputConfig", "ModelRef", "PredictConfig", "PredictData", "Prepared", "Written", "classifier_spec",
+__all__ = ["InputConfig", "ModelRef", "PredictConfig", "PredictData", "Prepared", "Written", "classifier_spec", "export_checkpoint", "model_card",
            "load_predict_config", "predict", "prepare", "read_input", "resolve_checkpoint", "write_shards"]

@@ -1,0 +1,42 @@
+"""Export a trained classifier for use outside xlt: sentence-transformers, transformers, xlt's own loader.
+
+    python jobs/export.py results/finetune/sib200-e5-zero-shot results/export/sib200
+    python jobs/export.py results/cotrain/demo results/export/demo-lm --learner lm
+    python jobs/export.py --smoke         # the fine-tuning smoke run's model (or the one given), to results/smoke/export
+
+The model: a checkpoint, a fine-tuning run's output.dir (its latest checkpoint) or a co-training run's
+(``--learner``). The export directory loads as ``SentenceTransformer(dir)`` (the encoder, with its
+pooling and prefix) and ``xlt.models.Classifier.from_pretrained(dir)`` (the classifier), and holds a
+model card, ``README.md``: task, labels, languages, the scores its run reported, the config.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from xlt.cli import run_job
+from xlt.logs import quiet_libraries
+from xlt.predict import export_checkpoint
+
+SMOKE = ("results/smoke/finetune_sib200", "results/smoke/export")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("model", nargs="?", help="a checkpoint, a fine-tuning run or a co-training run")
+    parser.add_argument("directory", nargs="?", help="where the export goes (created)")
+    parser.add_argument("--learner", default="lm", choices=["lm", "emb"], help="a co-training run's learner")
+    parser.add_argument("--smoke", action="store_true", help="the fine-tuning smoke run's model (jobs/finetune.py --smoke)")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    args = parser.parse_args()
+    quiet_libraries()
+    model, directory = (args.model or SMOKE[0], args.directory or SMOKE[1]) if args.smoke else (args.model, args.directory)
+    if not model or not directory:
+        parser.error("give the model and the export directory (or --smoke)")
+    out = export_checkpoint(model, directory, args.learner)
+    print(f"exported {model} to {out}\n"
+          f"  SentenceTransformer('{out}')  |  xlt.models.Classifier.from_pretrained('{out}')  |  {out}/README.md")
+
+
+if __name__ == "__main__":
+    run_job(main)

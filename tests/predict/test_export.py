@@ -1,0 +1,43 @@
+"""``jobs/export.py`` / ``xlt.predict.export``: a fine-tuning checkpoint exported with its model card;
+the export loads in sentence-transformers and as the classifier, predicting what the checkpoint did."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+from conftest import REPO
+from xlt.models import Classifier
+from xlt.train import load_classifier
+
+from .test_predict import checkpoint
+
+TEXTS = ["der rover fand wasser", "la finale s'est terminée", "a trip to rome"]
+
+
+def test_the_export_job_writes_a_loadable_classifier_with_its_card(tmp_path):
+    from sentence_transformers import SentenceTransformer
+
+    model = checkpoint(tmp_path / "model")
+    proc = subprocess.run([sys.executable, str(REPO / "jobs" / "export.py"), "--smoke", str(model)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = tmp_path / "results" / "smoke" / "export"
+    assert f"exported {model} to results/smoke/export" in proc.stdout
+    card = (out / "README.md").read_text()
+    assert card.startswith("# tiny: a cross-lingual classifier trained with xlt")
+    assert "Labels: science, sports, travel" in card and "tiny:bert" in card and "```yaml" in card
+    original, exported = load_classifier(model), Classifier.from_pretrained(out)
+    expected, got = original.predict(TEXTS), exported.predict(TEXTS)
+    assert got.labels == expected.labels and np.abs(got.probabilities - expected.probabilities).max() < 1e-6
+    theirs = SentenceTransformer(str(out), device="cpu").encode(TEXTS, normalize_embeddings=True)
+    assert (theirs * original.encoder.encode(TEXTS, normalize=True)).sum(1).min() >= 0.9999
+
+
+def test_export_names_a_directory_that_is_not_a_model(tmp_path):
+    proc = subprocess.run([sys.executable, str(REPO / "jobs" / "export.py"), str(tmp_path), str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "is not a classifier" in proc.stderr.strip().splitlines()[-1]
