@@ -104,6 +104,10 @@ def load_state(spec: ClassifierSpec) -> dict[str, torch.Tensor] | None:
             raise FileNotFoundError(f"classifier state {spec.state!r} does not exist on this node; a path in a "
                                     "ClassifierSpec must be readable wherever an actor runs (shared storage), "
                                     "or use share_classifier(classifier, model) to ship it via the object store")
+        if spec.state.endswith(".safetensors"):  # an export's head (xlt.models.classifier)
+            from safetensors.torch import load_file
+
+            return load_file(spec.state)
         return torch.load(spec.state, map_location="cpu", weights_only=True)
     import ray
 

@@ -7,8 +7,11 @@ loads it back whole:
   ``1_Pooling/``; the prefix, e.g. e5's ``"query: "``, as its default prompt), so that
   ``SentenceTransformer(directory).encode(texts)`` gives the embeddings xlt gives, and as xlt's
   own ``local:`` checkpoint (``xlt_encoder.json``: pooling and prefix);
-- the head as ``head.safetensors`` (``weight``, ``bias``) and ``classifier.json`` (label names in the
-  head's order, pairs or not, the encoder settings ``from_pretrained`` rebuilds it with).
+- the head as ``head.safetensors`` (``head.weight``, ``head.bias``: the classifier's own state-dict
+  names) and ``classifier.json`` (label names in the head's order, pairs or not, the encoder settings
+  ``from_pretrained`` rebuilds it with, and ``from_source``: the state-dict names the ``local:``
+  encoder holds, which the head file leaves out, as a checkpoint leaves out frozen weights:
+  ``xlt.models.state``). ``xlt.inference.ClassifierSpec`` reads the same pair of files.
 
 Only a transformer encoder pooled the way sentence-transformers pools (``cls`` or ``mean`` of the
 last layer) exports; an intermediate layer, ``avg_first_last`` or the bundled USE does not, and says so.
@@ -27,6 +30,7 @@ from torch import nn
 
 from .encoder import Item, TextEncoder, TransformerEncoder
 from .loader import EncoderConfig, load_encoder
+from .state import load_trained
 
 CLASSIFIER_FILE, HEAD_FILE = "classifier.json", "head.safetensors"
 
@@ -104,10 +108,12 @@ class Classifier(nn.Module):
         SentenceTransformer(modules=modules, prompts=prompts, default_prompt_name="query" if prompts else None,
                             device="cpu").save(str(directory))
         encoder.save(directory)  # xlt's own files last: the same weights, its pooling and prefix
-        save_file({"weight": self.head.weight.detach().cpu().contiguous(),
-                   "bias": self.head.bias.detach().cpu().contiguous()}, str(directory / HEAD_FILE))
+        head = {name: value.detach().cpu().contiguous() for name, value in self.state_dict().items()
+                if name.startswith("head.")}
+        save_file(head, str(directory / HEAD_FILE))
         settings = {"labels": self.labels, "paired": self.paired, "max_length": encoder.max_length,
-                    "pair_encoding": encoder.pair_encoding}
+                    "pair_encoding": encoder.pair_encoding,
+                    "from_source": sorted(name for name in self.state_dict() if name not in head)}
         (directory / CLASSIFIER_FILE).write_text(json.dumps(settings, indent=2), encoding="utf-8")
         if card:
             (directory / "README.md").write_text(card, encoding="utf-8")
@@ -118,12 +124,17 @@ class Classifier(nn.Module):
         """The classifier ``save_pretrained`` wrote to ``directory``, in eval mode."""
         from safetensors.torch import load_file
 
-        directory = Path(directory)
-        if not (directory / CLASSIFIER_FILE).is_file():
-            raise FileNotFoundError(f"{directory} is not an exported xlt classifier: no {CLASSIFIER_FILE}")
-        settings = json.loads((directory / CLASSIFIER_FILE).read_text(encoding="utf-8"))
-        encoder = load_encoder(EncoderConfig(source=f"local:{directory.resolve()}", max_length=settings["max_length"],
-                                             pair_encoding=settings["pair_encoding"]))
-        classifier = cls(encoder, settings["labels"], paired=settings["paired"])
-        classifier.head.load_state_dict(load_file(str(directory / HEAD_FILE)))
+        encoder_cfg, settings = exported(directory)
+        classifier = cls(load_encoder(encoder_cfg), settings["labels"], paired=settings["paired"])
+        load_trained(classifier, load_file(str(Path(directory) / HEAD_FILE)), settings["from_source"])
         return classifier.eval()
+
+
+def exported(directory: str | Path) -> tuple[EncoderConfig, dict]:
+    """The encoder config and ``classifier.json`` of an export (``Classifier.save_pretrained``)."""
+    directory = Path(directory)
+    if not (directory / CLASSIFIER_FILE).is_file():
+        raise FileNotFoundError(f"{directory} is not an exported xlt classifier: no {CLASSIFIER_FILE}")
+    settings = json.loads((directory / CLASSIFIER_FILE).read_text(encoding="utf-8"))
+    return EncoderConfig(source=f"local:{directory.resolve()}", max_length=settings["max_length"],
+                         pair_encoding=settings["pair_encoding"]), settings

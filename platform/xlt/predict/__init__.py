@@ -19,7 +19,7 @@ from typing import Any, Callable
 from .export import export_checkpoint, model_card
 from .config import ModelRef, PredictConfig, PredictData, load_predict_config
 from .inputs import InputConfig, read_input
-from .models import classifier_spec, resolve_checkpoint
+from .models import classifier_spec, model_spec, resolve_checkpoint
 from .writer import Written, write_shards
 
 
@@ -33,14 +33,13 @@ class Prepared:
 
 def prepare(cfg: PredictConfig) -> Prepared:
     """The model resolved and every input row read and checked, before Ray starts."""
-    checkpoint = resolve_checkpoint(cfg.model.path, cfg.model.learner)
-    spec = classifier_spec(checkpoint)
+    checkpoint, spec = model_spec(cfg.model.path, cfg.model.learner)
     rows, paired = read_input(cfg.input, cfg.data.data_dir)
     if paired != spec.paired:
         reads = "sentence pairs" if spec.paired else "single texts"
         given = "pairs" if paired else "single texts (set input.pair_field for a file's second text)"
         raise ValueError(f"model {checkpoint} reads {reads}; input {cfg.input.path or cfg.input.split} holds {given}")
-    return Prepared(cfg, str(checkpoint), spec, rows)
+    return Prepared(cfg, checkpoint, spec, rows)
 
 
 def predict(prepared: Prepared, done: Callable[[int], None] = lambda n: None) -> Written:
@@ -49,4 +48,4 @@ def predict(prepared: Prepared, done: Callable[[int], None] = lambda n: None) ->
 
 
 __all__ = ["InputConfig", "ModelRef", "PredictConfig", "PredictData", "Prepared", "Written", "classifier_spec", "export_checkpoint", "model_card",
-           "load_predict_config", "predict", "prepare", "read_input", "resolve_checkpoint", "write_shards"]
+           "load_predict_config", "model_spec", "predict", "prepare", "read_input", "resolve_checkpoint", "write_shards"]

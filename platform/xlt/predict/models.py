@@ -6,7 +6,8 @@ A model path is any of:
 - a checkpoint directory (``config.yaml``, ``model.pt``, ...: ``xlt.engine.checkpoints``);
 - a fine-tuning run's ``output.dir``: its latest checkpoint, as the run records it;
 - a co-training run's ``output.dir``: the latest fit of ``learner`` (``lm`` or ``emb``), i.e. the
-  learner as the run last left it (finished or stopped), under ``learners/<learner>``.
+  learner as the run last left it (finished or stopped), under ``learners/<learner>``;
+- an export (``jobs/export.py``, ``Classifier.save_pretrained``): its ``local:`` encoder and its head.
 """
 
 from __future__ import annotations
@@ -16,7 +17,19 @@ from pathlib import Path
 from ..cotrain import LEARNERS
 from ..engine.checkpoints import MODEL_FILE, check_checkpoint, latest_checkpoint, left_out, read_config
 from ..inference import ClassifierSpec
+from ..models.classifier import CLASSIFIER_FILE, HEAD_FILE, exported
 from ..train import FinetuneConfig
+
+
+def model_spec(path: str | Path, learner: str = "lm") -> tuple[str, ClassifierSpec]:
+    """What ``path`` names (module docstring) and the spec inference actors rebuild it from."""
+    if (Path(path) / CLASSIFIER_FILE).is_file():
+        encoder, settings = exported(path)
+        return str(path), ClassifierSpec(model=encoder, labels=tuple(settings["labels"]),
+                                         state=str(Path(path) / HEAD_FILE), paired=settings["paired"],
+                                         from_source=tuple(settings["from_source"]))
+    checkpoint = resolve_checkpoint(path, learner)
+    return str(checkpoint), classifier_spec(checkpoint)
 
 
 def resolve_checkpoint(path: str | Path, learner: str = "lm") -> Path:
@@ -35,7 +48,7 @@ def resolve_checkpoint(path: str | Path, learner: str = "lm") -> Path:
         return check_checkpoint(latest_checkpoint(path).path)
     except FileNotFoundError as e:
         raise FileNotFoundError(f"model {path} is not a classifier: expected a checkpoint directory, a fine-tuning "
-                                f"run's output.dir or a co-training run's ({e})") from e
+                                f"run's output.dir, a co-training run's or an export ({e})") from e
 
 
 def classifier_spec(checkpoint: str | Path) -> ClassifierSpec:
