@@ -61,6 +61,10 @@ class OutputSettings:
 
     dir: str = "results/run"
     num_to_keep: int = 2
+    # A fine-tuning run's classifier exported at the end to <dir>/export (jobs/export.py: for
+    # sentence-transformers and Classifier.from_pretrained) and logged as the run's MLflow model.
+    # Fine-tuning's alone: the other jobs refuse it, naming what to do instead.
+    export: bool = False
 
     def __post_init__(self) -> None:
         parent, name = split(self.dir)

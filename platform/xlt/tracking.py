@@ -180,6 +180,20 @@ class Tracker(Sink):
             if Path(path).is_file():
                 self.client.log_artifact(self.run_id, str(path))
 
+    def model(self, export: str | Path, name: str = "classifier") -> str | None:
+        """Log an export (``Classifier.save_pretrained``) as this run's MLflow model ``name``, which the
+        model registry can serve: a pyfunc (``exported_classifier``) over the export's files. Returns
+        the model's URI (``None`` with tracking off)."""
+        if self.run_id is None:
+            return None
+        import mlflow
+
+        mlflow.set_tracking_uri(self.uri)
+        with mlflow.start_run(run_id=self.run_id):  # the run's own status is set by finish()
+            info = mlflow.pyfunc.log_model(name=name, python_model=exported_classifier(),
+                                           artifacts={"export": str(export)})
+        return info.model_uri
+
     def callbacks(self, prefix: str = "", epochs_per_fit: int = 0) -> list[TrackingCallback]:
         """The Ray Train callbacks that log a run's epochs here, keys prefixed with ``prefix`` and
         step = epoch, or fit × ``epochs_per_fit`` + epoch for a run serving many fits; none when
@@ -277,3 +291,36 @@ class TrialRuns(_mlflow_logger_base()):  # type: ignore[misc]
         """The reported metrics; not the config Tune repeats in every result (logged as params)."""
         super().log_trial_result(iteration, trial, {mlflow_key(key): value for key, value in result.items()
                                                     if key != "config"})
+
+
+def exported_classifier():
+    """An MLflow pyfunc over an xlt classifier export (where xlt is installed): ``predict`` takes a
+    DataFrame with ``text`` (and ``text_pair`` for a pair classifier) and returns ``label``,
+    ``confidence`` and ``p_<label>`` for each label, as ``jobs/predict.py`` writes them. Built on
+    first use: ``mlflow.pyfunc`` costs a job's start-up seconds, and its untyped-``predict`` warning
+    (the input is a DataFrame) is silenced here rather than printed by every job."""
+    import warnings
+
+    from mlflow.pyfunc import PythonModel
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*type hints.*", category=UserWarning)
+
+        class ExportedClassifier(PythonModel):
+            def load_context(self, context) -> None:
+                from xlt.models import Classifier
+
+                self.classifier = Classifier.from_pretrained(context.artifacts["export"])
+
+            def predict(self, context, model_input, params=None):
+                import pandas as pd
+
+                texts = list(model_input["text"])
+                items = list(zip(texts, model_input["text_pair"])) if self.classifier.paired else texts
+                predictions = self.classifier.predict(items)
+                columns = {"label": predictions.labels, "confidence": predictions.confidence}
+                columns |= {f"p_{label}": predictions.probabilities[:, k]
+                            for k, label in enumerate(self.classifier.labels)}
+                return pd.DataFrame(columns)
+
+    return ExportedClassifier()

@@ -32,10 +32,33 @@ SMOKE_ARGS = ["--smoke", "--set", "task.target_langs=[de, zh]"]
 
 @pytest.mark.ray
 def test_smoke_on_sentence_pairs(data_dir, tmp_path, mlflow_store):
+    """The smoke run, also exported (``output.export``): the export and the run's MLflow model
+    predict what the classifier predicts."""
     proc = run_job(data_dir, "--config", str(REPO / "configs" / "finetune_xnli.yaml"), *SMOKE_ARGS,
-                   "--set", f"output.dir={tmp_path / 'smoke'}")
+                   "--set", f"output.dir={tmp_path / 'smoke'}", "--set", "output.export=true")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert_a_smoke_run(tmp_path / "smoke", "xnli", proc.stdout, proc.stderr, mlflow_store)
+    assert_an_export(tmp_path / "smoke", proc.stdout, mlflow_store)
+
+
+def assert_an_export(run: Path, stdout: str, mlflow_store: str) -> None:
+    import mlflow
+    import numpy as np
+    import pandas as pd
+
+    from xlt.models import Classifier
+    from xlt.train import load_classifier
+
+    pairs = pd.DataFrame({"text": ["a man is playing", "es regnet"], "text_pair": ["someone plays", "die Sonne scheint"]})
+    items = list(zip(pairs["text"], pairs["text_pair"]))
+    expected = load_classifier(json.loads((run / "results.json").read_text())["checkpoint"]).predict(items)
+    exported = Classifier.from_pretrained(run / "export")
+    assert exported.paired and exported.predict(items).labels == expected.labels
+    (uri,) = [line.split()[-1] for line in stdout.splitlines() if line.strip().startswith("mlflow model")]
+    mlflow.set_tracking_uri(mlflow_store)
+    served = mlflow.pyfunc.load_model(uri).predict(pairs)
+    assert list(served["label"]) == expected.labels
+    assert np.abs(served[[f"p_{label}" for label in exported.labels]].to_numpy() - expected.probabilities).max() < 1e-6
 
 
 def assert_a_smoke_run(run: Path, task: str, stdout: str, stderr: str, mlflow_store: str) -> None:

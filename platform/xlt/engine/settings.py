@@ -158,7 +158,7 @@ RESUMABLE_CHANGES: tuple[str, ...] = ("optim.epochs", "optim.eval_batch_size", "
                                       "optim.encoder_pass_rows",
                                       "scaling.use_gpu", "scaling.cpus_per_worker", "scaling.threads",
                                       "scaling.max_failures",
-                                      "output.dir", "output.num_to_keep", "data.data_dir")
+                                      "output.dir", "output.num_to_keep", "output.export", "data.data_dir")
 
 
 def changed_keys(old: Any, new: Any) -> list[str]:

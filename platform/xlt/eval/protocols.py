@@ -82,6 +82,7 @@ class EvaluateConfig:
 
     def __post_init__(self) -> None:
         check(len(self.models) >= 1, "models", self.models, "at least one model")
+        check(not self.output.export, "output.export", True, "false: evaluation trains no classifier to export")
         check(self.batch_size >= 1, "batch_size", self.batch_size, "an integer >= 1")
         check(len(self.probe_c) >= 1 and all(c > 0 for c in self.probe_c), "probe_c", self.probe_c,
               "a list of positive numbers")

@@ -47,6 +47,8 @@ class PredictConfig:
     def __post_init__(self) -> None:
         check(self.format in ("parquet", "csv", "jsonl"), "format", self.format, "parquet, csv or jsonl")
         check(self.shard_rows >= 1, "shard_rows", self.shard_rows, "an integer >= 1")
+        check(not self.output.export, "output.export", True, "false: predict trains nothing (export a model with "
+              "jobs/export.py)")
 
 
 def load_predict_config(path: str | Path | None, overrides=(), smoke: str | Path | None = None) -> PredictConfig:
