@@ -84,5 +84,6 @@ def read_file(cfg: InputConfig) -> list[dict[str, Any]]:
             if example.id in seen:  # ids are checked within a language; across them here
                 raise ConfigError(f"{cfg.path}: duplicate id {example.id!r} in languages {seen[example.id]} and {lang}")
             seen[example.id] = lang
-            rows.append({k: row(example)[k] for k in INPUT_COLUMNS})
+            as_row = row(example)
+            rows.append({k: as_row[k] for k in INPUT_COLUMNS})
     return rows

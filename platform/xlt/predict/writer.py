@@ -85,7 +85,7 @@ def write_shards(rows: Sequence[dict[str, Any]], spec: ClassifierSpec, out: str,
         predicted = table.select_columns(["lang", "label"]).to_pandas()
         counts = Counter(zip(predicted["lang"], predicted["label"]))
         getattr(table, f"write_{'json' if fmt == 'jsonl' else fmt}")(shard)
-        record = {"rows": table.count(), "labels": [[lang, label, n] for (lang, label), n in sorted(counts.items())]}
+        record = {"rows": len(predicted), "labels": [[lang, label, n] for (lang, label), n in sorted(counts.items())]}
         if record["rows"] != len(part):
             raise RuntimeError(f"shard {index}: {record['rows']} predictions for {len(part)} rows")
         with staged(shard) as local:
