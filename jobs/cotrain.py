@@ -17,7 +17,10 @@ exchanges, and saves the loop state to ``<output.dir>/state.json``: running the 
 resumes at the next iteration (a finished run only prints its results). Prints one line per iteration on stderr, then the
 per-iteration and per-language tables on stdout; writes ``results.json``, ``results.md`` and
 ``accuracy_per_iteration.png`` into ``output.dir``. ``output.dir`` may be a URI (``s3://bucket/run``; see
-``xlt.storage``): a job resubmitted on another node resumes from what is there.
+``xlt.storage``): a job resubmitted on another node resumes from what is there. ``--set output.export=true``
+exports each learner as the run left it to ``<output.dir>/export/<learner>`` (sentence-transformers and
+``Classifier.from_pretrained``; ``xlt.predict.export``) and logs it as the run's MLflow model
+``lm`` / ``emb``; the same command on a finished run exports it without training.
 """
 
 from __future__ import annotations
@@ -27,11 +30,14 @@ from pathlib import Path
 
 from xlt.cli import epilogue, init_ray, job_overrides, job_parser, run_job
 from xlt.cotrain import load_cotrain_config, prepare, run_cotraining
-from xlt.cotrain.learner import LEARNERS_DIR
+from xlt.cotrain.config import LEARNERS
+from xlt.cotrain.learner import LEARNERS_DIR, learner_run
+from xlt.engine.checkpoints import latest_checkpoint
 from xlt.cotrain.tables import iteration_rows, language_rows, plot_iterations
 from xlt.cotrain.state import STATE_FILE
 from xlt.metrics import F1
 from xlt.logs import configure_logging, quiet_libraries
+from xlt.predict.export import EXPORT_DIR, export_run
 from xlt.report import Phases, command_line, markdown_table, write_results
 from xlt.storage import join, staged
 from xlt.tracking import Tracker
@@ -91,6 +97,10 @@ def print_results(cfg, data, state, phases: Phases, tracker: Tracker) -> None:
     where = {what: join(cfg.output.dir, name) for what, name in (
         ("results", "results.json"), ("tables", "results.md"), ("plot", "accuracy_per_iteration.png"),
         ("loop state", STATE_FILE), ("learner runs", LEARNERS_DIR))}
+    if cfg.output.export:  # output.export: each learner as it ended, for use outside xlt, and as an MLflow model
+        for learner in LEARNERS:
+            where |= export_run(latest_checkpoint(learner_run(cfg.output.dir, learner)),
+                                join(cfg.output.dir, EXPORT_DIR, learner), tracker, name=learner)
     print(epilogue(where,
                    f"{command_line()}  (the same command continues at the next iteration; a finished run "
                    "prints its results)", tracker.how_to_look()))

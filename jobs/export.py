@@ -2,10 +2,12 @@
 
     python jobs/export.py results/finetune/sib200-e5-zero-shot results/export/sib200
     python jobs/export.py results/cotrain/demo results/export/demo-lm --learner lm
+    python jobs/export.py results/sweeps/scl results/export/scl     # the sweep's best trial
     python jobs/export.py --smoke         # the fine-tuning smoke run's model (or the one given), to results/smoke/export
 
-The model: a checkpoint, a fine-tuning run's output.dir (its latest checkpoint) or a co-training run's
-(``--learner``). The export directory loads as ``SentenceTransformer(dir)`` (the encoder, with its
+The model: a checkpoint, a fine-tuning run's output.dir (its latest checkpoint), a co-training run's
+(``--learner``) or a sweep's directory (its best trial's run; ``xlt.predict.models``). Training jobs
+export at their end with ``--set output.export=true`` (``jobs/sweep.py --export``). The export directory loads as ``SentenceTransformer(dir)`` (the encoder, with its
 pooling and prefix) and ``xlt.models.Classifier.from_pretrained(dir)`` (the classifier), and holds a
 model card, ``README.md``: task, labels, languages, the scores its run reported, the config.
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 
 from xlt.cli import run_job
+from xlt.cotrain.config import LEARNERS
 from xlt.logs import quiet_libraries
 from xlt.predict import export_checkpoint
 
@@ -23,9 +26,10 @@ SMOKE = ("results/smoke/finetune_sib200", "results/smoke/export")
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("model", nargs="?", help="a checkpoint, a fine-tuning run or a co-training run")
+    parser.add_argument("model", nargs="?", help="a checkpoint, a fine-tuning run, a co-training run or a sweep")
     parser.add_argument("directory", nargs="?", help="where the export goes (created)")
-    parser.add_argument("--learner", default="lm", choices=["lm", "emb"], help="a co-training run's learner")
+    parser.add_argument("--learner", choices=LEARNERS,
+                        help="a co-training run's learner (default: lm; of a co-training sweep, the one it scored with)")
     parser.add_argument("--smoke", action="store_true", help="the fine-tuning smoke run's model (jobs/finetune.py --smoke)")
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     args = parser.parse_args()

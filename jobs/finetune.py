@@ -35,7 +35,7 @@ from xlt.cli import epilogue, init_ray, job_overrides, resumable_job_args, run_j
 from xlt.engine import RESULTS_FILE, run_dir
 from xlt.logs import configure_logging, quiet_libraries
 from xlt.report import markdown_table, write_results
-from xlt.predict import export_checkpoint
+from xlt.predict.export import EXPORT_DIR, export_run
 from xlt.storage import join, staged
 from xlt.tracking import Tracker
 from xlt.train import build_trainer, config_of, load_finetune_config, prepare, results_rows, resume_config
@@ -77,11 +77,7 @@ def print_results(cfg, result, tracker: Tracker) -> None:
     tracker.tag("xlt.checkpoint", result.checkpoint.path)
     outputs = {"results": path, "checkpoint": result.checkpoint.path}
     if cfg.output.export:  # output.export: the classifier for use outside xlt, and the run's MLflow model
-        outputs["export"] = join(run_dir(cfg), "export")
-        with result.checkpoint.as_directory() as checkpoint, staged(outputs["export"]) as export:
-            export_checkpoint(checkpoint, export)
-            if (model := tracker.model(export)) is not None:
-                outputs["mlflow model"] = model
+        outputs |= export_run(result.checkpoint, join(run_dir(cfg), EXPORT_DIR), tracker)
     print("\n" + epilogue(outputs,
                           f"python jobs/finetune.py --resume {run_dir(cfg)}  (more epochs: --set optim.epochs=N)",
                           tracker.how_to_look()))

@@ -1,8 +1,10 @@
-"""Label a corpus with a trained classifier: a fine-tuning checkpoint or run, or a co-training learner.
+"""Label a corpus with a trained classifier: a fine-tuning checkpoint or run, a co-training learner, a
+sweep's best trial or an export.
 
     python jobs/predict.py --set model.path=results/finetune/sib200-e5-zero-shot \
         --set input.path=corpus.jsonl --set input.lang_field=lang --set output.dir=results/predict/corpus
     python jobs/predict.py --set model.path=results/cotrain/demo --set model.learner=emb ...
+    python jobs/predict.py --set model.path=results/sweeps/scl ...   # the sweep's best trial
     python jobs/predict.py --set input.path=pairs.csv --set input.pair_field=hypothesis --set input.text_field=premise ...
     python jobs/predict.py --set format=csv ...        # parquet (default), csv, jsonl; output.dir may be s3://
     python jobs/predict.py --smoke                     # the fine-tuning smoke run's model (jobs/finetune.py --smoke)

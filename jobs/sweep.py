@@ -21,6 +21,11 @@ Ctrl+C stops a sweep cleanly: Tune saves its state, the report marks the unfinis
 INTERRUPTED and names its best "so far", and ``--resume`` continues each from its latest epoch
 (iteration). A killed sweep resumes the same way; it leaves no report.
 
+``--export`` exports the best trial's model, as its trial left it (trained with the space's ``sweep_only``
+overrides), to ``<storage>/<name>/export`` (of a co-training sweep, the learner it scored with) and logs it
+as the sweep's MLflow model; ``jobs/predict.py`` and ``jobs/export.py`` take the sweep's directory for the
+same model.
+
 ``--smoke`` merges the job's smoke preset (configs/smoke.yaml, configs/cotrain_smoke.yaml) over
 the preset. Ray: ``--address`` or $RAY_ADDRESS, else a new local instance.
 """
@@ -32,12 +37,15 @@ from pathlib import Path
 
 from xlt.cli import epilogue, init_ray, job_overrides, job_parser, run_job
 from xlt.config import apply_overrides, merge_presets
+from xlt.cotrain.learner import learner_run
+from xlt.engine.checkpoints import latest_checkpoint
 from xlt.logs import configure_logging, quiet_libraries
+from xlt.predict.export import EXPORT_DIR, export_run
 from xlt.report import command_line
 from xlt.storage import join
 from xlt.sweep import load_space
 from xlt.sweep.best import TrialRecord, interrupted
-from xlt.sweep.results import BEST_CONFIG, PLOT, RESULTS, TABLE, write_outputs
+from xlt.sweep.results import BEST_CONFIG, PLOT, RESULTS, TABLE, best_run, write_outputs
 from xlt.sweep.runner import SweepSettings, prepare_sweep
 from xlt.sweep.space import SEARCHERS
 from xlt.tracking import Tracker
@@ -57,6 +65,8 @@ def get_args():
     parser.add_argument("--name", help="sweep name (default: the space file's stem)")
     parser.add_argument("--storage", default="results/sweeps", help="directory or URI (s3://bucket/sweeps) holding the sweeps; on a cluster, one every node reaches")
     parser.add_argument("--resume", action="store_true", help="continue the interrupted sweep of the same name")
+    parser.add_argument("--export", action="store_true",
+                        help="export the best trial's model to <storage>/<name>/export (and as an MLflow model)")
     parser.add_argument("--max-failures", type=int, default=SweepSettings.max_failures,
                         help="times a failed trial (e.g. on a lost node) runs again "
                              f"(default: {SweepSettings.max_failures})")
@@ -86,6 +96,10 @@ def main() -> None:
         print(write_outputs(sweep, records, tracker))
         outputs = {"best config": BEST_CONFIG, "table": TABLE, "results": RESULTS, "plot": PLOT}
         outputs = {name: join(settings.directory, file) for name, file in outputs.items()}
+        if args.export:
+            run, learner = best_run(settings.directory)
+            checkpoint = latest_checkpoint(learner_run(run, learner) if learner else run)
+            outputs |= export_run(checkpoint, join(settings.directory, EXPORT_DIR), tracker)
         print(epilogue(outputs, resume_line(records, settings.resume), tracker.how_to_look()))
 
 

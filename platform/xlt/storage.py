@@ -61,9 +61,10 @@ class OutputSettings:
 
     dir: str = "results/run"
     num_to_keep: int = 2
-    # A fine-tuning run's classifier exported at the end to <dir>/export (jobs/export.py: for
-    # sentence-transformers and Classifier.from_pretrained) and logged as the run's MLflow model.
-    # Fine-tuning's alone: the other jobs refuse it, naming what to do instead.
+    # A classifier exported at the end to <dir>/export (a co-training run's learners to
+    # <dir>/export/<learner>), for sentence-transformers and Classifier.from_pretrained, and logged as
+    # the run's MLflow model (xlt.predict.export). Pretraining refuses it: every checkpoint of it
+    # holds its encoder, a local: model, already; predict refuses it too.
     export: bool = False
 
     def __post_init__(self) -> None:

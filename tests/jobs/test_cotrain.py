@@ -29,8 +29,8 @@ def environment(data_dir: Path) -> dict[str, str]:
     return env
 
 
-def run(out: Path | str, data_dir: Path) -> subprocess.CompletedProcess:
-    proc = subprocess.run([*JOB, "--set", f"output.dir={out}"], capture_output=True, text=True,
+def run(out: Path | str, data_dir: Path, *args: str) -> subprocess.CompletedProcess:
+    proc = subprocess.run([*JOB, "--set", f"output.dir={out}", *args], capture_output=True, text=True,
                           env=environment(data_dir), timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
@@ -40,9 +40,9 @@ def state(out: Path | str) -> dict:
     return json.loads(read_text(f"{out}/state.json"))
 
 
-def test_smoke_writes_tables_plots_progress_and_tracking(data_dir, tmp_path, mlflow_store):
+def test_smoke_writes_tables_plots_progress_tracking_and_exports(data_dir, tmp_path, mlflow_store):
     out = tmp_path / "cotrain"
-    proc = run(out, data_dir)
+    proc = run(out, data_dir, "--set", "output.export=true")
     assert "### Per iteration (test accuracy)" in proc.stdout and "| emb co-training (iteration 2) |" in proc.stdout
     assert "iteration 2: lm test avg_target" in proc.stderr
     for name in ("results.json", "results.md", "accuracy_per_iteration.png", "config.yaml", "state.json"):
@@ -69,6 +69,25 @@ def test_smoke_writes_tables_plots_progress_and_tracking(data_dir, tmp_path, mlf
     assert artifacts(mlflow_store, tracked) == {"results.json", "results.md", "accuracy_per_iteration.png"}
     scalars = event_scalars(out / "tensorboard")
     assert scalars["lm/test/acc/avg_target"] == [0, 1, 2] and scalars["lm/epoch/train/loss"] == [1, 2, 3]
+
+    # output.export: each learner as the run left it (its last fit), as a classifier and an MLflow model
+    import mlflow
+    import pandas as pd
+
+    from xlt.models import Classifier
+    from xlt.predict import resolve_checkpoint
+    from xlt.train import load_classifier
+
+    texts = ["der rover fand wasser", "la finale s'est terminée"]
+    for learner in ("lm", "emb"):
+        last = resolve_checkpoint(out, learner)
+        assert last.name.startswith(f"{learner}-iteration2-")
+        expected = load_classifier(last).predict(texts)
+        assert Classifier.from_pretrained(out / "export" / learner).predict(texts).labels == expected.labels
+        assert f"- Checkpoint: `{last}`" in (out / "export" / learner / "README.md").read_text()
+        (uri,) = [line.split()[-1] for line in proc.stdout.splitlines() if line.strip().startswith(f"mlflow model {learner}")]
+        mlflow.set_tracking_uri(mlflow_store)
+        assert list(mlflow.pyfunc.load_model(uri).predict(pd.DataFrame({"text": texts}))["label"]) == expected.labels
 
 
 def assert_pairs_exchanged(out: Path | str) -> None:

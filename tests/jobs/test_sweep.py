@@ -113,7 +113,7 @@ def test_killed_sweep_resumes(data_dir, tmp_path):
     finished = next(trial_id for trial_id, status in before.items() if status == "TERMINATED")
     lines = (out / f"trial_{finished}" / "result.json").read_text().splitlines()
 
-    run([*args, "--resume"], data_dir)
+    proc = run([*args, "--resume", "--export"], data_dir)
     result = json.loads((out / "results.json").read_text())
     assert (result["settings"]["searcher"], result["settings"]["scheduler"]) == ("optuna", "asha")
     assert len(result["trials"]) == 2 and all(t["status"] == "TERMINATED" for t in result["trials"])
@@ -122,6 +122,17 @@ def test_killed_sweep_resumes(data_dir, tmp_path):
     assert (out / f"trial_{finished}" / "result.json").read_text().splitlines() == lines
     assert load_finetune_config(out / "best.yaml").objectives[0].params["temperature"] == \
         result["best"]["values"][TEMPERATURE]
+
+    # --export: the best trial's model as its trial left it, which predict and export also find by the sweep
+    from xlt.models import Classifier
+    from xlt.predict import resolve_checkpoint
+    from xlt.train import load_classifier
+
+    best = resolve_checkpoint(out)
+    assert best.parent == out / f"trial_{result['best']['trial_id']}" / "finetune"
+    texts = ["der rover fand wasser", "la finale s'est terminée"]
+    assert Classifier.from_pretrained(out / "export").predict(texts).labels == load_classifier(best).predict(texts).labels
+    assert ["export", "classifier", str(out / "export")] in [line.split() for line in proc.stdout.splitlines()]
 
 
 def one_of_two_finished(found: dict[str, str]) -> bool:

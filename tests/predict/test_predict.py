@@ -105,6 +105,27 @@ def test_pairs_of_a_csv_from_a_cotraining_learner(ray_cluster, tmp_path):
                            {f"pairs/de/{i}": pair for i, pair in enumerate(pairs)})
 
 
+def test_a_sweep_names_its_best_trials_run_and_the_learner_it_scored_with(tmp_path):
+    """A sweep's directory (its ``results.json``, as ``xlt.sweep.results`` writes it): the best trial's
+    run; of co-training, the learner the trial scored with unless one is named. (A real sweep's:
+    tests/jobs/test_sweep.py.)"""
+    sweep = tmp_path / "sweep"
+    run = sweep / "trial_b" / "cotrain"
+    for learner in ("lm", "emb"):
+        checkpoint(run / "learners" / learner / f"{learner}-iteration1-epoch001-step0000001")
+        (run / "learners" / learner / CHECKPOINTS_FILE).write_text(json.dumps([f"{learner}-iteration1-epoch001-step0000001"]))
+    (sweep / "results.json").write_text(json.dumps({"space": {"job": "cotrain"}, "trials": [],
+                                                    "best": {"trial_id": "b", "result": {"best_learner": "emb"}}}))
+    assert resolve_checkpoint(sweep).parent == run / "learners" / "emb"
+    assert resolve_checkpoint(sweep, "lm").parent == run / "learners" / "lm"
+    finetune = tmp_path / "finetune"
+    checkpoint(finetune / "epoch001")
+    (finetune / CHECKPOINTS_FILE).write_text(json.dumps(["epoch001"]))
+    assert resolve_checkpoint(finetune) == finetune / "epoch001"
+    with pytest.raises(ValueError, match=r"model.learner='emb': .*finetune is not a co-training run"):
+        resolve_checkpoint(finetune, "emb")
+
+
 def test_a_stopped_job_rerun_writes_each_row_once(ray_cluster, tmp_path):
     model = checkpoint(tmp_path / "model")
     corpus = tmp_path / "corpus.txt"

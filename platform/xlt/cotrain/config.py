@@ -143,8 +143,6 @@ class CotrainConfig:
 
     def __post_init__(self) -> None:
         check(self.iterations >= 0, "iterations", self.iterations, "an integer >= 0")
-        check(not self.output.export, "output.export", True, "false: export a learner once the run has one "
-              "(python jobs/export.py <output.dir> <export dir> --learner lm)")
         check(not (self.mode == "self-train" and self.selection.policy == "agreement"), "selection.policy",
               self.selection.policy, "threshold-random or class-balanced with self-training (agreement needs "
               "a partner learner)")

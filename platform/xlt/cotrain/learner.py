@@ -50,13 +50,18 @@ class Fit:
     from_source: tuple[str, ...] = ()  # the frozen weights ``state`` leaves out (ClassifierSpec.from_source)
 
 
+def learner_run(output_dir: str, name: str) -> str:
+    """Where learner ``name`` of the co-training run in ``output_dir`` keeps its run (its fits' checkpoints)."""
+    return join(output_dir, LEARNERS_DIR, name)
+
+
 def learner_config(name: str, cfg: LearnerConfig, task: Task, output: OutputSettings, rows: int) -> FinetuneConfig:
     """The fine-tuning config named ``name`` (a learner's run, or one of its fits) on ``rows`` labelled rows,
     its run in ``<output.dir>/learners/<name>``, keeping ``output.num_to_keep`` checkpoints."""
     # Evaluated after a fit's last epoch, on the one split the run is given (``learner_service``).
     return FinetuneConfig(task=task.config, model=cfg.model, objectives=cfg.objectives, optim=cfg.optim,
                           scaling=cfg.scaling, data=DataSettings(train_rows=rows),
-                          output=OutputSettings(join(output.dir, LEARNERS_DIR, name), output.num_to_keep),
+                          output=OutputSettings(learner_run(output.dir, name), output.num_to_keep),
                           evals=tuple(EvalSpec("classification", split) for split in EVAL_DATA))
 
 

@@ -16,11 +16,26 @@ Format = Literal["parquet", "csv", "jsonl"]
 
 @dataclass(frozen=True)
 class ModelRef:
-    """A trained classifier: ``path`` is a checkpoint, a fine-tuning run's ``output.dir`` or a
-    co-training run's, whose ``learner`` (``lm`` or ``emb``) predicts (``xlt.predict.models``)."""
+    """A trained classifier: ``path`` is a checkpoint, an export, a fine-tuning run's ``output.dir``, a
+    co-training run's, whose ``learner`` (``lm`` or ``emb``; default ``lm``) predicts, or a sweep's
+    directory, whose best trial predicts (of co-training, the learner it scored with unless ``learner``
+    is given): ``xlt.predict.models``."""
 
     path: str
-    learner: str = "lm"
+    learner: str | None = None
+
+
+@dataclass(frozen=True)
+class PredictInference(InferenceSettings):
+    """The pseudo-labelling pool's settings with prediction's defaults (a subclass, so that a config
+    setting any ``inference`` key keeps the others' defaults)."""
+
+    # Batches of 2048 rows: each is sorted by length, and fewer, longer ones pad less and cost less
+    # per batch (0.47x a bare loop at 256, 0.66x at 2048: benchmarks/predict_throughput.md).
+    batch_size: int = 2048
+    # fp32: the predictions are Classifier.predict's (bf16 or auto: faster, and labels agree on
+    # 99.5-100 % of rows: benchmarks/inference_precision.md).
+    precision: str = "fp32"
 
 
 @dataclass(frozen=True)
@@ -39,9 +54,7 @@ class PredictConfig:
     output: OutputSettings = field(default_factory=lambda: OutputSettings(dir="results/predict"))
     format: Format = "parquet"
     shard_rows: int = 10_000
-    # fp32 by default: the predictions are Classifier.predict's (bf16 or auto: faster, labels agree on
-    # 99.5-100 % of rows, benchmarks/inference_precision.md).
-    inference: InferenceSettings = field(default_factory=lambda: InferenceSettings(precision="fp32"))
+    inference: PredictInference = field(default_factory=PredictInference)
     data: PredictData = field(default_factory=PredictData)
 
     def __post_init__(self) -> None:

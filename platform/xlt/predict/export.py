@@ -2,18 +2,27 @@
 sentence-transformers loads as the encoder and ``xlt.models.Classifier.from_pretrained`` as the whole
 classifier (``Classifier.save_pretrained``), with a model card (``README.md``) saying what it is:
 task, labels, languages, the scores its run reported per language, the objectives and the config.
+
+``export_checkpoint`` exports what a model path names (``jobs/export.py``); ``export_run`` a run's
+checkpoint where it lies, and logs the export as the run's MLflow model (``output.export`` of
+fine-tuning and co-training, ``jobs/sweep.py --export``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ..config import config_text
+from ..cotrain.learner import LEARNERS_DIR
 from ..engine.checkpoints import read_config, read_metrics
 from ..metrics import per_language
 from ..report import markdown_table
+from ..storage import staged
 from ..train import FinetuneConfig, load_classifier
 from .models import resolve_checkpoint
+
+EXPORT_DIR = "export"  # a run's export: <output.dir>/export (a co-training run's: export/<learner>)
 
 # The papers (docs/references.md's short names) of the objectives a fine-tuned classifier trains with.
 PAPERS = {"multiview_alignment": "Wang et al. 2022, MVA", "contrastive_alignment": "Wang et al. 2022, CL",
@@ -21,19 +30,33 @@ PAPERS = {"multiview_alignment": "Wang et al. 2022, MVA", "contrastive_alignment
           "semantic_alignment": "Yu & Joty 2021, SA"}
 
 
-def export_checkpoint(model: str | Path, directory: str | Path, learner: str = "lm") -> Path:
+def export_checkpoint(model: str | Path, directory: str | Path, learner: str | None = None) -> Path:
     """Export the classifier ``model`` names (``xlt.predict.models``) to ``directory``."""
     checkpoint = resolve_checkpoint(model, learner)
     return load_classifier(checkpoint).save_pretrained(directory, card=model_card(checkpoint))
 
 
-def model_card(checkpoint: Path) -> str:
+def export_run(checkpoint: Any, directory: str, tracker: Any = None, name: str = "classifier") -> dict[str, str]:
+    """Export a run's ``checkpoint`` (a ``ray.train.Checkpoint``, local or on a store) to ``directory``
+    (local or URI) and log it as ``tracker``'s (an ``xlt.tracking.Tracker``) MLflow model ``name``;
+    returns where both went, for the job's epilogue."""
+    outputs = {f"export {name}": directory}
+    with checkpoint.as_directory() as local, staged(directory) as out:
+        load_classifier(local).save_pretrained(out, card=model_card(Path(local), origin=checkpoint.path))
+        if tracker is not None and (model := tracker.model(out, name)) is not None:
+            outputs[f"mlflow model {name}"] = model
+    return outputs
+
+
+def model_card(checkpoint: Path, origin: str | None = None) -> str:
+    """The card of the local ``checkpoint``, which came from ``origin`` (a store's URI) if given."""
+    origin = origin or str(checkpoint)
     cfg = read_config(checkpoint, FinetuneConfig)
     metrics = read_metrics(checkpoint) if (checkpoint / "metrics.json").is_file() else {}
     scores = [{"split": split, **{lang: f"{value:.3f}" for lang, value in per_language(metrics, split).items()}}
               for split in ("val", "test") if per_language(metrics, split)]
     objectives = "".join(f" + {o.weight:g}·{o.name} ({PAPERS.get(o.name, 'xlt.losses')})" for o in cfg.objectives)
-    cotrain = "learners" in Path(checkpoint).parts  # a co-training run's learner (xlt.predict.models)
+    cotrain = f"/{LEARNERS_DIR}/" in origin  # a co-training run's learner (xlt.predict.models)
     return "\n".join([
         f"# {cfg.task.name}: a cross-lingual classifier trained with xlt", "",
         f"- Encoder: `{cfg.model.source}`, exported as a sentence-transformers model (pooling "
@@ -43,7 +66,7 @@ def model_card(checkpoint: Path) -> str:
         f"- Loss: cross-entropy{objectives}."
         + (" A co-training learner: its fits on labelled and pseudo-labelled rows follow Yu & Joty 2021, Alg. 1."
            if cotrain else ""),
-        f"- Checkpoint: `{checkpoint}` (epoch {metrics.get('train/epoch', '?')}).", "",
+        f"- Checkpoint: `{origin}` (epoch {metrics.get('train/epoch', '?')}).", "",
         "## Accuracy per language, as its run reported it", "",
         markdown_table(scores) if scores else "No evaluation was recorded with this checkpoint.", "",
         "## Use", "",

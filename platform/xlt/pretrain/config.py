@@ -194,7 +194,8 @@ class PretrainConfig:
     def __post_init__(self) -> None:
         check_evals("evals", self.evals, {HELD_APART: "retrieval"})
         check(not self.output.export, "output.export", True, "false: pretraining exports its encoder with every "
-              "checkpoint (<checkpoint>/encoder, a local: source); a classifier export is fine-tuning's")
+              "checkpoint (<checkpoint>/encoder, a local: source); classifiers are exported by fine-tuning and "
+              "co-training")
         check(self.recipe in RECIPE_NAMES, "recipe", self.recipe, "one of " + ", ".join(RECIPE_NAMES))
         defaults = RECIPES.get(self.recipe)
         check(defaults is not None or bool(self.objectives), "objectives", self.objectives,

@@ -4,20 +4,23 @@
 ``--set`` overrides, "best so far" while trials were interrupted; totals), ``results.json`` (trials,
 best, settings, space, exported config, the command), ``best_so_far.png`` and ``best.yaml`` (the best
 trial's config for the job's ``--config``: the base config with its values, without ``sweep_only``;
-see ``best``).
+see ``best``). ``best_run`` finds the best trial's own run again (a model for ``jobs/predict.py`` and
+``jobs/export.py``).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Sequence
 
 from ..report import markdown_table, write_results
-from ..storage import staged
+from ..storage import join, read_text, staged
 from .best import TrialRecord, best_trial, export_config, interrupted, plot_best_so_far, results_rows, summary
 from .overrides import as_overrides
 from .runner import Sweep
+from .trainables import trial_run
 
 BEST_CONFIG, TABLE, RESULTS, PLOT = "best.yaml", "results.md", "results.json", "best_so_far.png"
 
@@ -52,3 +55,18 @@ def _write(sweep: Sweep, records: Sequence[TrialRecord], out: Path) -> str:
     write_results(out / RESULTS, {"trials": [asdict(r) for r in records], "best": asdict(best), "summary": totals,
                                   "settings": asdict(settings), "space": asdict(space), "best_config": asdict(cfg)})
     return text
+
+
+def best_run(directory: str) -> tuple[str, str | None] | None:
+    """The run of the best trial of the sweep in ``directory`` (local or URI), as its ``results.json``
+    names it (the best so far when trials were interrupted), and the learner a co-training trial
+    scored with (``None`` for fine-tuning); ``None`` if ``directory`` holds no sweep's results.
+
+    The run is the trial's, trained with the space's ``sweep_only`` overrides (fewer epochs, say):
+    ``best.yaml`` retrains it at the preset's full length."""
+    text = read_text(join(directory, RESULTS))
+    results = json.loads(text) if text is not None else {}
+    if "best" not in results or "space" not in results:  # another job's results.json
+        return None
+    best = results["best"]
+    return trial_run(directory, best["trial_id"], results["space"]["job"]), best["result"].get("best_learner")

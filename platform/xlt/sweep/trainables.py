@@ -48,6 +48,13 @@ def trial_dirname(trial_id: str) -> str:
     return f"trial_{trial_id}"  # Tune's default spells out the config: too long for dotted keys
 
 
+def trial_run(directory: str, trial_id: str, job: str) -> str:
+    """The run a trial of ``job`` (``finetune`` or ``cotrain``) keeps in the sweep ``directory``: its
+    ``output.dir``, beside Tune's own files of the trial, so that a resumed sweep (a new Ray session)
+    finds it again."""
+    return join(directory, trial_dirname(trial_id), job)
+
+
 @dataclass(frozen=True)
 class TrialSetup:
     """What every trial of a sweep shares (shipped once with ``tune.with_parameters``): the job's
@@ -59,10 +66,9 @@ class TrialSetup:
     trial_overrides: tuple[str, ...] = ()
     directory: str = ""  # the sweep's directory: trials keep their own runs in it
 
-    def trial_directory(self) -> str:
-        """Where the running trial keeps its runs: ``<sweep directory>/trial_<id>/``, beside Tune's
-        own files of the trial, so that a resumed sweep (a new Ray session) finds them again."""
-        return f"{self.directory}/{trial_dirname(tune_session.trial_id())}"
+    def trial_run(self, job: str) -> str:
+        """Where the running trial keeps its run (``trial_run``)."""
+        return trial_run(self.directory, tune_session.trial_id(), job)
 
     def data(self, config: Mapping[str, Any]) -> dict[str, Any]:
         """The config mapping of the trial Tune sampled ``config`` for."""
@@ -85,7 +91,7 @@ def finetune_trial(config: dict[str, Any], setup: TrialSetup) -> None:
 
     quiet_libraries()
     data = setup.data(config)
-    data["output"] = {**data.get("output", {}), "dir": join(setup.trial_directory(), "finetune")}
+    data["output"] = {**data.get("output", {}), "dir": setup.trial_run("finetune")}
     cfg = from_dict(FinetuneConfig, data)
     cfg = dataclasses.replace(cfg, evals=tuple(spec for spec in cfg.evals if spec.split != "test"))
     build_trainer(cfg, callbacks=[TuneReportCallback() if cfg.scaling.num_workers else InProcessReports()]).fit()
@@ -126,7 +132,7 @@ def cotrain_trial(config: dict[str, Any], setup: TrialSetup) -> None:
 
     quiet_libraries()
     data = setup.data(config)
-    data["output"] = {**data.get("output", {}), "dir": join(setup.trial_directory(), "cotrain")}
+    data["output"] = {**data.get("output", {}), "dir": setup.trial_run("cotrain")}
     cfg = from_dict(CotrainConfig, data)
     reported: list[int] = []
 

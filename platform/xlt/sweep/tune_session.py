@@ -4,7 +4,7 @@ Trials report once per epoch (fine-tuning) or per iteration (co-training) throug
 so that ASHA can stop a trial whose dev score lags at a rung. Trials write no Tune checkpoints:
 a fine-tuning trial of a few epochs restarts from scratch when a sweep resumes (a checkpoint of
 an e5-small per epoch and trial would cost more I/O than the epoch), and a co-training trial
-keeps its own per-iteration loop state in its trial directory (``TrialSetup.trial_directory``), from which
+keeps its own per-iteration loop state in its trial directory (``TrialSetup.trial_run``), from which
 ``run_cotraining`` resumes.
 """
 
