@@ -11,7 +11,9 @@ sweep's best trial or an export.
 
 Input: a text (one per line), CSV, TSV, JSONL or Parquet file (``input.text_field``, ``input.pair_field``,
 ``input.id_field``, each row's language in ``input.lang_field`` or the file's in ``input.lang``), or a
-task's split (``input.task``, ``input.split``). Every row is read and checked before Ray starts.
+task's split (``input.task``, ``input.split``). Every row is read and checked before Ray starts, and
+the driver holds them all: about 1.1 KB a row of 125 characters (200,000 rows: 214 MB), so a corpus
+too large for the driver's memory is split into files, a job each.
 Output: ``<output.dir>/predictions/shard-*/`` in ``format``, one row per input row (id, lang, text, label,
 confidence, p_<label>), written shard by shard: run the same command again after a stop and the
 complete shards are kept (``xlt.predict.writer``). Labelled by the pseudo-labelling actor pool
