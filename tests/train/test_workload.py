@@ -234,3 +234,35 @@ def test_load_classifier_gives_the_checkpointed_model(tmp_path):
     loaded = load_classifier(tmp_path)
     assert loaded.labels == list(LABELS) and not loaded.training
     assert np.allclose(loaded.predict(texts).probabilities, expected.probabilities, atol=1e-6)
+
+
+def test_a_projection_head_trains_with_the_step_resumes_from_train_state_and_stays_out_of_the_classifier(tmp_path):
+    """SCL on g(Φ) (``xlt.losses.projection``): g is in the step module and the optimizer, its
+    weights move; the checkpoint's model.pt (and so load_classifier and exports) holds the classifier
+    alone, train_state.pt holds g, and a resumed run takes the step the uninterrupted one takes."""
+    scl = ObjectiveConfig("supervised_contrastive_alignment", 1.0, {"temperature": 0.5, "projection": {"dims": [16, 8]}})
+    cfg = tiny_config((scl,), lr=5e-3, epochs=2)
+    torch.manual_seed(0)
+    training = finetune_training(cfg, steps_per_epoch=3)
+    g = training.loss_modules["supervised_contrastive_alignment"]
+    before = [p.detach().clone() for p in g.parameters()]
+    training.model.eval()  # no dropout: the loss on g(Φ) is what the objective gives on the projected features
+    features, _, projected = training.model(batch().texts)
+    assert torch.allclose(projected["projected/supervised_contrastive_alignment"], g(features))
+    for _ in range(3):
+        train_step(training, batch())
+    assert all(not torch.equal(a, b) for a, b in zip(before, g.parameters()))
+    training.epoch = 1
+    write_state(tmp_path, training, cfg)
+    assert not any("projection" in name or name.startswith("projections") for name in torch.load(tmp_path / "model.pt"))
+    assert set(load_classifier(tmp_path).state_dict()) == set(training.classifier.state_dict())
+
+    fresh = finetune_training(cfg, steps_per_epoch=3)
+    fresh.restore(read_checkpoint(tmp_path))
+    assert all(torch.equal(a, b) for a, b in zip(g.parameters(), fresh.loss_modules.parameters()))
+    torch.manual_seed(1)
+    train_step(training, batch())
+    torch.manual_seed(1)
+    train_step(fresh, batch())
+    assert torch.equal(training.classifier.head.weight, fresh.classifier.head.weight)
+    assert all(torch.equal(a, b) for a, b in zip(g.parameters(), fresh.loss_modules.parameters()))

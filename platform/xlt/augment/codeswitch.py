@@ -1,5 +1,12 @@
 """Code-switched views (Wang et al. 2022, §3.1 item 1; CoSDA-ML): each word with a dictionary translation
-switched with probability r_c (reading 2 of ``xlt.augment``)."""
+switched with probability r_c (reading 2 of ``xlt.augment``).
+
+A sentence pair is switched consistently: one draw per distinct word across both sides, applied to
+every occurrence, so a word the two sides share is switched on both or neither, into the same
+translation. Drawn per occurrence, "Cook Pond" / "Pond Cook" became "Cocina Estanque" /
+"Cocinero Pond": the overlap between the sides, which a paraphrase label (PAWS-X) depends on, was
+lost. A single text keeps CoSDA-ML's draw per occurrence.
+"""
 
 from __future__ import annotations
 
@@ -23,12 +30,13 @@ def switch_table(dictionary: BilingualDictionary) -> dict[str, tuple[str, ...]]:
 
 
 def code_switch(text: str, words: Sequence[Word], table: Mapping[str, Sequence[str]], r_c: float,
-                rng: random.Random) -> tuple[str, int, int]:
+                rng: random.Random, drawn: Mapping[str, str | None] | None = None) -> tuple[str, int, int]:
     """Switch each word of ``text`` that has a translation in ``table`` with probability ``r_c``.
 
     ``words`` are ``text``'s words (``Segmenter``; ``Word.text`` is the lowercase lookup key).
-    Returns ``(switched text, words with a translation, words switched)``; case and everything
-    between words are preserved.
+    ``drawn`` (``draw_per_word``) fixes each word's outcome for every occurrence instead of a draw
+    per occurrence. Returns ``(switched text, words with a translation, words switched)``; case
+    and everything between words are preserved.
     """
     replacements: list[tuple[Word, str]] = []
     switchable = 0
@@ -37,9 +45,25 @@ def code_switch(text: str, words: Sequence[Word], table: Mapping[str, Sequence[s
         if not options:
             continue
         switchable += 1
-        if rng.random() < r_c:
-            replacements.append((word, match_case(text[word.start:word.end], rng.choice(options))))
+        if drawn is not None:
+            target = drawn[word.text]
+        else:
+            target = rng.choice(options) if rng.random() < r_c else None
+        if target is not None:
+            replacements.append((word, match_case(text[word.start:word.end], target)))
     return replace_words(text, replacements), switchable, len(replacements)
+
+
+def draw_per_word(sides: Sequence[Sequence[Word]], table: Mapping[str, Sequence[str]], r_c: float,
+                  rng: random.Random) -> dict[str, str | None]:
+    """One draw per distinct switchable word of ``sides`` (in order of first occurrence): its
+    translation with probability ``r_c``, else ``None`` (kept)."""
+    drawn: dict[str, str | None] = {}
+    for word in (w for side in sides for w in side):
+        options = table.get(word.text)
+        if options and word.text not in drawn:
+            drawn[word.text] = rng.choice(options) if rng.random() < r_c else None
+    return drawn
 
 
 def check_dictionaries(languages: Sequence[str], dictionaries: Iterable[BilingualDictionary],
@@ -99,10 +123,12 @@ class CodeSwitch(ViewAugmenter):
                 pair_words = words(self._segment, row.text_pair) if row.text_pair is not None else None
             for lang in langs:
                 table = self._tables[lang]
-                text, switchable, _ = code_switch(row.text, text_words, table, self.r_c, rng)
+                # a pair: one draw per word for both sides (module docstring)
+                drawn = draw_per_word((text_words, pair_words), table, self.r_c, rng) if pair_words is not None else None
+                text, switchable, _ = code_switch(row.text, text_words, table, self.r_c, rng, drawn)
                 pair = None
                 if pair_words is not None:
-                    pair, pair_switchable, _ = code_switch(row.text_pair, pair_words, table, self.r_c, rng)
+                    pair, pair_switchable, _ = code_switch(row.text_pair, pair_words, table, self.r_c, rng, drawn)
                     switchable += pair_switchable
                 if switchable == 0:
                     text = pair = None

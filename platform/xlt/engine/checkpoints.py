@@ -7,8 +7,9 @@ A checkpoint is a directory:
 - ``model.pt``: the trained module's ``state_dict`` (fine-tuning: the classifier, encoder + head;
   never DDP-wrapped names) without its frozen parameters, which are its model source's
   (``xlt.models.trained_state``; ``read_model`` and ``TrainState.from_source`` name them)
-- ``train_state.pt``: optimizer and LR-scheduler state, and the fp16 gradient scaler's (``None``
-  under fp32 and bf16)
+- ``train_state.pt``: optimizer and LR-scheduler state, the fp16 gradient scaler's (``None``
+  under fp32 and bf16) and the weights of the loss's own modules (``Training.loss_modules``: the
+  objectives' projection heads; ``None`` without any)
 - ``state.json``: ``{"epoch": completed epochs, "global_step": optimizer steps so far,
   "from_source": the names model.pt leaves out}``
 - ``config.yaml``: the run's config (e.g. ``FinetuneConfig``: ``xlt.train.load_classifier`` rebuilds
@@ -64,8 +65,9 @@ def write_state(directory: str | Path, training: Training, cfg: Any) -> Path:
     model, from_source = trained_state(training.module)
     torch.save(model, directory / MODEL_FILE)
     scaler = training.scaler.state_dict() if training.scaler is not None else None
+    loss_modules = training.loss_modules.state_dict() if training.loss_modules is not None else None
     torch.save({"optimizer": training.optimizer.state_dict(), "scheduler": training.scheduler.state_dict(),
-                "scaler": scaler}, directory / TRAIN_STATE_FILE)
+                "scaler": scaler, "loss_modules": loss_modules}, directory / TRAIN_STATE_FILE)
     (directory / STATE_FILE).write_text(json.dumps({"epoch": training.epoch, "global_step": training.global_step,
                                                     "from_source": from_source}))
     save_config(cfg, directory / CONFIG_FILE)
@@ -87,6 +89,7 @@ def read_state(directory: str | Path, config_cls: type) -> TrainState:
         config=from_dict(config_cls, read_yaml(directory / CONFIG_FILE)),
         from_source=from_source,
         scaler=train_state.get("scaler"),  # absent in checkpoints written before fp16 training
+        loss_modules=train_state.get("loss_modules"),  # absent in checkpoints written before projection heads
     )
 
 

@@ -51,12 +51,16 @@ def epoch_seed(seed: int, epoch: int, rank: int) -> int:
     return seed + 1000 * epoch + rank
 
 
-def param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
+def trained_parameters(*modules: nn.Module | None) -> list[nn.Parameter]:
+    """The parameters of ``modules`` that train, in order (``None`` entries have none)."""
+    return [p for module in modules if module is not None for p in module.parameters() if p.requires_grad]
+
+
+def param_groups(weight_decay: float, *modules: nn.Module | None) -> list[dict[str, Any]]:
     """Weight decay on weight matrices only: not on biases and LayerNorm weights (1-D tensors)."""
     decay, no_decay = [], []
-    for _, p in model.named_parameters():
-        if p.requires_grad:
-            (decay if p.ndim >= 2 else no_decay).append(p)
+    for p in trained_parameters(*modules):
+        (decay if p.ndim >= 2 else no_decay).append(p)
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
 
@@ -72,12 +76,16 @@ class TrainState:
     config: Any  # the run's config, e.g. a FinetuneConfig
     from_source: tuple[str, ...] = ()  # the frozen parameters ``model`` leaves out (xlt.models.load_trained)
     scaler: dict[str, Any] | None = None  # the fp16 gradient scaler's state; None for fp32 and bf16
+    loss_modules: dict[str, torch.Tensor] | None = None  # Training.loss_modules' weights; None without any
 
 
 @dataclass
 class Training:
     """Everything a step changes. ``model`` is what the step calls (DDP-wrapped under Ray with
-    several workers); ``module`` is the plain module that is saved and evaluated."""
+    several workers); ``module`` is the plain module that is saved and evaluated. ``loss_modules``:
+    weights only the loss uses, inside ``model`` (so that DDP synchronises them) but not in
+    ``module`` (the alignment objectives' projection heads, ``xlt.losses.projection``): trained and
+    resumed with it (``train_state.pt``), never saved with it (``model.pt``, exports)."""
 
     module: nn.Module
     model: nn.Module
@@ -87,6 +95,7 @@ class Training:
     global_step: int = 0  # optimizer steps so far
     precision: str = "fp32"  # of each step's forward pass and loss: optim.precision resolved here
     scaler: torch.amp.GradScaler | None = None  # fp16 only
+    loss_modules: nn.Module | None = None
 
     def restore(self, state: TrainState) -> int:
         """Load a checkpoint's state (weights, optimizer, schedule, counters, fp16 scaler); returns its step."""
@@ -95,6 +104,11 @@ class Training:
         self.scheduler.load_state_dict(state.scheduler)
         if self.scaler is not None and state.scaler is not None:
             self.scaler.load_state_dict(state.scaler)
+        if (self.loss_modules is None) != (state.loss_modules is None):
+            raise ValueError("the checkpoint's projection heads do not match this run's objectives "
+                             f"({'none' if state.loss_modules is None else 'some'} saved)")
+        if self.loss_modules is not None:
+            self.loss_modules.load_state_dict(state.loss_modules)
         self.epoch, self.global_step = state.epoch, state.global_step
         assert self.scheduler.last_epoch == self.global_step, "the LR schedule advances once per optimizer step"
         return self.global_step
@@ -102,11 +116,13 @@ class Training:
 
 def build_training(module: nn.Module, optim: OptimSettings, steps_per_epoch: int,
                    prepare: Callable[[nn.Module], nn.Module] = lambda m: m, *, step_module: nn.Module | None = None,
-                   training_class: type[Training] = Training, **extra: Any) -> Training:
+                   loss_modules: nn.Module | None = None, training_class: type[Training] = Training,
+                   **extra: Any) -> Training:
     """``module``, its step module (``step_module`` or ``module`` itself, through ``prepare``, e.g.
-    ``ray.train.torch.prepare_model``), AdamW and the linear schedule with warmup over
-    ``epochs × steps_per_epoch`` optimizer steps, as a ``training_class`` (with ``extra`` fields),
-    its steps at ``optim.precision`` as resolved for the device the module is on."""
+    ``ray.train.torch.prepare_model``), AdamW over both and ``loss_modules`` (a part of the step
+    module: ``Training``) and the linear schedule with warmup over ``epochs × steps_per_epoch``
+    optimizer steps, as a ``training_class`` (with ``extra`` fields), its steps at
+    ``optim.precision`` as resolved for the device the module is on."""
     from transformers import get_linear_schedule_with_warmup
 
     model = prepare(step_module if step_module is not None else module)
@@ -117,11 +133,12 @@ def build_training(module: nn.Module, optim: OptimSettings, steps_per_epoch: int
     # Fused: one kernel per parameter group and step (CPU and CUDA) instead of a chain of for-each
     # tensor operations: 5.5× faster on e5-small's 21.5 M trained weights on 2 cores, the same
     # weights to float rounding (9e-8 after 21 steps; benchmarks/adamw_step.json).
-    optimizer = torch.optim.AdamW(param_groups(module, optim.weight_decay), lr=optim.lr, fused=True)
+    optimizer = torch.optim.AdamW(param_groups(optim.weight_decay, module, loss_modules), lr=optim.lr, fused=True)
     total = steps_per_epoch * optim.epochs
     scheduler = get_linear_schedule_with_warmup(optimizer, round(optim.warmup_ratio * total), total)
     scaler = torch.amp.GradScaler(device) if precision == "fp16" else None
-    return training_class(module, model, optimizer, scheduler, precision=precision, scaler=scaler, **extra)
+    return training_class(module, model, optimizer, scheduler, precision=precision, scaler=scaler,
+                          loss_modules=loss_modules, **extra)
 
 
 def device_of(module: nn.Module) -> torch.device:
@@ -154,7 +171,7 @@ def accumulation_step(training: Training, loss: LossFn, micro_batches: Sequence[
     if scaler is not None:
         scaler.unscale_(training.optimizer)  # clip the true gradients
     if max_grad_norm > 0:
-        torch.nn.utils.clip_grad_norm_([p for p in training.module.parameters() if p.requires_grad], max_grad_norm)
+        torch.nn.utils.clip_grad_norm_(trained_parameters(training.module, training.loss_modules), max_grad_norm)
     if scaler is None:
         training.optimizer.step()
     else:

@@ -22,14 +22,18 @@ The shared vocabulary of ``Outputs`` keys (shapes; B = batch rows, D = embedding
 - ``alignment`` (P, 3) long: aligned token pairs ``(pair index, src position, tgt position)``
 - ``src_spans``, ``tgt_spans`` (S, 3) long: aligned spans ``(pair index, start, end)``, end exclusive
 - ``mlm_logits`` (B, L, V), ``mlm_labels`` (B, L) long with ``-100`` where not predicted
+- ``projected/<objective>`` (N, P): ``features`` through that objective's own projection head, for an
+  objective given ``projection`` (``projection``: CL, SCL, LA, SA)
 """
 
 from __future__ import annotations
 
-from typing import ClassVar, Mapping
+from typing import Any, ClassVar, Mapping
 
 import torch
 from torch import nn
+
+from .projection import Projection, projected_key
 
 Outputs = Mapping[str, torch.Tensor]
 
@@ -43,6 +47,15 @@ class Objective(nn.Module):
 
     name: ClassVar[str]
     requires: ClassVar[tuple[str, ...]]
+    projection: Projection | None = None  # its own projection head, which the training step runs
+
+    def project(self, projection: Mapping[str, Any] | None) -> None:
+        """Read ``features`` through a projection head of its own (``projection.py``) when
+        ``projection`` (``{dims: [...]}``) is given: the training step builds the head and fills
+        ``projected/<name>``, which replaces ``features`` among the inputs."""
+        self.projection = Projection.of(projection)
+        if self.projection is not None:
+            self.requires = tuple(projected_key(self.name) if key == "features" else key for key in self.requires)
 
     def inputs(self, outputs: Outputs) -> list[torch.Tensor]:
         """The required tensors in ``requires`` order; a missing key is named with what was given."""
@@ -57,7 +70,8 @@ class Objective(nn.Module):
 
     def extra_repr(self) -> str:
         temperature = getattr(self, "temperature", None)
-        return "" if temperature is None else f"temperature={temperature}"
+        parts = [] if temperature is None else [f"temperature={temperature}"]
+        return ", ".join(parts + ([f"projection={list(self.projection.dims)}"] if self.projection else []))
 
 
 class WeightedObjectives(nn.Module):
@@ -77,6 +91,11 @@ class WeightedObjectives(nn.Module):
     def requires(self) -> set[str]:
         """Every output key some objective reads: what the training step has to compute."""
         return {key for obj in self.objectives.values() for key in obj.requires}
+
+    @property
+    def projections(self) -> dict[str, Projection]:
+        """The projection head each objective that has one reads through, by objective name."""
+        return {obj.name: obj.projection for obj in self.objectives.values() if obj.projection is not None}
 
     def forward(self, outputs: Outputs) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         parts = {k: obj(outputs) for k, obj in self.objectives.items()}

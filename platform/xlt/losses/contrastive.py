@@ -9,7 +9,7 @@ instances of.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -100,6 +100,8 @@ class ContrastiveAlignment(Objective):
     Args:
         temperature: τ > 0 of s(a, b) = exp(cos(a, b)/τ). Default 1.0, the value Wang et al. (2022, §5.3)
             use in all experiments.
+        projection: ``{dims: [...]}`` contrasts g(Φ), a projection head of the objective's own, instead
+            of Φ, which the classifier keeps reading (``xlt.losses.projection``). Default ``None``: Φ.
 
     Inputs (``requires``):
         - ``features`` (N, D): embeddings of the originals and their views, any row order
@@ -121,9 +123,10 @@ class ContrastiveAlignment(Objective):
     name: ClassVar[str] = "contrastive_alignment"
     requires: ClassVar[tuple[str, ...]] = ("features", "group", "is_anchor")
 
-    def __init__(self, temperature: float = 1.0) -> None:
+    def __init__(self, temperature: float = 1.0, projection: dict[str, Any] | None = None) -> None:
         super().__init__()
         self.temperature = check_temperature(temperature)
+        self.project(projection)
 
     def compute_loss_from_embeddings(
         self, features: torch.Tensor, group: torch.Tensor, is_anchor: torch.Tensor

@@ -17,7 +17,7 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -232,6 +232,8 @@ class SemanticAlignment(Objective):
             (``xlt.train.batches``: originals with their views) and forms the 2b-batches itself
             (:func:`two_b_batches`); it then also requires ``is_translation``. Yu & Joty (2021) give no b;
             it is bounded by the full-translation views per example (``data.augment.t_f``).
+        projection: ``{dims: [...]}`` contrasts g(Φ), a projection head of the objective's own, instead
+            of Φ, which the classifier keeps reading (``xlt.losses.projection``). Default ``None``: Φ.
 
     Inputs (``requires``):
         - ``features`` (N, D): embeddings of the rows of one or more SA batches
@@ -246,7 +248,8 @@ class SemanticAlignment(Objective):
     name: ClassVar[str] = "semantic_alignment"
     requires: ClassVar[tuple[str, ...]] = ("features", "labels", "group", "is_anchor")
 
-    def __init__(self, temperature: float = 1.0, b: int | None = None) -> None:
+    def __init__(self, temperature: float = 1.0, b: int | None = None,
+                 projection: dict[str, Any] | None = None) -> None:
         super().__init__()
         self.temperature = check_temperature(temperature)
         if b is not None and (isinstance(b, bool) or not isinstance(b, int) or b < 1):
@@ -254,6 +257,7 @@ class SemanticAlignment(Objective):
         self.b = b
         if b is not None:
             self.requires = (*type(self).requires, "is_translation")
+        self.project(projection)
 
     def forward(self, outputs: Mapping[str, torch.Tensor]) -> torch.Tensor:
         if self.b is None:

@@ -7,7 +7,7 @@ Fig. 2); LA treats every same-class example of the batch as a positive (Gunel et
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -42,6 +42,8 @@ class SupervisedContrastiveAlignment(Objective):
 
     Args:
         temperature: τ > 0. Default 1.0 (Wang et al. 2022, §5.3, Table 5; design.md).
+        projection: ``{dims: [...]}`` contrasts g(Φ), a projection head of the objective's own, instead
+            of Φ, which the classifier keeps reading (``xlt.losses.projection``). Default ``None``: Φ.
 
     Inputs (``requires``):
         - ``features`` (N, D): embeddings of the originals and their views, any row order
@@ -64,9 +66,10 @@ class SupervisedContrastiveAlignment(Objective):
     name: ClassVar[str] = "supervised_contrastive_alignment"
     requires: ClassVar[tuple[str, ...]] = ("features", "labels", "group", "is_anchor")
 
-    def __init__(self, temperature: float = 1.0) -> None:
+    def __init__(self, temperature: float = 1.0, projection: dict[str, Any] | None = None) -> None:
         super().__init__()
         self.temperature = check_temperature(temperature)
+        self.project(projection)
 
     def compute_loss_from_embeddings(
         self, features: torch.Tensor, labels: torch.Tensor, group: torch.Tensor, is_anchor: torch.Tensor
@@ -103,6 +106,8 @@ class LabelAlignment(Objective):
     Args:
         temperature: τ > 0. Yu & Joty (2021) give no value; the default 1.0 is Wang et al. (2022)'s (§5.3) for
             its label-aware contrast. A sweep parameter.
+        projection: ``{dims: [...]}`` contrasts g(Φ), a projection head of the objective's own, instead
+            of Φ, which the classifier keeps reading (``xlt.losses.projection``). Default ``None``: Φ.
 
     Inputs (``requires``):
         - ``features`` (N, D): embeddings of the batch
@@ -116,9 +121,10 @@ class LabelAlignment(Objective):
     name: ClassVar[str] = "label_alignment"
     requires: ClassVar[tuple[str, ...]] = ("features", "labels")
 
-    def __init__(self, temperature: float = 1.0) -> None:
+    def __init__(self, temperature: float = 1.0, projection: dict[str, Any] | None = None) -> None:
         super().__init__()
         self.temperature = check_temperature(temperature)
+        self.project(projection)
 
     def compute_loss_from_embeddings(self, features: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         with full_precision(features):

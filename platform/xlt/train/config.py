@@ -27,6 +27,7 @@ from ..storage import OutputSettings
 from ..augment import AugmentConfig
 from ..eval.evaluators import EvalSpec, check_evals
 from ..losses import ObjectiveConfig, build_objectives
+from ..losses.projection import projected_key
 from ..models import EncoderConfig
 from ..tasks import TaskConfig
 
@@ -118,7 +119,9 @@ class FinetuneConfig:
         except ValueError as e:
             raise ConfigError(f"objectives: {e}") from e
         for key, objective in objectives.objectives.items():
-            missing = [k for k in objective.requires if k not in PROVIDED_OUTPUTS]
+            # the step also computes projected/<key> for an objective with a projection head of its own
+            provided = (*PROVIDED_OUTPUTS, *(projected_key(key) for key in objectives.projections))
+            missing = [k for k in objective.requires if k not in provided]
             check(not missing, "objectives", key,
                   f"an objective over the outputs fine-tuning computes ({', '.join(PROVIDED_OUTPUTS)}); "
                   f"{key} also needs {', '.join(missing)} (a pretraining objective: see xlt.pretrain)")

@@ -4,7 +4,8 @@ Pieces, each usable without Ray (tests, ``benchmarks/train_overhead.py``):
 
 - ``FeaturesAndLogits``: one encoder call over the N texts of a view batch (in length-sorted
   passes with ``optim.encoder_pass_rows``), returning the sentence features (N, D) the alignment
-  objectives read and the head's logits (N, C).
+  objectives read, the head's logits (N, C) and the features through each objective's projection
+  head, if it has one (``xlt.losses.projection``).
 - ``compute_losses``: CE on the labelled originals (``is_anchor``; in translate-train the
   translations are originals too) plus ``WeightedObjectives`` over the batch outputs; the step
   never asks which objectives are configured.
@@ -37,6 +38,7 @@ from ..engine.loop import Batcher
 from ..eval.evaluators import Context, evaluate_all
 from ..metrics import ACC, AVG_TARGET, F1, gap_name, metric_name
 from ..losses import WeightedObjectives, build_objectives
+from ..losses.projection import Projection, ProjectionHead, projected_key
 from ..models import Classifier, TransformerEncoder, load_encoder
 from ..models.encoder import CachedEncoder, Item
 from .batches import UNKNOWN_LABEL, ViewBatch, flatten_batch, items_of
@@ -47,25 +49,34 @@ PREDICTIONS_FILE = "predictions.json"  # in a checkpoint: {split: {id, lang, lab
 
 
 class FeaturesAndLogits(nn.Module):
-    """``Classifier.forward`` that also returns the features: ``items -> (features (N, D), logits (N, C))``.
+    """``Classifier.forward`` that also returns the features: ``items -> (features (N, D), logits (N, C),
+    {projected/<objective>: (N, P)})``.
 
     The alignment objectives need the sentence embeddings that the head reads, from the same
     forward pass (one encoder call per step), and DDP must see that pass through its own
-    ``forward`` to synchronise gradients: hence a module rather than a second call.
-    ``pass_rows`` > 0 splits that call into length-sorted passes (``optim.encoder_pass_rows``).
+    ``forward`` to synchronise gradients: hence a module rather than a second call. For the same
+    reason the objectives' projection heads (``projections``: name -> ``Projection``) live here,
+    beside the classifier and outside it. ``pass_rows`` > 0 splits the encoder call into
+    length-sorted passes (``optim.encoder_pass_rows``).
     """
 
-    def __init__(self, classifier: Classifier, pass_rows: int = 0) -> None:
+    def __init__(self, classifier: Classifier, pass_rows: int = 0,
+                 projections: Mapping[str, Projection] | None = None) -> None:
         super().__init__()
         self.classifier, self.pass_rows = classifier, pass_rows
+        dim = classifier.head.in_features
+        self.projections = nn.ModuleDict({name: ProjectionHead(dim, p) for name, p in (projections or {}).items()})
 
-    def forward(self, texts: list[Item]) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, texts: list[Item]) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
         encoder, head = self.classifier.encoder, self.classifier.head
         with torch.set_grad_enabled(torch.is_grad_enabled() and encoder.trainable):
             # (N, D)
             features = encoder.embed_by_length(texts, self.pass_rows) if self.pass_rows else encoder.embed(texts)
-        logits = head(self.classifier.dropout(features.to(head.weight.device)))  # (N, C)
-        return features, logits
+        features = features.to(head.weight.device)
+        logits = head(self.classifier.dropout(features))  # (N, C)
+        # g(Φ) of each objective that contrasts a projection (no dropout: Φ as the encoder gives it)
+        projected = {projected_key(name): g(features) for name, g in self.projections.items()}  # (N, P)
+        return features, logits, projected
 
 
 def supervised_ce(logits: torch.Tensor, labels: torch.Tensor, is_anchor: torch.Tensor) -> torch.Tensor:
@@ -80,8 +91,8 @@ def supervised_ce(logits: torch.Tensor, labels: torch.Tensor, is_anchor: torch.T
 def compute_losses(model: nn.Module, objectives: WeightedObjectives | None,
                    batch: ViewBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """``loss = CE + Σ λ_k·aux_k`` over one view batch; returns the total and the unweighted parts."""
-    features, logits = model(batch.texts)
-    outputs = batch.outputs(features, logits)
+    features, logits, projected = model(batch.texts)
+    outputs = batch.outputs(features, logits) | projected
     ce = supervised_ce(logits, outputs["labels"], outputs["is_anchor"])
     parts = {CE: ce}
     total = ce
@@ -155,10 +166,12 @@ class Finetuning(Workload):
         classifier = build_classifier(cfg)
         if CachedEncoder.accepts(classifier.encoder):  # a frozen USE: only the head learns
             classifier.encoder = CachedEncoder(classifier.encoder)
+        objectives = build_objectives(cfg.objectives) if cfg.objectives else None
+        step = FeaturesAndLogits(classifier, cfg.optim.encoder_pass_rows, objectives and objectives.projections)
         return build_engine_training(  # type: ignore[return-value]
-            classifier, cfg.optim, steps_per_epoch, prepare,
-            step_module=FeaturesAndLogits(classifier, cfg.optim.encoder_pass_rows),
-            training_class=FinetuneTraining, objectives=build_objectives(cfg.objectives) if cfg.objectives else None,
+            classifier, cfg.optim, steps_per_epoch, prepare, step_module=step,
+            loss_modules=step.projections if len(step.projections) else None,
+            training_class=FinetuneTraining, objectives=objectives,
             label_index={label: i for i, label in enumerate(cfg.task.labels)})
 
     def batcher(self, cfg: FinetuneConfig, training: FinetuneTraining, epoch: int, rank: int) -> Batcher:
