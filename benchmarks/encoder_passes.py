@@ -71,6 +71,12 @@ def with_views(rows: list[dict], cfg, task) -> list[dict]:
     return [{key: out[key][i] for key in out} for i in range(len(rows))]
 
 
+def machine_line(load: float) -> str:
+    """The CPU, its load (``load`` the 1-minute average at the start) and torch's threads, for a result."""
+    return (f"{cpu_model()}, {os.cpu_count()} cores, 1-min load average {load:.1f} at the start and "
+            f"{os.getloadavg()[0]:.1f} at the end; torch {torch.__version__}, {torch.get_num_threads()} threads")
+
+
 def positions(encoder, batch: ViewBatch, pass_rows: int) -> tuple[int, int]:
     """(encoder input positions, of which text) of one step: each pass pads to its longest text."""
     lengths = sorted(encoder.lengths(batch.texts)) if pass_rows else encoder.lengths(batch.texts)
@@ -137,8 +143,7 @@ def main() -> None:
                         "positions a step": round(padded / len(batches)), "padding share": 1 - text / padded,
                         "max |Δ loss| (dropout off)": max(abs(losses[k] - baseline[k]) for k in baseline)})
     texts = sum(len(b) for b in batches) / len(batches)
-    machine = (f"{cpu_model()}, {os.cpu_count()} cores, 1-min load average {load:.1f} at the start and "
-               f"{os.getloadavg()[0]:.1f} at the end; torch {torch.__version__}, {torch.get_num_threads()} threads")
+    machine = machine_line(load)
     print(f"\n## {args.model}, PAWS-X with §4.1's views, CE + CL: {len(batches)} steps of {texts:.0f} texts "
           f"× {args.repeats} repeats, from {started}\n")
     print(markdown_table(results, digits=3))

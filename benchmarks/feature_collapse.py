@@ -19,8 +19,8 @@ setting: 16 English pairs a step, each with one full translation, SCL at λ = 1,
 
 Reported per variant: the mean pairwise cosine of Φ over ``--probe-rows`` training pairs (dropout
 off) before and after the steps, and the same of the English dev pairs ``dev[1200:]`` the runs
-never train on; the CE term of the last five steps; and the accuracy on those training and dev
-pairs after the steps. A cosine near 0 is Φ spread over the sphere by the contrast: no longer
+never train on; the CE term of the last five steps, the SCL term (unweighted) of the first and
+the last five; and the accuracy on those training and dev pairs after the steps. A cosine near 0 is Φ spread over the sphere by the contrast: no longer
 the shared direction CE builds its two classes along.
 """
 
@@ -35,10 +35,9 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from encoder_passes import with_views
+from encoder_passes import machine_line, with_views
 from fidelity import PAWSX_FULL_TRANS, objective
 from xlt.data import resolve_data_dir
-from xlt.hardware import cpu_model
 from xlt.logs import quiet_libraries
 from xlt.report import markdown_table, write_results
 from xlt.train import load_finetune_config, prepare
@@ -109,19 +108,21 @@ def main() -> None:
         before_train, _ = probe(training, originals, label_index)
         before_dev, _ = probe(training, held, label_index)
         start = time.perf_counter()
-        ce = [train_step(training, batch, cfg.optim.max_grad_norm)["ce"] for batch in batches]
+        steps = [train_step(training, batch, cfg.optim.max_grad_norm) for batch in batches]
+        ce = [step["ce"] for step in steps]
+        scl = [step.get("supervised_contrastive_alignment", float("nan")) for step in steps]
         seconds = time.perf_counter() - start
         after_train, train_acc = probe(training, originals, label_index)
         after_dev, dev_acc = probe(training, held, label_index)
         results.append({"variant": name, "cos Φ train, before": before_train, "after": after_train,
                         "cos Φ dev, before": before_dev, "after ": after_dev,
-                        "CE, last 5 steps": sum(ce[-5:]) / len(ce[-5:]), "train acc": train_acc,
+                        "CE, last 5 steps": sum(ce[-5:]) / len(ce[-5:]), "SCL, first": scl[0],
+                        "SCL, last 5": sum(scl[-5:]) / len(scl[-5:]), "train acc": train_acc,
                         "dev acc": dev_acc, "s a step": seconds / len(batches)})
         print(f"{name}: cos Φ {before_train:.3f} -> {after_train:.3f}, train acc {train_acc:.3f}, "
               f"dev acc {dev_acc:.3f}", flush=True)
 
-    machine = (f"{cpu_model()}, {os.cpu_count()} cores, 1-min load average {load:.1f} at the start and "
-               f"{os.getloadavg()[0]:.1f} at the end; torch {torch.__version__}, {torch.get_num_threads()} threads")
+    machine = machine_line(load)
     print(f"\n## {args.model}, PAWS-X, {len(batches)} steps of {batch_size} pairs + one full translation each, "
           f"from {started}\n")
     print(markdown_table(results, digits=3))
