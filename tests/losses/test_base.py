@@ -49,3 +49,21 @@ def test_rejects_bad_weights_and_types():
         WeightedObjectives({"ce": (1.0, torch.nn.CrossEntropyLoss())})
     with pytest.raises(ValueError, match="no objectives"):
         WeightedObjectives({})({"features": torch.zeros(1, 1)})
+
+
+def test_a_term_with_a_start_epoch_is_left_out_before_it():
+    """``start_epochs``: before it the term is not computed and logs 0; from it on it is summed."""
+    outputs = {"features": torch.randn(4, 3), "labels": torch.tensor([0, 1, 0, 2])}
+    calls = []
+    late = Offset()
+    late.register_forward_hook(lambda *_: calls.append(1))
+    mix = WeightedObjectives({"ms": (10.0, MeanSquare()), "off": (0.5, late)}, start_epochs={"off": 2})
+    for epoch in (0, 1):
+        total, parts = mix(outputs, epoch)
+        assert float(parts["off"]) == 0.0 and torch.allclose(total, 10 * parts["ms"])
+    assert not calls
+    total, parts = mix(outputs, 2)
+    assert calls and float(parts["off"]) > 0 and torch.allclose(total, 10 * parts["ms"] + 0.5 * parts["off"])
+    only_late = WeightedObjectives({"off": (1.0, Offset())}, start_epochs={"off": 1})
+    total, parts = only_late(outputs, 0)
+    assert float(total) == 0.0 and set(parts) == {"off"}

@@ -36,6 +36,7 @@ def test_recipes_fill_objectives_features_and_mlm_input():
     (dict(recipe="custom", objectives=()), "at least one objective with recipe custom"),
     (dict(objectives=(ObjectiveConfig("supervised_contrastive_alignment"),)), "labels belong to fine-tuning"),
     (dict(objectives=(ObjectiveConfig("mlm"), ObjectiveConfig("mlm"))), "each objective once"),
+    (dict(objectives=(ObjectiveConfig("mlm", start_epoch=1),)), "start_epoch is fine-tuning's"),
 ])
 def test_objectives_pretraining_cannot_train(change, match):
     with pytest.raises(ConfigError, match=match):

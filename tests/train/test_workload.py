@@ -266,3 +266,15 @@ def test_a_projection_head_trains_with_the_step_resumes_from_train_state_and_sta
     train_step(fresh, batch())
     assert torch.equal(training.classifier.head.weight, fresh.classifier.head.weight)
     assert all(torch.equal(a, b) for a, b in zip(g.parameters(), fresh.loss_modules.parameters()))
+
+
+def test_an_objective_with_a_start_epoch_joins_ce_from_that_epoch():
+    """``start_epoch: 1``: the first epoch's steps are CE's alone (the term logged as 0), the next add it."""
+    late = ObjectiveConfig("supervised_contrastive_alignment", 1.0, {"temperature": 0.5}, start_epoch=1)
+    training = finetune_training(tiny_config((late,)), steps_per_epoch=1)
+    training.model.eval()
+    total, parts = compute_losses(training.model, training.objectives, batch(), epoch=0)
+    assert float(parts["supervised_contrastive_alignment"]) == 0.0 and torch.equal(total, parts["ce"])
+    total, parts = compute_losses(training.model, training.objectives, batch(), epoch=1)
+    assert float(parts["supervised_contrastive_alignment"]) > 0
+    assert torch.allclose(total, parts["ce"] + parts["supervised_contrastive_alignment"])

@@ -75,9 +75,14 @@ class Objective(nn.Module):
 
 
 class WeightedObjectives(nn.Module):
-    """``Σ_k λ_k · L_k(outputs)``; returns the total and each weighted-before part for logging."""
+    """``Σ_k λ_k · L_k(outputs)``; returns the total and each weighted-before part for logging.
 
-    def __init__(self, objectives: Mapping[str, tuple[float, Objective]]) -> None:
+    ``start_epochs[k]`` > 0 leaves term k out (not computed; its part logged as 0) while fewer epochs
+    than that have been completed: CE alone first, the term added once CE has left its plateau
+    (issue 52's diagnosis of SCL on PAWS-X)."""
+
+    def __init__(self, objectives: Mapping[str, tuple[float, Objective]],
+                 start_epochs: Mapping[str, int] | None = None) -> None:
         super().__init__()
         for key, (weight, obj) in objectives.items():
             if not isinstance(obj, Objective):
@@ -86,6 +91,7 @@ class WeightedObjectives(nn.Module):
                 raise ValueError(f"weight of {key!r} is {weight}; weights λ must be >= 0")
         self.objectives = nn.ModuleDict({k: obj for k, (_, obj) in objectives.items()})
         self.weights = {k: float(w) for k, (w, _) in objectives.items()}
+        self.start_epochs = {k: int((start_epochs or {}).get(k, 0)) for k in objectives}
 
     @property
     def requires(self) -> set[str]:
@@ -97,9 +103,11 @@ class WeightedObjectives(nn.Module):
         """The projection head each objective that has one reads through, by objective name."""
         return {obj.name: obj.projection for obj in self.objectives.values() if obj.projection is not None}
 
-    def forward(self, outputs: Outputs) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        parts = {k: obj(outputs) for k, obj in self.objectives.items()}
-        if not parts:
+    def forward(self, outputs: Outputs, epoch: int = 0) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """The weighted sum and its parts in an epoch after ``epoch`` completed ones."""
+        if not self.objectives:
             raise ValueError("WeightedObjectives has no objectives to sum")
-        total = sum(self.weights[k] * v for k, v in parts.items())
-        return total, parts
+        parts = {k: obj(outputs) for k, obj in self.objectives.items() if epoch >= self.start_epochs[k]}
+        zero = torch.zeros((), device=next(iter(outputs.values())).device)
+        total = sum(self.weights[k] * v for k, v in parts.items()) if parts else zero
+        return total, {k: parts.get(k, zero) for k in self.objectives}

@@ -30,15 +30,19 @@ OBJECTIVES: dict[str, type[Objective]] = {cls.name: cls for cls in (
 
 @dataclass(frozen=True)
 class ObjectiveConfig:
-    """One term λ · L of the training loss: ``name`` from ``OBJECTIVES``, ``params`` for its constructor."""
+    """One term λ · L of the training loss: ``name`` from ``OBJECTIVES``, ``params`` for its constructor,
+    added from epoch ``start_epoch`` on (counted from 0: the epochs before it train without the term)."""
 
     name: str
     weight: float = 1.0
     params: dict[str, Any] = field(default_factory=dict)
+    start_epoch: int = 0
 
     def __post_init__(self) -> None:
         check(self.name in OBJECTIVES, "name", self.name, "one of " + ", ".join(OBJECTIVES))
         check(self.weight >= 0, f"{self.name}.weight", self.weight, "a number >= 0 (λ)")
+        check(self.start_epoch >= 0, f"{self.name}.start_epoch", self.start_epoch,
+              "an integer >= 0 (the epoch, from 0, whose steps first add the term)")
         accepted = list(inspect.signature(OBJECTIVES[self.name]).parameters)
         unknown = sorted(set(self.params) - set(accepted))
         check(not unknown, f"{self.name}.params", self.params,
@@ -56,4 +60,5 @@ def build_objectives(configs: Sequence[ObjectiveConfig]) -> WeightedObjectives:
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
         raise ValueError(f"objectives {repeated} are listed more than once; give each one weight")
-    return WeightedObjectives({c.name: (c.weight, OBJECTIVES[c.name](**c.params)) for c in configs})
+    return WeightedObjectives({c.name: (c.weight, OBJECTIVES[c.name](**c.params)) for c in configs},
+                              {c.name: c.start_epoch for c in configs})

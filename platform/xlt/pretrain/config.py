@@ -210,6 +210,9 @@ class PretrainConfig:
         names = self.objective_names
         repeated = sorted({n for n in names if names.count(n) > 1})
         check(not repeated, "objectives", list(names), f"each objective once (repeated: {', '.join(repeated)})")
+        late = [o.name for o in self.objectives if o.start_epoch]
+        check(not late, "objectives", late, "objectives that train from the first epoch (start_epoch is "
+              "fine-tuning's: its objectives join CE later)")
         # Built with the model (xlt.pretrain.model), which fills sizes such as word_soft_contrast's
         # embed_dim from the encoder; names and parameters were checked by ObjectiveConfig.
         requires = self.requires

@@ -88,16 +88,17 @@ def supervised_ce(logits: torch.Tensor, labels: torch.Tensor, is_anchor: torch.T
     return F.cross_entropy(logits[mask].float(), labels[mask])
 
 
-def compute_losses(model: nn.Module, objectives: WeightedObjectives | None,
-                   batch: ViewBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """``loss = CE + Σ λ_k·aux_k`` over one view batch; returns the total and the unweighted parts."""
+def compute_losses(model: nn.Module, objectives: WeightedObjectives | None, batch: ViewBatch,
+                   epoch: int = 0) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """``loss = CE + Σ λ_k·aux_k`` over one view batch in an epoch after ``epoch`` completed ones (an
+    objective's ``start_epoch``); returns the total and the unweighted parts."""
     features, logits, projected = model(batch.texts)
     outputs = batch.outputs(features, logits) | projected
     ce = supervised_ce(logits, outputs["labels"], outputs["is_anchor"])
     parts = {CE: ce}
     total = ce
     if objectives is not None:
-        aux, aux_parts = objectives(outputs)
+        aux, aux_parts = objectives(outputs, epoch)
         total = total + aux
         parts.update(aux_parts)
     return total, parts
@@ -182,7 +183,7 @@ class Finetuning(Workload):
 
     def loss(self, training: FinetuneTraining, model: nn.Module,
              inputs: ViewBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        return compute_losses(model, training.objectives, inputs)
+        return compute_losses(model, training.objectives, inputs, training.epoch)
 
     def evaluate(self, cfg: FinetuneConfig, training: FinetuneTraining, last: bool) -> dict[str, float]:
         done = evaluate_all(cfg.evals, {"classifier": training.classifier, "encoder": training.classifier.encoder},
