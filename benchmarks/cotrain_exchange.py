@@ -1,0 +1,103 @@
+"""What the learners of a co-training (or self-training) run handed each other, from the run's own records.
+
+    .venv/bin/python benchmarks/cotrain_exchange.py results/fidelity/cotrain-nusax-10/co-seed0
+    .venv/bin/python benchmarks/cotrain_exchange.py RUN --out exchange.md      # also as a file
+
+Reads the run directory's ``config.yaml`` and ``state.json`` (``xlt.cotrain.state``: every row a learner
+selected, the label it gave, its iteration) and scores each selected row against the pool's gold label (the
+task's own, read through the task layer as the run read its pool, ``xlt.cotrain.pool.pool_rows``; never trained
+on). Issue 52 asks for this to explain co-training's loss on NusaX at 10% of the labels:
+
+- per iteration and selecting learner: candidates above the threshold, rows handed on, to whom,
+  pseudo-label accuracy (beside the run's own record of it, a check), the labels given against the gold
+  labels of the same rows;
+- per language: rows and accuracy, summed over iterations;
+- the learners' evaluation per language after each fit (``history``), the split the run evaluated.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from xlt.cotrain import CotrainConfig
+from xlt.cotrain.loop import receiver
+from xlt.cotrain.pool import pool_rows
+from xlt.cotrain.state import LoopState
+from xlt.engine.runs import read_run_config
+from xlt.metrics import per_language
+from xlt.report import markdown_table
+from xlt.tasks import load_task
+
+
+def get_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("run", help="a co-training run's output.dir")
+    parser.add_argument("--data-dir", help="the data root (default: the run's data.data_dir, else $XLT_DATA_DIR)")
+    parser.add_argument("--out", type=Path, help="also write the tables here (markdown)")
+    return parser.parse_args()
+
+
+def counts(values) -> str:
+    """``label: n`` for each label, most frequent first."""
+    return ", ".join(f"{label} {n}" for label, n in Counter(values).most_common())
+
+
+def exchange_tables(cfg: CotrainConfig, state: LoopState, gold: dict[str, str]) -> tuple[list[dict], list[dict]]:
+    """(a row per iteration and selecting learner, a row per selecting learner and language)."""
+    recorded = {(h["iteration"], h["learner"]): h for h in state.history}
+    by_step: dict[tuple[int, str], list[dict]] = defaultdict(list)
+    for rows in state.received.values():
+        for row in rows:
+            by_step[(row["iteration"], row["selected_by"])].append(row)
+    steps, languages = [], defaultdict(list)
+    for (iteration, selector), rows in sorted(by_step.items()):
+        scored = [r for r in rows if gold.get(r["id"]) is not None]
+        right = sum(gold[r["id"]] == r["label"] for r in scored)
+        steps.append({"iteration": iteration, "selected by": selector, "to": receiver(cfg.mode, selector),
+                      "candidates": recorded[(iteration, selector)].get("pseudo/candidates"), "rows": len(rows),
+                      "accuracy": right / len(scored) if scored else float("nan"),
+                      # the run's own score of the same selection (xlt.cotrain.loop.exchange): a check
+                      "run's accuracy": recorded[(iteration, selector)].get("pseudo/accuracy"),
+                      "labels given": counts(r["label"] for r in rows),
+                      "gold labels": counts(gold[r["id"]] for r in scored)})
+        for r in scored:
+            languages[(selector, r["lang"])].append(gold[r["id"]] == r["label"])
+    by_language = [{"selected by": selector, "lang": lang, "rows": len(hits), "accuracy": sum(hits) / len(hits)}
+                   for (selector, lang), hits in sorted(languages.items())]
+    return steps, by_language
+
+
+def history_table(state: LoopState, split: str) -> list[dict]:
+    """Each learner's score per language after each fit."""
+    table = []
+    for record in state.history:
+        scores = per_language(record, split)
+        table.append({"iteration": record["iteration"], "learner": record["learner"],
+                      "labelled rows": record.get("train/rows"), **scores})
+    return table
+
+
+def main() -> None:
+    args = get_args()
+    cfg = read_run_config(args.run, CotrainConfig)
+    state = LoopState.load(args.run)
+    if cfg is None or state is None:
+        raise SystemExit(f"{args.run}: no config.yaml or state.json of a co-training run")
+    task = load_task(cfg.task, args.data_dir or cfg.data.data_dir)
+    gold = {row["id"]: row["gold"] for lang in task.target_langs
+            for row in pool_rows(task, lang, cfg.data.max_examples)}
+    steps, by_language = exchange_tables(cfg, state, gold)
+    split = cfg.data.metric_split
+    text = (f"## {cfg.mode} run {args.run}: what each learner handed on (scored against the pool's gold labels)\n\n"
+            f"{markdown_table(steps, digits=3)}\n\n### Per language, all iterations\n\n"
+            f"{markdown_table(by_language, digits=3)}\n\n### Each fit's {split} accuracy per language\n\n"
+            f"{markdown_table(history_table(state, split), digits=3)}\n")
+    print(text)
+    if args.out:
+        args.out.write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
