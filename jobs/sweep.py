@@ -37,15 +37,14 @@ from pathlib import Path
 
 from xlt.cli import epilogue, init_ray, job_overrides, job_parser, run_job
 from xlt.config import apply_overrides, merge_presets
-from xlt.cotrain.learner import learner_run
-from xlt.engine.checkpoints import latest_checkpoint
 from xlt.logs import configure_logging, quiet_libraries
 from xlt.predict.export import EXPORT_DIR, export_run
+from xlt.predict.models import best_trial_checkpoint
 from xlt.report import command_line
 from xlt.storage import join
 from xlt.sweep import load_space
 from xlt.sweep.best import TrialRecord, interrupted
-from xlt.sweep.results import BEST_CONFIG, PLOT, RESULTS, TABLE, best_run, write_outputs
+from xlt.sweep.results import BEST_CONFIG, PLOT, RESULTS, TABLE, write_outputs
 from xlt.sweep.runner import SweepSettings, prepare_sweep
 from xlt.sweep.space import SEARCHERS
 from xlt.tracking import Tracker
@@ -97,9 +96,8 @@ def main() -> None:
         outputs = {"best config": BEST_CONFIG, "table": TABLE, "results": RESULTS, "plot": PLOT}
         outputs = {name: join(settings.directory, file) for name, file in outputs.items()}
         if args.export:
-            run, learner = best_run(settings.directory)
-            checkpoint = latest_checkpoint(learner_run(run, learner) if learner else run)
-            outputs |= export_run(checkpoint, join(settings.directory, EXPORT_DIR), tracker)
+            outputs |= export_run(best_trial_checkpoint(settings.directory), join(settings.directory, EXPORT_DIR),
+                                  tracker)
         print(epilogue(outputs, resume_line(records, settings.resume), tracker.how_to_look()))
 
 

@@ -37,6 +37,13 @@ def model_spec(path: str | Path, learner: str | None = None) -> tuple[str, Class
     return str(checkpoint), classifier_spec(checkpoint)
 
 
+def best_trial_checkpoint(directory: str):
+    """The latest checkpoint (a ``ray.train.Checkpoint``, local or on a store) of the best trial of the
+    sweep in ``directory``: of a co-training trial, of the learner it scored with."""
+    run, learner = best_run(directory)
+    return latest_checkpoint(learner_run(run, learner) if learner else run)
+
+
 def resolve_checkpoint(path: str | Path, learner: str | None = None) -> Path:
     """The checkpoint directory ``path`` names (module docstring); a ``FileNotFoundError`` in one
     line if it names none."""
