@@ -78,6 +78,29 @@ def test_ce_only_on_labelled_originals():
     assert none.item() == 0.0 and torch.equal(logits.grad, torch.zeros_like(logits))
 
 
+@pytest.mark.parametrize("pass_rows", [0, 3])
+def test_ce_and_its_gradient_do_not_depend_on_the_views_in_the_batch(pass_rows):
+    """Without dropout, a batch with views and the same batch without them give CE the same value and the
+    same gradient, in one pass or in length-sorted passes: views reach CE only through the draws
+    (dropout masks, batch order), never through its arithmetic (issue 52's PAWS-X control)."""
+    torch.manual_seed(0)
+    training = finetune_training(tiny_config(encoder_pass_rows=pass_rows), steps_per_epoch=1)
+    training.model.eval()
+    label_index = {label: i for i, label in enumerate(LABELS)}
+    plain_rows = [{k: v for k, v in r.items() if not k.startswith("view")} for r in rows_with_views()]
+    results = []
+    for rows in (rows_with_views(), plain_rows):
+        training.model.zero_grad(set_to_none=True)
+        _, parts = compute_losses(training.model, None, flatten_batch(batches_of(rows, 4)[0], label_index))
+        parts["ce"].backward()
+        results.append((parts["ce"].detach(), [p.grad.clone() for p in training.module.parameters()
+                                               if p.grad is not None]))
+    (ce_views, grads_views), (ce_plain, grads_plain) = results
+    assert torch.allclose(ce_views, ce_plain, atol=1e-6)
+    assert len(grads_views) == len(grads_plain) > 0
+    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(grads_views, grads_plain))
+
+
 def test_frozen_word_embeddings_are_not_trained():
     training = finetune_training(tiny_config(freeze_word_embeddings=True), steps_per_epoch=2)
     embeddings = training.classifier.encoder.backbone.get_input_embeddings().weight
