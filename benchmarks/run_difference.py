@@ -1,0 +1,104 @@
+"""Two fine-tuning runs' difference on one evaluated split, paired item by item, with its bootstrap interval.
+
+    .venv/bin/python benchmarks/run_difference.py results/fidelity/scl-ft-projection-pawsx-seed1 \\
+        results/fidelity/ce-with-views-pawsx-seed1                     # A − B after each run's last epoch
+    .venv/bin/python benchmarks/run_difference.py A B --epoch 6 --split val
+
+The fidelity runner (``benchmarks/fidelity.py``) compares test items of units it ran itself. A diagnosis
+compares dev runs of ``jobs/finetune.py`` made with ``evals: [{type: classification, split: val,
+every_epoch: true}]`` (issue 52), whose checkpoints keep the predictions of that epoch's evaluation
+(``xlt.train.workload.PREDICTIONS_FILE``). This reads them from each run's checkpoint of ``--epoch`` (default:
+its latest) and prints accuracy per language and A − B on the target-language average, with the paired
+percentile bootstrap interval over the target items (``xlt.eval.stats.paired_bootstrap``) and its verdict:
+the interval is over items, not seeds, so it says whether the two models differ on these items, not whether
+another seed would. Two runs are compared only on the same items (ids and languages), else it stops.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from xlt.engine.checkpoints import latest_checkpoint
+from xlt.engine.runs import read_run_config
+from xlt.eval.stats import Interval, paired_bootstrap
+from xlt.report import markdown_table
+from xlt.train import FinetuneConfig
+from xlt.train.workload import read_predictions
+
+
+def get_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("a", help="run directory A (output.dir of a fine-tuning run)")
+    parser.add_argument("b", help="run directory B")
+    parser.add_argument("--epoch", type=int, help="compare the checkpoints of this epoch (default: each run's latest)")
+    parser.add_argument("--split", default="val", help="the evaluated split whose predictions are compared (val)")
+    return parser.parse_args()
+
+
+def checkpoint_of(run: str | Path, epoch: int | None) -> Path:
+    """The run's checkpoint directory of ``epoch`` (its latest if None); an epoch not kept is an error naming those kept."""
+    if epoch is None:
+        return Path(latest_checkpoint(str(Path(run).resolve())).path)  # Ray reads a path, not a relative one
+    kept = sorted(Path(run).glob("epoch*-step*"))
+    found = [d for d in kept if d.name.startswith(f"epoch{epoch:03d}-")]
+    if not found:
+        raise SystemExit(f"error: {run} keeps no checkpoint of epoch {epoch}; it keeps "
+                         f"{', '.join(d.name for d in kept) or 'none'}")
+    return found[0]
+
+
+def source_lang(run: str | Path) -> str:
+    """The run's source language, from its saved ``config.yaml``."""
+    cfg = read_run_config(str(run), FinetuneConfig)
+    if cfg is None:
+        raise SystemExit(f"error: {run} has no config.yaml: not a fine-tuning run directory")
+    return cfg.task.source_lang
+
+
+def correctness(checkpoint: Path, split: str) -> dict[tuple[str, str], bool]:
+    """``(lang, id) -> predicted == gold`` of the checkpoint's ``split`` predictions."""
+    predictions = read_predictions(checkpoint)
+    if split not in predictions:
+        raise SystemExit(f"error: {checkpoint} holds predictions of {', '.join(predictions) or 'no split'}, not "
+                         f"{split!r}: run with evals [{{type: classification, split: {split}, every_epoch: true}}]")
+    p = predictions[split]
+    return {(lang, row_id): gold == predicted
+            for row_id, lang, gold, predicted in zip(p["id"], p["lang"], p["label"], p["predicted"])}
+
+
+def compare(a: Path, b: Path, split: str, source: str) -> tuple[list[dict], Interval]:
+    """Rows per language (acc of A, of B, A − B) and the target average's paired interval."""
+    hits_a, hits_b = correctness(a, split), correctness(b, split)
+    if hits_a.keys() != hits_b.keys():
+        raise SystemExit(f"error: {a} and {b} were scored on different {split} items "
+                         f"({len(hits_a)} and {len(hits_b)}; {len(hits_a.keys() ^ hits_b.keys())} not shared)")
+    keys = sorted(hits_a)
+    langs = sorted({lang for lang, _ in keys}, key=lambda lang: (lang != source, lang))
+    rows = []
+    for lang in langs:
+        mine = [k for k in keys if k[0] == lang]
+        acc_a = sum(hits_a[k] for k in mine) / len(mine)
+        acc_b = sum(hits_b[k] for k in mine) / len(mine)
+        rows.append({"lang": lang, "items": len(mine), "A": f"{acc_a:.3f}", "B": f"{acc_b:.3f}",
+                     "A − B": f"{acc_a - acc_b:+.3f}"})
+    targets = [k for k in keys if k[0] != source]
+    interval = paired_bootstrap([float(hits_a[k]) for k in targets], [float(hits_b[k]) for k in targets])
+    return rows, interval
+
+
+def main() -> None:
+    args = get_args()
+    a, b = checkpoint_of(args.a, args.epoch), checkpoint_of(args.b, args.epoch)
+    source = source_lang(args.a)
+    if source_lang(args.b) != source:
+        raise SystemExit(f"error: {args.a} and {args.b} have different source languages")
+    rows, interval = compare(a, b, args.split, source)
+    print(f"A: {a}\nB: {b}\n")
+    print(markdown_table(rows))
+    print(f"\ntarget average, A − B: {interval} ({interval.verdict}; paired bootstrap over "
+          f"{sum(r['items'] for r in rows if r['lang'] != source)} target items)")
+
+
+if __name__ == "__main__":
+    main()
