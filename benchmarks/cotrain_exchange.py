@@ -39,6 +39,11 @@ def get_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
+def whole(value: float | None) -> int | None:
+    """A count the run recorded as a float metric, as the integer it is."""
+    return None if value is None else int(value)
+
+
 def counts(values) -> str:
     """``label: n`` for each label, most frequent first."""
     return ", ".join(f"{label} {n}" for label, n in Counter(values).most_common())
@@ -51,15 +56,18 @@ def exchange_tables(cfg: CotrainConfig, state: LoopState, gold: dict[str, str]) 
     for rows in state.received.values():
         for row in rows:
             by_step[(row["iteration"], row["selected_by"])].append(row)
+    # A pass that selected nothing (no candidate above the threshold) is a row too: "0 rows" is part of the story.
+    passes = {key for key, h in recorded.items() if h.get("pseudo/candidates") is not None} | set(by_step)
     steps, languages = [], defaultdict(list)
-    for (iteration, selector), rows in sorted(by_step.items()):
+    for iteration, selector in sorted(passes):
+        rows, record = by_step.get((iteration, selector), []), recorded.get((iteration, selector), {})
         scored = [r for r in rows if gold.get(r["id"]) is not None]
         right = sum(gold[r["id"]] == r["label"] for r in scored)
         steps.append({"iteration": iteration, "selected by": selector, "to": receiver(cfg.mode, selector),
-                      "candidates": recorded[(iteration, selector)].get("pseudo/candidates"), "rows": len(rows),
-                      "accuracy": right / len(scored) if scored else float("nan"),
+                      "candidates": whole(record.get("pseudo/candidates")), "rows": len(rows),
+                      "accuracy": right / len(scored) if scored else None,
                       # the run's own score of the same selection (xlt.cotrain.loop.exchange): a check
-                      "run's accuracy": recorded[(iteration, selector)].get("pseudo/accuracy"),
+                      "run's accuracy": record.get("pseudo/accuracy"),
                       "labels given": counts(r["label"] for r in rows),
                       "gold labels": counts(gold[r["id"]] for r in scored)})
         for r in scored:
@@ -75,7 +83,7 @@ def history_table(state: LoopState, split: str) -> list[dict]:
     for record in state.history:
         scores = per_language(record, split)
         table.append({"iteration": record["iteration"], "learner": record["learner"],
-                      "labelled rows": record.get("train/rows"), **scores})
+                      "labelled rows": whole(record.get("train/rows")), **scores})
     return table
 
 

@@ -26,3 +26,14 @@ def test_each_selection_is_scored_against_gold_by_iteration_and_language():
     assert steps[1]["labels given"] == "pos 2" and steps[1]["gold labels"] == "pos 1, neg 1"
     assert [(r["selected by"], r["lang"], r["rows"], r["accuracy"]) for r in by_language] == [
         ("emb", "de", 1, 1.0), ("lm", "de", 1, 1.0), ("lm", "fr", 1, 0.0)]
+
+
+def test_a_pass_that_selected_nothing_is_a_row_with_its_counts_as_integers():
+    module = load_benchmark("cotrain_exchange")
+    cfg: CotrainConfig = load_cotrain_config(REPO / "configs" / "cotrain_demo.yaml")
+    state = LoopState(1, {"lm": [], "emb": []}, history=[
+        {"iteration": 0, "learner": "emb", "pseudo/candidates": 0.0, "train/rows": 50.0}])
+    steps, by_language = module.exchange_tables(cfg, state, {})
+    assert [(s["selected by"], s["candidates"], s["rows"], s["accuracy"]) for s in steps] == [("emb", 0, 0, None)]
+    assert by_language == []
+    assert module.history_table(state, "test")[0]["labelled rows"] == 50
