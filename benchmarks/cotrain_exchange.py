@@ -18,6 +18,7 @@ on). Issue 52 asks for this to explain co-training's loss on NusaX at 10% of the
 from __future__ import annotations
 
 import argparse
+import math
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -44,6 +45,11 @@ def whole(value: float | None) -> int | None:
     return None if value is None else int(value)
 
 
+def none_if_nan(value: float | None) -> float | None:
+    """The run records the accuracy of an empty selection as NaN; the table shows it as missing."""
+    return None if value is None or math.isnan(value) else value
+
+
 def counts(values) -> str:
     """``label: n`` for each label, most frequent first."""
     return ", ".join(f"{label} {n}" for label, n in Counter(values).most_common())
@@ -67,7 +73,7 @@ def exchange_tables(cfg: CotrainConfig, state: LoopState, gold: dict[str, str]) 
                       "candidates": whole(record.get("pseudo/candidates")), "rows": len(rows),
                       "accuracy": right / len(scored) if scored else None,
                       # the run's own score of the same selection (xlt.cotrain.loop.exchange): a check
-                      "run's accuracy": record.get("pseudo/accuracy"),
+                      "run's accuracy": none_if_nan(record.get("pseudo/accuracy")),
                       "labels given": counts(r["label"] for r in rows),
                       "gold labels": counts(gold[r["id"]] for r in scored)})
         for r in scored:

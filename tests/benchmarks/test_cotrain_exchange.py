@@ -32,8 +32,9 @@ def test_a_pass_that_selected_nothing_is_a_row_with_its_counts_as_integers():
     module = load_benchmark("cotrain_exchange")
     cfg: CotrainConfig = load_cotrain_config(REPO / "configs" / "cotrain_demo.yaml")
     state = LoopState(1, {"lm": [], "emb": []}, history=[
-        {"iteration": 0, "learner": "emb", "pseudo/candidates": 0.0, "train/rows": 50.0}])
+        {"iteration": 0, "learner": "emb", "pseudo/candidates": 0.0, "pseudo/accuracy": float("nan"), "train/rows": 50.0}])
     steps, by_language = module.exchange_tables(cfg, state, {})
-    assert [(s["selected by"], s["candidates"], s["rows"], s["accuracy"]) for s in steps] == [("emb", 0, 0, None)]
+    assert [(s["selected by"], s["candidates"], s["rows"], s["accuracy"], s["run's accuracy"]) for s in steps] == [
+        ("emb", 0, 0, None, None)]
     assert by_language == []
     assert module.history_table(state, "test")[0]["labelled rows"] == 50
