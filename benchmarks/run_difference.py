@@ -19,9 +19,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from xlt.engine.checkpoints import latest_checkpoint
+from xlt.engine.checkpoints import METRICS_FILE, latest_checkpoint, read_metrics
 from xlt.engine.runs import read_run_config
 from xlt.eval.stats import Interval, paired_bootstrap
+from xlt.metrics import TRAIN_EPOCH
 from xlt.report import markdown_table
 from xlt.train import FinetuneConfig
 from xlt.train.workload import read_predictions
@@ -40,8 +41,9 @@ def checkpoint_of(run: str | Path, epoch: int | None) -> Path:
     """The run's checkpoint directory of ``epoch`` (its latest if None); an epoch not kept is an error naming those kept."""
     if epoch is None:
         return Path(latest_checkpoint(str(Path(run).resolve())).path)  # Ray reads a path, not a relative one
-    kept = sorted(Path(run).glob("epoch*-step*"))
-    found = [d for d in kept if d.name.startswith(f"epoch{epoch:03d}-")]
+    # Chosen by the epoch each checkpoint records, not by parsing the engine's directory names.
+    kept = sorted(d for d in Path(run).iterdir() if (d / METRICS_FILE).is_file())
+    found = [d for d in kept if int(read_metrics(d)[TRAIN_EPOCH]) == epoch]
     if not found:
         raise SystemExit(f"error: {run} keeps no checkpoint of epoch {epoch}; it keeps "
                          f"{', '.join(d.name for d in kept) or 'none'}")

@@ -7,12 +7,15 @@ import json
 import pytest
 
 from benchmarks.test_fidelity import load_benchmark
+from xlt.engine.checkpoints import METRICS_FILE
+from xlt.metrics import TRAIN_EPOCH
 from xlt.train.workload import PREDICTIONS_FILE
 
 
 def checkpoint(tmp_path, name, predicted, ids=("1", "2", "3", "4", "5", "6")):
     directory = tmp_path / name / "epoch002-step0000010"
     directory.mkdir(parents=True)
+    (directory / METRICS_FILE).write_text(json.dumps({TRAIN_EPOCH: 2.0}))
     langs, gold = ["en", "en", "de", "de", "fr", "fr"], ["y", "n", "y", "n", "y", "n"]
     (directory / PREDICTIONS_FILE).write_text(json.dumps(
         {"val": {"id": list(ids), "lang": langs, "label": gold, "predicted": list(predicted)}}))
