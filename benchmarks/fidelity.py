@@ -396,6 +396,22 @@ SCL_PAWSX = Comparison(
      ("scl", "mva", "+1.9"), ("scl-ft", "ce", "+3.4 (88.7 vs 85.3 avg, Table 3)"),
      ("scl-ft-late", "ce", "not run in the paper (SCL from the first step; issue 52's diagnosis)")))
 
+# NusaX is not among Wang et al.'s tasks: SCL on one full translation a review (Table 3's best group), the ten
+# local languages drawn per view, as benchmarks/tasks.md's NusaX rows, now with intervals over items and seeds.
+NUSAX_FULL_TRANS = "data.augment={t_f: 1, t_p: 0, t_c: 0, languages: [ace, ban, bbc, bjn, bug, jv, mad, min, nij, su]}"
+SCL_NUSAX = Comparison(
+    "scl-nusax", "Wang et al. 2022's SCL on NusaX (not in the paper): CE vs CE + SCL on full translations",
+    """- Model `bundled:multilingual-e5-small` (max length 128), word embeddings frozen, a linear head; AdamW lr 5e-5,
+  batch 16 English reviews (their views on top), 3 epochs (`configs/finetune_nusax.yaml`). One Ray Train worker
+  with 2 CPUs.
+- NusaX sentiment (3 classes): all 500 English training reviews, 400 test reviews in each of the ten local
+  languages. The views: one human full translation of each review into one of the ten languages, drawn per view
+  (t_f = 1; the dataset's own parallel rows). SCL at λ = 1, τ = 1.0 (§5.2–5.3).
+- The paper: XNLI and PAWS-X only, XLM-R base; the claim below is its Table 3's full-translation SCL gain.""",
+    (finetune("ce", "CE", "finetune_nusax.yaml"),
+     finetune("scl-ft", "CE+SCL (full translations)", "finetune_nusax.yaml", NUSAX_FULL_TRANS, SCL)),
+    (("scl-ft", "ce", "not run in the paper; Table 3, full translations: +3.7 XNLI (79.2 vs 75.5), +3.4 PAWS-X"),))
+
 
 def cotraining(fraction: float, lm_epochs: int) -> tuple[Variant, ...]:
     """Yu & Joty 2021, Table 2: each learner alone (iteration 0 of a run without exchange), with
@@ -536,7 +552,7 @@ PRETRAINING = Comparison(
              ("bucc", "BUCC 2018 zh-en mining, held-out half (threshold from the calibration half)")),
     accuracy="XNLI zero-shot test accuracy of the frozen-linear probe")
 
-COMPARISONS: dict[str, Comparison] = {c.name: c for c in (SMOKE, SCL_XNLI, SCL_PAWSX, COTRAIN_10, COTRAIN_100,
+COMPARISONS: dict[str, Comparison] = {c.name: c for c in (SMOKE, SCL_XNLI, SCL_PAWSX, SCL_NUSAX, COTRAIN_10, COTRAIN_100,
                                                           LANGUAGE_ADAPTATION, PRETRAINING)}
 
 
