@@ -430,7 +430,7 @@ SCL_NUSAX = Comparison(
   languages. The views: one human full translation of each review into one of the ten languages, drawn per view
   (t_f = 1; the dataset's own parallel rows). SCL at λ = 1, τ = 1.0 (§5.2–5.3).
 - Translate-train CE: CE on the English reviews and their human translations into all ten languages, as
-  labelled rows (5,500 a epoch; §4.2's translate-train). It sees every target-language text SCL's views draw
+  labelled rows (5,500 an epoch; §4.2's translate-train). It sees every target-language text SCL's views draw
   from, so SCL − translate-train separates the alignment from the target-language text itself.
 - The paper: XNLI and PAWS-X only, XLM-R base; the claims below are its Table 3's full-translation SCL gain and
   Tables 1–2's zero-shot SCL against translate-train XLM-R.""",
