@@ -284,16 +284,17 @@ def encoder_metrics(encoder) -> dict[str, dict]:
                                 "recall": held_out["recall"], "F1 oracle": oracle["f1"]}}}
 
 
-def objective(name: str, weight: float, **params: float) -> str:
+def objective(name: str, weight: float, start_epoch: int = 0, **params: float) -> str:
+    """The override that makes ``name`` (weight ``weight``, from epoch ``start_epoch`` + 1) the run's one objective."""
     inner = ", ".join(f"{k}: {v}" for k, v in params.items())
-    return f"objectives=[{{name: {name}, weight: {weight}, params: {{{inner}}}}}]"
+    late = f", start_epoch: {start_epoch}" if start_epoch else ""
+    return f"objectives=[{{name: {name}, weight: {weight}, params: {{{inner}}}{late}}}]"
 
 
 SCL = objective("supervised_contrastive_alignment", 1.0, temperature=1.0)  # §5.2-5.3: λ = 1, τ = 1.0
 # Not the paper's schedule: SCL joins CE from epoch 6 of 10, after CE has left its plateau on PAWS-X at 1,200 pairs
 # (benchmarks/fidelity/scl-pawsx-diagnosis.md, sections 5-6: from step 1 it keeps CE at chance on a draw where CE learns).
-SCL_LATE = ("objectives=[{name: supervised_contrastive_alignment, weight: 1.0, params: {temperature: 1.0}, "
-            "start_epoch: 5}]")
+SCL_LATE = objective("supervised_contrastive_alignment", 1.0, start_epoch=5, temperature=1.0)
 CL = objective("contrastive_alignment", 1.0, temperature=1.0)  # §5.2-5.3: λ = 1, τ = 1.0
 # §4.2's reading of MVA: KL between the original's and the view's predicted distributions (xTune's), λ = 10
 MVA_KL = objective("multiview_alignment", 10.0, similarity="kl")
