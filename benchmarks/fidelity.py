@@ -31,7 +31,9 @@ The report (``--out``, one section per comparison stored, plus ``fidelity_<name>
   over seeds, items resampled with replacement); it is called a gain only when the interval
   excludes 0. The interval is over test items, not over training seeds, so a difference whose seeded
   variant has fewer seeds than ``SEEDS`` has its verdict marked provisional: another seed can move the
-  difference outside it (scl-pawsx: one MVA seed gains on CE's seed 0 and loses on its seeds 1 and 2);
+  difference outside it (scl-pawsx: one MVA seed gains on CE's seed 0 and loses on its seeds 1 and 2). Where two seeded
+  variants ran different seeds, a difference is taken over the seeds both ran (``paired_runs``; the seeds
+  column names them);
 - beside it, the interval and verdict of the same difference when the seeds are resampled too (Owen's
   pigeonhole bootstrap over seeds × items, ``seed_item_bootstrap``; the seeds drawn together where both
   variants ran the same seeds, since a seed gives both the same initialisation, batches and views): what
@@ -693,6 +695,20 @@ def run_command(name: str, seeds: Sequence[int] = SEEDS, only: Sequence[str] = (
             + (f" --only {' '.join(only)}" if only else ""))
 
 
+def paired_runs(comparison: Comparison, by_variant: dict[str, list[Record]], a: str, b: str) -> tuple[list, list]:
+    """The runs of ``a`` and ``b`` that a claim A − B compares: where both are seeded and ran some seeds in
+    common but not the same ones, only those common seeds. Averaging one variant's seed 0 against another's
+    seeds 0, 1 and 2 would mix a draw's difference with the spread between draws (scl-nusax's translate-train
+    control ran seed 0 alone: −0.050 paired on it, −0.045 against all three CE+SCL seeds)."""
+    ra, rb = by_variant[a], by_variant[b]
+    if not all(comparison.variant(name).seeded for name in (a, b)):
+        return ra, rb
+    common = {r["seed"] for r in ra} & {r["seed"] for r in rb}
+    if not common:
+        return ra, rb
+    return [r for r in ra if r["seed"] in common], [r for r in rb if r["seed"] in common]
+
+
 def section(comparison: Comparison, units: dict[str, Record], plot: Path) -> str:
     by_variant = {v.name: [units[k] for k in sorted(units) if units[k]["variant"] == v.name]
                   for v in comparison.variants}
@@ -713,23 +729,27 @@ def section(comparison: Comparison, units: dict[str, Record], plot: Path) -> str
         metric = metric[0] if metric else None
         if a not in by_variant or b not in by_variant or "items" not in scored(by_variant[a][0], metric):
             continue
-        xa, xb = correctness(by_variant[a], metric), correctness(by_variant[b], metric)
-        if scored(by_variant[a][0], metric)["items_digest"] != scored(by_variant[b][0], metric)["items_digest"]:
+        ra, rb = paired_runs(comparison, by_variant, a, b)
+        xa, xb = correctness(ra, metric), correctness(rb, metric)
+        if scored(ra[0], metric)["items_digest"] != scored(rb[0], metric)["items_digest"]:
             raise ValueError(f"{a} and {b} were scored on different test items")
         # Runs of the same seed share their initialisation, batches and views (a deterministic reference
         # has one run, at the first seed, and shares them with no one).
         matched = all(comparison.variant(name).seeded for name in (a, b)) and \
-            [r["seed"] for r in by_variant[a]] == [r["seed"] for r in by_variant[b]]
+            [r["seed"] for r in ra] == [r["seed"] for r in rb]
         interval = paired_bootstrap(xa, xb, seed=0)
         crossed = seed_item_bootstrap(xa, xb, matched=matched, seed=0)
         short = [len(x) for name, x in ((a, xa), (b, xb)) if comparison.variant(name).seeded and len(x) < len(SEEDS)]
         verdict = interval.verdict + (f" (provisional: {counted(min(short), 'seed')})" if short else "")
+        seeds = f"{len(by_variant[a])} / {len(by_variant[b])}"
+        if len(ra) < len(by_variant[a]) or len(rb) < len(by_variant[b]):
+            seeds += f" (paired on {'seed' if len(ra) == 1 else 'seeds'} {', '.join(str(r['seed']) for r in ra)})"
         claims.append({"difference": f"{comparison.variant(a).label} − {comparison.variant(b).label}",
                        **({"score": metric or "accuracy"} if comparison.metrics else {}),
                        "paper": paper, "measured (mean over items)": str(interval),
                        "verdict": verdict, "over seeds and items": f"{crossed} {crossed.verdict}",
                        "items": len(xa[0]),
-                       "seeds": f"{len(xa)} / {len(xb)}"})
+                       "seeds": seeds})
     write_plot(comparison, by_variant, plot)
     reading = HERE / "fidelity" / f"{comparison.name}.md"
     stored = list(units.values())

@@ -143,7 +143,12 @@ def test_a_section_tables_every_score_and_tests_each_claim_on_its_own_items(tmp_
     # The interval is over items, not seeds: a seeded variant short of three seeds gives a provisional verdict, a
     # deterministic reference (one unit by design) does not
     one_a = {k: v for k, v in units.items() if k not in ("a/seed1", "a/seed2")}
-    assert re.search(r"\| A − B +\| \+1 acc +\| .+ \| within noise \(provisional: 1 seed\) +\| [^|]+ \| 4 +\| 1 / 3 +\|",
+    # ... and it is taken over the seeds both ran: B's seeds 1 and 2, which A did not run, do not count
+    one_a |= {f"b/seed{s}": unit("b", s, "0000", b_ret[s], 0.2) for s in (1, 2)}
+    seed0 = paired_bootstrap([[1, 1, 0, 0]], [[1, 0, 1, 0]], seed=0)
+    assert str(seed0) != str(paired_bootstrap([[1, 1, 0, 0]], [[1, 0, 1, 0], [0] * 4, [0] * 4], seed=0))
+    assert re.search(rf"\| A − B +\| \+1 acc +\| {re.escape(str(seed0))} +\| within noise \(provisional: 1 seed\) +\| "
+                     rf"[^|]+ \| 4 +\| 1 / 3 \(paired on seed 0\) +\|",
                      fidelity.section(comparison, one_a, tmp_path / "t.png"))
     reference = fidelity.Comparison("t", "T", "settings", (comparison.variants[0],
                                                            fidelity.Variant("b", "B", never, seeded=False)),
