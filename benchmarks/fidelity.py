@@ -36,7 +36,8 @@ The report (``--out``, one section per comparison stored, plus ``fidelity_<name>
   column names them);
 - beside it, the interval and verdict of the same difference when the seeds are resampled too (Owen's
   pigeonhole bootstrap over seeds × items, ``seed_item_bootstrap``; the seeds drawn together where both
-  variants ran the same seeds, since a seed gives both the same initialisation, batches and views): what
+  variants ran the same seeds, since a seed gives both the same initialisation and views, though a plain
+  and an augmented dataset of one seed need not be read in the same order): what
   other seeds could make of it. The verdict column is the item interval's, the rule this benchmark keeps;
   where the two disagree, the reading says so;
 - the comparison's sizes, model, epochs and seeds, and its reading, kept in
@@ -733,7 +734,7 @@ def section(comparison: Comparison, units: dict[str, Record], plot: Path) -> str
         xa, xb = correctness(ra, metric), correctness(rb, metric)
         if scored(ra[0], metric)["items_digest"] != scored(rb[0], metric)["items_digest"]:
             raise ValueError(f"{a} and {b} were scored on different test items")
-        # Runs of the same seed share their initialisation, batches and views (a deterministic reference
+        # Runs of the same seed share their initialisation and views (a deterministic reference
         # has one run, at the first seed, and shares them with no one).
         matched = all(comparison.variant(name).seeded for name in (a, b)) and \
             [r["seed"] for r in ra] == [r["seed"] for r in rb]
