@@ -145,14 +145,14 @@ def test_custom_resources_of_learner_workers_count_in_the_footprint():
         load_cotrain_config(None, [TINY_TASK_OVERRIDE, "lm.scaling.resources={CPU: 1}"])
 
 
-def labelled_batch(ids: list[str], node: str, seed: int, worker: str | None = None) -> pa.Table:
+def labelled_batch(ids: list[str], node: str, seed: int, worker: str | None = None, precision: str = "fp32") -> pa.Table:
     """A batch as the actor pool hands it on: pool columns, both learners' predictions, the actor
-    (``worker``, by default one per node) and its node."""
+    (``worker``, by default one per node), its node and the precision it computed in."""
     rng = np.random.default_rng(seed)
     n = len(ids)
     columns = {"id": ids, "text": [f"t {i}" for i in ids], "text_pair": [None] * n, "lang": ["de"] * n,
                "gold": ["a"] * n, "probabilities": [[0.5, 0.5]] * n,
-               "worker": [worker or f"actor-on-{node}"] * n, "node": [node] * n}
+               "worker": [worker or f"actor-on-{node}"] * n, "node": [node] * n, "precision": [precision] * n}
     for name in LEARNERS:
         columns[f"{name}_pseudo_label"] = list(np.array(LABELS, dtype=object)[rng.integers(0, 3, n)])
         columns[f"{name}_confidence"] = rng.uniform(0.5, 1, n).astype(np.float32)
@@ -161,7 +161,7 @@ def labelled_batch(ids: list[str], node: str, seed: int, worker: str | None = No
 
 def test_a_stream_in_any_order_feeds_both_selections_and_is_checked_exactly_once():
     ids = [f"u{i}" for i in range(9)]
-    batches = [labelled_batch(ids[5:], "n1", 0), labelled_batch(ids[:2], "n2", 1),
+    batches = [labelled_batch(ids[5:], "n1", 0, precision="bf16"), labelled_batch(ids[:2], "n2", 1),
                labelled_batch(ids[2:5], "n2", 2, worker="a second actor on n2")]
     stored = StoredPool([], [], len(ids), fingerprint(np.array(ids, dtype=object)))
     done: list[int] = []
@@ -170,6 +170,7 @@ def test_a_stream_in_any_order_feeds_both_selections_and_is_checked_exactly_once
     seen.check(stored)
     # The pass's placement: each actor's node, in the order their first rows came.
     assert seen.placement() == ["n1", "n2", "n2"] and done == [4, 2, 3] and seen.rows == 9
+    assert list(seen.precisions) == ["bf16", "fp32"]  # n1's CPU has native bf16, n2's not: auto differed
     table = pa.concat_tables(batches)
     agreed = [i for i, a, b in zip(table["id"].to_pylist(), table["lm_pseudo_label"].to_pylist(),
                                    table["emb_pseudo_label"].to_pylist()) if a == b]

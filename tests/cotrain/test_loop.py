@@ -17,8 +17,10 @@ import torch
 
 from conftest import REPO
 from xlt.config import ConfigError
+from xlt.hardware import resolve_precision
 from xlt.cotrain import LEARNERS, load_cotrain_config, prepare, run_cotraining
 from xlt.cotrain.learner import fit, learner_service
+from xlt.cotrain.loop import PRECISION_KEY
 from xlt.cotrain.state import LoopState
 from xlt.models.encoder import CachedEncoder, TextEncoder
 from xlt.storage import OutputSettings
@@ -99,10 +101,13 @@ def killed(iteration0, data_dir, tmp_path_factory) -> LoopState:
 
 
 @pytest.mark.timeout(300)
-def test_an_iteration_completes_with_every_cpu_reserved(iteration0):
+def test_an_iteration_completes_with_every_cpu_reserved(iteration0, data_dir):
     # Pseudo-labelling must not need a Ray Data task beyond the actor pool.
     state = iteration0.state
     assert state.iteration == 1 and all(state.received[name] for name in LEARNERS)
+    # What the pass computed in, as the actor resolved the preset's inference.precision on this machine.
+    resolved = resolve_precision(config(data_dir, iteration0.out).inference.precision, "cpu")
+    assert [h[PRECISION_KEY] for h in state.history if h["iteration"] == 0] == [resolved] * len(LEARNERS)
 
 
 def test_resume_after_a_stop_equals_an_uninterrupted_run(iteration0, killed, data_dir):

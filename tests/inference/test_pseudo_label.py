@@ -111,7 +111,7 @@ def test_several_classifiers_in_one_pass_each_equal_their_own_udf(path_spec: Cla
     batch = batch_of(TEXTS)
     out = PseudoLabelUDF({"lm": path_spec, "emb": other}, encode_batch_size=4)(batch)
     assert out.column_names == [*batch.column_names, *(prediction_column(c, name) for name in ("lm", "emb")
-                                                       for c in ("pseudo_label", "confidence", "probabilities")), "worker", "node"]
+                                                       for c in ("pseudo_label", "confidence", "probabilities")), "worker", "node", "precision"]
     for name, spec in (("lm", path_spec), ("emb", other)):
         alone = PseudoLabelUDF(spec, encode_batch_size=4)(batch)
         for column in ("pseudo_label", "confidence", "probabilities"):
@@ -220,6 +220,8 @@ def test_bf16_autocast_keeps_the_labels_and_bad_precision_is_refused(classifier:
     exact = PseudoLabelUDF(path_spec)(batch_of(TEXTS))
     bf16 = PseudoLabelUDF(path_spec, precision="bf16")(batch_of(TEXTS))
     assert bf16.column("pseudo_label").equals(exact.column("pseudo_label"))
+    # Each row says what it was computed in, the driver's configuration being no guide to an actor's machine
+    assert set(exact.column("precision").to_pylist()) == {"fp32"} and set(bf16.column("precision").to_pylist()) == {"bf16"}
     a, b = (np.asarray(t.column("probabilities").to_pylist()) for t in (exact, bf16))
     assert 0 < np.abs(a - b).max() < 0.05  # bf16 did run (not bit-equal), and kept its 8 bits of mantissa
     with pytest.raises(Exception, match="precision='fp8' is not valid: expected auto or fp32 or bf16 or fp16"):
@@ -236,7 +238,9 @@ def test_a_precision_the_actors_device_lacks_labels_at_auto_with_a_warning(path_
     assert udf.device == "cpu" and udf.precision == "fp32"
     assert [r.getMessage() for r in caplog.records] == [
         "inference.precision fp16: not something the cpu this actor runs on computes in; labelling at auto"]
-    assert udf(batch_of(TEXTS)).column("pseudo_label").equals(PseudoLabelUDF(path_spec)(batch_of(TEXTS)).column("pseudo_label"))
+    labelled = udf(batch_of(TEXTS))
+    assert labelled.column("pseudo_label").equals(PseudoLabelUDF(path_spec)(batch_of(TEXTS)).column("pseudo_label"))
+    assert set(labelled.column("precision").to_pylist()) == {"fp32"}  # what it ran at, not the fp16 asked for
 
 
 def test_a_token_budget_gives_the_same_predictions_in_smaller_batches(path_spec: ClassifierSpec) -> None:

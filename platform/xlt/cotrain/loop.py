@@ -56,11 +56,14 @@ from ..tasks import Task, load_task
 from ..train.data import eval_rows
 from .config import LEARNERS, RESUMABLE_CHANGES, CotrainConfig
 from .learner import Fit, fit, learner_service
-from .pool import StoredPool, count_pool, put_pool, stream_selections
+from .pool import Pass, StoredPool, count_pool, put_pool, stream_selections
 from .selection import Selection, default_size
 from .state import LoopState
 
 logger = logging.getLogger(__name__)
+# The precision each iteration's pseudo-labelling computed in, as the actors resolved inference.precision
+# (auto: bf16 or fp32 by their machine's CPU); several, comma-separated, if actors on unlike nodes differed.
+PRECISION_KEY = "pseudo-label/precision"
 
 
 @dataclass(frozen=True)
@@ -185,11 +188,12 @@ def run_cotraining(cfg: CotrainConfig, *, data: Prepared | None = None, stop_aft
             if iteration < cfg.iterations:
                 chosen = selections(state, cfg, data, iteration)
                 with phases("pseudo-label and select", iteration=iteration):
-                    labellers = predict(cfg, fits, data, chosen)
+                    labelled = predict(cfg, fits, data, chosen)
                 with phases("exchange", iteration=iteration):
                     for name, stats in exchange(state, chosen, cfg, iteration).items():
                         records[name].update(stats)
-                        records[name][placement.key("pseudo-label")] = placement.as_text(labellers)
+                        records[name][placement.key("pseudo-label")] = placement.as_text(labelled.placement())
+                        records[name][PRECISION_KEY] = ",".join(labelled.precisions)
             state.history.extend(records[name] for name in LEARNERS)
             state.iteration = iteration + 1
             state.save(out)
@@ -256,11 +260,11 @@ def _train_row(received: dict[str, Any]) -> dict[str, Any]:
 
 
 def predict(cfg: CotrainConfig, fits: dict[str, Fit], data: Prepared,
-            chosen: dict[str, Selection]) -> list[str | None]:
+            chosen: dict[str, Selection]) -> Pass:
     """Pseudo-label the whole pool with both learners' weights (``fits[name].state``: an ObjectRef to
     its fit's weights) in one pass of the ``xlt.inference`` actor pool (or in this process:
-    ``inference.num_actors: 0``), feeding each learner's selection as batches arrive; returns the
-    node of each worker that predicted rows (``xlt.placement``)."""
+    ``inference.num_actors: 0``), feeding each learner's selection as batches arrive; returns what
+    the pass saw: where it ran (``xlt.placement``) and in what precision."""
     import ray
 
     from ..inference import ClassifierSpec, pseudo_label, pseudo_label_here
@@ -290,4 +294,4 @@ def predict(cfg: CotrainConfig, fits: dict[str, Fit], data: Prepared,
     seen = stream_selections(batches, chosen, partners=partners, done=bar.update)
     bar.close()
     seen.check(data.stored_pool)
-    return seen.placement()
+    return seen

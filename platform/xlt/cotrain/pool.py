@@ -71,13 +71,14 @@ class StoredPool:
 
 @dataclass
 class Pass:
-    """What a pseudo-labelling pass saw: rows, their ``fingerprint``, and the workers (actor, node)
+    """What a pseudo-labelling pass saw: rows, their ``fingerprint``, the workers (actor, node)
     that predicted them, in the order their first rows came (an actor that Ray restarted on another
-    node is a worker there too)."""
+    node is a worker there too), and the precisions they computed in."""
 
     rows: int = 0
     fingerprint: int = 0
     workers: dict[tuple[str | None, str | None], None] = field(default_factory=dict)  # an ordered set
+    precisions: dict[str, None] = field(default_factory=dict)  # an ordered set
 
     def placement(self) -> list[str | None]:
         """The node of each worker (``xlt.placement``)."""
@@ -128,7 +129,7 @@ def put_pool(task: Task, limit: int, block_rows: int) -> StoredPool:
 def stream_selections(batches: Any, selections: Mapping[str, Selection], *, partners: Mapping[str, str] | None = None,
                       done: Callable[[int], Any] = lambda n: None) -> Pass:
     """Feed every pseudo-labelled batch (``pyarrow.Table`` with ``POOL_COLUMNS``, each learner's
-    ``<name>_pseudo_label`` and ``<name>_confidence``, ``worker`` and ``node``) to each learner's selection;
+    ``<name>_pseudo_label`` and ``<name>_confidence``, ``worker``, ``node`` and ``precision``) to each learner's selection;
     ``partners[name]``: whose labels its agreement compares with; ``done(n)`` after each batch of
     n rows. Returns what the pass saw (``Pass``), for ``Pass.check``.
 
@@ -145,6 +146,7 @@ def stream_selections(batches: Any, selections: Mapping[str, Selection], *, part
             partner = labels[partners[name]] if partners and name in partners else None
             selection.offer(rows, labels[name], np.asarray(confidence), partner)
         seen.workers.update(dict.fromkeys(zip(batch.column("worker").to_pylist(), batch.column("node").to_pylist())))
+        seen.precisions.update(dict.fromkeys(batch.column("precision").unique().to_pylist()))
         seen.rows += batch.num_rows
         seen.fingerprint = (seen.fingerprint + fingerprint(rows["id"])) % 2**64
         done(batch.num_rows)

@@ -46,13 +46,15 @@ if TYPE_CHECKING:
 #   probabilities  list<float32>   p_k for every label, in ``ClassifierSpec.labels`` order
 #   worker         dictionary<string>  the Ray actor that predicted the row (null in a driver or outside Ray)
 #   node           dictionary<string>  its Ray node (null outside Ray): with ``worker``, the pass's placement
+#   precision      dictionary<string>  what the actor computed in: fp32, bf16 or fp16 (``auto`` resolved on its
+#                                      machine, which the driver's configuration cannot tell)
 # With several classifiers (a mapping name -> spec) the first three come once per classifier,
-# named ``<name>_pseudo_label`` etc. (``prediction_column``); ``worker`` and ``node`` once.
+# named ``<name>_pseudo_label`` etc. (``prediction_column``); the last three once.
 logger = logging.getLogger(__name__)
 
 PREDICTION_COLUMNS: tuple[str, ...] = ("pseudo_label", "confidence", "probabilities")
 PLACEMENT_COLUMNS: tuple[str, ...] = ("worker", "node")
-OUTPUT_COLUMNS: tuple[str, ...] = (*PREDICTION_COLUMNS, *PLACEMENT_COLUMNS)
+OUTPUT_COLUMNS: tuple[str, ...] = (*PREDICTION_COLUMNS, *PLACEMENT_COLUMNS, "precision")
 
 
 def prediction_column(column: str, name: str | None = None) -> str:
@@ -115,7 +117,7 @@ class PseudoLabelUDF:
         self.encode_batch_size, self.sort_by_length, self.text_column = encode_batch_size, sort_by_length, text_column
         self.tokens_per_batch = tokens_per_batch
         self.pair_column = pair_column if next(iter(specs.values())).paired else None
-        self.placement = {"worker": this_worker(), "node": this_node()}
+        self.constants = {"worker": this_worker(), "node": this_node(), "precision": self.precision}
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         import pyarrow as pa
@@ -151,7 +153,7 @@ class PseudoLabelUDF:
                     pa.array(np.arange(0, n * c + 1, c, dtype=np.int32)),
                     pa.array(probabilities.reshape(-1), type=pa.float32())),
             }
-        for name, value in self.placement.items():
+        for name, value in self.constants.items():
             added[name] = pa.array([value] * batch.num_rows, type=pa.string()).dictionary_encode()
         for name, values in added.items():
             if name in batch.column_names:
