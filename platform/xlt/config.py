@@ -59,11 +59,26 @@ def from_dict(cls: type[T], data: dict[str, Any] | None, prefix: str = "") -> T:
     except TypeError as e:  # a required field without a default was not given
         raise ConfigError(f"{cls.__name__}: {e}") from e
     except ConfigError as e:  # a nested dataclass checks its own field names: say where it sits
-        if prefix and not str(e).startswith(prefix):
-            raise ConfigError(f"{prefix}{e}") from e
+        placed = _placed(str(e), prefix)
+        if placed != str(e):
+            raise ConfigError(placed) from e
         raise
     except ValueError as e:
         raise ConfigError(f"{prefix.rstrip('.') or cls.__name__}: {e}") from e
+
+
+def _placed(message: str, prefix: str) -> str:
+    """``message``, a nested dataclass's check, with its key placed under ``prefix``.
+
+    A dataclass's checks name its keys either relative to it (``BitextConfig``: ``name``) or from
+    the place it usually has (``TaskConfig``: ``task.path``, as in a fine-tuning config). That place
+    is the last part of ``prefix`` wherever the dataclass sits, so it is replaced, not repeated: a
+    task nested in a bitext source reads ``data.sources[0].task.path``, not ``...task.task.path``.
+    """
+    if not prefix or message.startswith(prefix):
+        return message
+    usual = prefix.rstrip(".").rsplit(".", 1)[-1] + "."
+    return prefix + message.removeprefix(usual)
 
 
 def _coerce(hint: Any, value: Any, key: str) -> Any:

@@ -184,6 +184,20 @@ def test_bad_configs_name_the_key(config: dict, match: str) -> None:
         from_dict(BitextConfig, config)
 
 
+@pytest.mark.parametrize("task, key", [
+    ({"name": "t", "type": "nope"}, "type='nope'"),                      # the task type's own check
+    ({"name": "t", "type": "files", "path": ""}, "path=''"),             # the files type's check
+    ({"name": "t/1", "type": "files", "path": "{lang}.tsv"}, "name='t/1'"),
+    ({"name": "t", "type": "files", "path": "{lang}.tsv"}, "link='none'"),  # the source's check of its task
+])
+def test_a_task_nested_in_a_source_names_its_keys_where_they_sit(task: dict, key: str) -> None:
+    """A task's checks name ``task.<key>`` (its place in a fine-tuning config); nested in a bitext
+    source of a pretraining config, the key reads from the config's root, ``task`` said once."""
+    with pytest.raises(ConfigError) as error:
+        from_dict(BitextConfig, {"type": "task", "name": "s", "task": task}, prefix="data.sources[0].")
+    assert str(error.value).startswith(f"data.sources[0].task.{key} is not valid")
+
+
 @pytest.mark.parametrize("name", sorted(p.stem for p in (CONFIGS / "bitext").glob("*.yaml")))
 def test_every_preset_reads_its_first_language(name: str, data_dir: Path) -> None:
     source = bitext(name)
