@@ -167,5 +167,7 @@ def test_include_in_the_items_of_a_list(tmp_path, monkeypatch):
         {"type": "lines", "name": "b", "task": {"name": "t"}, "langs": ["de"]}, {"type": "hf"}]}
     monkeypatch.chdir(tmp_path)
     assert apply_overrides({}, ["data.sources=[{include: bitext/b.yaml}]"])["data"]["sources"][0]["name"] == "b"
-    with pytest.raises(ConfigError, match=r"--set: sources\[1\].include names .*missing.yaml"):
+    with pytest.raises(ConfigError, match=r"--set: data.sources\[1\].include names .*missing.yaml"):
         apply_overrides({}, ["data.sources=[{include: bitext/b.yaml}, {include: missing.yaml}]"])
+    with pytest.raises(ConfigError, match=r"--set: data.sources\[0\].task.include names .*missing.yaml"):
+        apply_overrides({}, ["data.sources=[{type: task, task: {include: missing.yaml}}]"])

@@ -209,8 +209,10 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     return _expand_includes(data, path)
 
 
-def _expand_includes(data: dict[str, Any], path: Path) -> dict[str, Any]:
-    return {key: _expanded(value, key, path) for key, value in data.items()}
+def _expand_includes(data: dict[str, Any], path: Path, prefix: str = "") -> dict[str, Any]:
+    """``data`` with every ``include`` in it read and merged; errors name keys from ``data``'s root
+    (``data.sources[1].include``), after ``prefix``."""
+    return {key: _expanded(value, prefix + key, path) for key, value in data.items()}
 
 
 def _expanded(value: Any, key: str, path: Path) -> Any:
@@ -219,7 +221,7 @@ def _expanded(value: Any, key: str, path: Path) -> Any:
         return [_expanded(item, f"{key}[{i}]", path) for i, item in enumerate(value)]
     if not isinstance(value, dict):
         return value
-    value = _expand_includes(value, path)
+    value = _expand_includes(value, path, key + ".")
     if "include" not in value:
         return value
     target = path.parent / str(value.pop("include"))
