@@ -10,6 +10,7 @@ import os
 import signal
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -190,12 +191,13 @@ def test_cached_encoder_embeds_each_text_once():
         CachedEncoder(with_weights)
 
 
-def test_a_fraction_of_the_labels_is_kept_evenly_spaced_over_the_same_pool(data_dir, tmp_path):
+def test_a_fraction_of_the_labels_is_a_stratified_draw_over_the_same_pool(data_dir, tmp_path):
     full = prepare(config(data_dir, tmp_path))
     part = prepare(config(data_dir, tmp_path, "data.labeled_fraction=0.25"))
-    ids = [r["id"] for r in full.labeled]
-    n = round(0.25 * len(ids))
-    assert [r["id"] for r in part.labeled] == ids[::len(ids) // n][:n]
+    n = round(0.25 * len(full.labeled))
+    drawn = full.task.examples("train", "en", n)
+    assert [r["id"] for r in part.labeled] == [ex.id for ex in drawn] and len(drawn) == n
+    assert sorted(Counter(r["label"] for r in part.labeled).values())[-1] < n / 2  # every topic, not a stride's
     assert part.pool_counts == full.pool_counts and part.pool_size > 0
     with pytest.raises(ConfigError, match=r"data\.labeled_fraction=0\.0 is not valid: expected a number in \(0, 1\]"):
         config(data_dir, tmp_path, "data.labeled_fraction=0.0")

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from xlt.cotrain.selection import Selection, default_size, draw_keys, quotas
+from xlt.cotrain.selection import Selection, default_size
+from xlt.data.sample import draw_keys, quotas
 
 LABELS = np.array(["a", "b", "c"], dtype=object)
 PRIOR = {"a": 5, "b": 3, "c": 2}
@@ -95,21 +96,6 @@ def test_threshold_random_is_uniform_over_candidates():
     assert counts["u1"] == counts["u5"] == 0
     assert all(abs(counts[i] / 2000 - 0.5) < 0.05 for i in ("u0", "u2", "u3", "u4"))
     assert len(pairs) == 6  # every 2-subset of the 4 candidates occurs
-
-
-def test_keys_depend_on_the_id_and_seed_only():
-    ids = np.array(["x", "y", "z"], dtype=object)
-    keys = draw_keys(ids, [1, 2, 3])
-    assert keys.dtype == np.uint64 and len(set(keys.tolist())) == 3
-    assert draw_keys(ids[::-1], [1, 2, 3]).tolist() == keys[::-1].tolist()
-    assert draw_keys(ids, [1, 2, 4]).tolist() != keys.tolist()
-    assert draw_keys(ids[:1], 5).tolist() == draw_keys(ids[:1], [5]).tolist()
-
-
-def test_quotas_follow_the_prior_and_sum_to_size():
-    assert quotas({"a": 50, "b": 30, "c": 20}, 10) == {"a": 5, "b": 3, "c": 2}
-    q = quotas({"a": 1, "b": 1, "c": 1}, 10)
-    assert sum(q.values()) == 10 and sorted(q.values()) == [3, 3, 4]
 
 
 def test_class_balanced_fills_each_class_quota_from_its_candidates():

@@ -9,6 +9,7 @@ import pytest
 
 from presets import mining
 from xlt.data import DataError, read_mining
+from xlt.data.sample import sample as draw
 from xlt.eval.protocols import bucc_sample
 from xlt.tasks import load_mining
 
@@ -68,11 +69,18 @@ def test_capped_sample_keeps_gold_pairs_and_file_row_halves(tmp_path):
     en = "".join(f"en-{i}\te{i}\n" for i in range(10))
     corpus = read_mining(*write(tmp_path, zh, en, "zh-7\ten-9\nzh-4\ten-5\nzh-1\ten-0\n"), "zh", "en")
     sample = bucc_sample(corpus, max_examples=2)
-    # the first 2 gold pairs' sentences, the first 2 rows of each side; zh-1/en-0 is kept by both
-    assert sample.src == ["z0", "z1", "z4", "z7"] and sample.tgt == ["e0", "e1", "e5", "e9"]
-    assert sample.parts["calibration"] == ([0, 2], [(1, 2)])  # zh rows 0 and 4; zh-4 -> en-5
-    assert sample.parts["held-out"] == ([1, 3], [(1, 3), (0, 0)])  # zh rows 1 and 7
-    assert sample.parts["all"] == ([0, 1, 2, 3], [(3, 3), (2, 2), (1, 0)])
+    # the sentences of 2 gold pairs drawn, and 2 rows of each side drawn (xlt.data.sample)
+    kept = draw(corpus.gold, 2, key=lambda pair: f"{pair[0]}-{pair[1]}")
+    src_rows = sorted({s for s, _ in kept} | set(draw(range(10), 2, key=str)))
+    tgt_rows = sorted({t for _, t in kept} | set(draw(range(10), 2, key=str)))
+    assert sample.src == [f"z{i}" for i in src_rows] and sample.tgt == [f"e{j}" for j in tgt_rows]
+    assert len(kept) == 2 and len(src_rows) >= 3
+    # Halves by the zh row in the file: even rows calibrate, odd rows are held out; gold by position.
+    for name, parity in (("calibration", 0), ("held-out", 1), ("all", None)):
+        rows, gold = sample.parts[name]
+        assert [src_rows[i] for i in rows] == [r for r in src_rows if parity is None or r % 2 == parity]
+        expected = {(f"z{s}", f"e{t}") for s, t in corpus.gold if s in [src_rows[i] for i in rows] and t in tgt_rows}
+        assert {(sample.src[rows[i]], sample.tgt[j]) for i, j in gold} == expected
     assert bucc_sample(corpus, 0).src == list(corpus.src)
     (tmp_path / "one").mkdir()
     with pytest.raises(ValueError, match=r"the held-out part of BUCC zh-en has no gold pair with max_examples=1"):

@@ -42,10 +42,3 @@ def test_data_error_format_and_pickle() -> None:
     assert isinstance(err, ValueError)
     again = pickle.loads(pickle.dumps(err))  # Ray pickles exceptions raised in tasks
     assert str(again) == str(err) and again.line == 12 and again.path == "data/x.tsv"
-
-
-def test_evenly_spaced_takes_at_most_n_from_across_the_items():
-    from xlt.data import evenly_spaced
-
-    assert evenly_spaced(list(range(10)), 3) == [0, 3, 6]
-    assert evenly_spaced(list(range(10)), 0) == list(range(10)) and evenly_spaced([1, 2], 5) == [1, 2]

@@ -78,7 +78,7 @@ def test_mixture_holds_evaluation_apart(data_dir, tmp_path):
     assert normalized_in(fr[3].src, evaluation_sentences(PretrainData(sources=(source,), **held), data_dir))
     rows = evaluation_rows(PretrainData(sources=(source,), eval_source=bitext("tatoeba"), eval_langs=("fr", "sw"),
                                         eval_max_pairs=5), data_dir)
-    assert len(rows) == 10 and rows[0] == {"lang": "fr", "src": fr[0].src, "tgt": fr[0].tgt}
+    assert len(rows) == 10 and {"src": rows[0]["src"], "tgt": rows[0]["tgt"]} in [{"src": p.src, "tgt": p.tgt} for p in fr]
     assert [r["lang"] for r in rows] == ["fr"] * 5 + ["sw"] * 5
 
 

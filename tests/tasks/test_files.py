@@ -82,8 +82,10 @@ def test_tsv_per_language_resolves_targets_labels_and_ids(tmp_path: Path) -> Non
     ]
     ids = [r["id"] for role in ("train", "dev", "test") for r in task.rows(role, task.langs)]
     assert len(ids) == len(set(ids)) == 3 * 3 * 3
-    assert task.rows("test", ["fr"], limit=1) == [{"id": "sent/fr/test/0", "text": "bon film", "text_pair": None,
-                                                   "label": "pos", "lang": "fr", "source_id": None}]
+    (drawn,) = task.rows("test", ["fr"], limit=1)  # a seeded draw (tests/tasks/test_sampling.py)
+    assert drawn in task.rows("test", ["fr"]) and drawn == {"id": "sent/fr/test/2", "text": "belle intrigue",
+                                                            "text_pair": None, "label": "pos", "lang": "fr",
+                                                            "source_id": None}
 
 
 def test_relative_and_absolute_paths_need_no_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

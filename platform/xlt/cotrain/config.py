@@ -64,8 +64,9 @@ class PoolData:
     unlabelled pool U is the ``pool`` split of every target language (labels dropped; a gold
     label, where the data has one, only scores the pseudo-labels); evaluation on every language's
     ``eval_split``. ``max_examples`` caps each language and split (0 = all). ``labeled_fraction``
-    keeps that fraction of D (evenly spaced, at least one row): the label-scarce setting of Yu &
-    Joty 2021, §4.2 (1.2% of the English labels) against the full one, on the same pool."""
+    keeps that fraction of D (at least one row): the label-scarce setting of Yu & Joty 2021, §4.2
+    (1.2% of the English labels) against the full one, on the same pool. Both are seeded random
+    draws, stratified by label outside the pool (``task.sample_seed``, ``xlt.tasks.Task.draw``)."""
 
     data_dir: str | None = None  # {data_dir} in the task's paths; else $XLT_DATA_DIR
     eval_split: Literal["dev", "test"] = "test"

@@ -45,7 +45,6 @@ import numpy as np
 
 from .. import placement
 from ..config import save_config
-from ..data.records import evenly_spaced
 from ..engine import FitService, check_device, check_resumable
 from ..engine.checkpoints import CONFIG_FILE
 from ..progress import progress
@@ -107,9 +106,9 @@ def prepare(cfg: CotrainConfig) -> Prepared:
         check_device(learner.optim, learner.scaling, f"{name}.")
     task = load_task(cfg.task, cfg.data.data_dir)
     n = cfg.data.max_examples
-    labeled = task.rows("train", [task.source_lang], n)
-    if cfg.data.labeled_fraction < 1.0:
-        labeled = evenly_spaced(labeled, max(1, round(cfg.data.labeled_fraction * len(labeled))))
+    # labeled_fraction of the rows max_examples allows, drawn from the whole split as any n rows are.
+    allowed = len(task.examples("train", task.source_lang, n))
+    labeled = task.rows("train", [task.source_lang], max(1, round(cfg.data.labeled_fraction * allowed)))
     return Prepared(task, labeled, count_pool(task, n), eval_rows(task, cfg.data.eval_split, n), n,
                        cfg.inference.batch_size)
 

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..tasks import Task
-from .selection import Selection, draw_keys
+from ..data.sample import draw_keys
+from .selection import Selection
 
 if TYPE_CHECKING:
     import pyarrow as pa

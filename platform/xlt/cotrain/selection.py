@@ -32,41 +32,18 @@ would be ordered by arrival.
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping
 
 import numpy as np
 
-Seed = int | Sequence[int]  # (seed, iteration, learner) in the loop
+from ..data.sample import Seed, draw_keys, quotas
+
 POLICIES: tuple[str, ...] = ("threshold-random", "class-balanced", "agreement")
 
 
 def default_size(num_labeled: int) -> int:
     """Yu & Joty 2021, §4.2: n/3 of the raw labelled data per iteration (rounded down)."""
     return num_labeled // 3
-
-
-def quotas(prior: Mapping[str, int], size: int) -> dict[str, int]:
-    """``size`` split over classes in proportion to ``prior`` counts (largest remainder, ties by name)."""
-    total = sum(prior.values())
-    if total <= 0:
-        raise ValueError("the class prior has no examples")
-    exact = {label: size * count / total for label, count in prior.items()}
-    out = {label: int(value) for label, value in exact.items()}
-    rest = size - sum(out.values())
-    for label in sorted(exact, key=lambda k: (-(exact[k] - out[k]), k))[:rest]:
-        out[label] += 1
-    return out
-
-
-def draw_keys(ids: np.ndarray, seed: Seed) -> np.ndarray:
-    """A uint64 key per id: SipHash of the id's UTF-8 bytes under a 16-byte key made from ``seed``.
-    The same id and seed give the same key on any machine, in any batch."""
-    import pandas as pd
-
-    parts = [seed] if isinstance(seed, int) else list(seed)
-    hash_key = hashlib.blake2b(repr([int(p) for p in parts]).encode(), digest_size=8).hexdigest()
-    return pd.util.hash_array(np.asarray(ids, dtype=object), hash_key=hash_key, categorize=False)
 
 
 class Selection:

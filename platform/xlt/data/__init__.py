@@ -15,10 +15,10 @@ from xlt.data.hf import read_hf_parallel
 from xlt.data.mining import MiningCorpus, read_mining
 from xlt.data.paths import resolve_data_dir
 from xlt.data.ray_data import to_ray_dataset
-from xlt.data.records import Example, ParallelPair, as_rows, evenly_spaced
+from xlt.data.records import Example, ParallelPair, as_rows
+from xlt.data.sample import sample
 
 __all__ = [
-    "evenly_spaced",
     "BilingualDictionary",
     "DataError",
     "Example",
@@ -31,5 +31,6 @@ __all__ = [
     "read_muse",
     "read_parallel",
     "resolve_data_dir",
+    "sample",
     "to_ray_dataset",
 ]

@@ -8,11 +8,9 @@ place and silently change the data another view was built from.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, TypeVar
-
-T = TypeVar("T")
+from typing import Any
 
 
 def _require_text(record: object, name: str, value: object) -> None:
@@ -84,11 +82,3 @@ def as_rows(records: Iterable[Record]) -> list[dict[str, Any]]:
             )
         rows.append(dataclasses.asdict(record))
     return rows
-
-
-def evenly_spaced(items: Sequence[T], n: int) -> list[T]:
-    """At most ``n`` items (0 = all), evenly spaced: published splits and bitext files are often
-    sorted by label, topic or length, so the first n would be a biased sample."""
-    if not n or len(items) <= n:
-        return list(items)
-    return list(items[:: len(items) // n][:n])

@@ -28,7 +28,7 @@ from ..text.languages import normalize_lang
 from ..hardware import inference_device
 from ..models import EncoderConfig, TextEncoder, load_encoder
 from ..models.encoder import Item
-from ..data.records import evenly_spaced
+from ..data.sample import sample
 from ..storage import OutputSettings
 from ..tasks import (BitextConfig, MiningConfig, Task, TaskConfig, bitext_languages, load_mining, load_task,
                      read_bitext)
@@ -101,10 +101,10 @@ def _embed(encoder: TextEncoder, texts: list[Item], cfg: EvaluateConfig) -> np.n
 
 
 def bitext_pairs(cfg: EvaluateConfig, root: Path, lang: str) -> list[ParallelPair]:
-    """The pairs of ``lang`` in ``cfg.bitext`` (at most ``data.max_examples``, evenly spaced)."""
+    """The pairs of ``lang`` in ``cfg.bitext`` (at most ``data.max_examples``, a seeded draw: ``xlt.data.sample``)."""
     assert cfg.bitext is not None  # EvaluateConfig checks it for the protocols that read pairs
-    return evenly_spaced(read_bitext(replace(cfg.bitext, langs=(lang,)), root, normalize_lang(cfg.source_lang)),
-                         cfg.data.max_examples)
+    return sample(read_bitext(replace(cfg.bitext, langs=(lang,)), root, normalize_lang(cfg.source_lang)),
+                  cfg.data.max_examples, key=lambda p: p.id)
 
 
 def tatoeba_rows(encoder: TextEncoder, root: Path, langs: list[str], cfg: EvaluateConfig) -> list[dict[str, Any]]:
@@ -164,15 +164,15 @@ class BuccSample:
 
 
 def bucc_sample(corpus: MiningCorpus, max_examples: int) -> BuccSample:
-    """All of ``corpus``, or (``max_examples`` > 0) the sentences of its first ``max_examples`` gold
-    pairs plus the first ``max_examples`` rows of each side, so a smoke run still has gold pairs among
-    distractors. Halves follow the zh row in the file: a capped run's halves are subsets of the full
-    run's. Raises if a part has no gold pair (F1 is undefined)."""
+    """All of ``corpus``, or (``max_examples`` > 0) the sentences of ``max_examples`` of its gold
+    pairs plus ``max_examples`` rows of each side (seeded draws, ``xlt.data.sample``), so a smoke run
+    still has gold pairs among distractors. Halves follow the zh row in the file: a capped run's
+    halves are subsets of the full run's. Raises if a part has no gold pair (F1 is undefined)."""
     src_rows, tgt_rows = list(range(len(corpus.src))), list(range(len(corpus.tgt)))
     if max_examples:
-        kept = corpus.gold[:max_examples]
-        src_rows = sorted({s for s, _ in kept} | set(src_rows[:max_examples]))
-        tgt_rows = sorted({t for _, t in kept} | set(tgt_rows[:max_examples]))
+        kept = sample(corpus.gold, max_examples, key=lambda pair: f"{pair[0]}-{pair[1]}")
+        src_rows = sorted({s for s, _ in kept} | set(sample(src_rows, max_examples, key=str)))
+        tgt_rows = sorted({t for _, t in kept} | set(sample(tgt_rows, max_examples, key=str)))
     tgt_pos = {row: j for j, row in enumerate(tgt_rows)}
     members = {"calibration": [i for i, row in enumerate(src_rows) if row % 2 == 0],
                "held-out": [i for i, row in enumerate(src_rows) if row % 2 == 1], "all": list(range(len(src_rows)))}

@@ -99,7 +99,7 @@ class PretrainData:
     - ``sources`` (``xlt.tasks.BitextConfig``, presets in ``configs/bitext/``: ``{include:
       bitext/tatoeba.yaml, langs: [de]}``) are read, oriented so that ``pivot_lang`` is the source
       side whenever a pair has it (MUSE dictionaries are ``en-xx``), grouped by language pair, each
-      group cut to ``max_pairs`` (evenly spaced; 0 = all) and mixed with q_i ∝ p_i^α (Zhang et al.
+      group cut to ``max_pairs`` (a seeded draw, ``xlt.data.sample``; 0 = all) and mixed with q_i ∝ p_i^α (Zhang et al.
       2023, Eq. 9, α = 0.5 as in §4.1) into ``pairs_per_epoch`` pairs (0 = as many as there are).
     - ``eval_langs``: languages of ``eval_source`` (Tatoeba in the presets) scored by retrieval after
       every epoch (``val/tatoeba/<lang>``), at most ``eval_max_pairs`` pairs each; held apart: no

@@ -30,7 +30,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..data import BilingualDictionary, ParallelPair, evenly_spaced, read_muse
+from ..data import BilingualDictionary, ParallelPair, read_muse
+from ..data.sample import sample
 from ..tasks import load_task, read_bitext
 from .config import PretrainData
 
@@ -56,9 +57,11 @@ def normalize_sentence(text: str) -> str:
 
 
 def evaluation_pairs(data: PretrainData, root: str | Path, lang: str, max_pairs: int = 0) -> list[ParallelPair]:
-    """The held-apart pairs of ``lang`` (``data.eval_source``), at most ``max_pairs`` (evenly spaced; 0 = all)."""
+    """The held-apart pairs of ``lang`` (``data.eval_source``), at most ``max_pairs`` (a seeded draw:
+    ``xlt.data.sample``; 0 = all)."""
     assert data.eval_source is not None  # PretrainData checks it when there are eval_langs
-    return evenly_spaced(read_bitext(replace(data.eval_source, langs=(lang,)), root, data.pivot_lang), max_pairs)
+    return sample(read_bitext(replace(data.eval_source, langs=(lang,)), root, data.pivot_lang), max_pairs,
+                  key=lambda p: p.id)
 
 
 def evaluation_rows(data: PretrainData, root: str | Path) -> list[dict[str, str]]:
@@ -183,7 +186,7 @@ def build_mixture(data: PretrainData, root: str | Path, seed: int = 0) -> Mixtur
     groups: dict[str, list[ParallelPair]] = {}
     for p in pairs:
         groups.setdefault(language_pair(p), []).append(p)
-    groups = {k: evenly_spaced(v, data.max_pairs) for k, v in sorted(groups.items())}
+    groups = {k: sample(v, data.max_pairs, key=lambda p: p.id) for k, v in sorted(groups.items())}
     if not groups:
         raise ValueError(f"no training pairs left from {len(data.sources)} source(s) after excluding {excluded} "
                          "containing evaluation sentences")

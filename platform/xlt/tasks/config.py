@@ -24,6 +24,10 @@ registry in ``xlt.tasks.registry`` (``files`` or ``hf``); the rest is the same f
 - ``link``: how rows of different languages are translations of each other (``id``: the same
   ``fields.id``; ``line``: the same row position in the split's file; ``source_id``: the same
   ``fields.source_id`` value; ``none``). Translate-train and full-translation views read them.
+- ``sample_seed``: the seed of every draw of n rows of a split (``data.max_examples``,
+  ``data.labeled_fraction``): seeded random rows, stratified by label outside the pool and the
+  same sentences in every language under ``link`` (``xlt.data.sample``). Another seed, another
+  sample; slices written in ``splits`` stay ranges.
 - ``drop``: text values that mark a row to skip (PAWS-X's untranslated ``NS`` placeholders).
 - ``unquote``: ``once`` (a text field CSV-quoted as a whole is unquoted once, as pandas wrote it) or
   ``nested`` (until it no longer is: a release that quoted some fields twice, as SIB-200's).
@@ -132,6 +136,7 @@ class TaskConfig:
     languages: dict[str, str] = field(default_factory=dict)
     splits: Splits = field(default_factory=Splits)
     link: Link = "none"
+    sample_seed: int = 0
     drop: tuple[str, ...] = ()
     unquote: Unquote = "once"
 

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from ..config import ConfigError
-from ..data.records import Example, evenly_spaced
+from ..data.records import Example
+from ..data.sample import sample
 from .config import TaskConfig
 from .registry import task_type
 
@@ -60,16 +61,25 @@ class Task:
         return self.config.paired
 
     def examples(self, role: str, lang: str, limit: int = 0, *, keep: bool = True) -> list[Example]:
-        """The examples of ``role``'s split in ``lang`` (at most ``limit``, evenly spaced; 0 = all).
+        """The examples of ``role``'s split in ``lang``: all, or a draw of at most ``limit`` (``draw``).
         ``pool`` examples keep a label only where the data has one (gold, for scoring). A split is
         read once and kept, unless ``keep=False`` (a pool too large to hold: read it when needed)."""
         key = (role, lang)
         if key in self._cache:
-            return evenly_spaced(self._cache[key], limit)
+            return self.draw(role, self._cache[key], limit)
         examples = self._type.read(self.config, self.data_dir, role, lang, self.labels or None, self.found)
         if keep:
             self._cache[key] = examples
-        return evenly_spaced(examples, limit)
+        return self.draw(role, examples, limit)
+
+    def draw(self, role: str, examples: list[Example], limit: int) -> list[Example]:
+        """At most ``limit`` of ``examples`` (0 = all), drawn at random with ``task.sample_seed``
+        (``xlt.data.sample``): keyed by the translation link where the task has one, so that every
+        language's draw holds the same sentences where the data has them, and stratified by label,
+        except in the pool, whose labels are gold kept for scoring only: an unlabelled corpus could
+        not be drawn by them."""
+        return sample(examples, limit, key=lambda ex: ex.source_id if ex.source_id is not None else ex.id,
+                      label=None if role == "pool" else (lambda ex: ex.label), seed=self.config.sample_seed)
 
     def rows(self, role: str, langs: Iterable[str], limit: int = 0) -> list[dict[str, Any]]:
         """``examples`` of every language in ``langs`` as row dicts, language by language."""

@@ -60,8 +60,8 @@ class DataSettings:
       process that builds the run, before it starts, which pays no actor start-up: the smoke
       preset's few rows); ``augment_cpus`` is what each actor reserves: it must fit beside the
       training workers (0 lets it share their CPUs; it is cheap next to a training step).
-    - ``max_examples``: at most this many examples per language and split, evenly spaced
-      (0 = all); smoke runs use a handful.
+    - ``max_examples``: at most this many examples per language and split (0 = all), a seeded
+      draw stratified by label (``task.sample_seed``, ``xlt.tasks.Task.draw``); smoke runs use a handful.
     """
 
     data_dir: str | None = None  # the data root ({data_dir} in task paths; muse/); else $XLT_DATA_DIR
