@@ -8,13 +8,17 @@ without either, torch emulates bf16 matrix products through fp32 at a fraction o
 forward pass and loss, runs in. ``fp32`` is none;
 ``bf16`` is ``torch.autocast`` with bfloat16 (matrix products in bf16, reductions, softmax and layer
 norms in fp32); ``fp16`` the same with float16, whose narrow range needs a gradient scaler in
-training (``engine.training``); ``auto`` is ``bf16`` on a CPU with native bf16 where a bf16 matrix product also
-runs faster than an fp32 one (``bf16_pays``: timed once per process, some 20 ms; the issue's first
-look on an Intel kind listing avx512_bf16 had its bf16 GEMM at 90 GFLOP/s against fp32's 251), and
-``fp32`` everywhere else. On the
-2-core AMD EPYC with avx512_bf16, e5-small's pseudo-labels under bf16 autocast agreed with fp32's on
-99.5-100 % of SIB-200 test rows in each of 10 languages, at 1.90x the rows/s
-(``benchmarks/inference_precision.md``); GPUs are left at fp32 until measured the same way.
+training (``engine.training``); ``auto`` is ``bf16`` on a CPU with native bf16 and ``fp32``
+everywhere else (GPUs are left at fp32 until measured as below).
+
+``auto`` is decided by the CPU's flags alone, the same on every start of every machine of a kind,
+never by timing: a matrix product timed at start-up lets the machine's load at that instant choose
+the precision of a whole run (``make demo`` twice on one machine once gave two tables). Where the flags are, bf16 pays: on the 2-core AMD EPYC with avx512_bf16 a bf16
+matrix product runs at 402 GFLOP/s against fp32's 156 and e5-small's pseudo-labels under bf16
+autocast agreed with fp32's on 99.5-100 % of SIB-200 test rows in each of 10 languages, at 1.90x
+the rows/s (``benchmarks/inference_precision.md``); on the Intel kind (AMX) a training step ran
+1.43-1.55x faster with the same accuracy (``benchmarks/train_precision.md``). A job's config
+records what ``auto`` became where it was made (``engine.settings.resolve_auto``).
 
 ``precisions(device)``: what ``device`` can run. A CUDA GPU: fp32 and fp16, and bf16 from compute
 capability 8.0 (Ampere: A10G, A100, H100; not a T4 or V100). A CPU: fp32, and bf16 or fp16 only
@@ -30,7 +34,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import platform
-import time
 from pathlib import Path
 from typing import ContextManager
 
@@ -68,26 +71,6 @@ def cpu_flags() -> frozenset[str]:
 def native_bf16(flags: frozenset[str] | set[str] | None = None) -> bool:
     """Whether the CPU computes bf16 dot products natively (AVX-512 BF16 or AMX)."""
     return bool((cpu_flags() if flags is None else flags) & set(NATIVE_BF16_FLAGS))
-
-
-@functools.lru_cache(maxsize=None)
-def bf16_pays(n: int = 512, repeats: int = 3) -> bool:
-    """Whether an ``n × n`` bf16 matrix product runs faster than the fp32 one here, on torch's
-    current threads: best of ``repeats`` after a warm-up each. Flags say what the CPU can do, not
-    whether torch's kernels make it pay."""
-    import torch
-
-    def best(dtype: torch.dtype) -> float:
-        a, b = torch.randn(n, n).to(dtype), torch.randn(n, n).to(dtype)
-        torch.mm(a, b)
-        times = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            torch.mm(a, b)
-            times.append(time.perf_counter() - start)
-        return min(times)
-
-    return best(torch.bfloat16) < best(torch.float32)
 
 
 def native_fp16(flags: frozenset[str] | set[str] | None = None) -> bool:
@@ -143,7 +126,7 @@ def resolve_precision(precision: str, device: str = "cpu") -> str:
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     if precision == "auto":
-        return "bf16" if device == "cpu" and native_bf16() and bf16_pays() else "fp32"
+        return "bf16" if device == "cpu" and native_bf16() else "fp32"
     return precision
 
 

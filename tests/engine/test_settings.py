@@ -49,3 +49,20 @@ def test_a_run_in_process_on_a_gpu_needs_one_in_this_process(monkeypatch):
     with pytest.raises(ValueError, match=r"^lm.scaling.use_gpu: the run trains in this process \(lm.scaling.num_workers: 0\), "
                                          "which sees no GPU"):
         check_device(OptimSettings(), ScalingSettings(num_workers=0, use_gpu=True), "lm.")
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_auto_is_resolved_when_a_config_is_made_so_that_it_records_what_ran(monkeypatch, native):
+    """Every job's config: training on a CPU by its flags, on a GPU fp32; pseudo-labelling likewise."""
+    monkeypatch.setattr(hardware, "native_bf16", lambda flags=None: native)
+    cpu = "bf16" if native else "fp32"
+    finetune = load_finetune_config(CONFIGS / "finetune_sib200.yaml", ["optim.precision=auto"])
+    pretrain = load_pretrain_config(CONFIGS / "pretrain_ml_ctl.yaml", ["optim.precision=auto"])
+    cotrain = load_cotrain_config(CONFIGS / "cotrain_demo.yaml")  # lm.optim and inference: auto
+    assert finetune.optim.precision == pretrain.optim.precision == cotrain.lm.optim.precision == cpu
+    assert cotrain.inference.precision == cpu and cotrain.emb.optim.precision == "fp32"  # emb: fp32 as written
+    on_gpu = load_finetune_config(CONFIGS / "finetune_sib200.yaml", ["optim.precision=auto", "scaling.use_gpu=true"])
+    assert on_gpu.optim.precision == "fp32"
+    gpu_actors = load_cotrain_config(CONFIGS / "cotrain_demo.yaml", ["inference.num_gpus=0.5"])
+    assert gpu_actors.inference.precision == "fp32"
+    assert load_finetune_config(CONFIGS / "finetune_sib200.yaml", ["optim.precision=fp16"]).optim.precision == "fp16"

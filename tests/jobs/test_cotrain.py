@@ -16,6 +16,7 @@ import pytest
 from conftest import REPO
 from report.images import assert_a_drawn_png
 from tracking.readback import artifacts, event_scalars, metric_steps, mlflow_run
+from xlt.hardware import native_bf16
 from xlt.storage import read_text
 
 pytestmark = pytest.mark.ray
@@ -42,13 +43,18 @@ def state(out: Path | str) -> dict:
 
 def test_smoke_writes_tables_plots_progress_tracking_and_exports(data_dir, tmp_path, mlflow_store):
     out = tmp_path / "cotrain"
-    proc = run(out, data_dir, "--set", "output.export=true")
+    proc = run(out, data_dir, "--set", "output.export=true", "--set", "lm.optim.precision=auto")
     assert "### Per iteration (test accuracy)" in proc.stdout and "| emb co-training (iteration 2) |" in proc.stdout
     assert "iteration 2: lm test avg_target" in proc.stderr
     for name in ("results.json", "results.md", "accuracy_per_iteration.png", "config.yaml", "state.json"):
         assert (out / name).is_file(), name
     result = json.loads((out / "results.json").read_text())
     assert "cotrain.py" in result["command"] and len(result["history"]) == 6
+    # auto as this machine resolves it (its CPU's flags), recorded where the run's config is: results,
+    # MLflow parameters (below), the learners' checkpoints and model cards (below), each pass.
+    ran = "bf16" if native_bf16() else "fp32"
+    assert result["config"]["lm"]["optim"]["precision"] == result["config"]["inference"]["precision"] == ran
+    assert {row["pseudo-label/precision"] for row in result["history"] if "pseudo-label/precision" in row} == {ran}
     assert {row["phase"] for row in result["phases"]} >= {"start Ray", "fit lm", "pseudo-label and select", "exchange"}
     assert "### Where the time went" in proc.stdout
     assert "\nresume:  " in proc.stdout and "look:    MLflow: mlflow ui --backend-store-uri sqlite:///" in proc.stdout
@@ -64,6 +70,7 @@ def test_smoke_writes_tables_plots_progress_tracking_and_exports(data_dir, tmp_p
     assert_a_drawn_png(out / "accuracy_per_iteration.png")
     tracked = mlflow_run(mlflow_store, "cotrain")
     assert tracked.info.status == "FINISHED" and tracked.data.params["selection.threshold"] == "0.0"
+    assert tracked.data.params["lm.optim.precision"] == tracked.data.params["inference.precision"] == ran
     assert metric_steps(mlflow_store, tracked, "lm/test/acc/avg_target") == [0, 1, 2]  # one per iteration
     assert metric_steps(mlflow_store, tracked, "emb/epoch/train/loss") == [1, 2, 3]  # each fit's epoch (K = 1)
     assert artifacts(mlflow_store, tracked) == {"results.json", "results.md", "accuracy_per_iteration.png"}
@@ -85,6 +92,9 @@ def test_smoke_writes_tables_plots_progress_tracking_and_exports(data_dir, tmp_p
         expected = load_classifier(last).predict(texts)
         assert Classifier.from_pretrained(out / "export" / learner).predict(texts).labels == expected.labels
         assert f"- Checkpoint: `{last}`" in (out / "export" / learner / "README.md").read_text()
+        if learner == "lm":
+            assert f"precision: {ran}" in (out / "export" / learner / "README.md").read_text()
+            assert f"precision: {ran}" in (last / "config.yaml").read_text()
         (uri,) = [line.split()[-1] for line in proc.stdout.splitlines() if line.strip().startswith(f"mlflow model {learner}")]
         mlflow.set_tracking_uri(mlflow_store)
         assert list(mlflow.pyfunc.load_model(uri).predict(pd.DataFrame({"text": texts}))["label"]) == expected.labels

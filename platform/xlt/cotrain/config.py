@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Iterable, Literal
 
 from ..config import check, load_config
-from ..hardware import PRECISIONS
+from ..hardware import PRECISIONS, resolve_precision
 from ..losses import ObjectiveConfig
 from ..models import EncoderConfig
 from ..tasks import TaskConfig
-from ..engine import OptimSettings, ScalingSettings
+from ..engine import OptimSettings, ScalingSettings, resolve_auto
 from ..storage import OutputSettings
 from .selection import POLICIES
 
@@ -40,6 +40,9 @@ class LearnerConfig:
     objectives: tuple[ObjectiveConfig, ...] = ()
     optim: OptimSettings = field(default_factory=OptimSettings)
     scaling: ScalingSettings = field(default_factory=ScalingSettings)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "optim", resolve_auto(self.optim, self.scaling))
 
 
 @dataclass(frozen=True)
@@ -115,6 +118,10 @@ class InferenceSettings:
               "an integer >= 0 (0 = in the driver's process)")
         check(self.threads >= 0, "inference.threads", self.threads, "an integer >= 0 (0 = from num_cpus)")
         check(self.precision in PRECISIONS, "inference.precision", self.precision, " or ".join(PRECISIONS))
+        # auto resolved here, so that the config records it: as the actors' device would (a GPU
+        # actor's is fp32); an actor on a node that cannot compute in it falls back to auto there,
+        # and each pass records what its actors computed in (pseudo-label/precision).
+        object.__setattr__(self, "precision", resolve_precision(self.precision, "cuda" if self.num_gpus else "cpu"))
 
     @property
     def torch_threads(self) -> int:

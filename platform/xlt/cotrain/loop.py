@@ -235,8 +235,11 @@ def start_learner(cfg: CotrainConfig, data: Prepared, name: str, tracker: Tracke
 
 def fit_learners(cfg: CotrainConfig, data: Prepared, state: LoopState, iteration: int,
                  learners: dict[str, FitService], phases: Phases) -> dict[str, Fit]:
-    """Both learners' fits of ``iteration``, side by side (one driver thread each: a fit blocks
-    until its run has served it)."""
+    """Both learners' fits of ``iteration``: a learner on Ray Train workers in a driver thread of its
+    own (a fit blocks until its run has served it), side by side with the other; learners in
+    process one after the other in ``LEARNERS`` order, in this thread. In-process fits take turns
+    whatever their order (``xlt.engine.session.exclusive``); a fixed order keeps the phase table
+    and the logs the same from run to run, where two threads would take the turn as they came."""
     from concurrent.futures import ThreadPoolExecutor
 
     def fit_one(name: str) -> Fit:
@@ -245,9 +248,11 @@ def fit_learners(cfg: CotrainConfig, data: Prepared, state: LoopState, iteration
             return fit(learners[name], name, cfg.learner(name), data.task, rows, iteration, cfg.output,
                        cfg.data.metric_split)
 
+    on_workers = [name for name in LEARNERS if cfg.learner(name).scaling.num_workers]
     with ThreadPoolExecutor(max_workers=len(LEARNERS), thread_name_prefix="learner") as pool:
-        futures = {name: pool.submit(fit_one, name) for name in LEARNERS}
-        return {name: future.result() for name, future in futures.items()}
+        futures = {name: pool.submit(fit_one, name) for name in on_workers}
+        here = {name: fit_one(name) for name in LEARNERS if name not in futures}
+        return {name: here[name] if name in here else futures[name].result() for name in LEARNERS}
 
 
 def _avg_key(cfg: CotrainConfig) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from ..config import check
-from ..hardware import PRECISIONS, check_precision, gpu_visible
+from ..hardware import PRECISIONS, check_precision, gpu_visible, resolve_precision
 
 
 @dataclass(frozen=True)
@@ -52,8 +52,9 @@ class OptimSettings:
     # The forward pass and loss of each training step: fp32; bf16 (torch.autocast: matrix products in
     # bf16, weights, gradients and AdamW in fp32); fp16 (the same in float16, with a gradient scaler
     # whose state checkpoints keep: GPUs without bf16); or auto, bf16 where the CPU has native bf16
-    # that outruns fp32 (xlt.hardware). Evaluation and checkpoints stay fp32 either way. A precision
-    # the run's device cannot compute in fails before Ray starts (check_device).
+    # (xlt.hardware), resolved when the config is made (resolve_auto). Evaluation and checkpoints
+    # stay fp32 either way. A precision the run's device cannot compute in fails before Ray starts
+    # (check_device).
     precision: str = "fp32"
 
     def __post_init__(self) -> None:
@@ -136,6 +137,16 @@ def check_device(optim: OptimSettings, scaling: ScalingSettings, section: str = 
                          "which sees no GPU; give it Ray Train workers on GPU nodes (num_workers >= 1) or set use_gpu: false")
     if device == "cpu" or gpu_visible():
         check_precision(optim.precision, device, f"{section}optim.precision")
+
+
+def resolve_auto(optim: OptimSettings, scaling: ScalingSettings) -> OptimSettings:
+    """``optim`` with ``precision: auto`` replaced by what it computes in on the run's device
+    (``xlt.hardware``: bf16 on a CPU with native bf16, else fp32; fp32 on a GPU). A training config
+    resolves it when it is made, so that the config a run saves, reports and tracks (results,
+    MLflow parameters, checkpoints, the model card) names the precision its steps ran in."""
+    if optim.precision != "auto":
+        return optim
+    return dataclasses.replace(optim, precision=resolve_precision("auto", "cuda" if scaling.use_gpu else "cpu"))
 
 
 def steps_per_epoch(train_rows: int, num_workers: int, optim: OptimSettings) -> int:

@@ -40,7 +40,7 @@ from ..losses.mlm import MLM_WEIGHT
 from ..models import EncoderConfig
 from ..engine import RESUMABLE_CHANGES as ENGINE_RESUMABLE
 from ..eval.evaluators import EvalSpec, check_evals
-from ..engine import OptimSettings, ScalingSettings, steps_per_epoch
+from ..engine import OptimSettings, ScalingSettings, resolve_auto, steps_per_epoch
 from ..storage import OutputSettings
 from ..tasks import BitextConfig, TaskConfig
 from ..text.languages import normalized_langs
@@ -192,6 +192,7 @@ class PretrainConfig:
     evals: tuple[EvalSpec, ...] = (EvalSpec("retrieval", "val", data=HELD_APART, every_epoch=True),)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "optim", resolve_auto(self.optim, self.scaling))
         check_evals("evals", self.evals, {HELD_APART: "retrieval"})
         check(not self.output.export, "output.export", True, "false: pretraining exports its encoder with every "
               "checkpoint (<checkpoint>/encoder, a local: source); classifiers are exported by fine-tuning and "

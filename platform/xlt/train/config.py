@@ -22,7 +22,7 @@ from typing import Any, Iterable, Literal
 
 from ..config import ConfigError, check, load_config
 from ..engine.settings import RESUMABLE_CHANGES as ENGINE_RESUMABLE
-from ..engine.settings import OptimSettings, ScalingSettings, steps_per_epoch
+from ..engine.settings import OptimSettings, ScalingSettings, resolve_auto, steps_per_epoch
 from ..storage import OutputSettings
 from ..augment import AugmentConfig
 from ..eval.evaluators import EvalSpec, check_evals
@@ -110,6 +110,7 @@ class FinetuneConfig:
     evals: tuple[EvalSpec, ...] = (EvalSpec("classification", "val", every_epoch=True), EvalSpec("classification", "test"))
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "optim", resolve_auto(self.optim, self.scaling))
         check_evals("evals", self.evals, EVAL_DATA)
         check(self.data.augment is None or self.data.augment.source_lang == self.task.source_lang,
               "data.augment.source_lang", self.data.augment and self.data.augment.source_lang,
