@@ -221,7 +221,7 @@ def pretrained(name: str, label: str, preset: str | None, *overrides: str, pooli
     ``optim.seed``; ``None``: the bundled e5 as it ships), then what the pretrained encoder does:
 
     - ``metrics["tatoeba"]``: top-1 retrieval on the held-apart Tatoeba languages, both directions, each
-      query an item (the same evenly spaced pairs the run excluded from its training data);
+      query an item (the same pairs the run excluded from its training data);
     - ``metrics["bucc"]``: BUCC 2018 zh-en mining F1 (``xlt.eval.protocols.bucc_rows``; no items: F1 is not
       a mean over items, so it gets mean ± std over seeds only);
     - ``acc`` and items: zero-shot XNLI transfer, the frozen-linear probe of the encoder on ``TRANSFER_ROWS``
@@ -354,7 +354,7 @@ ALIGNMENT_SETTINGS = """- Model `bundled:multilingual-e5-small` (the pair encode
   frozen, a linear head; AdamW lr 5e-5, batch 16 English pairs (their views on top), {epochs} epochs. One
   Ray Train worker with 2 CPUs. The paper: XLM-R base, lr 5e-6, batch {paper_batch}, full training sets.
 - Sizes: {why_size}: {rows} English training pairs ({train}),
-  up to {rows} evenly spaced test pairs of every language (`data.max_examples={rows}`). With the views this takes
+  up to {rows} test pairs of every language (`data.max_examples={rows}`; how they were chosen: the section's rows). With the views this takes
   more than the hour the issue allows (each unit's minutes are in the JSON); the runner resumes it, so it runs
   across sessions.
 - Views (MVA, CL, SCL) as §4.1 for {task}: {views}. Full translations are the task's own human
@@ -470,8 +470,8 @@ def cotraining(fraction: float, lm_epochs: int) -> tuple[Variant, ...]:
                                            ("co", "+ co-training", ())))
 
 
-COTRAIN_SETTINGS = """- NusaX sentiment (3 classes), all of it: English train labelled ({labeled} reviews, {pct} of 500, evenly
-  spaced), the ten local languages' train text the unlabelled pool (5,000 rows), 400 test reviews a language.
+COTRAIN_SETTINGS = """- NusaX sentiment (3 classes), all of it: English train labelled ({labeled} reviews, {pct} of 500, chosen as
+  the section's rows say), the ten local languages' train text the unlabelled pool (5,000 rows), 400 test reviews a language.
 - The learners and selection of `configs/cotrain_nusax.yaml` (e5 with frozen word embeddings, lr 1e-4; USE-m3
   with a head, K = 10; threshold-random, t = 0.7, n/3 per iteration; nothing tuned on NusaX), 2 exchange
   rounds, with the LM learner's K = {k}{k_note}. "Alone" is iteration 0 of a run without exchange (each learner
@@ -513,9 +513,9 @@ LA_DEV = label_alignment(0.25)
 SA = "{name: semantic_alignment, weight: 1.0, params: {b: 1, temperature: 1.0}}"
 LANGUAGE_ADAPTATION = Comparison(
     "la-sa-xnli", "Yu & Joty 2021, Tables 2 and 4 (language adaptation): translate-train CE vs + LA / + SA / + LA + SA, XNLI",
-    f"""- `bundled:multilingual-e5-small` on XNLI translate-train: {TT_PAIRS} English pairs (validation rows, evenly spaced)
+    f"""- `bundled:multilingual-e5-small` on XNLI translate-train: {TT_PAIRS} English pairs (validation rows, as the section's rows say)
   and their human translations into the eight targets ({9 * TT_PAIRS:,} training pairs, {math.ceil(9 * TT_PAIRS / 16)} steps), 1 epoch, AdamW lr 5e-5,
-  batch 16, word embeddings frozen; {TT_PAIRS} test pairs a language (evenly spaced). Sized to fit the hour: zero-shot
+  batch 16, word embeddings frozen; {TT_PAIRS} test pairs a language (the same sentences in each). Sized to fit the hour: zero-shot
   CE at 200 pairs x 2 epochs (26 steps) stayed at chance (`benchmarks/fidelity/xnli-lr-sweep.md`).
 - LA: every row of the batch an anchor (λ = 1/64, τ = 1; and λ = 1/4, picked on dev by
   `search_spaces/language_adaptation.yaml`, `benchmarks/fidelity/la-weight-xnli.md`); SA: b = 1, each English pair's positive one of its
@@ -540,8 +540,8 @@ LANGUAGE_ADAPTATION = Comparison(
 HELD_APART = ("fr", "ar", "sw")
 # Sizes for 19 units in an hour here: a unit pretrains for about 1.5 minutes and evaluates for about 1.
 PRETRAIN_PAIRS = 40  # per language pair: 240 pairs in all
-TATOEBA_PAIRS = 300  # evenly spaced pairs of each held-apart language
-BUCC_ROWS = 500  # xlt.eval.protocols.bucc_sample: every gold pair's sentences plus the first 500 of each side
+TATOEBA_PAIRS = 300  # pairs of each held-apart language (data.eval_max_pairs)
+BUCC_ROWS = 500  # xlt.eval.protocols.bucc_sample: 500 gold pairs' sentences plus 500 rows of each side
 TRANSFER_ROWS = 200  # XNLI probe: English train and dev rows, and test rows per language
 PRETRAIN_LANGS = "[de, es, ru, zh, hi, ja]"
 PRETRAIN_DATA = (f"data.sources=[{{include: {REPO}/configs/bitext/ntrex.yaml, langs: {PRETRAIN_LANGS}}}]",
@@ -559,15 +559,15 @@ PRETRAINING = Comparison(
     "pretraining, retrieval, BUCC and XNLI transfer",
     f"""- From `bundled:multilingual-e5-small`, one epoch over {PRETRAIN_PAIRS} pairs per language pair (de, es, ru, zh, hi, ja
   with English) of NTREX-128 news, each English line given to one language only (`data.distinct_pivot`: the corpus
-  is multi-way, and copies of a line in one batch would be negatives of each other), evenly spaced
+  is multi-way, and copies of a line in one batch would be negatives of each other), as the section's rows say
   (`data.max_pairs={PRETRAIN_PAIRS}`); lr 2e-5, word embeddings frozen, no
   accumulation: ML-CTL at 8 and 32 pairs a batch (CZ-NCE, and InfoNCE in its place), MGC and VECO 2.0 at 16. Otherwise
   the recipes of `configs/pretrain_*.yaml`. Seeds change the mixture, masking, dropout and order.
 - Retrieval: Tatoeba fr, ar, sw (held apart: never trained on, nor any pair sharing a sentence with them),
-  {TATOEBA_PAIRS} evenly spaced pairs each, top-1 both ways; each query is an item of the interval. Not NTREX fr/ar/sw:
+  {TATOEBA_PAIRS} pairs each, top-1 both ways; each query is an item of the interval. Not NTREX fr/ar/sw:
   their English side is the pretraining pairs' English.
-- BUCC 2018 zh-en dev (`xlt.eval.protocols.bucc_rows`): the sentences of all 257 gold pairs plus the first {BUCC_ROWS:,}
-  of each side (757 zh and 757 en sentences at most); F1 on the held-out half at the calibration half's margin threshold. F1 is not a mean over items:
+- BUCC 2018 zh-en dev (`xlt.eval.protocols.bucc_rows`): the sentences of all 257 gold pairs plus {BUCC_ROWS:,} rows
+  of each side (as the section's rows say) (757 zh and 757 en sentences at most); F1 on the held-out half at the calibration half's margin threshold. F1 is not a mean over items:
   mean ± std over seeds only.
 - XNLI transfer: the frozen-linear probe of each encoder (logistic regression on {TRANSFER_ROWS} English pairs, C on
   English dev, {TRANSFER_ROWS} test pairs a language). The papers fine-tune; a probe measures what the encoder carries
@@ -621,6 +621,17 @@ def drop_comparison(name: str, store_path: Path, storage: Path) -> None:
     shutil.rmtree(storage / name, ignore_errors=True)
 
 
+# How the units' rows were chosen where a comparison takes n rows of a split (data.max_examples,
+# labeled_fraction, max_pairs): units stored before issue 69 (no "rows" field) took evenly spaced
+# strides, later ones seeded, stratified, linked draws (xlt.data.sample). The two do not pair.
+ROWS = "seeded draws"
+STRIDES = "evenly spaced strides (before issue 69's seeded draws)"
+
+
+def rows_of(unit: Record) -> str:
+    return unit.get("rows", STRIDES)
+
+
 def unit_key(variant: str, seed: int) -> str:
     return f"{variant}/seed{seed}"
 
@@ -644,6 +655,10 @@ def run_comparison(comparison: Comparison, seeds: Sequence[int], store_path: Pat
     store = load_store(store_path)
     units = store["units"].setdefault(comparison.name, {})
     started = store.setdefault("started", {}).setdefault(comparison.name, {})
+    if any(rows_of(unit) != ROWS for unit in units.values()):
+        raise SystemExit(f"{comparison.name}: its stored units were measured on {STRIDES}, which a unit run now "
+                         f"(on {ROWS}) would not pair with; run the comparison again whole: "
+                         f"{run_command(comparison.name)} --fresh")
     for variant in comparison.variants:
         if only and variant.name not in only:
             continue
@@ -662,7 +677,7 @@ def run_comparison(comparison: Comparison, seeds: Sequence[int], store_path: Pat
             units[key] = {**record, "variant": variant.name, "seed": seed,
                           "minutes": round(before + (time.time() - at) / 60, 2),
                           "finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "load": os.getloadavg()[0],
-                          "cpu": cpu_model()}
+                          "cpu": cpu_model(), "rows": ROWS}
             save_store(store_path, store)
             print(f"   avg_target {record['acc'][AVG_TARGET]:.3f}", file=sys.stderr, flush=True)
     return store
@@ -767,7 +782,8 @@ def section(comparison: Comparison, units: dict[str, Record], plot: Path) -> str
     minutes = round(sum(r["minutes"] for r in stored))
     runs = (f"{counted(len(stored), 'unit')}, {counted(minutes, 'minute')} of runs, finished "
             f"{min(r['finished'] for r in stored)} to {max(r['finished'] for r in stored)}; the 1-minute load "
-            f"average at the end of each unit {min(loads):.1f} to {max(loads):.1f}; {machines(stored)}.")
+            f"average at the end of each unit {min(loads):.1f} to {max(loads):.1f}; {machines(stored)}; "
+            f"rows: {', '.join(sorted({rows_of(r) for r in stored}))}.")
     missing = [v.name for v in comparison.variants if v.name not in by_variant]
     if missing:
         runs += (f" Not run yet: {', '.join(comparison.variant(name).label for name in missing)} "

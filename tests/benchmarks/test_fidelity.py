@@ -47,6 +47,7 @@ def test_a_killed_comparison_continues_with_the_units_not_stored(data_dir, tmp_p
     for key, record in first.items():
         assert units[key] == record and f"== smoke {key}: stored" in done.stderr  # not run again
     for record in units.values():
+        assert record["rows"] == "seeded draws"
         assert len(record["items"]) == 32  # 16 test sentences in each of de and zh, one 0/1 each
         hits = [c == "1" for c in record["items"]]
         assert record["acc"]["avg_target"] == sum(hits) / 32  # the items are what the accuracy counts
@@ -54,7 +55,7 @@ def test_a_killed_comparison_continues_with_the_units_not_stored(data_dir, tmp_p
     text = out.read_text()
     assert "python benchmarks/fidelity.py smoke --seeds 0 1" in text.replace(str(FIDELITY), "benchmarks/fidelity.py")
     assert re.search(r"\| CE\+SCL +\| 2 +\|", text) and re.search(r"\| CE\+SCL − CE +\| none \(runner check\)", text)
-    assert (tmp_path / "fidelity_smoke.png").is_file()
+    assert (tmp_path / "fidelity_smoke.png").is_file() and "rows: seeded draws." in text
 
     # benchmarks/fit.py scores a unit's final checkpoint as the job did: its English test accuracy is the stored one
     fit = load_benchmark("fit").unit_fit(tmp_path / "runs" / "smoke" / "ce-seed0")
@@ -123,7 +124,7 @@ def test_a_section_tables_every_score_and_tests_each_claim_on_its_own_items(tmp_
                      rf"{re.escape(str(crossed))} {crossed.verdict} +\| 10 +\| 3 / 3 +\|", text)
     assert re.search(rf"\| A − B +\| accuracy +\| \+1 acc +\| {re.escape(str(acc))} +\| within noise +\| [^|]+ \| 4 ", text)
     assert "6 units, 9 minutes of runs, finished 2026-11-25T18:00:00 to 2026-11-25T18:00:00" in text
-    assert "; on CPU A, 2 cores." in text
+    assert "; on CPU A, 2 cores; rows: evenly spaced strides (before issue 69's seeded draws)." in text
     assert "Not run yet" not in text
     assert "```\npython benchmarks/fidelity.py t --seeds 0 1 2\n```" in text  # reproduces every stored unit
 
@@ -137,7 +138,7 @@ def test_a_section_tables_every_score_and_tests_each_claim_on_its_own_items(tmp_
     one = fidelity.section(comparison, {"a/seed0": units["a/seed0"]}, tmp_path / "t.png")
     assert "1 unit, 2 minutes of runs" in one  # 1.5 minutes, rounded
     moved = {**units, "b/seed2": {**units["b/seed2"], "cpu": "CPU B"}}  # a unit run on another machine
-    assert "; on CPU A (5 units) and CPU B (1 unit), 2 cores each." in fidelity.section(comparison, moved,
+    assert "; on CPU A (5 units) and CPU B (1 unit), 2 cores each; rows: " in fidelity.section(comparison, moved,
                                                                                       tmp_path / "t.png")
 
     # The interval is over items, not seeds: a seeded variant short of three seeds gives a provisional verdict, a
@@ -192,6 +193,17 @@ def test_fresh_forgets_one_comparison_its_units_and_its_runs(tmp_path):
     fidelity.drop_comparison("a", store_path, storage)  # nothing left to drop
     assert fidelity.load_store(store_path) == {"units": {"b": {"ce/seed0": RUN}}}
 
+
+
+def test_units_on_strides_are_not_paired_with_units_on_seeded_draws(tmp_path):
+    """Units stored before issue 69 took evenly spaced rows: a section names that, and a comparison
+    holding them runs nothing more until it is run again whole (--fresh)."""
+    fidelity = load_fidelity()
+    store_path = tmp_path / "fidelity.json"
+    fidelity.save_store(store_path, {"units": {"smoke": {"ce/seed0": {**RUN, "variant": "ce", "seed": 0}}}})
+    with pytest.raises(SystemExit, match=r"smoke: its stored units were measured on evenly spaced strides .* --fresh"):
+        fidelity.run_comparison(fidelity.COMPARISONS["smoke"], [0, 1], store_path, tmp_path / "runs")
+    assert not (tmp_path / "runs").exists()
 
 
 def test_a_unit_killed_and_continued_counts_its_minutes_up_to_the_checkpoint_it_continued_from(tmp_path):

