@@ -62,7 +62,7 @@ def print_results(prepared, written) -> None:
     with staged(cfg.output.dir) as out:
         save_config(cfg, out / "config.yaml")
         write_results(out / "results.json", {"model": prepared.checkpoint, "rows": written.rows, "by_language": table,
-                                             "format": cfg.format})
+                                             "format": cfg.format, "precision": cfg.inference.precision})
     print("\n" + epilogue({"predictions": join(cfg.output.dir, PREDICTIONS, f"shard-*/ ({cfg.format})"),
                            "results": join(cfg.output.dir, "results.json")},
                           f"{command_line()}  (again after a stop: complete shards are kept)", ()))

@@ -19,7 +19,7 @@ from xlt.engine import write_state
 from xlt.engine.session import CHECKPOINTS_FILE
 from xlt.predict import InputConfig, ModelRef, PredictConfig, predict, prepare, resolve_checkpoint
 from xlt.cotrain.config import InferenceSettings
-from xlt.storage import OutputSettings
+from xlt.storage import OutputSettings, read_text
 from xlt.train import load_classifier
 from xlt.train.batches import batches_of, flatten_batch
 from xlt.train.workload import finetune_training, train_step
@@ -186,3 +186,4 @@ def test_the_smoke_job_writes_a_task_split_to_the_s3_server(data_dir, tmp_path, 
                                     filesystem=pyarrow.fs.S3FileSystem(endpoint_override=os.environ["AWS_ENDPOINT_URL"])).to_table()
     assert table.num_rows == 8 * 10 and len(table.column("id").unique()) == 80  # 8 rows of each of 10 languages
     assert f"{out}/results.json" in proc.stdout and "80 rows labelled" in proc.stdout
+    assert json.loads(read_text(f"{out}/results.json"))["precision"] == "fp32"  # what it computed in
