@@ -28,7 +28,8 @@ INPUT_COLUMNS = ("id", "lang", "text", "text_pair")
 @dataclass(frozen=True)
 class InputConfig:
     """Either ``path`` (a file; ``format`` overrides its suffix) or ``task`` and ``split``.
-    ``max_rows`` > 0 reads the first that many (per language for a task)."""
+    ``max_rows`` > 0 reads at most that many: a task's split as a seeded draw per language, as every
+    n rows of a split (``xlt.tasks.Task.draw``), a file its first rows (a corpus to label, not a sample)."""
 
     path: str | None = None
     format: str | None = None
