@@ -148,22 +148,22 @@ def test_a_learners_run_serves_fits_that_evaluate_and_hand_on_their_weights(ray_
     losses, fits = {}, {}
     output = OutputSettings(str(tmp_path), num_to_keep=1)  # as co-training's own output
     with learner_service("lm", cfg.lm, data.task, len(data.labeled), evaluation, "test", output) as service:
-        for epochs in (1, 20):  # two fits served by one worker group
+        for epochs in (1, 40):  # two fits served by one worker group
             learner = dataclasses.replace(cfg.lm, optim=dataclasses.replace(cfg.lm.optim, epochs=epochs, lr=1e-3))
             fits[epochs] = fit(service, "lm", learner, data.task, data.labeled, epochs, output, "test")
             losses[epochs] = fits[epochs].metrics["train/loss"]
-    assert losses[20] < 0.85 * losses[1]  # each fit starts afresh: more epochs, lower loss
-    metrics = fits[20].metrics
+    assert losses[40] < 0.8 * losses[1]  # each fit starts afresh: more epochs, lower loss
+    metrics = fits[40].metrics
     assert metrics["train/rows"] == len(data.labeled)
     assert {"test/acc/en", "test/f1/de", "test/acc/avg_target", "test/transfer_gap"} <= metrics.keys()
     assert metrics["test/acc/en"] > 1 / 7  # above chance on the rows it was fitted on (7 topics)
-    state = ray_cluster.get(fits[20].state)
+    state = ray_cluster.get(fits[40].state)
     assert all(t.device.type == "cpu" for t in state.values()) and "head.weight" in state
     [kept] = (tmp_path / "learners" / "lm").glob("lm-iteration*")  # one checkpoint kept: the last fit's last epoch
-    assert kept.name.startswith("lm-iteration20-epoch020-")
+    assert kept.name.startswith("lm-iteration40-epoch040-")
     assert set(read_predictions(kept)) == {"test"}  # the split evaluated, by its own name
     with pytest.raises(ValueError, match="no labelled rows"):
-        fit(service, "lm", cfg.lm, data.task, [], 21, output, "test")
+        fit(service, "lm", cfg.lm, data.task, [], 41, output, "test")
 
 
 class Counting(TextEncoder):
