@@ -91,22 +91,10 @@ class Classifier(nn.Module):
     def save_pretrained(self, directory: str | Path, card: str = "") -> Path:
         """Export to ``directory`` (module docstring), with ``card`` as its ``README.md``."""
         from safetensors.torch import save_file
-        from sentence_transformers import SentenceTransformer
-        from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
 
         encoder = self.encoder
-        if not isinstance(encoder, TransformerEncoder) or encoder.layer != -1 or encoder.pooling not in ("cls", "mean"):
-            raise ValueError(f"only a transformer encoder pooled by cls or mean of its last layer exports as a "
-                             f"sentence-transformers model; this one is {type(encoder).__name__} with pooling "
-                             f"{getattr(encoder, 'pooling', None)!r}, layer {getattr(encoder, 'layer', None)}")
         directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        encoder.save(directory)
-        modules = [Transformer(str(directory), max_seq_length=encoder.max_length),
-                   Pooling(encoder.dim, pooling_mode=encoder.pooling)]
-        prompts = {"query": encoder.prefix} if encoder.prefix else None
-        SentenceTransformer(modules=modules, prompts=prompts, default_prompt_name="query" if prompts else None,
-                            device="cpu").save(str(directory))
+        sentence_transformer(encoder, directory).save(str(directory))
         encoder.save(directory)  # xlt's own files last: the same weights, its pooling and prefix
         head = {name: value.detach().cpu().contiguous() for name, value in self.state_dict().items()
                 if name.startswith("head.")}
@@ -138,3 +126,25 @@ def exported(directory: str | Path) -> tuple[EncoderConfig, dict]:
     settings = json.loads((directory / CLASSIFIER_FILE).read_text(encoding="utf-8"))
     return EncoderConfig(source=f"local:{directory.resolve()}", max_length=settings["max_length"],
                          pair_encoding=settings["pair_encoding"]), settings
+
+
+def sentence_transformer(encoder: TextEncoder, directory: str | Path, *, prompts: bool = True):
+    """``encoder`` as a ``sentence_transformers.SentenceTransformer`` whose weights are saved in
+    ``directory``: the same transformer, pooling and maximum length, and (``prompts``) its prefix as the
+    default prompt, so that ``encode(texts)`` gives the embeddings xlt gives. Only a transformer pooled
+    by ``cls`` or ``mean`` of its last layer has such a form."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+
+    if not isinstance(encoder, TransformerEncoder) or encoder.layer != -1 or encoder.pooling not in ("cls", "mean"):
+        raise ValueError(f"only a transformer encoder pooled by cls or mean of its last layer has a "
+                         f"sentence-transformers form; this one is {type(encoder).__name__} with pooling "
+                         f"{getattr(encoder, 'pooling', None)!r}, layer {getattr(encoder, 'layer', None)}")
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    encoder.save(directory)
+    modules = [Transformer(str(directory), max_seq_length=encoder.max_length),
+               Pooling(encoder.dim, pooling_mode=encoder.pooling)]
+    named = {"query": encoder.prefix} if prompts and encoder.prefix else None
+    return SentenceTransformer(modules=modules, prompts=named, default_prompt_name="query" if named else None,
+                               device="cpu")

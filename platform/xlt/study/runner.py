@@ -1,0 +1,207 @@
+"""Run a study's unfinished units as the trials of one Ray Tune run, as a sweep runs its trials.
+
+Each invocation of a study runs the units that have no record yet (``xlt.study.units``): all of them
+the first time; after a stopped study, those it had not finished (each continues its run from its
+latest checkpoint); after a failed unit, that one again (its error is in the invocation's entry of
+``<output>/study.json`` and in the report until it succeeds). Adding seeds or variants to the file
+and running it again runs only what was added. A finished unit whose recorded config differs from
+what the study file now asks for is refused: it belongs to another study (another ``output``).
+
+The trials: a grid over the units' names (Tune's ``BasicVariantGenerator``), each with its own job's
+resources (``xlt.sweep.trainables``: a token bundle for a run that trains on Ray Train workers, the
+run's own CPUs when it trains in the trial's process, and a baseline's encoder in the trial's
+process), as many at once as the largest footprint fits in the cluster (one after another on a
+2-core machine, side by side on a cluster), each a child MLflow run of the study's run. Tune's own
+files go to ``<output>/tune/run-<n>``: an invocation is a new Tune run, since a unit's state lives
+in its run directory, not in Tune's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..config import ConfigError, from_dict
+from ..data import resolve_data_dir
+from ..data.paths import ENV_VAR
+from ..storage import join, read_text, staged
+from ..sweep.runner import to_record
+from ..sweep.trainables import JOBS, max_concurrent
+from ..tasks import load_task
+from ..train.config import FinetuneConfig
+from .spec import Study, Unit
+from .units import UnitSetup, read_record, run_unit, unit_config, unit_identity
+
+STUDY_FILE = "study.json"  # the invocations of the study: when, which units, which failed
+
+
+@dataclass(frozen=True)
+class Planned:
+    unit: Unit
+    record: dict[str, Any] | None  # finished: its record
+    failed: str | None = None  # the last invocation's error of an unfinished unit
+    estimate: float | None = None  # minutes: its variant's finished units', else all finished units'
+
+
+@dataclass
+class Plan:
+    units: list[Planned] = field(default_factory=list)
+
+    @property
+    def pending(self) -> list[Unit]:
+        return [p.unit for p in self.units if p.record is None]
+
+    def table(self) -> list[dict[str, Any]]:
+        rows = []
+        for p in self.units:
+            status = "finished" if p.record else ("failed last time: runs again" if p.failed else "to run")
+            minutes = p.record["minutes"] if p.record else p.estimate
+            rows.append({"unit": p.unit.name, "status": status,
+                         "minutes": "unknown" if minutes is None else (f"{minutes:.1f}" if p.record else f"~{minutes:.1f}")})
+        return rows
+
+    def estimate_line(self) -> str:
+        todo = [p for p in self.units if p.record is None]
+        known = [p.estimate for p in todo if p.estimate is not None]
+        if not todo:
+            return "every unit has finished: the report is rebuilt from their records"
+        units = f"{len(todo)} unit{'s' if len(todo) > 1 else ''} to run"
+        if not known:
+            return f"{units}; no finished unit yet to estimate their minutes from"
+        unknown = len(todo) - len(known)
+        return (f"{units}: about {sum(known):.1f} minutes of units, one after another"
+                + (f" (and {unknown} with no estimate)" if unknown else "")
+                + " (from the minutes of the finished units of each variant, else of all)")
+
+
+def history(output: str) -> list[dict[str, Any]]:
+    text = read_text(join(output, STUDY_FILE))
+    return json.loads(text)["invocations"] if text else []
+
+
+def save_history(output: str, invocations: list[dict[str, Any]]) -> None:
+    with staged(output) as local:
+        tmp = local / f"{STUDY_FILE}.tmp"
+        tmp.write_text(json.dumps({"invocations": invocations}, indent=1), encoding="utf-8")
+        tmp.replace(local / STUDY_FILE)
+
+
+def plan(setup: UnitSetup) -> Plan:
+    """Each unit of the study: finished (its record, checked against the study), or to run, with the
+    last invocation's error if it failed there and an estimate of its minutes."""
+    study, output = setup.study, setup.output
+    runs = history(output)
+    failed = runs[-1].get("failed", {}) if runs else {}
+    records = {u.name: read_record(output, u.name) for u in study.units()}
+    for unit in study.units():
+        record = records[unit.name]
+        if record is not None and record.get("config") != unit_identity(setup, unit) and not record.get("imported"):
+            raise ConfigError(f"{output}/units/{unit.name}.json was run with another config than {study.source} "
+                              f"now gives variant {unit.variant!r}; give the study another output, or remove the "
+                              "unit's record to run it again")
+    minutes: dict[str, list[float]] = {}
+    for r in records.values():
+        if r is not None and not r.get("imported"):
+            minutes.setdefault(r["variant"], []).append(r["minutes"])
+    everything = [m for ms in minutes.values() for m in ms]
+
+    def estimate(variant: str) -> float | None:
+        found = minutes.get(variant) or everything
+        return sum(found) / len(found) if found else None
+
+    return Plan([Planned(u, records[u.name], failed.get(u.name), estimate(u.variant)) for u in study.units()])
+
+
+def check_units(setup: UnitSetup) -> None:
+    """Build every unit's config and read its task's data now, on the driver, so that a typo or a
+    missing file fails before Ray starts (naming the variant)."""
+    study = setup.study
+    job = JOBS[study.job]
+    checked_tasks = set()
+    for unit in study.units():
+        variant = study.variant(unit.variant)
+        try:
+            data = unit_config(setup, unit)
+            cfg = from_dict(FinetuneConfig, data) if variant.recipe != "job" else job.config(data)
+        except ConfigError as e:
+            raise ConfigError(f"{study.source}: variants.{unit.variant}: {e}") from e
+        if variant.recipe != "job" and study.job != "finetune":
+            raise ConfigError(f"{study.source}: variants.{unit.variant}: a baseline reads the rows of a fine-tuning "
+                              f"config; this study's job is {study.job}")
+        key = json.dumps(data.get("task"), sort_keys=True, default=str)
+        if key not in checked_tasks:
+            task = load_task(cfg.task, cfg.data.data_dir)
+            task.check({"train": [task.source_lang], "test" if study.split == "test" else "dev": task.langs})
+            checked_tasks.add(key)
+
+
+def data_overrides() -> tuple[str, ...]:
+    """The data root resolved on the driver, for trials that run where ``$XLT_DATA_DIR`` is not set."""
+    return (f"data.data_dir={resolve_data_dir(None)}",) if os.environ.get(ENV_VAR) else ()
+
+
+def footprint(setup: UnitSetup, unit: Unit) -> tuple[dict[str, float], dict[str, float]]:
+    """(the trial's own bundle, what the running unit occupies) of ``unit``."""
+    from ..sweep.trainables import trial_bundle
+
+    study = setup.study
+    variant = study.variant(unit.variant)
+    data = unit_config(setup, unit)
+    if variant.recipe != "job":  # a baseline encodes and fits in the trial's own process
+        cfg = from_dict(FinetuneConfig, data)
+        own = {"CPU": max(1.0, float(cfg.scaling.cpus_per_worker))}
+        return own, own
+    job = JOBS[study.job]
+    cfg = job.config(data)
+    return job.resources(cfg), job.footprint(cfg)
+
+
+def run_units(setup: UnitSetup, units: Sequence[Unit], *, callbacks: Sequence[Any] = (), max_failures: int = 3,
+              limit: int = 0) -> dict[str, str | None]:
+    """Run ``units`` as the trials of one Tune run (module docstring); returns each unit's error, or
+    ``None`` if it finished. ``limit``: units at once (0: as many as the largest footprint fits)."""
+    import ray
+    from ray import tune
+    from ray.tune.search import BasicVariantGenerator
+
+    names = [u.name for u in units]
+    shapes = {u.name: footprint(setup, u) for u in units}
+    cluster = ray.cluster_resources()
+    limit = limit or min(max_concurrent(occupied, cluster) for _, occupied in shapes.values())
+    invocations = history(setup.output)
+    entry = {"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "units": names, "failed": {}}
+    save_history(setup.output, [*invocations, entry])
+    trainable = tune.with_resources(tune.with_parameters(run_unit, setup=setup),
+                                    resources=lambda config: _bundle(shapes[config["unit"]][0]))
+    analysis = tune.run(
+        trainable, name=f"run-{len(invocations) + 1}", storage_path=join(setup.output, "tune"),
+        config={"unit": tune.grid_search(names)}, search_alg=BasicVariantGenerator(max_concurrent=limit),
+        num_samples=1, raise_on_failed_trial=False, max_failures=max_failures,
+        trial_dirname_creator=lambda trial: f"trial_{trial.config['unit']}", callbacks=list(callbacks) or None,
+        verbose=1)
+    errors: dict[str, str | None] = {}
+    for i, trial in enumerate(analysis.trials):
+        record = to_record(i, trial, ())
+        name = trial.config["unit"]
+        finished = read_record(setup.output, name) is not None
+        errors[name] = None if finished else (record.error or f"not finished ({record.status})")
+    entry["failed"] = {name: error for name, error in errors.items() if error}
+    entry["ended"] = time.strftime("%Y-%m-%dT%H:%M:%S")
+    save_history(setup.output, [*invocations, entry])
+    return errors
+
+
+def _bundle(resources: dict[str, float]):
+    from ray.tune import PlacementGroupFactory
+
+    return PlacementGroupFactory([resources])
+
+
+def local_output(output: str) -> str:
+    """``output`` as the trials see it: an absolute path (trials run in their own directories), or a URI."""
+    return output if "://" in output else str(Path(output).resolve())
