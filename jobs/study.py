@@ -3,6 +3,8 @@
     python jobs/study.py --study studies/nusax-baselines.yaml      # the baselines and CE + SCL on NusaX
     python jobs/study.py --study studies/scl-nusax.yaml --dry-run  # the units, what has run, an estimate
     python jobs/study.py --study studies/nusax-baselines.yaml      # again: runs only the unfinished units
+    python jobs/study.py --study studies/scl-nusax.yaml --only ce --seeds 0   # one unit of it
+    python jobs/study.py --study studies/scl-nusax.yaml --report   # the report of what has run, running nothing
     python jobs/study.py --smoke                                   # studies/smoke.yaml: tiny model, seconds a unit
     ray job submit --working-dir . -- python jobs/study.py --study studies/scl-xnli.yaml
 
@@ -22,16 +24,17 @@ alone. ``--set`` overrides every unit (a change makes other units: give them ano
 from __future__ import annotations
 
 import dataclasses
+import shlex
 from pathlib import Path
 
 from xlt.cli import epilogue, init_ray, job_parser, run_job
 from xlt.logs import configure_logging, quiet_libraries
-from xlt.report import command_line, markdown_table, write_results
+from xlt.report import markdown_table, write_results
 from xlt.storage import join, staged
 from xlt.study import load_study
 from xlt.study.report import build, markdown, plot
 from xlt.study.runner import check_units, data_overrides, local_output, plan, run_units
-from xlt.study.units import UnitSetup, read_record
+from xlt.study.units import UnitSetup, imported_records, read_record
 from xlt.tracking import Tracker
 
 REPO = Path(__file__).resolve().parents[1]
@@ -44,6 +47,10 @@ def get_args():
     parser.add_argument("--study", help="study YAML (studies/); default with --smoke: studies/smoke.yaml")
     parser.add_argument("--output", help="where the study's runs, records and report go (default: the file's output)")
     parser.add_argument("--dry-run", action="store_true", help="print the units and the estimate, run nothing")
+    parser.add_argument("--report", action="store_true",
+                        help="write the report from the units finished (and imported) so far, run nothing")
+    parser.add_argument("--only", nargs="+", metavar="VARIANT", help="run only these variants' units this time")
+    parser.add_argument("--seeds", nargs="+", type=int, help="run only the units of these seeds this time")
     parser.add_argument("--max-concurrent", type=int, default=0, help="units at once (default: as many as fit)")
     parser.add_argument("--max-failures", type=int, default=3,
                         help="times a failed unit runs again within one study run (e.g. on a lost node)")
@@ -53,6 +60,14 @@ def get_args():
     if not args.study and not args.smoke:
         parser.error("--study is required (or --smoke, which runs studies/smoke.yaml)")
     return args
+
+
+def run_command(args) -> str:
+    """The command that runs the whole study, and resumes it: this one without what only selects or reports."""
+    words = ["python", "jobs/study.py", *(["--study", args.study] if args.study else ["--smoke"])]
+    words += [w for o in args.overrides for w in ("--set", o)]
+    words += [*(["--data-dir", args.data_dir] if args.data_dir else []), *(["--output", args.output] if args.output else [])]
+    return shlex.join(words)
 
 
 def main() -> None:
@@ -71,18 +86,21 @@ def main() -> None:
     errors: dict[str, str] = {}
     with Tracker("study", study.name, study.output, enabled=args.tracking) as tracker:
         tracker.params({"study": dataclasses.asdict(study)})
-        if planned.pending:
+        pending = [] if args.report else [u for u in planned.pending if (not args.only or u.variant in args.only)
+                   and (args.seeds is None or u.seed in args.seeds)]
+        if pending:
             init_ray(args.address, args.verbose)
-            ran = run_units(setup, planned.pending, callbacks=tracker.tune_callbacks(),
+            ran = run_units(setup, pending, callbacks=tracker.tune_callbacks(),
                             max_failures=args.max_failures, limit=args.max_concurrent)
             errors = {name: error for name, error in ran.items() if error}
         records = [r for r in (read_record(study.output, u.name) for u in study.units()) if r is not None]
+        records += imported_records(study.output)
         if not records:
             raise RuntimeError(f"no unit of {study.source} finished: {errors}")
         missing = [u.name for u in study.units() if read_record(study.output, u.name) is None]
         content = build(study, records)
         reading = Path(study.reading).read_text(encoding="utf-8") if study.reading else None
-        text = markdown(study, content, command_line(), PLOT, missing, errors, reading)
+        text = markdown(study, content, run_command(args), PLOT, missing, errors, reading)
         with staged(study.output) as local:
             (local / TABLE).write_text(text, encoding="utf-8")
             write_results(local / RESULTS, {**content, "missing": missing, "failed": errors})
@@ -92,7 +110,7 @@ def main() -> None:
         print(text)
         outputs = {name: join(study.output, file) for name, file in
                    (("table", TABLE), ("results", RESULTS), ("plot", PLOT), ("units", "units"))}
-        resume = (f"{command_line()}  (runs the units not finished: {', '.join(missing)})" if missing
+        resume = (f"{run_command(args)}  (runs the units not finished: {', '.join(missing)})" if missing
                   else "nothing to resume: every unit finished (more seeds or variants: add them to the file)")
         print(epilogue(outputs, resume, tracker.how_to_look()))
     if errors:

@@ -140,6 +140,8 @@ def markdown(study: Study, content: Mapping[str, Any], command: str, plot_name: 
     parts = [f"# {study.title}", f"```\n{command}\n```",
              f"{len(units)} units, {minutes:.0f} minutes of units, on {' and '.join(machines) or 'nothing yet'}; "
              f"the {study.split} split scored; seeds {', '.join(map(str, study.seeds))}."]
+    if study.notes:
+        parts.append(study.notes)
     if missing:
         parts.append(f"Not finished yet: {', '.join(missing)} (the command above runs them).")
     if failed:

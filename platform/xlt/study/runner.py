@@ -34,7 +34,7 @@ from ..sweep.runner import to_record
 from ..sweep.trainables import JOBS, max_concurrent
 from ..tasks import load_task
 from ..train.config import FinetuneConfig
-from .spec import Study, Unit
+from .spec import Unit
 from .units import UnitSetup, read_record, run_unit, unit_config, unit_identity
 
 STUDY_FILE = "study.json"  # the invocations of the study: when, which units, which failed
@@ -100,13 +100,13 @@ def plan(setup: UnitSetup) -> Plan:
     records = {u.name: read_record(output, u.name) for u in study.units()}
     for unit in study.units():
         record = records[unit.name]
-        if record is not None and record.get("config") != unit_identity(setup, unit) and not record.get("imported"):
+        if record is not None and record.get("config") != unit_identity(setup, unit):
             raise ConfigError(f"{output}/units/{unit.name}.json was run with another config than {study.source} "
                               f"now gives variant {unit.variant!r}; give the study another output, or remove the "
                               "unit's record to run it again")
     minutes: dict[str, list[float]] = {}
     for r in records.values():
-        if r is not None and not r.get("imported"):
+        if r is not None:
             minutes.setdefault(r["variant"], []).append(r["minutes"])
     everything = [m for ms in minutes.values() for m in ms]
 
@@ -147,8 +147,6 @@ def data_overrides() -> tuple[str, ...]:
 
 def footprint(setup: UnitSetup, unit: Unit) -> tuple[dict[str, float], dict[str, float]]:
     """(the trial's own bundle, what the running unit occupies) of ``unit``."""
-    from ..sweep.trainables import trial_bundle
-
     study = setup.study
     variant = study.variant(unit.variant)
     data = unit_config(setup, unit)

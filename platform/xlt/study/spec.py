@@ -7,6 +7,8 @@
     seeds: [0, 1, 2]
     split: test                            # the split scored (co-training: its data.metric_split)
     output: results/studies/nusax-scl      # default: results/studies/<file stem>; local or s3://
+    notes: |                               # optional: what was run, for the report's reader (Markdown)
+      - NusaX sentiment, 100 English training reviews ...
     reading: ../benchmarks/fidelity/scl-nusax.md   # optional: written by hand, appended to the report
     variants:
       ce: {label: CE}                                   # the preset as it is
@@ -44,7 +46,8 @@ SEED_KEYS: dict[str, tuple[str, ...]] = {
     "cotrain": ("selection.seed", "lm.optim.seed", "emb.optim.seed"),
 }
 AUGMENT_SEED = "data.augment.seed"  # fine-tuning with views: the views drawn per seed too
-TOP_LEVEL_KEYS = ("title", "job", "preset", "set", "seeds", "split", "output", "reading", "variants", "comparisons")
+TOP_LEVEL_KEYS = ("title", "job", "preset", "set", "seeds", "split", "output", "notes", "reading", "variants",
+                  "comparisons")
 VARIANT_KEYS = ("label", "set", "recipe", "model", "setfit")
 COMPARISON_KEYS = ("a", "b", "paper", "source")
 
@@ -108,6 +111,7 @@ class Study:
     variants: tuple[Variant, ...]
     comparisons: tuple[Comparison, ...] = ()
     reading: str | None = None  # resolved path
+    notes: str = ""
 
     @property
     def name(self) -> str:
@@ -215,7 +219,8 @@ def load_study(path: str | Path) -> Study:
         raise _fail(source, "reading", f"{raw['reading']!r} is not a file (resolved to {reading})")
     study = Study(source, str(raw.get("title", path.stem)), raw["job"], str(preset),
                   _strings(source, "set", raw.get("set")), tuple(seeds), str(raw.get("split", "test")),
-                  str(raw.get("output") or f"results/studies/{path.stem}"), variants, (), str(reading) if reading else None)
+                  str(raw.get("output") or f"results/studies/{path.stem}"), variants, (), str(reading) if reading else None,
+                  str(raw.get("notes") or "").strip())
     arms = study.all_arms()
     comparisons = []
     for i, spec in enumerate(raw.get("comparisons") or []):

@@ -29,11 +29,14 @@ from typing import Any
 from ..config import from_dict
 from ..hardware import cpu_model, device_name
 from ..metrics import AVG_TARGET
-from ..storage import join, read_text, staged
+from ..storage import join, names, read_text, staged
 from .spec import Study, Unit
 
 ROWS = "seeded draws"  # how the study's rows are chosen (xlt.data.sample); imported units may say otherwise
 RUNS, UNITS = "runs", "units"
+# Records of units run before the study existed (another runner's), kept for the report: they name their
+# source and rows, and are never taken for a unit of the study (a unit runs again on the study's rows).
+IMPORTED = "imported"
 FINETUNE_EVALS = "evals=[{type: classification, split: val}, {type: classification, split: test}]"  # no dev eval each epoch
 
 
@@ -50,8 +53,14 @@ def read_record(output: str, unit_name: str) -> dict[str, Any] | None:
     return None if text is None else json.loads(text)
 
 
-def write_record(output: str, unit_name: str, record: Mapping[str, Any]) -> None:
-    with staged(join(output, UNITS)) as local:
+def imported_records(output: str) -> list[dict[str, Any]]:
+    found = [read_text(join(output, IMPORTED, name)) for name in sorted(names(join(output, IMPORTED)))
+             if name.endswith(".json")]
+    return [json.loads(text) for text in found if text is not None]
+
+
+def write_record(output: str, unit_name: str, record: Mapping[str, Any], folder: str = UNITS) -> None:
+    with staged(join(output, folder)) as local:
         tmp = local / f"{unit_name}.json.tmp"
         tmp.write_text(json.dumps(record, indent=1, ensure_ascii=False), encoding="utf-8")
         tmp.replace(local / f"{unit_name}.json")  # whole, or not at all
