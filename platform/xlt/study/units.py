@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import placement
 from ..config import from_dict
 from ..hardware import cpu_model, device_name
 from ..metrics import AVG_TARGET
@@ -175,12 +176,13 @@ def finetune_arms(data: dict[str, Any], unit: Unit, study: Study) -> tuple[dict[
 
     cfg = from_dict(FinetuneConfig, data)
     trainer = build_trainer(cfg, callbacks=[TuneReportCallback() if cfg.scaling.num_workers else InProcessReports()])
-    final = trainer.fit().checkpoint  # also when a rerun finds the run complete and reports nothing
-    with final.as_directory() as directory:
+    result = trainer.fit()
+    with result.checkpoint.as_directory() as directory:  # also when a rerun finds the run complete
         predictions = read_predictions(directory)[study.split]
     resolved = config_of(trainer)
     return ({unit.variant: scored_arm(predictions, resolved.task.source_lang)},
-            {"train_rows": resolved.data.train_rows, "epochs": resolved.optim.epochs})
+            {"train_rows": resolved.data.train_rows, "epochs": resolved.optim.epochs,
+             "trained_on": (result.metrics or {}).get(placement.key("train"))})
 
 
 def cotrain_arms(data: dict[str, Any], unit: Unit, study: Study) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -1,0 +1,84 @@
+"""A study on a multi-node cluster (``cluster.harness``): two variants × three seeds, two units at a time on
+two worker nodes, the job stopped mid-way and submitted again; the second run runs only the units the first
+had not finished, and the report's intervals are a naive bootstrap's over the runs' recorded predictions."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import REPO
+from eval.test_stats import naive_bootstrap, naive_seed_item_bootstrap
+from xlt.engine.checkpoints import latest_checkpoint
+from xlt.train.workload import read_predictions
+
+pytestmark = pytest.mark.cluster
+
+UNITS = [f"{variant}-seed{seed}" for variant in ("ce", "scl") for seed in (0, 1, 2)]
+
+
+def correctness(out: Path, variant: str) -> np.ndarray:
+    """(seeds, target items) of ``variant``'s runs, from each run's latest checkpoint's predictions, by item id."""
+    rows = []
+    for seed in (0, 1, 2):
+        with latest_checkpoint(out / "runs" / f"{variant}-seed{seed}").as_directory() as checkpoint:
+            p = read_predictions(checkpoint)["test"]
+        items = sorted((f"{lang}/{i}", gold == predicted) for i, lang, gold, predicted
+                       in zip(p["id"], p["lang"], p["label"], p["predicted"]) if lang != "en")
+        rows.append([float(hit) for _, hit in items])
+    return np.asarray(rows)
+
+
+def test_a_study_runs_two_units_at_a_time_and_resumes_after_a_stop(head, data_dir, tmp_path):
+    out = tmp_path / "study"
+    study = [sys.executable, str(REPO / "jobs" / "study.py"), "--smoke", "--only", "ce", "scl", "--output", str(out),
+             "--no-tracking", "--set", "scaling.num_workers=1",  # each unit's run on a Ray Train worker
+             "--set", "scaling.threads=1", "--set", "optim.epochs=4"]
+    workers = head.add_workers((1, None), (1, None))
+    ids = head.node_ids()
+    env = {"env_vars": {"XLT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1"}}
+    log = tmp_path / "first.log"
+    with open(log, "w") as sink:
+        first = subprocess.Popen(head.submit_command(env, study, "xlt-test-study-1", working_dir=False),
+                                 stdout=sink, stderr=subprocess.STDOUT, cwd=REPO, env=head.env)
+    # Stopped once two units have finished and others have not: a user's Ctrl+C, or a lost driver.
+    deadline = time.monotonic() + 300
+    while len(list((out / "units").glob("*.json"))) < 2:
+        assert first.poll() is None and time.monotonic() < deadline, log.read_text()[-4000:]
+        time.sleep(0.2)
+    stopped = head.ray("job", "stop", "--address", head.address, "xlt-test-study-1")
+    assert stopped.returncode == 0, stopped.stderr
+    first.wait(timeout=120)
+    before = {path.name: path.read_bytes() for path in (out / "units").glob("*.json")}
+    assert 2 <= len(before) < len(UNITS), sorted(before)
+
+    second = subprocess.run(head.submit_command(env, study, "xlt-test-study-2", working_dir=False), cwd=REPO,
+                            env=head.env, capture_output=True, text=True, timeout=600)
+    assert second.returncode == 0, second.stdout[-4000:] + second.stderr[-2000:]
+
+    # The second run ran only what the first had not finished; the finished units' records are untouched.
+    invocations = json.loads((out / "study.json").read_text())["invocations"]
+    assert len(invocations) == 2 and invocations[0]["units"] == UNITS
+    assert sorted(invocations[1]["units"]) == sorted(set(UNITS) - {n.removesuffix(".json") for n in before})
+    assert invocations[1]["failed"] == {}
+    assert all((out / "units" / name).read_bytes() == data for name, data in before.items())
+    # Units ran side by side on the two worker nodes (each on its own Ray Train worker).
+    records = [json.loads((out / "units" / f"{unit}.json").read_text()) for unit in UNITS]
+    assert {r["trained_on"] for r in records} == {ids[w.name] for w in workers}
+
+    # The report's intervals: a naive bootstrap over the runs' own recorded predictions.
+    results = json.loads((out / "results.json").read_text())
+    (scl_ce,) = [c for c in results["comparisons"] if (c["a"], c["b"]) == ("scl", "ce")]
+    scl, ce = correctness(out, "scl"), correctness(out, "ce")
+    difference, low, high = scl_ce["interval"]
+    assert difference == pytest.approx((scl.mean(0) - ce.mean(0)).mean())
+    assert (low, high) == pytest.approx(naive_bootstrap(scl.mean(0) - ce.mean(0), 10_000, 0.95, 0))
+    crossed = scl_ce["seed_item_interval"]
+    assert crossed[1:] == pytest.approx(naive_seed_item_bootstrap(scl, ce, 10_000, seed=0, matched=True), abs=0.02)
+    assert "CE+SCL − CE" in second.stdout and "## Units" in second.stdout

@@ -1,0 +1,62 @@
+"""jobs/study.py --smoke end to end on a fresh local Ray, for the baselines: the frozen probe and SetFit units,
+each a Tune trial and a child MLflow run, their records and the report, then the same command again, which
+runs nothing. The job variants (CE, CE + SCL) over three seeds, stopped and resumed on two nodes:
+tests/cluster/test_study_nodes.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+from report.images import assert_a_drawn_png
+from tracking.readback import artifacts, mlflow_run
+
+pytestmark = pytest.mark.ray
+
+
+def test_the_smoke_study_runs_the_baselines_as_trials_and_reports_them(data_dir, tmp_path, mlflow_store):
+    out = tmp_path / "study"
+    command = [sys.executable, str(REPO / "jobs" / "study.py"), "--smoke", "--output", str(out)]
+    env = {**os.environ, "XLT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1"}
+    env.pop("RAY_ADDRESS", None)
+    proc = subprocess.run([*command, "--only", "probe", "setfit", "--seeds", "0"], capture_output=True, text=True,
+                          env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    # Before launching: every unit, and no estimate yet.
+    assert "| setfit-seed2 | to run | unknown |" in proc.stdout
+    assert "10 units to run; no finished unit yet to estimate their minutes from" in proc.stdout
+
+    probe, setfit = (json.loads((out / "units" / f"{name}.json").read_text()) for name in ("probe-seed0", "setfit-seed0"))
+    assert probe["probe_c"] in (0.1, 1.0, 10.0, 100.0) and probe["model"] == "tiny:bert"
+    assert setfit["setfit"] == {"num_iterations": 2, "num_epochs": 1, "batch_size": 16, "learning_rate": 2e-5,
+                                "train_rows": 16, "pairs": 64}
+    for record in (probe, setfit):
+        (arm,) = record["arms"].values()
+        assert set(arm["acc"]) == {"en", "de", "zh", "avg_target"} and len(arm["items"]) == 2 * 16
+        assert arm["acc"]["avg_target"] == pytest.approx(sum(map(int, arm["items"])) / len(arm["items"]))
+    assert probe["arms"]["probe"]["items_digest"] == setfit["arms"]["setfit"]["items_digest"]  # the same rows
+
+    results = json.loads((out / "results.json").read_text())
+    (comparison,) = [c for c in results["comparisons"] if (c["a"], c["b"]) == ("setfit", "probe")]
+    assert comparison["seeds"] == "1 / 1" and "provisional: 1 seed" in comparison["verdict"]
+    assert results["missing"] == [f"{v}-seed{s}" for v in ("ce", "scl") for s in (0, 1, 2)] + ["setfit-seed1", "setfit-seed2"]
+    assert "| SetFit       | 1     |" in proc.stdout and "python jobs/study.py --smoke --output" in proc.stdout
+    assert_a_drawn_png(out / "results.png")
+    tracked = mlflow_run(mlflow_store, "study")
+    assert {"results.md", "results.json", "results.png"} <= artifacts(mlflow_store, tracked)
+    from mlflow.tracking import MlflowClient
+
+    trials = MlflowClient(mlflow_store).search_runs(
+        [tracked.info.experiment_id], f"tags.`mlflow.parentRunId` = '{tracked.info.run_id}'")
+    assert sorted(t.data.params["unit"] for t in trials) == ["probe-seed0", "setfit-seed0"]
+
+    # The same selection again runs nothing, and says what the rest would cost.
+    again = subprocess.run([*command, "--only", "probe", "setfit", "--seeds", "0", "--dry-run"], capture_output=True,
+                           text=True, env=env, timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "| probe-seed0  | finished |" in again.stdout and "8 units to run: about" in again.stdout

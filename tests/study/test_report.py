@@ -1,0 +1,71 @@
+"""A study's report from its units' records: per-arm tables, and comparisons whose intervals are a naive
+bootstrap's over the same items; seeds paired where both arms ran them; imported rows kept apart."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from eval.test_stats import naive_bootstrap
+from study.test_spec import write
+from xlt.study import load_study
+from xlt.study.report import build, markdown
+from xlt.study.units import ROWS, scored_arm
+
+STRIDES = "evenly spaced strides"
+
+
+def record(variant: str, seed: int, hits: list[int], rows: str = ROWS) -> dict:
+    """A unit's record whose arm predicted ``hits`` (1 = right) on de items, and all of its 4 English rows."""
+    n = len(hits)
+    predictions = {"id": [*map(str, range(n)), *map(str, range(4))], "lang": ["de"] * n + ["en"] * 4,
+                   "label": ["a"] * (n + 4), "predicted": ["a" if h else "b" for h in hits] + ["a"] * 4}
+    return {"unit": f"{variant}-seed{seed}", "variant": variant, "seed": seed, "rows": rows, "minutes": 1.0,
+            "cpu": "CPU", "finished": "t", "arms": {variant: scored_arm(predictions, "en")}}
+
+
+@pytest.fixture
+def study(tmp_path):
+    return load_study(write(tmp_path, variants={"a": {"label": "A"}, "b": {"label": "B"}, "probe": {"recipe": "probe"}},
+                            comparisons=[{"a": "a", "b": "b", "paper": "+1", "source": "p"}, {"a": "a", "b": "probe"}]))
+
+
+def test_scored_arm_is_accuracy_per_language_and_items_in_id_order():
+    arm = scored_arm({"id": ["2", "10", "1", "x"], "lang": ["de", "de", "fr", "en"], "label": [1, 0, 1, 1],
+                      "predicted": [1, 1, 1, 0]}, "en")
+    assert arm["acc"] == {"de": 0.5, "fr": 1.0, "en": 0.0, "avg_target": 0.75}
+    assert arm["items"] == "011"  # de/10 wrong, de/2 right, fr/1 right: sorted by "<lang>/<id>"
+
+
+def test_the_intervals_are_the_naive_bootstraps_over_seed_averaged_items(study):
+    rng = np.random.default_rng(5)
+    hits = {(v, s): rng.integers(0, 2, 41).tolist() for v in "ab" for s in (0, 1, 2)}
+    records = [record(v, s, h) for (v, s), h in hits.items()] + [record("probe", 0, rng.integers(0, 2, 41).tolist())]
+    content = build(study, records)
+    (ab, a_probe) = content["comparisons"]
+    a, b = (np.mean([hits[(v, s)] for s in (0, 1, 2)], axis=0) for v in "ab")
+    assert ab["interval"][0] == pytest.approx((a - b).mean())
+    assert tuple(ab["interval"][1:]) == pytest.approx(naive_bootstrap(a - b, 10_000, 0.95, 0))
+    assert ab["seeds"] == "3 / 3" and ab["verdict"] in ("gain", "loss", "within noise")  # not provisional
+    assert a_probe["seeds"] == "3 / 1" and "provisional" not in a_probe["verdict"]  # a probe has one run
+    table = content["tables"]["Accuracy on the scored split (mean ± std over seeds)"]
+    mean, std = np.mean([np.mean(hits[("a", s)]) for s in (0, 1, 2)]), np.std([np.mean(hits[("a", s)]) for s in (0, 1, 2)], ddof=1)
+    assert table[0]["arm"] == "A" and table[0]["avg_target"] == f"{mean:.3f} ± {std:.3f}" and table[0]["en"] == "1.000 ± 0.000"
+
+
+def test_arms_are_paired_on_their_common_seeds_and_fewer_seeds_are_provisional(study):
+    records = [record("a", s, [1, 0, 1, 1]) for s in (0, 1, 2)] + [record("b", 1, [0, 0, 1, 1])]
+    ab = build(study, records)["comparisons"][0]
+    assert ab["seeds"] == "3 / 1 (paired on seeds 1)" and ab["verdict"].endswith("(provisional: 1 seed)")
+
+
+def test_units_on_other_rows_are_reported_apart_and_never_paired_with_the_studys(study):
+    records = [record("a", 0, [1, 1, 1, 0]), record("b", 0, [0, 1, 1, 0]),
+               record("a", 0, [1, 1, 0, 0, 1], STRIDES), record("b", 0, [0, 0, 0, 0, 1], STRIDES)]
+    content = build(study, records)
+    assert [(c["rows"], c["interval"][0]) for c in content["comparisons"]] == [(ROWS, 0.25), (STRIDES, 0.4)]
+    table = content["tables"]["Accuracy on the scored split (mean ± std over seeds)"]
+    assert [(row["arm"], row["rows"], row["avg_target"]) for row in table] == [
+        ("A", ROWS, "0.750"), ("B", ROWS, "0.500"), ("A", STRIDES, "0.600"), ("B", STRIDES, "0.200")]
+    text = markdown(study, content, "python jobs/study.py --study s.yaml", "results.png", ["probe-seed0"], {}, None)
+    assert "Not finished yet: probe-seed0 (the command above runs them)." in text

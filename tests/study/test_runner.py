@@ -1,0 +1,33 @@
+"""What a study runs next: units without a record, estimated from the finished ones; a finished unit whose
+config the file no longer gives is refused, a failed one runs again."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from study.test_report import record
+from study.test_spec import write
+from xlt.config import ConfigError
+from xlt.study import Unit, load_study
+from xlt.study.runner import plan, save_history
+from xlt.study.units import UnitSetup, unit_identity, write_record
+
+
+def test_the_plan_runs_what_has_no_record_and_estimates_it_from_what_has(tmp_path):
+    study = load_study(write(tmp_path, seeds=[0, 1], variants={"ce": None, "probe": {"recipe": "probe"}}))
+    setup = UnitSetup(study, str(tmp_path / "out"))
+    write_record(setup.output, "ce-seed0", {**record("ce", 0, [1, 0]), "minutes": 3.0,
+                                            "config": unit_identity(setup, Unit("ce", 0))})
+    save_history(setup.output, [{"units": ["ce-seed0", "ce-seed1"], "failed": {"ce-seed1": "OOM"}}])
+    planned = plan(setup)
+    assert [u.name for u in planned.pending] == ["ce-seed1", "probe-seed0"]
+    assert planned.table() == [{"unit": "ce-seed0", "status": "finished", "minutes": "3.0"},
+                               {"unit": "ce-seed1", "status": "failed last time: runs again", "minutes": "~3.0"},
+                               {"unit": "probe-seed0", "status": "to run", "minutes": "~3.0"}]
+    assert planned.estimate_line().startswith("2 units to run: about 6.0 minutes of units")
+
+    changed = UnitSetup(dataclasses.replace(study, set=("optim.lr=0.5",)), setup.output)
+    with pytest.raises(ConfigError, match="units/ce-seed0.json was run with another config than .*s.yaml now gives"):
+        plan(changed)
