@@ -8,7 +8,7 @@ A step of CE + an alignment objective encodes 16 English pairs and their views: 
 64 texts of mixed lengths, which one pass pads to the longest. ``optim.encoder_pass_rows`` = R
 reads them in length-sorted passes of at most R (``TextEncoder.embed_by_length``): the same
 features up to float rounding, fewer padded positions. This measures what that saves where it
-matters most here, `benchmarks/fidelity.py scl-pawsx`'s setting: the bundled e5 with frozen word
+matters most here, `studies/scl-pawsx.yaml`'s setting: the bundled e5 with frozen word
 embeddings, PAWS-X's first English pairs with the §4.1 views of that comparison (made in this
 process by the augmenter its Ray Data pipeline runs), CE + CL (λ = 1, τ = 1), batch 16, the
 torch threads of the preset's worker (2).
@@ -33,8 +33,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from fidelity import PAWSX_VIEWS, objective  # (benchmarks/fidelity.py: the comparison's views)
 from xlt.hardware import cpu_model
+from xlt.study import load_study
 from xlt.augment import CrossLingualAugment
 from xlt.data import resolve_data_dir
 from xlt.logs import quiet_libraries
@@ -48,7 +48,8 @@ from xlt.train.workload import finetune_training, compute_losses, train_step
 REPO = Path(__file__).resolve().parents[1]
 
 
-CL = objective("contrastive_alignment", 1.0, temperature=1.0)
+# studies/scl-pawsx.yaml's CE + CL: its views (Wang et al. 2022, §4.1 for PAWS-X) and objective (λ = 1, τ = 1.0)
+CL_VARIANT = load_study(REPO / "studies" / "scl-pawsx.yaml").variant("cl").set
 
 
 def get_args() -> argparse.Namespace:
@@ -112,7 +113,7 @@ def main() -> None:
     batch_size = 16
     cfg = load_finetune_config(REPO / "configs" / "finetune_pawsx.yaml", [
         f"model.source={args.model}", f"data.data_dir={resolve_data_dir(args.data_dir)}",
-        f"data.max_examples={args.steps * batch_size}", f"optim.batch_size={batch_size}", PAWSX_VIEWS, CL])
+        f"data.max_examples={args.steps * batch_size}", f"optim.batch_size={batch_size}", *CL_VARIANT])
     prepared = prepare(cfg)
     cfg = prepared.config
     torch.set_num_threads(cfg.scaling.torch_threads)

@@ -1,10 +1,10 @@
-"""How closely the fine-tuned units of a fidelity comparison fit the rows they trained on, against their test rows.
+"""How closely the fine-tuned units of a study fit the rows they trained on, against their test rows.
 
-    .venv/bin/python benchmarks/fit.py scl-pawsx ce-seed0 scl-seed0    # -> benchmarks/fidelity/scl-pawsx-fit.md
+    .venv/bin/python benchmarks/fit.py studies/scl-pawsx.yaml ce-seed0 scl-seed0   # -> benchmarks/fidelity/scl-pawsx-fit.md
 
 A unit that scores far higher on the English pairs it was trained on than on English test pairs has
 learned those pairs rather than the task. For each unit this reads its final checkpoint under
-``results/fidelity/<comparison>/<unit>/`` (the run's latest, as the run records it:
+``<the study's output>/runs/<unit>/`` (the run's latest, as the run records it:
 ``xlt.engine.checkpoints.latest_checkpoint``), the source-language rows its configuration trained on
 (``xlt.train.data.train_rows``: views are not scored, only the originals CE saw) and the source
 language's test rows the comparison scores, and predicts both with the classifier as the job's own
@@ -24,9 +24,6 @@ from xlt.report import command_line, markdown_table
 
 REPO = Path(__file__).resolve().parents[1]
 HERE = REPO / "benchmarks"
-
-
-RESULTS = REPO / "results" / "fidelity"
 
 
 def accuracy(classifier, rows: list[dict]) -> float:
@@ -56,23 +53,26 @@ def unit_fit(unit: Path) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("comparison", help="a benchmarks/fidelity.py comparison whose units have run, e.g. scl-pawsx")
-    parser.add_argument("units", nargs="+", help="run directories under results/fidelity/<comparison>/, e.g. ce-seed0")
-    parser.add_argument("--out", type=Path, help="default: benchmarks/fidelity/<comparison>-fit.md")
+    parser.add_argument("study", help="a study file whose units have run here, e.g. studies/scl-pawsx.yaml")
+    parser.add_argument("units", nargs="+", help="its units (run directories under <output>/runs/), e.g. ce-seed0")
+    parser.add_argument("--out", type=Path, help="default: benchmarks/fidelity/<study>-fit.md")
     args = parser.parse_args()
-    out = args.out or HERE / "fidelity" / f"{args.comparison}-fit.md"
+    from xlt.study import load_study
+
+    study = load_study(args.study)
+    out = args.out or HERE / "fidelity" / f"{study.name}-fit.md"
 
     started = time.time()
     fits = []
     for name in args.units:
-        fits.append(unit_fit(RESULTS / args.comparison / name))
+        fits.append(unit_fit(Path(study.output) / "runs" / name))
         print(f"{name}: train {fits[-1]['train']:.3f}, test {fits[-1]['test']:.3f}", flush=True)
     source = fits[0]["source"]
     rows = [{"unit": f["unit"], "checkpoint": f["checkpoint"], f"{source} train": f"{f['train']:.3f} ({f['train_rows']})",
              f"{source} test": f"{f['test']:.3f} ({f['test_rows']})", "train − test": f"{f['train'] - f['test']:+.3f}"}
             for f in fits]
     out.write_text(
-        f"## {args.comparison}: fit to the training rows against the test rows\n\n"
+        f"## {study.name}: fit to the training rows against the test rows\n\n"
         f"```\n{command_line()}\n```\n\n"
         f"{time.strftime('%Y-%m-%dT%H:%M:%S')}, {(time.time() - started) / 60:.1f} minutes on {cpu_model()}, "
         f"{os.cpu_count()} cores; 1-minute load average at the end {os.getloadavg()[0]:.1f}.\n\n"

@@ -3,7 +3,7 @@ language, with the run's own record of each selection's accuracy beside them."""
 
 from __future__ import annotations
 
-from benchmarks.test_fidelity import load_benchmark
+from benchmarks.loading import load_benchmark
 from xlt.cotrain import CotrainConfig, LoopState
 from xlt.cotrain.config import load_cotrain_config
 

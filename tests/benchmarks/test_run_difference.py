@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from benchmarks.test_fidelity import load_benchmark
+from benchmarks.loading import load_benchmark
 from xlt.engine.checkpoints import METRICS_FILE
 from xlt.metrics import TRAIN_EPOCH
 from xlt.train.workload import PREDICTIONS_FILE

@@ -3,7 +3,7 @@ sum of its tests', and the tables put the slowest first."""
 
 from __future__ import annotations
 
-from benchmarks.test_fidelity import load_benchmark
+from benchmarks.loading import load_benchmark
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest" tests="3">

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchmarks.loading import load_benchmark
 from conftest import REPO
 from eval.test_stats import naive_bootstrap, naive_seed_item_bootstrap
 from xlt.engine.checkpoints import latest_checkpoint
@@ -82,3 +83,7 @@ def test_a_study_runs_two_units_at_a_time_and_resumes_after_a_stop(head, data_di
     crossed = scl_ce["seed_item_interval"]
     assert crossed[1:] == pytest.approx(naive_seed_item_bootstrap(scl, ce, 10_000, seed=0, matched=True), abs=0.02)
     assert "CE+SCL − CE" in second.stdout and "## Units" in second.stdout
+
+    # benchmarks/fit.py scores a unit's final checkpoint as the job did: its English test accuracy is the recorded one
+    fit = load_benchmark("fit").unit_fit(out / "runs" / "ce-seed0")
+    assert fit["test"] == records[0]["arms"]["ce"]["acc"]["en"] and fit["test_rows"] == 16 and fit["train_rows"] == 16

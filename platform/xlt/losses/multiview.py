@@ -92,7 +92,7 @@ class MultiViewAlignment(Objective):
       the paper states none).
 
     The paper chose cosine with λ = 10 (§5.2, design.md), hence the default. Measured here
-    (``benchmarks/fidelity.md``, scl-xnli, 600 XNLI pairs): cosine at λ = 10 maps every input to one
+    (``benchmarks/studies/scl-xnli/results.md``, 600 XNLI pairs): cosine at λ = 10 maps every input to one
     class in two seeds of three, and KL at λ = 10 does not; at a small scale, pick λ on dev or use KL.
 
     Args:

@@ -130,6 +130,9 @@ def check_units(setup: UnitSetup) -> None:
             cfg = from_dict(FinetuneConfig, data) if variant.recipe != "job" else job.config(data)
         except ConfigError as e:
             raise ConfigError(f"{study.source}: variants.{unit.variant}: {e}") from e
+        if study.job == "cotrain" and variant.recipe == "job" and cfg.data.metric_split != study.split:
+            raise ConfigError(f"{study.source}: split: {study.split!r}, but the co-training runs of variant "
+                              f"{unit.variant!r} score {cfg.data.metric_split!r} (data.eval_split: {cfg.data.eval_split})")
         if variant.recipe != "job" and study.job != "finetune":
             raise ConfigError(f"{study.source}: variants.{unit.variant}: a baseline reads the rows of a fine-tuning "
                               f"config; this study's job is {study.job}")
