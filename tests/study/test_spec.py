@@ -71,3 +71,22 @@ def test_every_committed_study_loads_and_its_units_configs_build():
             recipe = study.variant(unit.variant).recipe
             build = JOBS[study.job].config if recipe == "job" else (lambda data: from_dict(FinetuneConfig, data))
             build(unit_config(setup, unit))
+
+
+def test_the_readmes_study_of_your_own_task_loads_with_its_job_config(tmp_path):
+    import re
+
+    from xlt.config import from_dict
+    from xlt.study.units import UnitSetup, unit_config
+    from xlt.train.config import FinetuneConfig
+
+    blocks = re.findall(r"```yaml\n(# (\S+)\n.*?)```", (REPO / "README.md").read_text(), re.S)
+    files = {name: text for text, name in blocks}
+    for name in ("my_reviews.yaml", "studies/my-reviews.yaml"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(files[name])
+    study = load_study(tmp_path / "studies" / "my-reviews.yaml")
+    assert [v.recipe for v in study.variants] == ["probe", "probe", "setfit", "job", "job"]
+    for unit in study.units():
+        cfg = from_dict(FinetuneConfig, unit_config(UnitSetup(study, str(tmp_path / "out")), unit))
+        assert cfg.task.name == "reviews" and cfg.data.max_examples == 200
