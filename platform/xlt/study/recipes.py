@@ -10,8 +10,9 @@ scored split's predictions in the form a fine-tuning checkpoint records them (``
   regression on the frozen encoder's embeddings of the English train rows, C chosen on English dev.
 - ``setfit``: SetFit (Tunstall et al. 2022) with the ``setfit`` package, offline: the body is the
   config's encoder as a ``SentenceTransformer`` (``xlt.models.classifier.sentence_transformer``), its
-  prefix (e5's ``"query: "``) put before every text, as xlt's own encoder does; contrastive pairs of
-  the English train rows, then a logistic-regression head. SetFit has no sentence-pair input: pair
+  prefix (e5's ``"query: "``) put before every text, as xlt's own encoder does, its word embeddings
+  frozen where the config freezes them (``optim.freeze_word_embeddings``); contrastive pairs of the
+  English train rows, then a logistic-regression head. SetFit has no sentence-pair input: pair
   tasks are refused (their baselines are the probes and CE).
 """
 
@@ -75,6 +76,8 @@ def setfit_predictions(cfg: FinetuneConfig, settings: SetFitSettings, seed: int,
     with tempfile.TemporaryDirectory(prefix="xlt-setfit-") as body_dir:
         # The prefix goes before the texts here, not as a prompt: SetFit's contrastive pairs would not get it.
         body = sentence_transformer(encoder, body_dir, prompts=False)
+        if cfg.optim.freeze_word_embeddings:  # as the config fine-tunes the same body (AdamW skips frozen weights)
+            body[0].auto_model.get_input_embeddings().requires_grad_(False)
         setfit = SetFitModel(model_body=body, model_head=LogisticRegression(random_state=seed))
         trainer = Trainer(model=setfit, args=args, train_dataset=Dataset.from_dict(
             {"text": [prefix + ex.text for ex in train], "label": [task.labels.index(ex.label) for ex in train]}))
@@ -88,7 +91,8 @@ def setfit_predictions(cfg: FinetuneConfig, settings: SetFitSettings, seed: int,
             gold += [ex.label for ex in rows]
             predicted += [task.labels[int(i)] for i in found]
     return ({"id": ids, "lang": langs, "label": gold, "predicted": predicted},
-            {"setfit": {**settings.__dict__, "train_rows": len(train), "pairs": 2 * settings.num_iterations * len(train)}})
+            {"setfit": {**settings.__dict__, "train_rows": len(train), "pairs": 2 * settings.num_iterations * len(train),
+                        "freeze_word_embeddings": cfg.optim.freeze_word_embeddings}})
 
 
 def split_role(split: str) -> str:
