@@ -40,7 +40,7 @@ def test_a_study_runs_two_units_at_a_time_and_resumes_after_a_stop(head, data_di
     out = tmp_path / "study"
     study = [sys.executable, str(REPO / "jobs" / "study.py"), "--smoke", "--only", "ce", "scl", "--output", str(out),
              "--no-tracking", "--set", "scaling.num_workers=1",  # each unit's run on a Ray Train worker
-             "--set", "scaling.threads=1", "--set", "optim.epochs=4"]
+             "--set", "scaling.threads=1", "--set", "optim.epochs=2"]
     workers = head.add_workers((1, None), (1, None))
     ids = head.node_ids()
     env = {"env_vars": {"XLT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1"}}
