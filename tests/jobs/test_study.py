@@ -60,3 +60,14 @@ def test_the_smoke_study_runs_the_baselines_as_trials_and_reports_them(data_dir,
                            text=True, env=env, timeout=300)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "| probe-seed0  | finished |" in again.stdout and "8 units to run: about" in again.stdout
+
+
+def test_the_readmes_dry_run_lists_the_nusax_studys_units_and_runs_nothing(data_dir, tmp_path):
+    env = {**os.environ, "XLT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1"}
+    # As the README types it, from a directory of its own: the study's output is relative to it.
+    proc = subprocess.run([sys.executable, str(REPO / "jobs" / "study.py"), "--study",
+                           str(REPO / "studies" / "nusax-baselines.yaml"), "--dry-run"], capture_output=True, text=True,
+                          env=env, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "| probe-use-seed0 | to run | unknown |" in proc.stdout and "11 units to run" in proc.stdout
+    assert not (tmp_path / "results").exists()  # nothing written
