@@ -4,7 +4,7 @@
         results/fidelity/ce-with-views-pawsx-seed1                     # A − B after each run's last epoch
     .venv/bin/python benchmarks/run_difference.py A B --epoch 6 --split val
 
-The fidelity runner (``benchmarks/fidelity.py``) compares test items of units it ran itself. A diagnosis
+A study (``jobs/study.py``) compares the test items of the units it ran itself. A diagnosis
 compares dev runs of ``jobs/finetune.py`` made with ``evals: [{type: classification, split: val,
 every_epoch: true}]`` (issue 52), whose checkpoints keep the predictions of that epoch's evaluation
 (``xlt.train.workload.PREDICTIONS_FILE``). This reads them from each run's checkpoint of ``--epoch`` (default:
