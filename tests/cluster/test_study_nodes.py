@@ -1,6 +1,8 @@
 """A study on a multi-node cluster (``cluster.harness``): two variants × three seeds, two units at a time on
 two worker nodes, the job stopped mid-way and submitted again; the second run runs only the units the first
-had not finished, and the report's intervals are a naive bootstrap's over the runs' recorded predictions."""
+had not finished, loses the node under one of them and finishes it on the other from its latest checkpoint
+(a Tune trial's node loss, as a sweep's: studies and sweeps run their trials alike); the report's intervals are
+a naive bootstrap's over the runs' recorded predictions."""
 
 from __future__ import annotations
 
@@ -16,7 +18,9 @@ import pytest
 from benchmarks.loading import load_benchmark
 from conftest import REPO
 from eval.test_stats import naive_bootstrap, naive_seed_item_bootstrap
-from xlt.engine.checkpoints import latest_checkpoint
+from xlt.engine.checkpoints import latest_checkpoint, read_metrics
+from xlt.metrics import TRAIN_RESUMED_FROM_STEP
+from xlt import placement
 from xlt.train.workload import read_predictions
 
 pytestmark = pytest.mark.cluster
@@ -36,10 +40,23 @@ def correctness(out: Path, variant: str) -> np.ndarray:
     return np.asarray(rows)
 
 
+def checkpointed(out: Path) -> dict[str, dict]:
+    """Unit -> the metrics of its run's latest checkpoint, for the units that have one (an in-process run lists
+    its checkpoints once each is complete)."""
+    found = {}
+    for run in (out / "runs").glob("*"):
+        try:
+            with latest_checkpoint(run).as_directory() as checkpoint:
+                found[run.name] = read_metrics(checkpoint)
+        except (FileNotFoundError, ValueError, OSError, json.JSONDecodeError, KeyError):  # none yet, or being written
+            continue
+    return found
+
+
 def test_a_study_runs_two_units_at_a_time_and_resumes_after_a_stop(head, data_dir, tmp_path):
     out = tmp_path / "study"
     study = [sys.executable, str(REPO / "jobs" / "study.py"), "--smoke", "--only", "ce", "scl", "--output", str(out),
-             "--no-tracking", "--set", "optim.epochs=4",  # each unit in its trial's process, on the trial's node
+             "--no-tracking", "--set", "optim.epochs=8",  # each unit in its trial's process, on the trial's node
              "--set", "optim.lr=0.01"]
     workers = head.add_workers((1, None), (1, None))
     ids = head.node_ids()
@@ -59,9 +76,25 @@ def test_a_study_runs_two_units_at_a_time_and_resumes_after_a_stop(head, data_di
     before = {path.name: path.read_bytes() for path in (out / "units").glob("*.json")}
     assert 2 <= len(before) < len(UNITS), sorted(before)
 
-    second = subprocess.run(head.submit_command(env, study, "xlt-test-study-2", working_dir=False), cwd=REPO,
-                            env=head.env, capture_output=True, text=True, timeout=600)
-    assert second.returncode == 0, second.stdout[-4000:] + second.stderr[-2000:]
+    log = tmp_path / "second.log"
+    with open(log, "w") as sink:
+        job = subprocess.Popen(head.submit_command(env, study, "xlt-test-study-2", working_dir=False),
+                               stdout=sink, stderr=subprocess.STDOUT, cwd=REPO, env=head.env)
+    # A unit of the second run has checkpointed an epoch and is still training: its node fails.
+    deadline = time.monotonic() + 300
+    while True:
+        running = {unit: metrics for unit, metrics in checkpointed(out).items()
+                   if not (out / "units" / f"{unit}.json").exists() and metrics["train/epoch"] < 7}
+        if running:
+            break
+        assert job.poll() is None and time.monotonic() < deadline, log.read_text()[-4000:]
+        time.sleep(0.2)
+    lost_unit, metrics = next(iter(running.items()))
+    lost = metrics[placement.key("train")]
+    next(node for node in workers if ids[node.name] == lost).kill()
+    job.wait(timeout=600)
+    second = log.read_text()
+    assert job.returncode == 0, second[-4000:]
 
     # The second run ran only what the first had not finished; the finished units' records are untouched.
     invocations = json.loads((out / "study.json").read_text())["invocations"]
@@ -69,9 +102,14 @@ def test_a_study_runs_two_units_at_a_time_and_resumes_after_a_stop(head, data_di
     assert sorted(invocations[1]["units"]) == sorted(set(UNITS) - {n.removesuffix(".json") for n in before})
     assert invocations[1]["failed"] == {}
     assert all((out / "units" / name).read_bytes() == data for name, data in before.items())
-    # Units ran side by side on the two worker nodes (a unit's 1-CPU bundle: the smoke study trains in process).
+    # Units ran side by side on the two worker nodes (a unit's 1-CPU bundle: the smoke study trains in process);
+    # the unit that lost its node finished on the other, continuing from a checkpoint, not from scratch.
     records = [json.loads((out / "units" / f"{unit}.json").read_text()) for unit in UNITS]
     assert {r["trained_on"] for r in records} == {ids[w.name] for w in workers}
+    (moved,) = [r for r in records if r["unit"] == lost_unit]
+    assert moved["trained_on"] != lost
+    with latest_checkpoint(out / "runs" / lost_unit).as_directory() as checkpoint:
+        assert read_metrics(checkpoint)[TRAIN_RESUMED_FROM_STEP] > 0
 
     # The report's intervals: a naive bootstrap over the runs' own recorded predictions (on which the tiny model's
     # CE and CE + SCL may not differ at all: the report's arithmetic on real differences is tests/study/test_report.py's).
@@ -85,7 +123,7 @@ def test_a_study_runs_two_units_at_a_time_and_resumes_after_a_stop(head, data_di
     assert (low, high) == pytest.approx(naive_bootstrap(scl.mean(0) - ce.mean(0), 10_000, 0.95, 0))
     crossed = scl_ce["seed_item_interval"]
     assert crossed[1:] == pytest.approx(naive_seed_item_bootstrap(scl, ce, 10_000, seed=0, matched=True), abs=0.02)
-    assert "CE+SCL − CE" in second.stdout and "## Units" in second.stdout
+    assert "CE+SCL − CE" in second and "## Units" in second
 
     # benchmarks/fit.py scores a unit's final checkpoint as the job did: its English test accuracy is the recorded one
     fit = load_benchmark("fit").unit_fit(out / "runs" / "ce-seed0")

@@ -56,7 +56,8 @@ class SweepSettings:
     again, and each continues its own run from the trial directory; see ``trainables``). Three,
     not one: a trial started again at once can land on the lost node before Ray has declared it
     dead (missed health checks: 15 s by Ray's defaults) and fail a second time (seen in
-    tests/cluster/test_sweep_nodes.py, both trials' processes on the killed node)."""
+    the sweep's two-node test before issue 70, both trials' processes on the killed node; the study's two-node
+    test carries that case now: tests/cluster/test_study_nodes.py)."""
 
     name: str
     storage_path: str = "results/sweeps"
