@@ -79,15 +79,14 @@ def main() -> None:
     study = dataclasses.replace(study, set=(*study.set, *extra), output=local_output(args.output or study.output))
     setup = UnitSetup(study, study.output, data_overrides())
     check_units(setup)  # fails here, before Ray starts, on any bad key, value or file
-    planned = plan(setup)
+    planned = plan(setup).select(args.only, args.seeds)
     print(f"{study.title}\n\n{markdown_table(planned.table())}\n\n{planned.estimate_line()}\n", flush=True)
     if args.dry_run:
         return
     errors: dict[str, str] = {}
     with Tracker("study", study.name, study.output, enabled=args.tracking) as tracker:
         tracker.params({"study": dataclasses.asdict(study)})
-        pending = [] if args.report else [u for u in planned.pending if (not args.only or u.variant in args.only)
-                   and (args.seeds is None or u.seed in args.seeds)]
+        pending = [] if args.report else planned.pending
         if pending:
             init_ray(args.address, args.verbose)
             ran = run_units(setup, pending, callbacks=tracker.tune_callbacks(),

@@ -12,7 +12,7 @@ from study.test_spec import write
 from xlt.config import ConfigError
 from xlt.study import Unit, load_study
 from xlt.study.runner import plan, save_history
-from xlt.study.units import UnitSetup, unit_identity, write_record
+from xlt.study.units import IMPORTED, UnitSetup, unit_identity, write_record
 
 
 def test_the_plan_runs_what_has_no_record_and_estimates_it_from_what_has(tmp_path):
@@ -27,7 +27,19 @@ def test_the_plan_runs_what_has_no_record_and_estimates_it_from_what_has(tmp_pat
                                {"unit": "ce-seed1", "status": "failed last time: runs again", "minutes": "~3.0"},
                                {"unit": "probe-seed0", "status": "to run", "minutes": "~3.0"}]
     assert planned.estimate_line().startswith("2 units to run: about 6.0 minutes of units")
+    only = planned.select(["ce"], seeds=[1])  # --only ce --seeds 1
+    assert [u.name for u in only.pending] == ["ce-seed1"]
+    assert only.table()[2]["status"] == "not this time (--only / --seeds)"
+    assert only.estimate_line().startswith("1 unit to run: about 3.0 minutes")
+    assert planned.select(["probe"], seeds=[1]).estimate_line() == "no unit selected to run"
 
     changed = UnitSetup(dataclasses.replace(study, set=("optim.lr=0.5",)), setup.output)
     with pytest.raises(ConfigError, match="units/ce-seed0.json was run with another config than .*s.yaml now gives"):
         plan(changed)
+
+
+def test_a_study_with_only_imported_units_is_estimated_from_their_minutes(tmp_path):
+    study = load_study(write(tmp_path, seeds=[0], variants={"ce": None, "probe": {"recipe": "probe"}}))
+    setup = UnitSetup(study, str(tmp_path / "out"))
+    write_record(setup.output, "ce-seed0", {**record("ce", 0, [1, 0]), "minutes": 4.0}, folder=IMPORTED)
+    assert [row["minutes"] for row in plan(setup).table()] == ["~4.0", "~4.0"]

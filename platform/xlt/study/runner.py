@@ -18,6 +18,7 @@ in its run directory, not in Tune's.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -35,7 +36,7 @@ from ..sweep.trainables import JOBS, max_concurrent
 from ..tasks import load_task
 from ..train.config import FinetuneConfig
 from .spec import Unit
-from .units import UnitSetup, read_record, run_unit, unit_config, unit_identity
+from .units import UnitSetup, imported_records, read_record, run_unit, unit_config, unit_identity
 
 STUDY_FILE = "study.json"  # the invocations of the study: when, which units, which failed
 
@@ -46,37 +47,46 @@ class Planned:
     record: dict[str, Any] | None  # finished: its record
     failed: str | None = None  # the last invocation's error of an unfinished unit
     estimate: float | None = None  # minutes: its variant's finished units', else all finished units'
+    selected: bool = True  # False: left out of this invocation by --only / --seeds
 
 
 @dataclass
 class Plan:
     units: list[Planned] = field(default_factory=list)
 
+    def select(self, variants: Sequence[str] | None = None, seeds: Sequence[int] | None = None) -> Plan:
+        """This plan with only these variants' and seeds' unfinished units to run this time."""
+        return Plan([dataclasses.replace(p, selected=(not variants or p.unit.variant in variants)
+                                         and (seeds is None or p.unit.seed in seeds)) for p in self.units])
+
     @property
     def pending(self) -> list[Unit]:
-        return [p.unit for p in self.units if p.record is None]
+        return [p.unit for p in self.units if p.record is None and p.selected]
 
     def table(self) -> list[dict[str, Any]]:
         rows = []
         for p in self.units:
-            status = "finished" if p.record else ("failed last time: runs again" if p.failed else "to run")
+            status = ("finished" if p.record else "not this time (--only / --seeds)" if not p.selected
+                      else "failed last time: runs again" if p.failed else "to run")
             minutes = p.record["minutes"] if p.record else p.estimate
             rows.append({"unit": p.unit.name, "status": status,
                          "minutes": "unknown" if minutes is None else (f"{minutes:.1f}" if p.record else f"~{minutes:.1f}")})
         return rows
 
     def estimate_line(self) -> str:
-        todo = [p for p in self.units if p.record is None]
+        todo = [p for p in self.units if p.record is None and p.selected]
         known = [p.estimate for p in todo if p.estimate is not None]
         if not todo:
-            return "every unit has finished: the report is rebuilt from their records"
+            return ("every unit has finished: the report is rebuilt from their records"
+                    if all(p.record for p in self.units) else "no unit selected to run")
         units = f"{len(todo)} unit{'s' if len(todo) > 1 else ''} to run"
         if not known:
             return f"{units}; no finished unit yet to estimate their minutes from"
         unknown = len(todo) - len(known)
         return (f"{units}: about {sum(known):.1f} minutes of units, one after another"
                 + (f" (and {unknown} with no estimate)" if unknown else "")
-                + " (from the minutes of the finished units of each variant, else of all)")
+                + " (from the minutes of the finished units of each variant, else of all; imported ones where none"
+                " ran here)")
 
 
 def history(output: str) -> list[dict[str, Any]]:
@@ -105,8 +115,9 @@ def plan(setup: UnitSetup) -> Plan:
                               f"now gives variant {unit.variant!r}; give the study another output, or remove the "
                               "unit's record to run it again")
     minutes: dict[str, list[float]] = {}
-    for r in records.values():
-        if r is not None:
+    # A study's own units time its estimate; imported ones (run elsewhere) only where none finished here.
+    for r in [r for r in records.values() if r is not None] or imported_records(output):
+        if r.get("minutes") is not None:
             minutes.setdefault(r["variant"], []).append(r["minutes"])
     everything = [m for ms in minutes.values() for m in ms]
 
