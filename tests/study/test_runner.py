@@ -20,12 +20,13 @@ def test_the_plan_runs_what_has_no_record_and_estimates_it_from_what_has(tmp_pat
     setup = UnitSetup(study, str(tmp_path / "out"))
     write_record(setup.output, "ce-seed0", {**record("ce", 0, [1, 0]), "minutes": 3.0,
                                             "config": unit_identity(setup, Unit("ce", 0))})
-    save_history(setup.output, [{"units": ["ce-seed0", "ce-seed1"], "failed": {"ce-seed1": "OOM"}}])
+    save_history(setup.output, [{"units": ["ce-seed0", "ce-seed1"], "failed": {"ce-seed1": "OOM"},
+                                 "stopped": ["probe-seed0"]}])
     planned = plan(setup)
     assert [u.name for u in planned.pending] == ["ce-seed1", "probe-seed0"]
     assert planned.table() == [{"unit": "ce-seed0", "status": "finished", "minutes": "3.0"},
                                {"unit": "ce-seed1", "status": "failed last time: runs again", "minutes": "~3.0"},
-                               {"unit": "probe-seed0", "status": "to run", "minutes": "~3.0"}]
+                               {"unit": "probe-seed0", "status": "stopped last time: continues", "minutes": "~3.0"}]
     assert planned.estimate_line().startswith("2 units to run: about 6.0 minutes of units")
     only = planned.select(["ce"], seeds=[1])  # --only ce --seeds 1
     assert [u.name for u in only.pending] == ["ce-seed1"]

@@ -145,7 +145,7 @@ def markdown(study: Study, content: Mapping[str, Any], command: str, plot_name: 
     if missing:
         parts.append(f"Not finished yet: {', '.join(missing)} (the command above runs them).")
     if failed:
-        parts.append("Failed in the last run (the command above runs them again):\n\n"
+        parts.append("Did not finish in the last run (the command above runs them again):\n\n"
                      + "\n".join(f"- {name}: {error}" for name, error in failed.items()))
     for heading, table in content["tables"].items():
         columns = list(dict.fromkeys(key for row in table for key in row))

@@ -48,6 +48,7 @@ class Planned:
     failed: str | None = None  # the last invocation's error of an unfinished unit
     estimate: float | None = None  # minutes: its variant's finished units', else all finished units'
     selected: bool = True  # False: left out of this invocation by --only / --seeds
+    stopped: bool = False  # the last invocation was stopped while this unit ran or waited
 
 
 @dataclass
@@ -67,7 +68,8 @@ class Plan:
         rows = []
         for p in self.units:
             status = ("finished" if p.record else "not this time (--only / --seeds)" if not p.selected
-                      else "failed last time: runs again" if p.failed else "to run")
+                      else "failed last time: runs again" if p.failed
+                      else "stopped last time: continues" if p.stopped else "to run")
             minutes = p.record["minutes"] if p.record else p.estimate
             rows.append({"unit": p.unit.name, "status": status,
                          "minutes": "unknown" if minutes is None else (f"{minutes:.1f}" if p.record else f"~{minutes:.1f}")})
@@ -107,6 +109,7 @@ def plan(setup: UnitSetup) -> Plan:
     study, output = setup.study, setup.output
     runs = history(output)
     failed = runs[-1].get("failed", {}) if runs else {}
+    stopped = set(runs[-1].get("stopped", [])) if runs else set()
     records = {u.name: read_record(output, u.name) for u in study.units()}
     for unit in study.units():
         record = records[unit.name]
@@ -125,20 +128,19 @@ def plan(setup: UnitSetup) -> Plan:
         found = minutes.get(variant) or everything
         return sum(found) / len(found) if found else None
 
-    return Plan([Planned(u, records[u.name], failed.get(u.name), estimate(u.variant)) for u in study.units()])
+    return Plan([Planned(u, records[u.name], failed.get(u.name), estimate(u.variant), stopped=u.name in stopped)
+                 for u in study.units()])
 
 
 def check_units(setup: UnitSetup) -> None:
     """Build every unit's config and read its task's data now, on the driver, so that a typo or a
     missing file fails before Ray starts (naming the variant)."""
     study = setup.study
-    job = JOBS[study.job]
     checked_tasks = set()
     for unit in study.units():
         variant = study.variant(unit.variant)
         try:
-            data = unit_config(setup, unit)
-            cfg = from_dict(FinetuneConfig, data) if variant.recipe != "job" else job.config(data)
+            data, cfg = _config(setup, unit)
         except ConfigError as e:
             raise ConfigError(f"{study.source}: variants.{unit.variant}: {e}") from e
         if study.job == "cotrain" and variant.recipe == "job" and cfg.data.metric_split != study.split:
@@ -161,16 +163,20 @@ def data_overrides() -> tuple[str, ...]:
 
 def footprint(setup: UnitSetup, unit: Unit) -> tuple[dict[str, float], dict[str, float]]:
     """(the trial's own bundle, what the running unit occupies) of ``unit``."""
-    study = setup.study
-    variant = study.variant(unit.variant)
-    data = unit_config(setup, unit)
-    if variant.recipe != "job":  # a baseline encodes and fits in the trial's own process
-        cfg = from_dict(FinetuneConfig, data)
+    _, cfg = _config(setup, unit)
+    if setup.study.variant(unit.variant).recipe != "job":  # a baseline encodes and fits in the trial's own process
         own = {"CPU": max(1.0, float(cfg.scaling.cpus_per_worker))}
         return own, own
-    job = JOBS[study.job]
-    cfg = job.config(data)
+    job = JOBS[setup.study.job]
     return job.resources(cfg), job.footprint(cfg)
+
+
+def _config(setup: UnitSetup, unit: Unit) -> tuple[dict[str, Any], Any]:
+    """A unit's config mapping and the typed config built from it (a baseline's: the fine-tuning config)."""
+    data = unit_config(setup, unit)
+    if setup.study.variant(unit.variant).recipe != "job":
+        return data, from_dict(FinetuneConfig, data)
+    return data, JOBS[setup.study.job].config(data)
 
 
 def run_units(setup: UnitSetup, units: Sequence[Unit], *, callbacks: Sequence[Any] = (), max_failures: int = 3,
@@ -197,12 +203,19 @@ def run_units(setup: UnitSetup, units: Sequence[Unit], *, callbacks: Sequence[An
         trial_dirname_creator=lambda trial: f"trial_{trial.config['unit']}", callbacks=list(callbacks) or None,
         verbose=1)
     errors: dict[str, str | None] = {}
+    stopped = []
     for i, trial in enumerate(analysis.trials):
         record = to_record(i, trial, ())
         name = trial.config["unit"]
-        finished = read_record(setup.output, name) is not None
-        errors[name] = None if finished else (record.error or f"not finished ({record.status})")
-    entry["failed"] = {name: error for name, error in errors.items() if error}
+        if read_record(setup.output, name) is not None:
+            errors[name] = None
+        elif record.error or record.status == "ERROR":
+            errors[name] = record.error or "failed (no error file)"
+        else:  # the study was stopped before this unit ended: not a failure of the unit
+            errors[name] = f"stopped before it finished ({record.status})"
+            stopped.append(name)
+    entry["failed"] = {name: error for name, error in errors.items() if error and name not in stopped}
+    entry["stopped"] = stopped
     entry["ended"] = time.strftime("%Y-%m-%dT%H:%M:%S")
     save_history(setup.output, [*invocations, entry])
     return errors

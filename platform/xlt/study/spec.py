@@ -145,12 +145,11 @@ class Study:
 
     def unit_data(self, unit: Unit, extra: Sequence[str] = ()) -> dict[str, Any]:
         """The job's config mapping of ``unit``: its variant's, seeded by ``SEED_KEYS``."""
-        variant = self.variant(unit.variant)
         seeds = [f"{key}={unit.seed}" for key in SEED_KEYS[self.job]]
-        data = self.job_data(variant, seeds)
-        if self.job == "finetune" and (data.get("data") or {}).get("augment"):
-            seeds.append(f"{AUGMENT_SEED}={unit.seed}")
-        return self.job_data(variant, [*seeds, *extra])
+        data = self.job_data(self.variant(unit.variant), [*seeds, *extra])
+        if self.job == "finetune" and (data.get("data") or {}).get("augment"):  # its draws are seeded too
+            data = apply_overrides(data, [f"{AUGMENT_SEED}={unit.seed}"])
+        return data
 
 
 def _fail(source: str, where: str, message: str) -> ConfigError:
