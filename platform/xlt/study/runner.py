@@ -77,18 +77,24 @@ class Plan:
 
     def estimate_line(self) -> str:
         todo = [p for p in self.units if p.record is None and p.selected]
-        known = [p.estimate for p in todo if p.estimate is not None]
-        if not todo:
-            return ("every unit has finished: the report is rebuilt from their records"
-                    if all(p.record for p in self.units) else "no unit selected to run")
-        units = f"{len(todo)} unit{'s' if len(todo) > 1 else ''} to run"
-        if not known:
-            return f"{units}; no finished unit yet to estimate their minutes from"
-        unknown = len(todo) - len(known)
-        return (f"{units}: about {sum(known):.1f} minutes of units, one after another"
-                + (f" (and {unknown} with no estimate)" if unknown else "")
-                + " (from the minutes of the finished units of each variant, else of all; imported ones where none"
-                " ran here)")
+        if todo:
+            return _estimate(todo, "to run")
+        rest = [p for p in self.units if p.record is None]
+        if rest:  # what --only / --seeds left out
+            return f"nothing selected is left to run; the rest of the study: {_estimate(rest, 'unfinished')}"
+        return "every unit has finished: the report is rebuilt from their records"
+
+
+def _estimate(units: list[Planned], what: str) -> str:
+    known = [p.estimate for p in units if p.estimate is not None]
+    counted = f"{len(units)} unit{'s' if len(units) > 1 else ''} {what}"
+    if not known:
+        return f"{counted}; no finished unit yet to estimate their minutes from"
+    unknown = len(units) - len(known)
+    return (f"{counted}: about {sum(known):.1f} minutes of units, one after another"
+            + (f" (and {unknown} with no estimate)" if unknown else "")
+            + " (from the minutes of the finished units of each variant, else of all; imported ones where none"
+            " ran here)")
 
 
 def history(output: str) -> list[dict[str, Any]]:
