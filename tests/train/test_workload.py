@@ -301,3 +301,39 @@ def test_an_objective_with_a_start_epoch_joins_ce_from_that_epoch():
     total, parts = compute_losses(training.model, training.objectives, batch(), epoch=1)
     assert float(parts["supervised_contrastive_alignment"]) > 0
     assert torch.allclose(total, parts["ce"] + parts["supervised_contrastive_alignment"])
+
+
+def test_head_lr_trains_the_head_at_its_own_rate_as_naive_adamw_groups_do():
+    """``optim.head_lr``: the head's weights step at that rate and the encoder's at ``lr``, both on the one linear
+    schedule, as AdamW over groups written out by hand (by parameter name, decay on matrices only) does."""
+    steps, b = 2, batch()
+
+    def trained(naive: bool):
+        torch.manual_seed(0)
+        training = finetune_training(tiny_config(lr=1e-3, head_lr=5e-2), steps_per_epoch=steps)
+        if naive:
+            named = [(n, p) for n, p in training.module.named_parameters() if p.requires_grad]
+            groups = [{"params": [p for n, p in named if n.startswith("head.") == head and (p.ndim >= 2) == decayed],
+                       "weight_decay": 0.01 if decayed else 0.0, "lr": 5e-2 if head else 1e-3}
+                      for head in (False, True) for decayed in (True, False)]
+            training.optimizer = torch.optim.AdamW(groups, lr=1e-3)
+            training.scheduler = torch.optim.lr_scheduler.LambdaLR(training.optimizer, lambda s: 1 - s / steps)
+        for step in range(steps):
+            torch.manual_seed(100 + step)
+            train_step(training, b)
+        return training
+
+    ours, naive = trained(False), trained(True)
+    assert [g["lr"] for g in ours.optimizer.param_groups] == pytest.approx([0.0] * 4)  # the schedule's end
+    for (name, a), (_, r) in zip(ours.module.named_parameters(), naive.module.named_parameters()):
+        assert torch.allclose(a, r, atol=1e-6), name
+
+
+def test_head_lr_needs_a_head():
+    from torch import nn
+
+    from xlt.engine import build_training
+    from xlt.engine.settings import OptimSettings
+
+    with pytest.raises(ValueError, match="optim.head_lr: a Linear has no head"):
+        build_training(nn.Linear(2, 2), OptimSettings(head_lr=1e-2), steps_per_epoch=1)
