@@ -61,9 +61,10 @@ def param_groups(weight_decay: float, *modules: nn.Module | None,
     """Weight decay on weight matrices only: not on biases and LayerNorm weights (1-D tensors).
     ``own_lr``: (a submodule, its learning rate): its parameters in groups of their own at that rate."""
     own = {id(p) for p in own_lr[0].parameters()} if own_lr else set()
+    trained = trained_parameters(*modules)
     groups = []
     for in_own in (False, True) if own_lr else (False,):
-        params = [p for p in trained_parameters(*modules) if (id(p) in own) == in_own]
+        params = [p for p in trained if (id(p) in own) == in_own]
         for decayed in (True, False):
             group = {"params": [p for p in params if (p.ndim >= 2) == decayed],
                      "weight_decay": weight_decay if decayed else 0.0}
