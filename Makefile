@@ -19,8 +19,9 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed
 
+# ARGS: the job's options, e.g. make demo ARGS="--set lm.optim.seed=1 --set emb.optim.seed=1 --set selection.seed=1"
 demo: install
-	$(PY) jobs/cotrain.py
+	$(PY) jobs/cotrain.py $(ARGS)
 
 # One test at a time: two at once (pytest-xdist -n 2) took 30.5 min against ~29 serial on the 2-core
 # machine, which the suite already keeps busy (benchmarks/test_time.md).

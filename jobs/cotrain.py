@@ -35,11 +35,13 @@ from xlt.cotrain.learner import LEARNERS_DIR, learner_run
 from xlt.engine.checkpoints import latest_checkpoint
 from xlt.cotrain.tables import iteration_rows, language_rows, plot_iterations
 from xlt.cotrain.state import STATE_FILE
-from xlt.metrics import F1
+from xlt.metrics import ACC, AVG_TARGET, F1
+from xlt.models import EncoderConfig
 from xlt.logs import configure_logging, quiet_libraries
 from xlt.predict.export import EXPORT_DIR, export_run
 from xlt.report import Phases, command_line, markdown_table, write_results
 from xlt.storage import join, staged
+from xlt.study.recipes import cotrain_rows, probe_scores
 from xlt.tracking import Tracker
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
@@ -61,7 +63,11 @@ def main() -> None:
     with Tracker("cotrain", cfg.output.name, cfg.output.dir, enabled=args.tracking) as tracker:
         tracker.params(cfg)
         state = run_cotraining(cfg, data=data, phases=phases, tracker=tracker)
-        print_results(cfg, data, state, phases, tracker)
+        with phases("probes"):
+            rows = cotrain_rows(cfg, data.task) if cfg.probes else None  # the rows the learners saw, once
+            probes = {source: probe_scores(rows, EncoderConfig(source=source, max_length=cfg.lm.model.max_length))
+                      for source in cfg.probes}
+        print_results(cfg, data, state, probes, phases, tracker)
 
 
 def overlap(cfg) -> str:
@@ -73,14 +79,20 @@ def overlap(cfg) -> str:
     return "both learners fit in this process, one after the other"
 
 
-def print_results(cfg, data, state, phases: Phases, tracker: Tracker) -> None:
-
+def print_results(cfg, data, state, probes: dict[str, dict[str, dict[str, float]]], phases: Phases,
+                  tracker: Tracker) -> None:
+    """The tables (the learners, then each frozen probe of ``cfg.probes`` on the same rows), written and printed."""
     split, source = cfg.data.metric_split, data.task.source_lang
     label = "co-training" if cfg.mode == "cotrain" else "self-training"
     per_iteration = markdown_table(iteration_rows(state.history, split, source))
     langs = (source, *data.targets)
-    per_language = markdown_table(language_rows(state.history, split, langs, label))
-    per_language_f1 = markdown_table(language_rows(state.history, split, langs, label, score=F1))
+
+    def language_table(score: str) -> str:
+        probe_rows = [{"model": f"frozen probe: {model}", **{lang: scores[score][lang] for lang in (*langs, AVG_TARGET)}}
+                      for model, scores in probes.items()]
+        return markdown_table(language_rows(state.history, split, langs, label, score=score) + probe_rows)
+
+    per_language, per_language_f1 = language_table(ACC), language_table(F1)
     text = (f"## {label} on {data.task.config.name}: lm {cfg.lm.model.source}, emb {cfg.emb.model.source}, policy {cfg.selection.policy}, "
             f"t = {cfg.selection.threshold}\n\n### Per iteration ({split} accuracy)\n\n{per_iteration}\n\n"
             f"### Per language ({split} accuracy)\n\n{per_language}\n\n"
@@ -90,7 +102,7 @@ def print_results(cfg, data, state, phases: Phases, tracker: Tracker) -> None:
     with staged(cfg.output.dir) as out:  # a URI output gets these files when the block ends
         (out / "results.md").write_text(text, encoding="utf-8")
         plot = plot_iterations(state.history, split, out / "accuracy_per_iteration.png", label)
-        write_results(out / "results.json", {"history": state.history, "config": asdict(cfg),
+        write_results(out / "results.json", {"history": state.history, "probes": probes, "config": asdict(cfg),
                                              "phases": phases.rows()})
         tracker.artifacts(out / "results.json", out / "results.md", plot)
     print(text)

@@ -82,3 +82,12 @@ def test_references_name_every_cited_paper():
                     unknown.append(f"{path.relative_to(REPO)}:{no}: {name}")
     assert not unknown, "citations missing from docs/references.md:\n" + "\n".join(unknown)
     assert cited == set(SHORT_NAMES)  # every listed paper is cited, so the list stays the code's
+
+
+def test_the_readmes_make_demo_at_another_seed_passes_its_options_to_the_job():
+    import shlex
+
+    (line,) = [line for line in (REPO / "README.md").read_text().splitlines() if line.startswith("make demo ARGS=")]
+    command = shlex.split(line.split("  #")[0])
+    out = subprocess.run([command[0], "-n", *command[1:]], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    assert "jobs/cotrain.py --set lm.optim.seed=1 --set emb.optim.seed=1 --set selection.seed=1" in out

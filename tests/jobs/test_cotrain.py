@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -50,12 +51,18 @@ def test_smoke_writes_tables_plots_progress_tracking_and_exports(data_dir, tmp_p
         assert (out / name).is_file(), name
     result = json.loads((out / "results.json").read_text())
     assert "cotrain.py" in result["command"] and len(result["history"]) == 6
+    # The frozen probe of probes: on the job's own rows, beside the learners in both per-language tables.
+    assert len(re.findall(r"\| frozen probe: tiny:bert +\|", proc.stdout)) == 2
+    probe = result["probes"]["tiny:bert"]
+    assert set(probe) == {"acc", "f1"} and set(probe["acc"]) == {"en", "de", "zh", "avg_target"}
+    assert probe["acc"]["avg_target"] == pytest.approx((probe["acc"]["de"] + probe["acc"]["zh"]) / 2)
     # auto as this machine resolves it (its CPU's flags), recorded where the run's config is: results,
     # MLflow parameters (below), the learners' checkpoints and model cards (below), each pass.
     ran = "bf16" if native_bf16() else "fp32"
     assert result["config"]["lm"]["optim"]["precision"] == result["config"]["inference"]["precision"] == ran
     assert {row["pseudo-label/precision"] for row in result["history"] if "pseudo-label/precision" in row} == {ran}
-    assert {row["phase"] for row in result["phases"]} >= {"start Ray", "fit lm", "pseudo-label and select", "exchange"}
+    assert {row["phase"] for row in result["phases"]} >= {"start Ray", "fit lm", "pseudo-label and select", "exchange",
+                                                          "probes"}
     assert "### Where the time went" in proc.stdout
     assert "\nresume:  " in proc.stdout and "look:    MLflow: mlflow ui --backend-store-uri sqlite:///" in proc.stdout
     # Progress bars (rows, rate, ETA): the driver's pseudo-labelling, a learner's epochs and its evaluation

@@ -69,3 +69,39 @@ def test_units_on_other_rows_are_reported_apart_and_never_paired_with_the_studys
         ("A", ROWS, "0.750"), ("B", ROWS, "0.500"), ("A", STRIDES, "0.600"), ("B", STRIDES, "0.200")]
     text = markdown(study, content, "python jobs/study.py --study s.yaml", "results.png", ["probe-seed0"], {}, None)
     assert "Not finished yet: probe-seed0 (the command above runs them)." in text
+
+
+def test_an_arm_keeps_macro_f1_and_the_classes_it_predicted_on_the_targets():
+    gold, predicted = ["a", "a", "b", "c", "c", "a"], ["a", "b", "b", "a", "a", "c"]
+    langs = ["de", "de", "de", "fr", "fr", "en"]
+    arm = scored_arm({"id": list("123456"), "lang": langs, "label": gold, "predicted": predicted}, "en")
+
+    def naive_f1(pairs):  # mean over the classes in gold or predicted of 2PR / (P + R)
+        scores = []
+        for c in sorted({x for pair in pairs for x in pair}):
+            tp = sum(g == c == p for g, p in pairs)
+            fp, fn = sum(p == c != g for g, p in pairs), sum(g == c != p for g, p in pairs)
+            scores.append(0.0 if tp == 0 else 2 * tp / (2 * tp + fp + fn))
+        return sum(scores) / len(scores)
+
+    de, fr = naive_f1(list(zip(gold[:3], predicted[:3]))), naive_f1(list(zip(gold[3:5], predicted[3:5])))
+    assert arm["f1"]["de"] == pytest.approx(de) and arm["f1"]["avg_target"] == pytest.approx((de + fr) / 2)
+    assert (arm["classes_predicted"], arm["classes"]) == (2, 3)  # a and b on the targets; c only in English
+
+
+def test_the_baselines_summary_finds_the_best_baseline_and_its_interval(tmp_path):
+    from benchmarks.loading import load_benchmark
+    from xlt.study.units import write_record
+
+    module = load_benchmark("baselines")
+    study = load_study(write(tmp_path, seeds=[0, 1], output=str(tmp_path / "out"), variants={
+        "declared": None, "probe-e5": {"recipe": "probe"}, "ce": None}))
+    rng = np.random.default_rng(0)
+    hits = {"declared": 0.9, "probe-e5": 0.6, "ce": 0.3}
+    for variant, p in hits.items():
+        for seed in ((0,) if variant == "probe-e5" else (0, 1)):
+            write_record(study.output, f"{variant}-seed{seed}",
+                         record(variant, seed, (rng.random(200) < p).astype(int).tolist()))
+    section, overview = module.study_section(study)
+    assert overview["best baseline"] == "probe-e5" and overview["above"] and overview["verdict"] == "gain"
+    assert "| declared " in section and "Declared recipe − best baseline (probe-e5)" in section

@@ -45,3 +45,17 @@ def test_a_study_with_only_imported_units_is_estimated_from_their_minutes(tmp_pa
     setup = UnitSetup(study, str(tmp_path / "out"))
     write_record(setup.output, "ce-seed0", {**record("ce", 0, [1, 0]), "minutes": 4.0}, folder=IMPORTED)
     assert [row["minutes"] for row in plan(setup).table()] == ["~4.0", "~4.0"]
+
+
+def test_a_setting_a_record_lacks_counts_as_its_default_and_nothing_else():
+    from xlt.study.units import default_setting, same_unit
+    from xlt.train.config import FinetuneConfig
+
+    assert default_setting(FinetuneConfig, "optim.head_lr") == 0.0 and default_setting(FinetuneConfig, "optim.lr") == 5e-5
+    old = {"recipe": "job", "job": {"task": {"name": "t"}, "optim": {"lr": 1e-4}}}
+    assert same_unit(old, {**old, "job": {**old["job"], "optim": {"lr": 1e-4, "head_lr": 0}}}, FinetuneConfig)
+    assert same_unit({**old, "job": {**old["job"], "objectives": []}}, old, FinetuneConfig)  # the default (), as JSON keeps it
+    assert not same_unit(old, {**old, "job": {**old["job"], "optim": {"lr": 1e-4, "head_lr": 1e-2}}}, FinetuneConfig)
+    assert not same_unit(old, {**old, "job": {**old["job"], "optim": {"lr": 5e-5}}}, FinetuneConfig)
+    assert not same_unit(old, {**old, "job": {**old["job"], "evals": "x"}}, FinetuneConfig)  # not its default
+    assert not same_unit(old, {**old, "model": "tiny:bert"}, FinetuneConfig)  # outside the job's config: no default

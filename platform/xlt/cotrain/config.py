@@ -145,6 +145,9 @@ class CotrainConfig:
     selection: SelectionSettings = field(default_factory=SelectionSettings)
     data: PoolData = field(default_factory=PoolData)
     inference: InferenceSettings = field(default_factory=InferenceSettings)
+    # Encoders (sources) whose frozen-linear probe (xlt.study.recipes) the job fits on its own labelled
+    # rows and scores on its own evaluation rows, printed beside its tables: what co-training adds.
+    probes: tuple[str, ...] = ()
     # The loop state, metrics, table and plot; the learners' runs under learners/, each keeping
     # num_to_keep checkpoints.
     output: OutputSettings = field(default_factory=lambda: OutputSettings(dir="results/cotrain", num_to_keep=1))
@@ -154,6 +157,8 @@ class CotrainConfig:
         check(not (self.mode == "self-train" and self.selection.policy == "agreement"), "selection.policy",
               self.selection.policy, "threshold-random or class-balanced with self-training (agreement needs "
               "a partner learner)")
+        for source in self.probes:
+            EncoderConfig(source=source)  # raises naming the valid forms of a source
         for name in LEARNERS:
             learner: LearnerConfig = getattr(self, name)
             check(not (learner.model.frozen and learner.optim.freeze_word_embeddings),
@@ -183,7 +188,7 @@ class CotrainConfig:
 
 # What a resumed run may change: where it runs and how long, not what it learns.
 # Not a learner's number of workers: it fixes the steps of its fits, so the fits would differ.
-RESUMABLE_CHANGES: tuple[str, ...] = ("iterations", "inference.", "data.data_dir", "output.",
+RESUMABLE_CHANGES: tuple[str, ...] = ("iterations", "inference.", "probes", "data.data_dir", "output.",
                                       *(f"{name}.scaling.{key}" for name in LEARNERS
                                         for key in ("use_gpu", "cpus_per_worker", "threads", "max_failures", "resources")),
                                       "lm.optim.eval_batch_size", "emb.optim.eval_batch_size",

@@ -51,9 +51,10 @@ from ..progress import progress
 from ..report import Phases
 from ..storage import staged
 from ..tracking import Tracker
-from ..tasks import Task, load_task
+from ..data import Example
+from ..tasks import Task, load_task, row
 from ..train.data import eval_rows
-from .config import LEARNERS, RESUMABLE_CHANGES, CotrainConfig
+from .config import LEARNERS, RESUMABLE_CHANGES, CotrainConfig, PoolData
 from .learner import Fit, fit, learner_service
 from .pool import Pass, StoredPool, count_pool, put_pool, stream_selections
 from .selection import Selection, default_size
@@ -106,11 +107,15 @@ def prepare(cfg: CotrainConfig) -> Prepared:
         check_device(learner.optim, learner.scaling, f"{name}.")
     task = load_task(cfg.task, cfg.data.data_dir)
     n = cfg.data.max_examples
-    # labeled_fraction of the rows max_examples allows, drawn from the whole split as any n rows are.
-    allowed = len(task.examples("train", task.source_lang, n))
-    labeled = task.rows("train", [task.source_lang], max(1, round(cfg.data.labeled_fraction * allowed)))
-    return Prepared(task, labeled, count_pool(task, n), eval_rows(task, cfg.data.eval_split, n), n,
-                       cfg.inference.batch_size)
+    return Prepared(task, [row(ex) for ex in labeled_examples(task, cfg.data)], count_pool(task, n),
+                    eval_rows(task, cfg.data.eval_split, n), n, cfg.inference.batch_size)
+
+
+def labeled_examples(task: Task, data: PoolData) -> list[Example]:
+    """D: ``labeled_fraction`` of the English train rows ``max_examples`` allows (at least one), drawn
+    from the whole split as any n rows are."""
+    allowed = len(task.examples("train", task.source_lang, data.max_examples))
+    return task.examples("train", task.source_lang, max(1, round(data.labeled_fraction * allowed)))
 
 
 def receiver(mode: str, selector: str) -> str:

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any, Callable, Literal
 
 import numpy as np
 
 from ..config import check
-from ..data import MiningCorpus, ParallelPair, resolve_data_dir
+from ..data import Example, MiningCorpus, ParallelPair, resolve_data_dir
 from ..text.languages import normalize_lang
 from ..hardware import inference_device
 from ..models import EncoderConfig, TextEncoder, load_encoder
@@ -221,25 +222,33 @@ class ProbePredictions:
 
 def frozen_linear_predictions(encoder: TextEncoder, task: Task, cfg: EvaluateConfig) -> ProbePredictions:
     """Logistic regression on frozen embeddings of the task's source train split (C chosen on the
-    source dev split), applied to every language's test split."""
+    source dev split), applied to every language's test split (each a draw of ``data.max_examples``)."""
+    n, source = cfg.data.max_examples, task.source_lang
+    return probe_rows(encoder, task, task.examples("train", source, n), task.examples("dev", source, n),
+                      {lang: task.examples("test", lang, n) for lang in task.langs}, cfg)
+
+
+def probe_rows(encoder: TextEncoder, task: Task, train: Sequence[Example], dev: Sequence[Example],
+               scored: Mapping[str, Sequence[Example]], cfg: EvaluateConfig) -> ProbePredictions:
+    """The frozen-linear probe on rows a caller chose (a job's labelled draw and the split it scores):
+    logistic regression on the frozen embeddings of ``train``, C the best of ``cfg.probe_c`` on
+    ``dev``, predictions of every language's ``scored`` rows."""
     from sklearn.linear_model import LogisticRegression
 
-    def features(role: str, lang: str) -> tuple[list[str], np.ndarray, np.ndarray]:
-        examples = task.examples(role, lang, cfg.data.max_examples)
+    def features(examples: Sequence[Example]) -> tuple[np.ndarray, np.ndarray]:
         items = [(ex.text, ex.text_pair) if task.paired else ex.text for ex in examples]
-        return [ex.id for ex in examples], _embed(encoder, items, cfg), np.array([task.labels.index(ex.label)
-                                                                                 for ex in examples])
+        return _embed(encoder, items, cfg), np.array([task.labels.index(ex.label) for ex in examples])
 
-    _, x_train, y_train = features("train", task.source_lang)
-    _, x_dev, y_dev = features("dev", task.source_lang)
+    x_train, y_train = features(train)
+    x_dev, y_dev = features(dev)
     probes = [LogisticRegression(C=c, max_iter=cfg.probe_max_iter, random_state=cfg.seed).fit(x_train, y_train)
               for c in sorted(cfg.probe_c)]
     dev_acc = [float(np.mean(p.predict(x_dev) == y_dev)) for p in probes]
     probe = probes[int(np.argmax(dev_acc))]  # argmax takes the first (smallest C) of ties
     ids, gold, pred, langs = [], [], [], []
-    for lang in task.langs:
-        test_ids, x_test, y_test = features("test", lang)
-        ids += test_ids
+    for lang, examples in scored.items():
+        x_test, y_test = features(examples)
+        ids += [ex.id for ex in examples]
         gold += y_test.tolist()
         pred += probe.predict(x_test).tolist()
         langs += [lang] * len(y_test)

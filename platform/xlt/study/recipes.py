@@ -1,61 +1,123 @@
-"""The baselines a study names like any variant, run on the rows a fine-tuning config draws.
+"""The baselines a study names like any variant, run on exactly the rows of the study's job.
 
-A user who tries the simple thing first compares xlt's recipes with these; so they read their data
-exactly as fine-tuning does (``xlt.tasks.Task.examples`` with the config's ``data.max_examples``: the
-same seeded draw of English train and dev rows, and of every language's test rows) and return the
-scored split's predictions in the form a fine-tuning checkpoint records them (``id``, ``lang``,
-``label``, ``predicted``):
+A user who tries the simple thing first compares xlt's recipes with these; so they learn from the
+English rows the job learns from and are scored on the rows the job scores (``JobRows``: a
+fine-tuning config's seeded draw of ``data.max_examples`` English train rows; a co-training config's
+labelled draw D, ``data.labeled_fraction`` of them), and return the scored split's predictions in
+the form a checkpoint records them (``id``, ``lang``, ``label``, ``predicted``):
 
-- ``probe``: ``jobs/evaluate.py``'s frozen-linear protocol (``xlt.eval.protocols``): logistic
-  regression on the frozen encoder's embeddings of the English train rows, C chosen on English dev.
+- ``probe``: ``jobs/evaluate.py``'s frozen-linear protocol (``xlt.eval.protocols.probe_rows``):
+  logistic regression on the frozen encoder's embeddings of the English rows, C chosen on English dev.
 - ``setfit``: SetFit (Tunstall et al. 2022) with the ``setfit`` package, offline: the body is the
-  config's encoder as a ``SentenceTransformer`` (``xlt.models.classifier.sentence_transformer``), its
+  job's encoder as a ``SentenceTransformer`` (``xlt.models.classifier.sentence_transformer``), its
   prefix (e5's ``"query: "``) put before every text, as xlt's own encoder does, its word embeddings
-  frozen where the config freezes them (``optim.freeze_word_embeddings``); contrastive pairs of the
-  English train rows, then a logistic-regression head. SetFit has no sentence-pair input: pair
-  tasks are refused (their baselines are the probes and CE).
+  frozen where the job freezes them (``optim.freeze_word_embeddings``); contrastive pairs of the
+  English rows, then a logistic-regression head. SetFit has no sentence-pair input: pair tasks are
+  refused (their baselines are the probes and CE).
 """
 
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ..config import from_dict
+from ..data import Example
+from ..metrics import AVG_TARGET
 from ..models import EncoderConfig
 from ..tasks import Task, load_task
-from ..train.config import FinetuneConfig
 from .spec import SetFitSettings
 
 Predictions = dict[str, list]  # id, lang, label, predicted: one entry per scored row
 
 
-def baseline_task(cfg: FinetuneConfig) -> Task:
-    return load_task(cfg.task, cfg.data.data_dir)
+@dataclass(frozen=True, eq=False)
+class JobRows:
+    """What a job learns from and scores: its task, English labelled ``train`` rows, English ``dev``
+    rows (the probe's C), the ``scored`` rows of every language, and the encoder it fine-tunes."""
+
+    task: Task
+    train: list[Example]
+    dev: list[Example]
+    scored: dict[str, list[Example]]
+    model: EncoderConfig
+    freeze_word_embeddings: bool
+
+    def predictions(self, predicted: Mapping[str, list[int]]) -> Predictions:
+        """The record form of label indices predicted per language of ``scored``."""
+        out: Predictions = {"id": [], "lang": [], "label": [], "predicted": []}
+        for lang, examples in self.scored.items():
+            out["id"] += [ex.id for ex in examples]
+            out["lang"] += [lang] * len(examples)
+            out["label"] += [ex.label for ex in examples]
+            out["predicted"] += [self.task.labels[int(i)] for i in predicted[lang]]
+        return out
 
 
-def probe_predictions(cfg: FinetuneConfig, model: EncoderConfig, split: str) -> tuple[Predictions, dict[str, Any]]:
-    """The frozen-linear probe of ``model`` on ``cfg``'s rows: ``split``'s predictions (test only: the
-    protocol's) and its settings (the C chosen on dev)."""
-    from ..eval.protocols import EvaluateConfig, EvaluateData, frozen_linear_predictions
+def job_rows(job: str, data: Mapping[str, Any], split: str) -> JobRows:
+    """The rows of a ``finetune`` or ``cotrain`` config mapping, scored on ``split`` (a metric split:
+    ``val`` or ``test``; a co-training config scores its own ``data.eval_split``)."""
+    if job == "finetune":
+        from ..train.config import FinetuneConfig
+
+        return finetune_rows(from_dict(FinetuneConfig, dict(data)), split)
+    from ..cotrain.config import CotrainConfig
+
+    return cotrain_rows(from_dict(CotrainConfig, dict(data)))
+
+
+def finetune_rows(cfg: Any, split: str) -> JobRows:
+    """A ``FinetuneConfig``'s rows: its seeded draw of English train rows, every language's ``split``."""
+    task = load_task(cfg.task, cfg.data.data_dir)
+    return _rows(task, task.examples("train", task.source_lang, cfg.data.max_examples), cfg.data.max_examples,
+                 {"val": "dev"}.get(split, split), cfg.model, cfg.optim.freeze_word_embeddings)
+
+
+def cotrain_rows(cfg: Any, task: Task | None = None) -> JobRows:
+    """A ``CotrainConfig``'s rows: its labelled draw D and every language's ``data.eval_split``, with
+    the LM learner's encoder (the one it fine-tunes). ``task``: the job's, if already read."""
+    from ..cotrain.loop import labeled_examples
+
+    task = task or load_task(cfg.task, cfg.data.data_dir)
+    return _rows(task, labeled_examples(task, cfg.data), cfg.data.max_examples, cfg.data.eval_split,
+                 cfg.lm.model, cfg.lm.optim.freeze_word_embeddings)
+
+
+def _rows(task: Task, train: list[Example], n: int, role: str, model: EncoderConfig, freeze: bool) -> JobRows:
+    return JobRows(task, train, task.examples("dev", task.source_lang, n),
+                   {lang: task.examples(role, lang, n) for lang in task.langs}, model, freeze)
+
+
+def probe_predictions(rows: JobRows, model: EncoderConfig) -> tuple[Predictions, dict[str, Any]]:
+    """The frozen-linear probe of ``model`` on ``rows``: the scored rows' predictions and the C chosen on dev."""
+    from ..eval.protocols import EvaluateConfig, probe_rows
     from ..models import load_encoder
 
-    if split != "test":
-        raise ValueError(f"the frozen-linear probe scores the test split; the study scores {split!r}")
-    task = baseline_task(cfg)
-    evaluate = EvaluateConfig(task=cfg.task, models=(model,), progress=False,
-                              data=EvaluateData(cfg.data.data_dir, cfg.data.max_examples))
-    p = frozen_linear_predictions(load_encoder(model), task, evaluate)
-    labels = task.labels
-    return ({"id": list(p.ids), "lang": list(p.langs), "label": [labels[i] for i in p.gold.tolist()],
-             "predicted": [labels[i] for i in p.predicted.tolist()]}, {"probe_c": p.c})
+    p = probe_rows(load_encoder(model), rows.task, rows.train, rows.dev, rows.scored,
+                   EvaluateConfig(task=rows.task.config, models=(model,), progress=False))
+    return rows.predictions({lang: p.predicted[np.asarray(p.langs) == lang].tolist() for lang in rows.scored}), \
+        {"probe_c": p.c}
 
 
-def setfit_predictions(cfg: FinetuneConfig, settings: SetFitSettings, seed: int, split: str,
+def probe_scores(rows: JobRows, model: EncoderConfig) -> dict[str, dict[str, float]]:
+    """The frozen-linear probe of ``model`` on ``rows``: ``{score: {lang: value}}`` for accuracy and
+    macro-F1 (``xlt.eval.classification``), with the average over the targets (``avg_target``)."""
+    from ..eval.classification import scores_by_language, summarize_transfer
+
+    p, _ = probe_predictions(rows, model)
+    scores = scores_by_language(np.asarray(p["label"]), np.asarray(p["predicted"]), np.asarray(p["lang"]))
+    return {score: {**per_lang, AVG_TARGET: summarize_transfer(per_lang, rows.task.source_lang).avg_target}
+            for score, per_lang in scores.items()}
+
+
+def setfit_predictions(rows: JobRows, settings: SetFitSettings, seed: int,
                        model: EncoderConfig | None = None) -> tuple[Predictions, dict[str, Any]]:
-    """SetFit on ``cfg``'s English train rows with the body ``model`` (default: ``cfg.model``), seeded by
-    ``seed``; ``split``'s predictions in every language, and the settings it ran with."""
+    """SetFit on ``rows``' English train rows with the body ``model`` (default: the job's), seeded by
+    ``seed``; the scored rows' predictions, and the settings it ran with."""
     from datasets import Dataset
     from setfit import SetFitModel, Trainer, TrainingArguments
     from sklearn.linear_model import LogisticRegression
@@ -63,38 +125,28 @@ def setfit_predictions(cfg: FinetuneConfig, settings: SetFitSettings, seed: int,
     from ..models import load_encoder
     from ..models.classifier import sentence_transformer
 
-    task = baseline_task(cfg)
+    task = rows.task
     if task.paired:
         raise ValueError(f"task {task.config.name!r} has sentence pairs, which SetFit has no input for: "
                          "its baselines are the frozen probes and CE fine-tuning")
-    encoder = load_encoder(model or cfg.model)
+    encoder = load_encoder(model or rows.model)
     prefix = getattr(encoder, "prefix", "")
-    train = task.examples("train", task.source_lang, cfg.data.max_examples)
     args = TrainingArguments(batch_size=settings.batch_size, num_epochs=settings.num_epochs,
                              num_iterations=settings.num_iterations, body_learning_rate=settings.learning_rate,
                              seed=seed, report_to="none", show_progress_bar=False, save_strategy="no")
     with tempfile.TemporaryDirectory(prefix="xlt-setfit-") as body_dir:
         # The prefix goes before the texts here, not as a prompt: SetFit's contrastive pairs would not get it.
         body = sentence_transformer(encoder, body_dir, prompts=False)
-        if cfg.optim.freeze_word_embeddings:  # as the config fine-tunes the same body (AdamW skips frozen weights)
+        if rows.freeze_word_embeddings:  # as the job fine-tunes the same body (AdamW skips frozen weights)
             body[0].auto_model.get_input_embeddings().requires_grad_(False)
         setfit = SetFitModel(model_body=body, model_head=LogisticRegression(random_state=seed))
         trainer = Trainer(model=setfit, args=args, train_dataset=Dataset.from_dict(
-            {"text": [prefix + ex.text for ex in train], "label": [task.labels.index(ex.label) for ex in train]}))
+            {"text": [prefix + ex.text for ex in rows.train],
+             "label": [task.labels.index(ex.label) for ex in rows.train]}))
         trainer.train()
-        ids, langs, gold, predicted = [], [], [], []
-        for lang in task.langs:
-            rows = task.examples(split_role(split), lang, cfg.data.max_examples)
-            found = np.asarray(setfit.predict([prefix + ex.text for ex in rows], as_numpy=True)).tolist()
-            ids += [ex.id for ex in rows]
-            langs += [lang] * len(rows)
-            gold += [ex.label for ex in rows]
-            predicted += [task.labels[int(i)] for i in found]
-    return ({"id": ids, "lang": langs, "label": gold, "predicted": predicted},
-            {"setfit": {**settings.__dict__, "train_rows": len(train), "pairs": 2 * settings.num_iterations * len(train),
-                        "freeze_word_embeddings": cfg.optim.freeze_word_embeddings}})
-
-
-def split_role(split: str) -> str:
-    """The task role a scored split reads: fine-tuning's ``val`` is the task's ``dev``."""
-    return {"val": "dev"}.get(split, split)
+        predicted = {lang: np.asarray(setfit.predict([prefix + ex.text for ex in examples], as_numpy=True)).tolist()
+                     for lang, examples in rows.scored.items()}
+    return (rows.predictions(predicted),
+            {"setfit": {**settings.__dict__, "train_rows": len(rows.train),
+                        "pairs": 2 * settings.num_iterations * len(rows.train),
+                        "freeze_word_embeddings": rows.freeze_word_embeddings}})

@@ -1,7 +1,7 @@
 """A study's report, from its units' records: tables, the comparisons with their intervals, a plot.
 
-- accuracy per language and over the target languages, mean ± std over seeds, one row per arm (and
-  per kind of rows, where imported units were scored on other rows than the study draws now);
+- accuracy and macro-F1 per language and over the target languages, mean ± std over seeds, one row per
+  arm (and per kind of rows, where imported units were scored on other rows than the study draws now);
 - for a co-training study, each learner's target average after every iteration;
 - each comparison A − B: the difference of target-language accuracy with its paired bootstrap 95%
   interval over test items (``xlt.eval.stats.paired_bootstrap``: each item's correctness averaged over
@@ -114,6 +114,9 @@ def build(study: Study, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                    key=lambda lang: (lang != source_lang, lang))
     tables = {"Accuracy on the scored split (mean ± std over seeds)":
               spread(study, runs, lambda r: r["acc"], [*langs, AVG_TARGET], several)}
+    if any("f1" in r for arm_list in runs.values() for r in arm_list):  # records before macro-F1 was kept have none
+        tables["Macro-F1 on the scored split (mean ± std over seeds)"] = spread(
+            study, runs, lambda r: r.get("f1", {}), [*langs, AVG_TARGET], several)
     iterated = {key: arm_list for key, arm_list in runs.items() if "iterations" in arm_list[0]}
     if iterated:
         width = max(len(r["iterations"]) for arm_list in iterated.values() for r in arm_list)
@@ -128,7 +131,31 @@ def build(study: Study, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
              for (arm, rows), arm_list in runs.items()}
     return {"title": study.title, "study": study.source, "output": study.output, "seeds": list(study.seeds),
             "split": study.split, "tables": tables, "comparisons": comparisons(study, runs), "units": units,
-            "avg_target": {arm: {"mean": m, "std": s} for arm, (m, s) in means.items()}}
+            "avg_target": {arm: {"mean": m, "std": s} for arm, (m, s) in means.items()},
+            "arms": summary(records)}
+
+
+def summary(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per arm on the study's own rows: target-average accuracy and macro-F1 (mean, std over seeds), the
+    mean minutes of its units, and the fewest classes it predicted on the targets in any seed."""
+    runs: dict[str, list[tuple[Mapping[str, Any], Mapping[str, Any]]]] = {}
+    for record in records:
+        if record["rows"] == ROWS:
+            for arm, scored in record["arms"].items():
+                runs.setdefault(arm, []).append((record, scored))
+    out = {}
+    for arm, pairs in runs.items():
+        row: dict[str, Any] = {"seeds": [r["seed"] for r, _ in pairs],
+                               "minutes": sum(r["minutes"] for r, _ in pairs) / len(pairs)}
+        for score in ("acc", "f1"):
+            values = [s[score][AVG_TARGET] for _, s in pairs if score in s]
+            if values:
+                row[score] = dict(zip(("mean", "std"), mean_std(values)))
+        if all("classes" in s for _, s in pairs):
+            row["classes_predicted"] = min(s["classes_predicted"] for _, s in pairs)
+            row["classes"] = max(s["classes"] for _, s in pairs)
+        out[arm] = row
+    return out
 
 
 def markdown(study: Study, content: Mapping[str, Any], command: str, plot_name: str, missing: Sequence[str],

@@ -27,16 +27,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config import ConfigError, from_dict
+from ..config import ConfigError
 from ..data import resolve_data_dir
 from ..data.paths import ENV_VAR
 from ..storage import join, read_text, staged
 from ..sweep.runner import to_record
 from ..sweep.trainables import JOBS, max_concurrent
 from ..tasks import load_task
-from ..train.config import FinetuneConfig
 from .spec import Unit
-from .units import UnitSetup, imported_records, read_record, run_unit, unit_config, unit_identity
+from .units import UnitSetup, imported_records, read_record, run_unit, same_unit, unit_config, unit_identity
 
 STUDY_FILE = "study.json"  # the invocations of the study: when, which units, which failed
 
@@ -119,7 +118,8 @@ def plan(setup: UnitSetup) -> Plan:
     records = {u.name: read_record(output, u.name) for u in study.units()}
     for unit in study.units():
         record = records[unit.name]
-        if record is not None and record.get("config") != unit_identity(setup, unit):
+        if record is not None and not same_unit(record.get("config") or {}, unit_identity(setup, unit),
+                                                JOBS[study.job].config_class):
             raise ConfigError(f"{output}/units/{unit.name}.json was run with another config than {study.source} "
                               f"now gives variant {unit.variant!r}; give the study another output, or remove the "
                               "unit's record to run it again")
@@ -152,9 +152,6 @@ def check_units(setup: UnitSetup) -> None:
         if study.job == "cotrain" and variant.recipe == "job" and cfg.data.metric_split != study.split:
             raise ConfigError(f"{study.source}: split: {study.split!r}, but the co-training runs of variant "
                               f"{unit.variant!r} score {cfg.data.metric_split!r} (data.eval_split: {cfg.data.eval_split})")
-        if variant.recipe != "job" and study.job != "finetune":
-            raise ConfigError(f"{study.source}: variants.{unit.variant}: a baseline reads the rows of a fine-tuning "
-                              f"config; this study's job is {study.job}")
         key = json.dumps(data.get("task"), sort_keys=True, default=str)
         if key not in checked_tasks:
             task = load_task(cfg.task, cfg.data.data_dir)
@@ -170,18 +167,16 @@ def data_overrides() -> tuple[str, ...]:
 def footprint(setup: UnitSetup, unit: Unit) -> tuple[dict[str, float], dict[str, float]]:
     """(the trial's own bundle, what the running unit occupies) of ``unit``."""
     _, cfg = _config(setup, unit)
-    if setup.study.variant(unit.variant).recipe != "job":  # a baseline encodes and fits in the trial's own process
-        own = {"CPU": max(1.0, float(cfg.scaling.cpus_per_worker))}
-        return own, own
     job = JOBS[setup.study.job]
+    if setup.study.variant(unit.variant).recipe != "job":  # a baseline encodes and fits in the trial's own process
+        own = {"CPU": max(1.0, float(job.footprint(cfg).get("CPU", 1.0)))}
+        return own, own
     return job.resources(cfg), job.footprint(cfg)
 
 
 def _config(setup: UnitSetup, unit: Unit) -> tuple[dict[str, Any], Any]:
-    """A unit's config mapping and the typed config built from it (a baseline's: the fine-tuning config)."""
+    """A unit's config mapping and the typed config built from it (a baseline's: the job's, whose rows it reads)."""
     data = unit_config(setup, unit)
-    if setup.study.variant(unit.variant).recipe != "job":
-        return data, from_dict(FinetuneConfig, data)
     return data, JOBS[setup.study.job].config(data)
 
 

@@ -5,9 +5,10 @@ study continues from its latest checkpoint when the study runs again) and, once 
 writes its record to ``<output>/units/<unit>.json``, whole, after everything else: a record is what
 makes a unit finished. The record keeps, per arm (``xlt.study.spec``):
 
-- ``acc``: accuracy per language of the scored split, and ``avg_target`` over the targets, computed
-  from the predictions the run recorded for that split (a fine-tuning run's final checkpoint, a
-  co-training learner's last fit; a baseline's own) and equal to what the run reported;
+- ``acc`` and ``f1``: accuracy and macro-F1 per language of the scored split, and ``avg_target`` over
+  the targets, computed from the predictions the run recorded for that split (a fine-tuning run's
+  final checkpoint, a co-training learner's last fit; a baseline's own) and equal to what the run
+  reported; ``classes_predicted`` of the ``classes`` (gold or predicted) among the target items;
 - ``items``: whether each target-language item was predicted right, in item-id order, as a 0/1
   string, and ``items_digest``, a digest of the ids: the bootstrap pairs two arms item by item and
   only when they were scored on the same items;
@@ -26,8 +27,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from .. import placement
 from ..config import from_dict
+from ..eval.classification import macro_f1_by_language
 from ..hardware import cpu_model, device_name
 from ..metrics import AVG_TARGET
 from ..storage import join, names, read_text, staged
@@ -79,9 +83,14 @@ def scored_arm(predictions: Mapping[str, Sequence], source: str) -> dict[str, An
     acc = {lang: sum(hits) / len(hits) for lang, hits in by_lang.items()}
     targets = [acc[lang] for lang in by_lang if lang != source]
     acc[AVG_TARGET] = sum(targets) / len(targets) if targets else float("nan")
+    f1 = macro_f1_by_language(list(predictions["label"]), list(predictions["predicted"]), list(predictions["lang"]))
+    f1 = {lang: f1[lang] for lang in by_lang}
+    f1[AVG_TARGET] = float(np.mean([f1[lang] for lang in by_lang if lang != source])) if targets else float("nan")
     items.sort()
-    return {"acc": acc, "source": source, "items": "".join("1" if hit else "0" for _, hit in items),
-            "items_digest": hashlib.sha256("\n".join(i for i, _ in items).encode()).hexdigest()[:16]}
+    predicted = {p for p, lang in zip(predictions["predicted"], predictions["lang"]) if lang != source}
+    return {"acc": acc, "f1": f1, "source": source, "items": "".join("1" if hit else "0" for _, hit in items),
+            "items_digest": hashlib.sha256("\n".join(i for i, _ in items).encode()).hexdigest()[:16],
+            "classes_predicted": len(predicted), "classes": len(set(predictions["label"]) | predicted)}
 
 
 @dataclass(frozen=True)
@@ -106,7 +115,7 @@ def job_overrides(setup: UnitSetup, unit: Unit) -> list[str]:
 
 
 def unit_config(setup: UnitSetup, unit: Unit) -> dict[str, Any]:
-    """The config mapping a unit runs (a baseline's: the fine-tuning config whose rows it reads)."""
+    """The config mapping a unit runs (a baseline's: the job's config, whose rows it reads)."""
     variant = setup.study.variant(unit.variant)
     if variant.recipe == "job":
         return setup.study.unit_data(unit, job_overrides(setup, unit))
@@ -148,6 +157,51 @@ def unit_identity(setup: UnitSetup, unit: Unit) -> dict[str, Any]:
     if variant.recipe == "setfit":
         recipe["setfit"] = dataclasses.asdict(variant.setfit)
     return {**recipe, "job": comparable(unit_config(setup, unit))}
+
+
+def same_unit(recorded: Mapping[str, Any], now: Mapping[str, Any], config_class: type) -> bool:
+    """Whether a record's ``unit_identity`` is the unit's now. A job setting one side lacks counts as its
+    default in ``config_class``: a setting added to xlt after the record was written, at its default,
+    leaves the record the same unit (a preset that sets it to something else must set it back in the
+    study's ``set``)."""
+    a, b = _leaves(recorded), _leaves(now)
+    for key in a.keys() | b.keys():
+        if a.get(key, _ABSENT) == b.get(key, _ABSENT):
+            continue
+        one_sided = (key in a) != (key in b)
+        if not (one_sided and key.startswith("job.")
+                and _json(default_setting(config_class, key.removeprefix("job."))) == a.get(key, b.get(key))):
+            return False
+    return True
+
+
+_ABSENT = object()
+
+
+def default_setting(config_class: type, dotted: str) -> Any:
+    """The default of a setting (``optim.head_lr``) of ``config_class``; ``_ABSENT`` where it has none."""
+    first, *rest = dotted.split(".")
+    field = next((f for f in dataclasses.fields(config_class) if f.name == first), None)
+    if field is None or (field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING):
+        return _ABSENT
+    value = field.default if field.default is not dataclasses.MISSING else field.default_factory()
+    for name in rest:
+        value = getattr(value, name, _ABSENT)
+    return value
+
+
+def _leaves(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, Mapping) and value:
+            out |= _leaves(value, f"{prefix}{key}.")
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def _json(value: Any) -> Any:
+    return _ABSENT if value is _ABSENT else json.loads(json.dumps(value, default=str))
 
 
 def comparable(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -219,19 +273,15 @@ def cotrain_arms(data: dict[str, Any], unit: Unit, study: Study) -> tuple[dict[s
 
 
 def baseline_arm(data: dict[str, Any], unit: Unit, study: Study) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A baseline recipe (``xlt.study.recipes``) on the rows of the variant's fine-tuning config."""
+    """A baseline recipe (``xlt.study.recipes``) on the rows of the study's job config."""
     from ..models import EncoderConfig
-    from ..train.config import FinetuneConfig
-    from .recipes import probe_predictions, setfit_predictions
+    from .recipes import job_rows, probe_predictions, setfit_predictions
 
     variant = study.variant(unit.variant)
-    if study.job != "finetune":
-        raise ValueError(f"{study.source}: variants.{variant.name}: a baseline reads the rows of a fine-tuning "
-                         f"config; this study's job is {study.job}")
-    cfg = from_dict(FinetuneConfig, data)
-    model = EncoderConfig(source=variant.model, max_length=cfg.model.max_length) if variant.model else cfg.model
+    rows = job_rows(study.job, data, study.split)
+    model = EncoderConfig(source=variant.model, max_length=rows.model.max_length) if variant.model else rows.model
     if variant.recipe == "probe":
-        predictions, settings = probe_predictions(cfg, model, study.split)
+        predictions, settings = probe_predictions(rows, model)
     else:
-        predictions, settings = setfit_predictions(cfg, variant.setfit, unit.seed, study.split, model)
-    return {unit.variant: scored_arm(predictions, cfg.task.source_lang)}, {**settings, "model": model.source}
+        predictions, settings = setfit_predictions(rows, variant.setfit, unit.seed, model)
+    return {unit.variant: scored_arm(predictions, rows.task.source_lang)}, {**settings, "model": model.source}

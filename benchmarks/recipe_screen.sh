@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Issue 71's screen of single-text recipes on English dev (benchmarks/recipe_screen.md): the demo's LM learner alone
+# (iterations=0), one seed, scored on SIB-200's dev split (99 sentences a language); only English dev decides.
+#   bash benchmarks/recipe_screen.sh      # each run ~2-2.5 minutes in fp32 on a 2-core AMD EPYC
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export XLT_DATA_DIR="${XLT_DATA_DIR:-$(cd .. && pwd)/shared/data}" HF_HUB_OFFLINE=1
+out=results/recipe_screen
+run() {
+  name=$1; shift
+  .venv/bin/python jobs/cotrain.py --set iterations=0 --set data.eval_split=dev --set "probes=[]" \
+    --set output.dir=$out/$name --no-tracking "$@" > $out/$name.log 2>&1
+  echo "$name: $(grep -A5 'Per language (val accuracy)' $out/$name.log | grep 'lm alone')"
+}
+mkdir -p $out
+run head-1e-4            --set lm.optim.head_lr=0   # the head at the encoder's 1e-4: the old preset
+run head-1e-2            --set lm.optim.head_lr=1e-2
+run head-3e-2            --set lm.optim.head_lr=3e-2
+run head-1e-1            --set lm.optim.head_lr=1e-1
+run head-3e-2-encoder-5e-5 --set lm.optim.head_lr=3e-2 --set lm.optim.lr=5e-5
+run head-3e-2-5-epochs   --set lm.optim.head_lr=3e-2 --set lm.optim.epochs=5
+run head-1e-2-5-epochs   --set lm.optim.head_lr=1e-2 --set lm.optim.epochs=5
+run head-1e-2-la         --set lm.optim.head_lr=1e-2 \
+  --set "lm.objectives=[{name: label_alignment, weight: 1.0, params: {temperature: 0.3}}]"
+
+# Sentence pairs: XNLI, 600 English training pairs, 3 epochs, scored on English dev (490 pairs) and German dev.
+pairs() {
+  name=$1; shift
+  .venv/bin/python jobs/finetune.py --config configs/finetune_xnli.yaml --set data.max_examples=600 \
+    --set optim.encoder_pass_rows=16 --set "task.target_langs=[de]" --set "evals=[{type: classification, split: val}]" \
+    --set output.dir=$out/$name --no-tracking "$@" > $out/$name.log 2>&1
+  echo "$name: $(grep -a '| en ' $out/$name.log | head -1)"
+}
+pairs xnli-ce                  --set optim.head_lr=0   # one learning rate, 5e-5: the old preset
+pairs xnli-head-1e-2           --set optim.head_lr=1e-2
+pairs xnli-head-1e-2-encoder-1e-4 --set optim.head_lr=1e-2 --set optim.lr=1e-4
