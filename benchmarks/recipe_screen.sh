@@ -22,6 +22,10 @@ run head-3e-2-5-epochs   --set lm.optim.head_lr=3e-2 --set lm.optim.epochs=5
 run head-1e-2-5-epochs   --set lm.optim.head_lr=1e-2 --set lm.optim.epochs=5
 run head-1e-2-la         --set lm.optim.head_lr=1e-2 \
   --set "lm.objectives=[{name: label_alignment, weight: 1.0, params: {temperature: 0.3}}]"
+# Linear probing, then fine-tuning (optim.probe_epochs: the head alone first; Kumar et al. 2022)
+run lpft-1-of-3 --set lm.optim.head_lr=1e-2 --set lm.optim.probe_epochs=1
+run lpft-1-of-4 --set lm.optim.head_lr=1e-2 --set lm.optim.probe_epochs=1 --set lm.optim.epochs=4
+run lpft-2-of-5 --set lm.optim.head_lr=1e-2 --set lm.optim.probe_epochs=2 --set lm.optim.epochs=5
 
 # Sentence pairs: XNLI, 600 English training pairs, 3 epochs, scored on English dev (490 pairs) and German dev.
 pairs() {

@@ -329,6 +329,65 @@ def test_head_lr_trains_the_head_at_its_own_rate_as_naive_adamw_groups_do():
         assert torch.allclose(a, r, atol=1e-6), name
 
 
+def test_probe_epochs_step_the_head_alone_then_every_weight_as_naive_per_group_schedules_do():
+    """``optim.probe_epochs``: LP-FT. In the probe's epochs only the head moves (the encoder's learning rate is 0);
+    then the encoder trains on a linear schedule of its own over the epochs left, as AdamW over groups written out by
+    hand with a hand-written factor per group does, and the weights match step for step."""
+    steps, epochs, b = 2, 3, batch()
+
+    def linear(start):  # the encoder waits ``start`` steps, then decays from 1 to 0 at the end
+        return lambda s: 0.0 if s < start else (steps * epochs - s) / (steps * epochs - start)
+
+    def trained(naive: bool, upto: int):
+        torch.manual_seed(0)
+        training = finetune_training(tiny_config(lr=1e-3, head_lr=5e-2, epochs=epochs, probe_epochs=1),
+                                     steps_per_epoch=steps)
+        if naive:
+            named = [(n, p) for n, p in training.module.named_parameters() if p.requires_grad]
+            groups = [{"params": [p for n, p in named if n.startswith("head.") == head and (p.ndim >= 2) == decayed],
+                       "weight_decay": 0.01 if decayed else 0.0, "lr": 5e-2 if head else 1e-3}
+                      for head in (False, True) for decayed in (True, False)]
+            training.optimizer = torch.optim.AdamW(groups, lr=1e-3)
+            training.scheduler = torch.optim.lr_scheduler.LambdaLR(
+                training.optimizer, [linear(steps), linear(steps), linear(0), linear(0)])
+        for step in range(upto):
+            torch.manual_seed(100 + step)
+            train_step(training, b)
+        return training
+
+    start = {n: p.detach().clone() for n, p in trained(False, 0).module.named_parameters()}
+    probed = dict(trained(False, steps).module.named_parameters())
+    moved = {n for n, p in probed.items() if not torch.equal(p, start[n])}
+    assert moved == {"head.weight", "head.bias"}
+    ours, naive = trained(False, steps * epochs), trained(True, steps * epochs)
+    encoder_moved = [n for n, p in ours.module.named_parameters() if n.startswith("encoder.") and p.requires_grad
+                     and not torch.equal(p, start[n])]
+    assert encoder_moved
+    for (name, a), (_, r) in zip(ours.module.named_parameters(), naive.module.named_parameters()):
+        assert torch.allclose(a, r, atol=1e-6), name
+
+
+def test_linear_factor_is_transformers_linear_schedule_shifted_to_its_start():
+    from transformers import get_linear_schedule_with_warmup
+
+    from xlt.engine.training import linear_factor
+
+    for warmup, total in ((0, 10), (3, 10), (1, 1)):
+        optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+        reference = get_linear_schedule_with_warmup(optimizer, warmup, total).lr_lambdas[0]
+        assert [linear_factor(s, 0, warmup, total) for s in range(total + 2)] == \
+            [reference(s) for s in range(total + 2)]
+        assert [linear_factor(s + 4, 4, warmup, total + 4) for s in range(-4, total + 2)] == \
+            [0.0] * 4 + [reference(s) for s in range(total + 2)]
+
+
+def test_probe_epochs_leave_epochs_to_fine_tune():
+    from xlt.engine.settings import OptimSettings
+
+    with pytest.raises(ValueError, match="optim.probe_epochs"):
+        OptimSettings(epochs=2, probe_epochs=2)
+
+
 def test_head_lr_needs_a_head():
     from torch import nn
 

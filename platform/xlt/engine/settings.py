@@ -36,6 +36,12 @@ class OptimSettings:
     # encoder's 1e-4 for 57 steps its weights move by at most ~0.006, and the encoder ends up doing the
     # head's work (linear probing, then fine-tuning: Kumar et al. 2022). 0 = ``lr``.
     head_lr: float = 0.0
+    # > 0: the first this many epochs step the head alone, the encoder's learning rate held at 0, then every weight
+    # trains, the encoder on a linear schedule (and warm-up) of its own over the epochs left: linear probing, then
+    # fine-tuning (LP-FT, Kumar et al. 2022, §4), the probe fitted by the same AdamW steps, not a separate solver.
+    # Its epochs are part of ``epochs``. The encoder's gradients are still computed in them (DDP needs every weight
+    # used), so they cost as much as the others.
+    probe_epochs: int = 0
     max_grad_norm: float = 1.0  # 0 = no clipping
     grad_accum_steps: int = 1
     seed: int = 0
@@ -69,6 +75,8 @@ class OptimSettings:
         check(self.epochs >= 1, "optim.epochs", self.epochs, "an integer >= 1")
         check(0 <= self.warmup_ratio < 1, "optim.warmup_ratio", self.warmup_ratio, "a fraction in [0, 1)")
         check(self.head_lr >= 0, "optim.head_lr", self.head_lr, "a number >= 0 (0 = optim.lr)")
+        check(0 <= self.probe_epochs < self.epochs, "optim.probe_epochs", self.probe_epochs,
+              f"an integer >= 0 and below optim.epochs ({self.epochs}): some epochs must fine-tune")
         check(self.max_grad_norm >= 0, "optim.max_grad_norm", self.max_grad_norm, "a number >= 0 (0 = off)")
         check(self.grad_accum_steps >= 1, "optim.grad_accum_steps", self.grad_accum_steps, "an integer >= 1")
         check(self.shuffle_buffer == 0 or self.shuffle_buffer >= self.batch_size, "optim.shuffle_buffer",

@@ -6,7 +6,8 @@ Pieces, each usable without Ray (tests, ``benchmarks/train_overhead.py``):
   under Ray Train with several workers), AdamW, the schedule, the epoch and step counters;
   ``restore`` loads a ``TrainState`` (what a checkpoint holds, ``engine.checkpoints``) into it.
 - ``build_training``: AdamW (fused) with weight decay on matrices only and a linear schedule with warmup
-  over ``epochs × steps_per_epoch`` optimizer steps.
+  over ``epochs × steps_per_epoch`` optimizer steps (the head at its own rate, ``optim.head_lr``, and alone
+  for the first ``optim.probe_epochs``: ``linear_factor``).
 - ``accumulation_step``: one optimizer step over ``grad_accum_steps`` micro-batches. Each
   micro-batch's loss is divided by the number of micro-batches of the step, so the gradient is
   their mean; under DDP the gradients are all-reduced once, on the last micro-batch (the others
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+from functools import partial
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -131,8 +133,6 @@ def build_training(module: nn.Module, optim: OptimSettings, steps_per_epoch: int
     module: ``Training``) and the linear schedule with warmup over ``epochs × steps_per_epoch``
     optimizer steps, as a ``training_class`` (with ``extra`` fields), its steps at
     ``optim.precision`` as resolved for the device the module is on."""
-    from transformers import get_linear_schedule_with_warmup
-
     model = prepare(step_module if step_module is not None else module)
     device = device_of(module).type
     if device == "cuda":  # the GPU this worker was given: its driver may have had none to check
@@ -142,17 +142,38 @@ def build_training(module: nn.Module, optim: OptimSettings, steps_per_epoch: int
     # tensor operations: 5.5× faster on e5-small's 21.5 M trained weights on 2 cores, the same
     # weights to float rounding (9e-8 after 21 steps; benchmarks/adamw_step.json).
     head = None
-    if optim.head_lr:
-        if not isinstance(getattr(module, "head", None), nn.Module):
-            raise ValueError(f"optim.head_lr: a {type(module).__name__} has no head to give its own learning rate")
-        head = (module.head, optim.head_lr)
-    optimizer = torch.optim.AdamW(param_groups(optim.weight_decay, module, loss_modules, own_lr=head),
-                                  lr=optim.lr, fused=True)
+    if optim.head_lr or optim.probe_epochs:
+        for key in ("head_lr", "probe_epochs"):
+            if getattr(optim, key) and not isinstance(getattr(module, "head", None), nn.Module):
+                raise ValueError(f"optim.{key}: a {type(module).__name__} has no head to give its own "
+                                 + ("learning rate" if key == "head_lr" else "epochs"))
+        head = (module.head, optim.head_lr or optim.lr)
+    groups = param_groups(optim.weight_decay, module, loss_modules, own_lr=head)
+    optimizer = torch.optim.AdamW(groups, lr=optim.lr, fused=True)
     total = steps_per_epoch * optim.epochs
-    scheduler = get_linear_schedule_with_warmup(optimizer, round(optim.warmup_ratio * total), total)
+    probe = steps_per_epoch * optim.probe_epochs
+    # param_groups puts the head's groups last: the rest wait for the probe's epochs to end.
+    waits = [0 if head is not None and i >= len(groups) - 2 else probe for i in range(len(groups))]
+    # partial, not a function object with state: LambdaLR saves none of it, so a resumed run that changes
+    # optim.epochs schedules over its new total.
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, [
+        partial(linear_factor, start=start, warmup=round(optim.warmup_ratio * (total - start)), total=total)
+        for start in waits])
     scaler = torch.amp.GradScaler(device) if precision == "fp16" else None
     return training_class(module, model, optimizer, scheduler, precision=precision, scaler=scaler,
                           loss_modules=loss_modules, **extra)
+
+
+def linear_factor(step: int, start: int, warmup: int, total: int) -> float:
+    """The learning-rate factor of optimizer step ``step``: 0 before ``start``, then a linear warm-up over
+    ``warmup`` steps and a linear decay to 0 at ``total`` (``transformers.get_linear_schedule_with_warmup``'s
+    shape, shifted to begin at ``start``: ``optim.probe_epochs``)."""
+    step -= start
+    if step < 0:
+        return 0.0
+    if step < warmup:
+        return step / max(1, warmup)
+    return max(0.0, (total - start - step) / max(1, total - start - warmup))
 
 
 def device_of(module: nn.Module) -> torch.device:
