@@ -303,6 +303,15 @@ def test_an_objective_with_a_start_epoch_joins_ce_from_that_epoch():
     assert torch.allclose(total, parts["ce"] + parts["supervised_contrastive_alignment"])
 
 
+def naive_adamw(module, lr: float, head_lr: float) -> torch.optim.AdamW:
+    """AdamW over groups written out by hand: by parameter name, weight decay 0.01 on matrices only."""
+    named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
+    groups = [{"params": [p for n, p in named if n.startswith("head.") == head and (p.ndim >= 2) == decayed],
+               "weight_decay": 0.01 if decayed else 0.0, "lr": head_lr if head else lr}
+              for head in (False, True) for decayed in (True, False)]
+    return torch.optim.AdamW(groups, lr=lr)
+
+
 def test_head_lr_trains_the_head_at_its_own_rate_as_naive_adamw_groups_do():
     """``optim.head_lr``: the head's weights step at that rate and the encoder's at ``lr``, both on the one linear
     schedule, as AdamW over groups written out by hand (by parameter name, decay on matrices only) does."""
@@ -312,11 +321,7 @@ def test_head_lr_trains_the_head_at_its_own_rate_as_naive_adamw_groups_do():
         torch.manual_seed(0)
         training = finetune_training(tiny_config(lr=1e-3, head_lr=5e-2), steps_per_epoch=steps)
         if naive:
-            named = [(n, p) for n, p in training.module.named_parameters() if p.requires_grad]
-            groups = [{"params": [p for n, p in named if n.startswith("head.") == head and (p.ndim >= 2) == decayed],
-                       "weight_decay": 0.01 if decayed else 0.0, "lr": 5e-2 if head else 1e-3}
-                      for head in (False, True) for decayed in (True, False)]
-            training.optimizer = torch.optim.AdamW(groups, lr=1e-3)
+            training.optimizer = naive_adamw(training.module, lr=1e-3, head_lr=5e-2)
             training.scheduler = torch.optim.lr_scheduler.LambdaLR(training.optimizer, lambda s: 1 - s / steps)
         for step in range(steps):
             torch.manual_seed(100 + step)
@@ -343,11 +348,7 @@ def test_probe_epochs_step_the_head_alone_then_every_weight_as_naive_per_group_s
         training = finetune_training(tiny_config(lr=1e-3, head_lr=5e-2, epochs=epochs, probe_epochs=1),
                                      steps_per_epoch=steps)
         if naive:
-            named = [(n, p) for n, p in training.module.named_parameters() if p.requires_grad]
-            groups = [{"params": [p for n, p in named if n.startswith("head.") == head and (p.ndim >= 2) == decayed],
-                       "weight_decay": 0.01 if decayed else 0.0, "lr": 5e-2 if head else 1e-3}
-                      for head in (False, True) for decayed in (True, False)]
-            training.optimizer = torch.optim.AdamW(groups, lr=1e-3)
+            training.optimizer = naive_adamw(training.module, lr=1e-3, head_lr=5e-2)
             training.scheduler = torch.optim.lr_scheduler.LambdaLR(
                 training.optimizer, [linear(steps), linear(steps), linear(0), linear(0)])
         for step in range(upto):
