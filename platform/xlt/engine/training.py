@@ -143,10 +143,9 @@ def build_training(module: nn.Module, optim: OptimSettings, steps_per_epoch: int
     # weights to float rounding (9e-8 after 21 steps; benchmarks/adamw_step.json).
     head = None
     if optim.head_lr or optim.probe_epochs:
-        for key in ("head_lr", "probe_epochs"):
-            if getattr(optim, key) and not isinstance(getattr(module, "head", None), nn.Module):
-                raise ValueError(f"optim.{key}: a {type(module).__name__} has no head to give its own "
-                                 + ("learning rate" if key == "head_lr" else "epochs"))
+        if not isinstance(getattr(module, "head", None), nn.Module):
+            key, own = ("head_lr", "learning rate") if optim.head_lr else ("probe_epochs", "epochs")
+            raise ValueError(f"optim.{key}: a {type(module).__name__} has no head to give its own {own}")
         head = (module.head, optim.head_lr or optim.lr)
     groups = param_groups(optim.weight_decay, module, loss_modules, own_lr=head)
     optimizer = torch.optim.AdamW(groups, lr=optim.lr, fused=True)
