@@ -26,6 +26,10 @@ run head-1e-2-la         --set lm.optim.head_lr=1e-2 \
 run lpft-1-of-3 --set lm.optim.head_lr=1e-2 --set lm.optim.probe_epochs=1
 run lpft-1-of-4 --set lm.optim.head_lr=1e-2 --set lm.optim.probe_epochs=1 --set lm.optim.epochs=4
 run lpft-2-of-5 --set lm.optim.head_lr=1e-2 --set lm.optim.probe_epochs=2 --set lm.optim.epochs=5
+# WiSE-FT (optim.wise_alpha: the probe's weights mixed into the fine-tuned ones, Wortsman et al. 2022), α = 0.5
+run wise-1-of-3 --set lm.optim.head_lr=1e-2 --set lm.optim.probe_epochs=1 --set lm.optim.wise_alpha=0.5
+run wise-1-of-4 --set lm.optim.head_lr=1e-2 --set lm.optim.probe_epochs=1 --set lm.optim.epochs=4 \
+  --set lm.optim.wise_alpha=0.5
 
 # Sentence pairs: XNLI, 600 English training pairs, 3 epochs, scored on English dev (490 pairs) and German dev.
 pairs() {

@@ -368,6 +368,57 @@ def test_probe_epochs_step_the_head_alone_then_every_weight_as_naive_per_group_s
         assert torch.allclose(a, r, atol=1e-6), name
 
 
+def test_wise_alpha_mixes_the_probe_into_the_fine_tuned_weights_as_written_by_hand(tmp_path):
+    """``optim.wise_alpha``: WiSE-FT. After the last epoch every trained weight is (1 − α)·θ₀ + α·θ₁, θ₀ the weights as
+    the probe's epochs ended and θ₁ those the same run ends with at α = 1, computed here weight by weight; frozen
+    weights stay. The probe's weights travel with a checkpoint: a run resumed after the probe ends at the same mix."""
+    from xlt.engine.training import end_epoch
+
+    steps, epochs, alpha, b = 2, 3, 0.3, batch()
+
+    def config(wise: float):
+        return tiny_config(lr=1e-3, head_lr=5e-2, epochs=epochs, probe_epochs=1, wise_alpha=wise)
+
+    def trained(wise: float, upto_epoch: int = epochs, training=None):
+        if training is None:
+            torch.manual_seed(0)
+            training = finetune_training(config(wise), steps_per_epoch=steps)
+        for epoch in range(training.epoch, upto_epoch):
+            for step in range(steps):
+                torch.manual_seed(100 + epoch * steps + step)
+                train_step(training, b)
+            end_epoch(training, config(wise).optim)
+        return training
+
+    theta0 = {n: p.detach().clone() for n, p in trained(1.0, upto_epoch=1).module.named_parameters()}
+    theta1 = dict(trained(1.0).module.named_parameters())
+    mixed = trained(alpha)
+    assert mixed.epoch == epochs
+    for name, p in mixed.module.named_parameters():
+        expected = (1 - alpha) * theta0[name] + alpha * theta1[name] if p.requires_grad else theta1[name]
+        assert torch.allclose(p, expected, atol=1e-6), name
+    assert not torch.allclose(mixed.module.head.weight, theta1["head.weight"])
+
+    after_probe = trained(alpha, upto_epoch=1)
+    write_state(tmp_path, after_probe, config(alpha))
+    torch.manual_seed(0)
+    resumed = finetune_training(config(alpha), steps_per_epoch=steps)
+    resumed.restore(read_checkpoint(tmp_path))
+    assert resumed.anchor.keys() == after_probe.anchor.keys()
+    trained(alpha, training=resumed)
+    for (name, a), (_, r) in zip(resumed.module.named_parameters(), mixed.module.named_parameters()):
+        assert torch.equal(a, r), name
+
+
+def test_wise_alpha_needs_the_probe_epochs():
+    from xlt.engine.settings import OptimSettings
+
+    with pytest.raises(ValueError, match="optim.wise_alpha=0.5 .*optim.probe_epochs"):
+        OptimSettings(wise_alpha=0.5)
+    with pytest.raises(ValueError, match="optim.wise_alpha=0 .*in \\(0, 1\\]"):
+        OptimSettings(wise_alpha=0, probe_epochs=1)
+
+
 def test_linear_factor_is_transformers_linear_schedule_shifted_to_its_start():
     from transformers import get_linear_schedule_with_warmup
 

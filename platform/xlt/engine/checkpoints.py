@@ -8,8 +8,9 @@ A checkpoint is a directory:
   never DDP-wrapped names) without its frozen parameters, which are its model source's
   (``xlt.models.trained_state``; ``read_model`` and ``TrainState.from_source`` name them)
 - ``train_state.pt``: optimizer and LR-scheduler state, the fp16 gradient scaler's (``None``
-  under fp32 and bf16) and the weights of the loss's own modules (``Training.loss_modules``: the
-  objectives' projection heads; ``None`` without any)
+  under fp32 and bf16), the weights of the loss's own modules (``Training.loss_modules``: the
+  objectives' projection heads; ``None`` without any) and WiSE-FT's probe weights (``Training.anchor``;
+  ``None`` without)
 - ``state.json``: ``{"epoch": completed epochs, "global_step": optimizer steps so far,
   "from_source": the names model.pt leaves out}``
 - ``config.yaml``: the run's config (e.g. ``FinetuneConfig``: ``xlt.train.load_classifier`` rebuilds
@@ -66,8 +67,9 @@ def write_state(directory: str | Path, training: Training, cfg: Any) -> Path:
     torch.save(model, directory / MODEL_FILE)
     scaler = training.scaler.state_dict() if training.scaler is not None else None
     loss_modules = training.loss_modules.state_dict() if training.loss_modules is not None else None
+    anchor = None if training.anchor is None else {k: v.cpu() for k, v in training.anchor.items()}
     torch.save({"optimizer": training.optimizer.state_dict(), "scheduler": training.scheduler.state_dict(),
-                "scaler": scaler, "loss_modules": loss_modules}, directory / TRAIN_STATE_FILE)
+                "scaler": scaler, "loss_modules": loss_modules, "anchor": anchor}, directory / TRAIN_STATE_FILE)
     (directory / STATE_FILE).write_text(json.dumps({"epoch": training.epoch, "global_step": training.global_step,
                                                     "from_source": from_source}))
     save_config(cfg, directory / CONFIG_FILE)
@@ -90,6 +92,7 @@ def read_state(directory: str | Path, config_cls: type) -> TrainState:
         from_source=from_source,
         scaler=train_state.get("scaler"),  # absent in checkpoints written before fp16 training
         loss_modules=train_state.get("loss_modules"),  # absent in checkpoints written before projection heads
+        anchor=train_state.get("anchor"),  # absent in checkpoints written before WiSE-FT
     )
 
 

@@ -37,8 +37,8 @@ from ..progress import progress
 from . import checkpoints, session
 from ..metrics import TRAIN_EPOCH, TRAIN_GLOBAL_STEP, TRAIN_LOSS, TRAIN_SAMPLES_PER_S
 from .. import placement
-from .training import (EpochStats, Training, accumulation_step, all_reduce_sums, epoch_metrics, epoch_seed,
-                       grouped)
+from .training import (EpochStats, Training, accumulation_step, all_reduce_sums, end_epoch, epoch_metrics,
+                       epoch_seed, grouped)
 
 logger = logging.getLogger(__name__)
 
@@ -255,7 +255,7 @@ def train_epochs(training: Training, workload: Workload, cfg: Any, data: Any, *,
         torch.manual_seed(seed)  # dropout masks
         stats, seconds = run_epoch(training, workload, fit_batches(data, workload, training, cfg, seed), cfg, epoch=epoch, rank=rank, log=rank == 0,
                                    steps_per_epoch=steps_per_epoch)
-        training.epoch = epoch + 1
+        end_epoch(training, cfg.optim)
         metrics = {**epoch_metrics(all_reduce_sums(stats), seconds, training, resumed_from, world), **extra}
         if rank == 0:
             metrics.update(workload.evaluate(cfg, training, last=training.epoch == cfg.optim.epochs))

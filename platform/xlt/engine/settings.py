@@ -42,6 +42,11 @@ class OptimSettings:
     # Its epochs are part of ``epochs``. The encoder's gradients are still computed in them (DDP needs every weight
     # used), so they cost as much as the others.
     probe_epochs: int = 0
+    # < 1: WiSE-FT (Wortsman et al. 2022, Eq. 1), a weight-space ensemble of the probe and the fine-tuned model: the
+    # trained weights as the probe's epochs end (the pretrained encoder and the fitted head, θ₀) are kept, and after
+    # the last epoch every trained weight θ₁ becomes (1 − α)·θ₀ + α·θ₁. Needs ``probe_epochs`` (the paper's θ₀ is a
+    # zero-shot classifier; a head drawn at random is none). 1 = off: the fine-tuned weights.
+    wise_alpha: float = 1.0
     max_grad_norm: float = 1.0  # 0 = no clipping
     grad_accum_steps: int = 1
     seed: int = 0
@@ -77,6 +82,9 @@ class OptimSettings:
         check(self.head_lr >= 0, "optim.head_lr", self.head_lr, "a number >= 0 (0 = optim.lr)")
         check(0 <= self.probe_epochs < self.epochs, "optim.probe_epochs", self.probe_epochs,
               f"an integer >= 0 and below optim.epochs ({self.epochs}): some epochs must fine-tune")
+        check(0 < self.wise_alpha <= 1, "optim.wise_alpha", self.wise_alpha, "a fraction in (0, 1] (1 = off)")
+        check(self.wise_alpha == 1 or self.probe_epochs >= 1, "optim.wise_alpha", self.wise_alpha,
+              "1 without optim.probe_epochs: the weights mixed in are the probe's, at the end of its epochs")
         check(self.max_grad_norm >= 0, "optim.max_grad_norm", self.max_grad_norm, "a number >= 0 (0 = off)")
         check(self.grad_accum_steps >= 1, "optim.grad_accum_steps", self.grad_accum_steps, "an integer >= 1")
         check(self.shuffle_buffer == 0 or self.shuffle_buffer >= self.batch_size, "optim.shuffle_buffer",

@@ -8,6 +8,8 @@ Pieces, each usable without Ray (tests, ``benchmarks/train_overhead.py``):
 - ``build_training``: AdamW (fused) with weight decay on matrices only and a linear schedule with warmup
   over ``epochs × steps_per_epoch`` optimizer steps (the head at its own rate, ``optim.head_lr``, and alone
   for the first ``optim.probe_epochs``: ``linear_factor``).
+- ``end_epoch``: an epoch's counter, and WiSE-FT's weights (``optim.wise_alpha``): the probe's kept as its epochs
+  end, mixed into the fine-tuned weights after the last.
 - ``accumulation_step``: one optimizer step over ``grad_accum_steps`` micro-batches. Each
   micro-batch's loss is divided by the number of micro-batches of the step, so the gradient is
   their mean; under DDP the gradients are all-reduced once, on the last micro-batch (the others
@@ -87,6 +89,7 @@ class TrainState:
     from_source: tuple[str, ...] = ()  # the frozen parameters ``model`` leaves out (xlt.models.load_trained)
     scaler: dict[str, Any] | None = None  # the fp16 gradient scaler's state; None for fp32 and bf16
     loss_modules: dict[str, torch.Tensor] | None = None  # Training.loss_modules' weights; None without any
+    anchor: dict[str, torch.Tensor] | None = None  # Training.anchor; None before or without WiSE-FT's probe
 
 
 @dataclass
@@ -106,6 +109,8 @@ class Training:
     precision: str = "fp32"  # of each step's forward pass and loss: optim.precision resolved here
     scaler: torch.amp.GradScaler | None = None  # fp16 only
     loss_modules: nn.Module | None = None
+    # optim.wise_alpha < 1: the trained weights as the probe's epochs ended (by parameter name), mixed in after the last.
+    anchor: dict[str, torch.Tensor] | None = None
 
     def restore(self, state: TrainState) -> int:
         """Load a checkpoint's state (weights, optimizer, schedule, counters, fp16 scaler); returns its step."""
@@ -119,6 +124,8 @@ class Training:
                              f"({'none' if state.loss_modules is None else 'some'} saved)")
         if self.loss_modules is not None:
             self.loss_modules.load_state_dict(state.loss_modules)
+        device = device_of(self.module)
+        self.anchor = None if state.anchor is None else {k: v.to(device) for k, v in state.anchor.items()}
         self.epoch, self.global_step = state.epoch, state.global_step
         assert self.scheduler.last_epoch == self.global_step, "the LR schedule advances once per optimizer step"
         return self.global_step
@@ -161,6 +168,26 @@ def build_training(module: nn.Module, optim: OptimSettings, steps_per_epoch: int
     scaler = torch.amp.GradScaler(device) if precision == "fp16" else None
     return training_class(module, model, optimizer, scheduler, precision=precision, scaler=scaler,
                           loss_modules=loss_modules, **extra)
+
+
+def end_epoch(training: Training, optim: OptimSettings) -> None:
+    """Count a finished epoch. Under WiSE-FT (``optim.wise_alpha`` = α < 1; Wortsman et al. 2022, Eq. 1) keep the
+    trained weights as the probe's epochs end (θ₀: the pretrained encoder, the encoder's rate having been 0, and the
+    fitted head), and after the last epoch set every trained weight θ₁ to (1 − α)·θ₀ + α·θ₁, in place: what is
+    evaluated, saved and exported is the mix. Reading: the paper mixes a zero-shot model with its fine-tuned self;
+    without a zero-shot head, LP-FT's probe is θ₀ (as the paper's LP-FT comparison does). A finished run resumed
+    with more epochs trains on from the mix and mixes again after its new last epoch."""
+    training.epoch += 1
+    if optim.wise_alpha == 1:
+        return
+    if training.epoch == optim.probe_epochs:
+        training.anchor = {name: p.detach().clone() for name, p in training.module.named_parameters()
+                           if p.requires_grad}
+    if training.epoch == optim.epochs:
+        with torch.no_grad():
+            for name, p in training.module.named_parameters():
+                if name in training.anchor:
+                    p.lerp_(training.anchor[name], 1 - optim.wise_alpha)  # p + (1 − α)(θ₀ − p)
 
 
 def linear_factor(step: int, start: int, warmup: int, total: int) -> float:
