@@ -171,3 +171,20 @@ def test_include_in_the_items_of_a_list(tmp_path, monkeypatch):
         apply_overrides({}, ["data.sources=[{include: bitext/b.yaml}, {include: missing.yaml}]"])
     with pytest.raises(ConfigError, match=r"--set: data.sources\[0\].task.include names .*missing.yaml"):
         apply_overrides({}, ["data.sources=[{type: task, task: {include: missing.yaml}}]"])
+
+
+def test_a_key_set_on_the_command_line_replaces_the_presets_alternative_to_it(monkeypatch):
+    """``InputConfig.ALTERNATIVES``: ``--set input.path=...`` over a preset that names ``input.task`` reads the file
+    (the README's first predict command); both given on the command line are one error naming both keys."""
+    from xlt.predict import PredictConfig
+
+    monkeypatch.chdir(REPO)  # the command line's include is relative to it
+    preset = REPO / "configs" / "predict_sib200.yaml"
+    cfg = load_config(PredictConfig, preset, ["input.path=corpus.jsonl", "input.lang_field=lang"])
+    assert cfg.input.path == "corpus.jsonl" and cfg.input.task is None
+    assert load_config(PredictConfig, preset).input.task is not None
+    with pytest.raises(ConfigError, match=r"^input.path and input.task: both are set; expected exactly one"):
+        load_config(PredictConfig, preset, ["input.path=corpus.jsonl", "input.lang=de",
+                                            "input.task={include: configs/tasks/sib200.yaml}"])
+    with pytest.raises(ConfigError, match=r"^input.path and input.task: neither is set"):
+        load_config(PredictConfig, preset, ["input.task=null"])

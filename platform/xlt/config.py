@@ -245,7 +245,41 @@ def load_config(cls: type[T], path: str | Path | None = None, overrides: typing.
     data = merge_presets(path, smoke)
     if smoke:
         data["output"] = {**data.get("output", {}), "dir": smoke_output(path)}
-    return from_dict(cls, apply_overrides(data, overrides))
+    overrides = list(overrides)
+    return from_dict(cls, apply_overrides(drop_alternatives(cls, data, overrides), overrides))
+
+
+def drop_alternatives(cls: type, data: dict[str, Any], overrides: typing.Sequence[str]) -> dict[str, Any]:
+    """``data`` (a preset's mapping) without the keys that an override's key replaces: a dataclass names
+    keys of which one is given in ``ALTERNATIVES`` (``InputConfig``: ``path`` or ``task``), so
+    ``--set input.path=corpus.jsonl`` over a preset with ``input.task`` reads the file, the task gone,
+    unless the overrides set it too."""
+    data = _plain(data)
+    keys = {item.partition("=")[0].strip() for item in overrides}
+    for key in keys:
+        *sections, leaf = key.split(".")
+        owner, node = _section_class(cls, sections), data
+        for part in sections:
+            node = node.get(part) if isinstance(node, dict) else None
+        if owner is None or not isinstance(node, dict):
+            continue
+        for group in getattr(owner, "ALTERNATIVES", ()):
+            if leaf in group:
+                for other in group:
+                    if other != leaf and ".".join([*sections, other]) not in keys:
+                        node.pop(other, None)
+    return data
+
+
+def _section_class(cls: type, sections: typing.Sequence[str]) -> type | None:
+    """The dataclass at dotted ``sections`` of config class ``cls`` (``None`` where a part is not one)."""
+    for part in sections:
+        if not dataclasses.is_dataclass(cls) or _INDEXED.fullmatch(part):
+            return None
+        hint = get_type_hints(cls).get(part)
+        args = [a for a in get_args(hint) if a is not type(None)] if get_origin(hint) in (Union, types.UnionType) else [hint]
+        cls = args[0] if len(args) == 1 else None
+    return cls if dataclasses.is_dataclass(cls) else None
 
 
 def smoke_output(preset: str | Path | None) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from ..config import ConfigError, check
 from ..data.files import load_rows
@@ -27,9 +27,12 @@ INPUT_COLUMNS = ("id", "lang", "text", "text_pair")
 
 @dataclass(frozen=True)
 class InputConfig:
-    """Either ``path`` (a file; ``format`` overrides its suffix) or ``task`` and ``split``.
+    """Either ``path`` (a file; ``format`` overrides its suffix) or ``task`` and ``split``: setting one
+    on the command line drops the other from the preset (``ALTERNATIVES``, ``xlt.config.drop_alternatives``).
     ``max_rows`` > 0 reads at most that many: a task's split as a seeded draw per language, as every
     n rows of a split (``xlt.tasks.Task.draw``), a file its first rows (a corpus to label, not a sample)."""
+
+    ALTERNATIVES: ClassVar[tuple[tuple[str, ...], ...]] = (("path", "task"),)
 
     path: str | None = None
     format: str | None = None
@@ -43,8 +46,9 @@ class InputConfig:
     max_rows: int = 0
 
     def __post_init__(self) -> None:
-        check((self.path is None) != (self.task is None), "input", "path" if self.path else "task",
-              "exactly one of input.path (a file) and input.task (a task's split)")
+        if (self.path is None) == (self.task is None):
+            raise ConfigError(f"input.path and input.task: {'both are' if self.path else 'neither is'} set; expected "
+                              "exactly one, a file (input.path) or a task's split (input.task)")
         if self.path is not None:
             check(self.lang_field is not None or self.lang is not None, "input.lang", self.lang,
                   "a language code for the whole file, or input.lang_field naming the column that holds each row's")
