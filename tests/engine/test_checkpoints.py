@@ -15,12 +15,14 @@ from xlt.storage import OutputSettings
 
 
 @pytest.mark.parametrize("workers", [1, 0], ids=["ray-train", "in-process"])
-def test_the_latest_checkpoint_is_the_one_the_run_ended_with(ray_cluster, tmp_path, workers):
+def test_the_latest_checkpoint_is_the_one_the_run_ended_with(ray_cluster, tmp_path, workers, monkeypatch):
+    """Also named by a path relative to the working directory, as a user types it (``results/...``)."""
     cfg = ToyConfig(scaling=ScalingSettings(num_workers=workers),
                     output=OutputSettings(str(tmp_path / "run"), num_to_keep=2))
     result = engine_run(Regression(), cfg, toy_rows())
     assert Path(result.checkpoint.path).name == "epoch002-step0000006"  # two epochs: two checkpoints kept
-    for run in (run_dir(cfg), Path(run_dir(cfg)), f"{run_dir(cfg)}/"):
+    monkeypatch.chdir(tmp_path)
+    for run in (run_dir(cfg), Path(run_dir(cfg)), f"{run_dir(cfg)}/", "run", "./run/"):
         assert latest_checkpoint(run).path == result.checkpoint.path
 
 

@@ -42,7 +42,7 @@ import torch
 
 from ..config import from_dict, read_yaml, save_config
 from ..models import trained_state
-from ..storage import read_text
+from ..storage import is_uri, read_text
 from . import session
 
 from .training import Training, TrainState
@@ -159,7 +159,8 @@ def latest_checkpoint(run: str | Path) -> Checkpoint:
     ``FitService`` run's last fit's last epoch. Raises ``FileNotFoundError`` if ``run`` records none."""
     from ray.train import Checkpoint, Result
 
-    run = str(run).rstrip("/")
+    # A local path made absolute: Ray's storage reads a relative one as a URI without a scheme.
+    run = str(run).rstrip("/") if is_uri(run) else str(Path(run).resolve())
     saved = read_text(f"{run}/{session.CHECKPOINTS_FILE}")
     if saved is not None:
         names = json.loads(saved)
