@@ -32,7 +32,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from xlt.cli import epilogue, init_ray, job_overrides, resumable_job_args, run_job
-from xlt.engine import RESULTS_FILE, run_dir
+from xlt.engine import RESULTS_FILE, final_metrics, run_dir
 from xlt.logs import configure_logging, quiet_libraries
 from xlt.report import markdown_table, write_results
 from xlt.predict.export import EXPORT_DIR, export_run
@@ -66,13 +66,14 @@ def main() -> None:
 
 
 def print_results(cfg, result, tracker: Tracker) -> None:
-    rows = results_rows(result.metrics, cfg.task.source_lang)
+    metrics = final_metrics(result)  # a finished run's rerun reports none: its last checkpoint's
+    rows = results_rows(metrics, cfg.task.source_lang)
     print(f"\n## {cfg.output.name}: {cfg.task.name}, {cfg.model.source}, {cfg.data.setting}, "
           f"objectives: {', '.join(['ce'] + [o.name for o in cfg.objectives])}\n")
     print(markdown_table(rows))
     with staged(run_dir(cfg)) as out:  # beside the checkpoints, local or on a store
         tracker.artifacts(write_results(out / RESULTS_FILE, {
-            "rows": rows, "metrics": result.metrics, "checkpoint": result.checkpoint.path, "config": asdict(cfg)}))
+            "rows": rows, "metrics": metrics, "checkpoint": result.checkpoint.path, "config": asdict(cfg)}))
     path = join(run_dir(cfg), RESULTS_FILE)
     tracker.tag("xlt.checkpoint", result.checkpoint.path)
     outputs = {"results": path, "checkpoint": result.checkpoint.path}

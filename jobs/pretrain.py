@@ -32,7 +32,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from xlt.cli import epilogue, init_ray, job_overrides, resumable_job_args, run_job
-from xlt.engine import RESULTS_FILE, run_dir
+from xlt.engine import RESULTS_FILE, final_metrics, run_dir
 from xlt.logs import configure_logging, quiet_libraries
 from xlt.pretrain.config import load_pretrain_config
 from xlt.eval.evaluators import TATOEBA
@@ -69,7 +69,8 @@ def main() -> None:
 
 def print_results(prepared, result, tracker: Tracker) -> None:
     cfg = prepared.config
-    tatoeba = [{"lang": lang, "accuracy": value} for lang, value in per_language(result.metrics, "val", TATOEBA).items()]
+    metrics = final_metrics(result)  # a finished run's rerun reports none: its last checkpoint's
+    tatoeba = [{"lang": lang, "accuracy": value} for lang, value in per_language(metrics, "val", TATOEBA).items()]
     encoder = encoder_dir(join(run_dir(cfg), Path(result.checkpoint.path).name))  # local, or on the store
     print(f"\n## {cfg.output.name}: {cfg.recipe} ({', '.join(cfg.objective_names)}) from {cfg.model.source}\n")
     print(f"### Training pairs (q_i ∝ p_i^{cfg.data.alpha}; {prepared.mixture.excluded} excluded as evaluation "
@@ -79,7 +80,7 @@ def print_results(prepared, result, tracker: Tracker) -> None:
     with staged(run_dir(cfg)) as out:  # beside the checkpoints, local or on a store
         tracker.artifacts(write_results(out / RESULTS_FILE, {
             "mixture": prepared.mixture.rows(), "excluded": prepared.mixture.excluded, "tatoeba": tatoeba,
-            "metrics": result.metrics, "checkpoint": result.checkpoint.path, "encoder": str(encoder),
+            "metrics": metrics, "checkpoint": result.checkpoint.path, "encoder": str(encoder),
             "config": asdict(cfg)}))
     path = join(run_dir(cfg), RESULTS_FILE)
     tracker.tag("xlt.checkpoint", result.checkpoint.path)

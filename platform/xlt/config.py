@@ -277,7 +277,8 @@ def _section_class(cls: type, sections: typing.Sequence[str]) -> type | None:
         if not dataclasses.is_dataclass(cls) or _INDEXED.fullmatch(part):
             return None
         hint = get_type_hints(cls).get(part)
-        args = [a for a in get_args(hint) if a is not type(None)] if get_origin(hint) in (Union, types.UnionType) else [hint]
+        optional = get_origin(hint) in (Union, types.UnionType)
+        args = [a for a in get_args(hint) if a is not type(None)] if optional else [hint]
         cls = args[0] if len(args) == 1 else None
     return cls if dataclasses.is_dataclass(cls) else None
 

@@ -31,3 +31,21 @@ def test_a_directory_without_a_run_records_no_checkpoint(tmp_path):
     for run in (tmp_path, tmp_path / "missing"):
         with pytest.raises(FileNotFoundError, match="records no checkpoint"):
             latest_checkpoint(run)
+
+
+def test_final_metrics_of_a_rerun_that_reported_none_are_its_last_checkpoints(tmp_path):
+    """The rerun of a finished run trains nothing and reports nothing (``Result.metrics`` is None, the issue's
+    ``TypeError`` in ``results_rows``): its metrics are those its last checkpoint was written with."""
+    import json
+
+    from ray.train import Checkpoint, Result
+
+    from xlt.engine import final_metrics
+
+    (tmp_path / "metrics.json").write_text(json.dumps({"val/acc/en": 0.5}))
+    checkpoint = Checkpoint.from_directory(str(tmp_path))
+    def result(metrics):
+        return Result(metrics=metrics, checkpoint=checkpoint, error=None, path=str(tmp_path))
+
+    assert final_metrics(result(None)) == {"val/acc/en": 0.5}
+    assert final_metrics(result({"val/acc/en": 0.7})) == {"val/acc/en": 0.7}

@@ -15,7 +15,7 @@ learners, sweep trials) plugs a ``Workload`` (model, batcher, step, evaluation) 
 
 from .fits import FitOutcome, FitService
 from .loop import Workload, collect, eval_rows_of, run_epoch, start_training, train_loop_per_worker
-from .checkpoints import read_state, write_state
+from .checkpoints import final_metrics, read_state, write_state
 from .runs import (RESULTS_FILE, absolute_storage, check_resumable, read_run_config, resume_config, run_dir,
                    torch_trainer)
 from .settings import (RESUMABLE_CHANGES, OptimSettings, ScalingSettings, changed_keys, check_device,
@@ -24,7 +24,7 @@ from .training import (EpochStats, Training, TrainState, accumulation_step, buil
                        param_groups)
 
 __all__ = ["FitOutcome", "FitService", "Workload", "collect", "eval_rows_of", "run_epoch", "start_training", "train_loop_per_worker", "TrainState",
-           "read_state", "write_state", "RESULTS_FILE", "absolute_storage", "check_resumable", "read_run_config",
+           "final_metrics", "read_state", "write_state", "RESULTS_FILE", "absolute_storage", "check_resumable", "read_run_config",
            "resume_config", "run_dir", "torch_trainer", "RESUMABLE_CHANGES", "OptimSettings",
            "ScalingSettings", "changed_keys", "check_device", "incompatible_changes", "resolve_auto", "steps_per_epoch",
            "EpochStats", "Training", "accumulation_step", "build_training", "epoch_metrics", "epoch_seed", "grouped",

@@ -136,6 +136,17 @@ def read_metrics(directory: str | Path) -> dict[str, float]:
     return json.loads(Path(directory, METRICS_FILE).read_text())
 
 
+def final_metrics(result: Any) -> dict[str, float]:
+    """The metrics a fit (a ``ray.train.Result``) ended with: those it reported or, where it reported none
+    (the rerun of a finished run trains nothing), those its last checkpoint was written with."""
+    if result.metrics:
+        return dict(result.metrics)
+    if result.checkpoint is None:
+        raise FileNotFoundError("the run reported no metrics and recorded no checkpoint")
+    with result.checkpoint.as_directory() as directory:
+        return read_metrics(directory)
+
+
 def report(metrics: dict[str, float], write: Callable[[Path], object] | None = None,
            checkpoint_dir_name: str | None = None) -> None:
     """Report metrics; with ``write`` (rank 0) also a checkpoint: ``write(directory)`` fills a fresh
