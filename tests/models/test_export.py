@@ -9,13 +9,17 @@ import torch
 
 from xlt.models import Classifier, EncoderConfig, load_encoder
 
-TEXTS = ["the rover found water on mars", "das Finale endete zwei zu eins", "un voyage à Rome", "中文句子", "ok"]
+# The classifiers truncate at 12 tokens: most of these texts are longer, and an export must truncate where xlt does.
+TEXTS = ["the rover found water on mars and drove on towards the crater rim for two more days",
+         "das Finale endete zwei zu eins nach einer langen Verlängerung im ausverkauften Stadion", "un voyage à Rome",
+         "中文句子很长很长很长很长很长很长很长很长很长", "ok"]
 LABELS = ("science", "sports", "travel")
+MAX_LENGTH = 12
 
 
 def classifier(source: str, pooling: str | None = None) -> Classifier:
     torch.manual_seed(0)
-    model = Classifier(load_encoder(EncoderConfig(source=source, pooling=pooling)), LABELS)
+    model = Classifier(load_encoder(EncoderConfig(source=source, pooling=pooling, max_length=MAX_LENGTH)), LABELS)
     torch.nn.init.normal_(model.head.weight, std=1.0)
     return model.eval()
 
@@ -25,11 +29,22 @@ def classifier(source: str, pooling: str | None = None) -> Classifier:
 def test_an_export_loads_in_sentence_transformers_and_back_as_the_classifier(tmp_path, source, pooling):
     from sentence_transformers import SentenceTransformer
 
+    from safetensors.numpy import load_file
+
     model = classifier(source, pooling)
     model.save_pretrained(tmp_path / "export", card="# a card\n")
+    assert max(len(model.encoder.tokenizer(text)["input_ids"]) for text in TEXTS) > MAX_LENGTH
     ours = model.encoder.encode(TEXTS, normalize=True)
-    theirs = SentenceTransformer(str(tmp_path / "export"), device="cpu").encode(TEXTS, normalize_embeddings=True)
+    loaded_st = SentenceTransformer(str(tmp_path / "export"), device="cpu")
+    assert loaded_st.max_seq_length == MAX_LENGTH
+    theirs = loaded_st.encode(TEXTS, normalize_embeddings=True)
     assert (ours * theirs).sum(1).min() >= 0.9999  # e5: its "query: " prefix is the default prompt
+    # A user's own loop: sentence-transformers' embeddings through head.safetensors in numpy.
+    head = load_file(str(tmp_path / "export" / "head.safetensors"))
+    logits = loaded_st.encode(TEXTS) @ head["head.weight"].T + head["head.bias"]
+    probabilities = np.exp(logits - logits.max(1, keepdims=True))
+    probabilities /= probabilities.sum(1, keepdims=True)
+    assert np.abs(probabilities - model.predict(TEXTS).probabilities).max() < 1e-5
     loaded = Classifier.from_pretrained(tmp_path / "export")
     expected, got = model.predict(TEXTS), loaded.predict(TEXTS)
     assert got.labels == expected.labels and np.abs(got.probabilities - expected.probabilities).max() < 1e-6

@@ -94,8 +94,10 @@ class Classifier(nn.Module):
 
         encoder = self.encoder
         directory = Path(directory)
+        # xlt's encoder files (weights, tokenizer, pooling and prefix) are written first, by sentence_transformer;
+        # its save then writes the tokenizer again, truncating at max_length: sentence-transformers 6 keeps
+        # max_seq_length as the tokenizer's model_max_length, not in sentence_bert_config.json.
         sentence_transformer(encoder, directory).save(str(directory))
-        encoder.save(directory)  # xlt's own files last: the same weights, its pooling and prefix
         head = {name: value.detach().cpu().contiguous() for name, value in self.state_dict().items()
                 if name.startswith("head.")}
         save_file(head, str(directory / HEAD_FILE))
