@@ -152,6 +152,8 @@ def test_a_stopped_job_rerun_writes_each_row_once(ray_cluster, tmp_path):
     ("id,sentence\n1,hello\n", {}, r"corpus.csv:1: missing column 'text'; columns present: 'id', 'sentence'"),
     ("text\nhello\n\"\"\n", {}, r"corpus.csv:3: .*empty"),
     ("text,lang\nhello,de\nhi,\n", {"lang_field": "lang", "lang": None}, r"corpus.csv:3: empty 'lang'"),
+    ("text,lang\nhello,deu_Latn\nhi,not-a-language-zz\n", {"lang_field": "lang", "lang": None},
+     r"corpus.csv:3: 'lang': unknown language code 'not-a-language-zz'"),
 ])
 def test_bad_input_is_one_line_naming_file_and_line(tmp_path, content, fields, message):
     model = checkpoint(tmp_path / "model")
@@ -159,6 +161,19 @@ def test_bad_input_is_one_line_naming_file_and_line(tmp_path, content, fields, m
     cfg = config(model, tmp_path / "out", **{"path": str(tmp_path / "corpus.csv"), "lang": "de", **fields})
     with pytest.raises(DataError, match=message):
         prepare(cfg)
+
+
+def test_languages_are_normalised_as_the_task_layer_does(tmp_path):
+    """``deu_Latn`` and ``deu`` are ``de``, as in a task; a file's ``input.lang`` that names no language is one error."""
+    from xlt.config import ConfigError
+    from xlt.predict.inputs import read_file
+
+    (tmp_path / "corpus.csv").write_text("text,lang\nhallo,deu_Latn\nhi,deu\nsalut,fr\n", encoding="utf-8")
+    rows = read_file(InputConfig(path=str(tmp_path / "corpus.csv"), lang_field="lang"))
+    assert [r["lang"] for r in rows] == ["de", "de", "fr"]
+    assert [r["lang"] for r in read_file(InputConfig(path=str(tmp_path / "corpus.csv"), lang="fra"))] == ["fr"] * 3
+    with pytest.raises(ConfigError, match="input.lang: unknown language code 'xx-zz'"):
+        read_file(InputConfig(path=str(tmp_path / "corpus.csv"), lang="xx-zz"))
 
 
 def test_a_model_that_is_not_a_classifier_or_reads_other_items_is_refused(tmp_path):

@@ -40,7 +40,8 @@ def test_chinese_without_a_script_is_simplified_and_korean_is_hangul(code: str, 
 
 
 @pytest.mark.parametrize("code", ["xx", "qqq", "qaa", "english", "javanese", "mul", "und", "", "  ",
-                                  "de_Latn_x_y_z!", "de__Latn"])
+                                  "de_Latn_x_y_z!", "de__Latn", "not-a-language-zz", "de-x-foo", "en-a-bbb",
+                                  "sl-rozaj"])
 def test_unknown_codes_name_the_code_and_the_accepted_forms(code: str) -> None:
     with pytest.raises(ValueError, match=r"ISO 639-1 \(de\), ISO 639-3 \(deu\), BCP-47 .*FLORES-200 \(deu_Latn\)") as e:
         normalize_lang(code)

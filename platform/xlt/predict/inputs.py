@@ -4,7 +4,9 @@ as rows ``{id, lang, text, text_pair}``, validated before Ray starts.
 A file goes through the data layer's loader and checks (``xlt.data.files.load_rows``,
 ``xlt.data.rows.examples_from_rows``): a missing column, an empty text or pair side, or a duplicate id
 is one error naming the file and line (or Parquet row). Rows without an id column get ``<file
-stem>/<lang>/<n>``. Each row's language is ``lang_field``'s cell, or ``lang`` for the whole file.
+stem>/<lang>/<n>``. Each row's language is ``lang_field``'s cell, or ``lang`` for the whole file, normalised
+as the task layer normalises languages (``xlt.text.languages``: ``deu_Latn`` is ``de``; a tag that names no
+language is an error at its line).
 A task's split goes through the task layer (``xlt.tasks``), with its field mapping; its gold
 labels, if any, are not read.
 """
@@ -21,6 +23,7 @@ from ..data.files import load_rows
 from ..data.rows import ExampleFields, check_columns, examples_from_rows
 from ..tasks import TaskConfig, load_task
 from ..tasks.task import row
+from ..text.languages import normalize_lang
 
 INPUT_COLUMNS = ("id", "lang", "text", "text_pair")
 
@@ -70,15 +73,23 @@ def read_file(cfg: InputConfig) -> list[dict[str, Any]]:
     if columns is not None:
         check_columns(source, header, columns, required)
     by_lang: dict[str, list] = defaultdict(list)
+    if cfg.lang_field is None:
+        try:
+            file_lang = normalize_lang(cfg.lang)
+        except ValueError as e:
+            raise ConfigError(f"input.lang: {e}") from e
     for pos, cells in loaded[: cfg.max_rows or None]:
         if cfg.lang_field is None:
-            by_lang[cfg.lang].append((pos, cells))
+            by_lang[file_lang].append((pos, cells))
             continue
         check_columns(source, pos, cells, [cfg.lang_field])
         lang = str(cells[cfg.lang_field] or "").strip()
         if not lang:
             raise source.error(pos, f"empty {cfg.lang_field!r}: every row needs its language")
-        by_lang[lang].append((pos, cells))
+        try:  # as the task layer reads languages: deu, deu_Latn and de are one language
+            by_lang[normalize_lang(lang)].append((pos, cells))
+        except ValueError as e:
+            raise source.error(pos, f"{cfg.lang_field!r}: {e}") from e
     if not by_lang:
         raise ConfigError(f"input.path {cfg.path}: no rows to predict")
     fields = ExampleFields(text=cfg.text_field, label=None, id=cfg.id_field, text_pair=cfg.pair_field)

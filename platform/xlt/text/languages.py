@@ -56,6 +56,11 @@ def normalize_lang(code: str) -> str:
     private = lang.language is not None and "qaa" <= lang.language <= "qtz"
     if lang.language is None or private or lang.language in _NOT_LANGUAGES or not lang.is_valid():
         raise ValueError(f"unknown language code {code!r}: expected {ACCEPTED}")
+    # Variants, extensions and private use would be dropped below (``not-a-language-zz`` would read as
+    # Nomatsiguenga, ``not``): a tag is a language, a script and a region at most.
+    if lang.variants or lang.extensions or lang.private:
+        raise ValueError(f"unknown language code {code!r}: expected {ACCEPTED}, without variant, extension or "
+                         "private-use subtags")
     script = None if lang.script == _default_script(lang.language, lang.territory) else lang.script
     return langcodes.Language.make(language=lang.language, script=script, territory=lang.territory).to_tag()
 
