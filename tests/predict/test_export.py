@@ -27,14 +27,25 @@ def test_the_export_job_writes_a_loadable_classifier_with_its_card(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = tmp_path / "results" / "smoke" / "export"
     assert f"exported {model} to results/smoke/export" in proc.stdout
+    import yaml
+
     card = (out / "README.md").read_text()
-    assert card.startswith("# tiny: a cross-lingual classifier trained with xlt")
+    _, front, body = card.split("---\n", 2)  # the metadata block a model hub reads, then the card
+    metadata = yaml.safe_load(front)
+    assert metadata["library_name"] == "sentence-transformers" and metadata["pipeline_tag"] == "text-classification"
+    assert metadata["language"][0] == "en" and len(metadata["language"]) > 1 and "accuracy" in metadata["metrics"]
+    assert body.lstrip().startswith("# tiny: a cross-lingual classifier trained with xlt")
+    assert f"(pooling `{original_pooling(model)}`" in card
     assert "Labels: science, sports, travel" in card and "tiny:bert" in card and "```yaml" in card
     original, exported = load_classifier(model), Classifier.from_pretrained(out)
     expected, got = original.predict(TEXTS), exported.predict(TEXTS)
     assert got.labels == expected.labels and np.abs(got.probabilities - expected.probabilities).max() < 1e-6
     theirs = SentenceTransformer(str(out), device="cpu").encode(TEXTS, normalize_embeddings=True)
     assert (theirs * original.encoder.encode(TEXTS, normalize=True)).sum(1).min() >= 0.9999
+
+
+def original_pooling(model) -> str:
+    return load_classifier(model).encoder.pooling
 
 
 def test_export_names_a_directory_that_is_not_a_model(tmp_path):

@@ -33,7 +33,8 @@ PAPERS = {"multiview_alignment": "Wang et al. 2022, MVA", "contrastive_alignment
 def export_checkpoint(model: str | Path, directory: str | Path, learner: str | None = None) -> Path:
     """Export the classifier ``model`` names (``xlt.predict.models``) to ``directory``."""
     checkpoint = resolve_checkpoint(model, learner)
-    return load_classifier(checkpoint).save_pretrained(directory, card=model_card(checkpoint))
+    classifier = load_classifier(checkpoint)
+    return classifier.save_pretrained(directory, card=model_card(checkpoint, classifier.encoder.pooling))
 
 
 def export_run(checkpoint: Any, directory: str, tracker: Any = None, name: str = "classifier") -> dict[str, str]:
@@ -42,25 +43,35 @@ def export_run(checkpoint: Any, directory: str, tracker: Any = None, name: str =
     returns where both went, for the job's epilogue."""
     outputs = {f"export {name}": directory}
     with checkpoint.as_directory() as local, staged(directory) as out:
-        load_classifier(local).save_pretrained(out, card=model_card(Path(local), origin=checkpoint.path))
+        classifier = load_classifier(local)
+        card = model_card(Path(local), classifier.encoder.pooling, origin=checkpoint.path)
+        classifier.save_pretrained(out, card=card)
         if tracker is not None and (model := tracker.model(out, name)) is not None:
             outputs[f"mlflow model {name}"] = model
     return outputs
 
 
-def model_card(checkpoint: Path, origin: str | None = None) -> str:
-    """The card of the local ``checkpoint``, which came from ``origin`` (a store's URI) if given."""
+def model_card(checkpoint: Path, pooling: str, origin: str | None = None) -> str:
+    """The card of the local ``checkpoint`` (its encoder pooled by ``pooling``), which came from ``origin`` (a
+    store's URI) if given; it opens with the metadata block a model hub indexes (library, pipeline, languages,
+    metrics)."""
+    import yaml
+
     origin = origin or str(checkpoint)
     cfg = read_config(checkpoint, FinetuneConfig)
     metrics = read_metrics(checkpoint) if (checkpoint / "metrics.json").is_file() else {}
+    metadata = {"library_name": "sentence-transformers", "pipeline_tag": "text-classification",
+                "language": list(dict.fromkeys([cfg.task.source_lang, *cfg.task.target_langs])),
+                "tags": ["xlt", "cross-lingual-transfer", "text-classification"], "metrics": ["accuracy", "f1"]}
     scores = [{"split": split, **{lang: f"{value:.3f}" for lang, value in per_language(metrics, split).items()}}
               for split in ("val", "test") if per_language(metrics, split)]
     objectives = "".join(f" + {o.weight:g}·{o.name} ({PAPERS.get(o.name, 'xlt.losses')})" for o in cfg.objectives)
     cotrain = f"/{LEARNERS_DIR}/" in origin  # a co-training run's learner (xlt.predict.models)
     return "\n".join([
+        "---", yaml.safe_dump(metadata, sort_keys=False, allow_unicode=True).rstrip(), "---", "",
         f"# {cfg.task.name}: a cross-lingual classifier trained with xlt", "",
         f"- Encoder: `{cfg.model.source}`, exported as a sentence-transformers model (pooling "
-        f"`{cfg.model.pooling or 'the source default'}`, max length {cfg.model.max_length}).",
+        f"`{pooling}`, max length {cfg.model.max_length}).",
         f"- Labels: {', '.join(cfg.task.labels)}{' (sentence pairs)' if cfg.task.paired else ''}.",
         f"- Trained on `{cfg.task.source_lang}`; evaluated on {', '.join(cfg.task.target_langs)}.",
         f"- Loss: cross-entropy{objectives}."
