@@ -175,8 +175,9 @@ def end_epoch(training: Training, optim: OptimSettings) -> None:
     trained weights as the probe's epochs end (θ₀: the pretrained encoder, the encoder's rate having been 0, and the
     fitted head), and after the last epoch set every trained weight θ₁ to (1 − α)·θ₀ + α·θ₁, in place: what is
     evaluated, saved and exported is the mix. Reading: the paper mixes a zero-shot model with its fine-tuned self;
-    without a zero-shot head, LP-FT's probe is θ₀ (as the paper's LP-FT comparison does). A finished run resumed
-    with more epochs trains on from the mix and mixes again after its new last epoch."""
+    an encoder with a head drawn at random has no zero-shot classifier, so LP-FT's probe (Kumar et al. 2022) stands
+    in for it. A finished run resumed with more epochs trains on from the mix and mixes again after its new last
+    epoch."""
     training.epoch += 1
     if optim.wise_alpha == 1:
         return
