@@ -22,6 +22,7 @@ from ..config import ConfigError, check
 from ..data.files import load_rows
 from ..data.rows import ExampleFields, check_columns, examples_from_rows
 from ..tasks import TaskConfig, load_task
+from ..tasks.config import normalized
 from ..tasks.task import row
 from ..text.languages import normalize_lang
 
@@ -73,11 +74,7 @@ def read_file(cfg: InputConfig) -> list[dict[str, Any]]:
     if columns is not None:
         check_columns(source, header, columns, required)
     by_lang: dict[str, list] = defaultdict(list)
-    if cfg.lang_field is None:
-        try:
-            file_lang = normalize_lang(cfg.lang)
-        except ValueError as e:
-            raise ConfigError(f"input.lang: {e}") from e
+    file_lang = normalized("input.lang", cfg.lang) if cfg.lang_field is None else None
     for pos, cells in loaded[: cfg.max_rows or None]:
         if cfg.lang_field is None:
             by_lang[file_lang].append((pos, cells))
