@@ -30,6 +30,12 @@ run lpft-2-of-5 --set lm.optim.head_lr=1e-2 --set lm.optim.probe_epochs=2 --set 
 run wise-1-of-3 --set lm.optim.head_lr=1e-2 --set lm.optim.probe_epochs=1 --set lm.optim.wise_alpha=0.5
 run wise-1-of-4 --set lm.optim.head_lr=1e-2 --set lm.optim.probe_epochs=1 --set lm.optim.epochs=4 \
   --set lm.optim.wise_alpha=0.5
+# LP-FT with the paper's probe (optim.head_init: probe: the head a logistic regression fitted to convergence on the
+# frozen features first), then every weight at the encoder's rate
+run probe-c1   --set lm.optim.head_init=probe --set lm.optim.probe_c=1 --set lm.optim.head_lr=0
+run probe-c0.1 --set lm.optim.head_init=probe --set lm.optim.probe_c=0.1 --set lm.optim.head_lr=0
+run probe-c1-wise --set lm.optim.head_init=probe --set lm.optim.probe_c=1 --set lm.optim.head_lr=0 \
+  --set lm.optim.wise_alpha=0.5
 
 # Sentence pairs: XNLI, 600 English training pairs, 3 epochs, scored on English dev (490 pairs) and German dev.
 pairs() {

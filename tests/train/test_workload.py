@@ -413,7 +413,7 @@ def test_wise_alpha_mixes_the_probe_into_the_fine_tuned_weights_as_written_by_ha
 def test_wise_alpha_needs_the_probe_epochs():
     from xlt.engine.settings import OptimSettings
 
-    with pytest.raises(ValueError, match="optim.wise_alpha=0.5 .*optim.probe_epochs"):
+    with pytest.raises(ValueError, match="optim.wise_alpha=0.5 .*optim.probe_epochs or optim.head_init"):
         OptimSettings(wise_alpha=0.5)
     with pytest.raises(ValueError, match="optim.wise_alpha=0 .*in \\(0, 1\\]"):
         OptimSettings(wise_alpha=0, probe_epochs=1)
@@ -448,3 +448,83 @@ def test_head_lr_needs_a_head():
 
     with pytest.raises(ValueError, match="optim.head_lr: a Linear has no head"):
         build_training(nn.Linear(2, 2), OptimSettings(head_lr=1e-2), steps_per_epoch=1)
+
+
+class _Rows:
+    """Rows behind Ray Data's ``iter_batches``, as a fit's ``data`` (no Ray)."""
+
+    def __init__(self, rows):
+        self.rows = rows
+
+    def iter_batches(self, batch_size, batch_format="numpy", **_):
+        return batches_of(self.rows, batch_size)
+
+
+@pytest.mark.parametrize("labels", [3, 2])
+def test_fit_probe_gives_the_head_scikit_learns_probabilities(labels):
+    """``optim.head_init: probe``'s head, as a softmax over the head's logits, gives scikit-learn's logistic
+    regression's probabilities (multinomial; a binary fit's sigmoid); a label the rows lack keeps its row."""
+    from sklearn.linear_model import LogisticRegression
+
+    from xlt.train.probe_head import fit_probe, set_head
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(40, 5))
+    y = rng.integers(0, labels, size=40) * 2  # labels 0, 2 (and 4): 1 and 3 absent
+    head = torch.nn.Linear(5, 5)
+    before = head.weight.detach().clone()
+    set_head(head, *fit_probe(x, y, c=0.5))
+    reference = LogisticRegression(C=0.5, max_iter=1000).fit(x, y).predict_proba(x)
+    present = sorted(set(y.tolist()))
+    logits = head(torch.as_tensor(x, dtype=torch.float32)).detach()[:, present]
+    assert np.allclose(torch.softmax(logits, dim=1).numpy(), reference, atol=1e-5)
+    assert torch.equal(head.weight[1], before[1]) and torch.equal(head.weight[3], before[3])
+    with pytest.raises(ValueError, match="at least two labels"):
+        fit_probe(x, np.zeros(40, dtype=int), c=1.0)
+
+
+def test_head_init_probe_is_a_logistic_regression_on_the_frozen_features_of_the_labelled_originals():
+    """The workload's ``begin``: the head a logistic regression fitted by hand on the encoder's features (one text
+    at a time, inference mode) of the labelled originals, views left out; rows in another order give the same
+    head, bit for bit; a run's WiSE-FT θ₀ is then the pretrained encoder and that head."""
+    from sklearn.linear_model import LogisticRegression
+
+    from xlt.engine.training import keep_probe
+    from xlt.train.workload import FINETUNE
+
+    rows = rows_with_views() + [{"text": "the match was a draw", "label": "sports", "lang": "en"},
+                                {"text": "a night train to vienna", "label": "travel", "lang": "en"}]
+    cfg = tiny_config(head_init="probe", probe_c=2.0, wise_alpha=0.5, eval_batch_size=4)
+
+    def begun(order):
+        torch.manual_seed(0)
+        training = finetune_training(cfg, steps_per_epoch=1)
+        FINETUNE.begin(cfg, training, _Rows([rows[i] for i in order]))
+        keep_probe(training, cfg.optim)
+        return training
+
+    training = begun(range(len(rows)))
+    encoder = training.classifier.encoder.eval()
+    with torch.no_grad():
+        x = np.concatenate([encoder.embed([r["text"]]).numpy() for r in rows])
+    y = np.array([LABELS.index(r["label"]) for r in rows])
+    reference = LogisticRegression(C=2.0, max_iter=1000).fit(x, y).predict_proba(x)
+    with torch.no_grad():
+        ours = torch.softmax(training.classifier.head(torch.as_tensor(x)), dim=1).numpy()
+    assert np.allclose(ours, reference, atol=1e-4)
+    reversed_ = begun(reversed(range(len(rows))))
+    assert torch.equal(reversed_.classifier.head.weight, training.classifier.head.weight)
+    assert torch.equal(training.anchor["head.weight"], training.classifier.head.weight)
+    torch.manual_seed(0)
+    pretrained = finetune_training(cfg, steps_per_epoch=1).module.state_dict()
+    assert all(torch.equal(v, pretrained[k]) for k, v in training.anchor.items() if k.startswith("encoder."))
+
+
+def test_head_init_settings():
+    from xlt.engine.settings import OptimSettings
+
+    with pytest.raises(ValueError, match="optim.head_init='linear'"):
+        OptimSettings(head_init="linear")
+    with pytest.raises(ValueError, match="optim.probe_c=0"):
+        OptimSettings(probe_c=0)
+    assert OptimSettings(head_init="probe", wise_alpha=0.5).wise_alpha == 0.5  # the probe is θ₀

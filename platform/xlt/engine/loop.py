@@ -8,7 +8,8 @@
    new heads are initialised the same on every worker and in every run);
 3. resumes from ``ray.train.get_checkpoint()`` if there is one (weights, optimizer, schedule,
    epoch and step counters; ``checkpoints.latest_state``);
-4. per epoch: seeds dropout and the local shuffle with ``epoch_seed(seed, epoch, rank)``,
+4. on a fresh run, lets the workload prepare on its rows (``workload.begin``: e.g. a head fitted on frozen
+   features), then per epoch: seeds dropout and the local shuffle with ``epoch_seed(seed, epoch, rank)``,
    iterates its shard of ``"train"`` in micro-batches (``workload.batcher`` turns each into the
    step's input), groups them into optimizer steps of ``grad_accum_steps`` (``accumulation_step``
    with ``workload.loss``), sums the epoch's statistics over the workers, and lets rank 0 evaluate
@@ -38,7 +39,7 @@ from . import checkpoints, session
 from ..metrics import TRAIN_EPOCH, TRAIN_GLOBAL_STEP, TRAIN_LOSS, TRAIN_SAMPLES_PER_S
 from .. import placement
 from .training import (EpochStats, Training, accumulation_step, all_reduce_sums, end_epoch, epoch_metrics,
-                       epoch_seed, grouped)
+                       epoch_seed, grouped, keep_probe)
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +71,11 @@ class Workload(ABC):
     @abstractmethod
     def loss(self, training: Training, model: nn.Module, inputs: Any) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """``(total, {part: unweighted value})`` of one micro-batch through ``model`` (the step module)."""
+
+    def begin(self, cfg: Any, training: Training, data: Any) -> None:
+        """What a fresh run does before its first step, on every worker, given its share of the training rows
+        (``data``: ``fit_batches``' input), e.g. fit a head on frozen features; nothing by default. Whatever it sets
+        must come out the same on every worker (they start from the same weights)."""
 
     def evaluate(self, cfg: Any, training: Training, last: bool) -> dict[str, float]:
         """Rank 0's metrics after an epoch (``last``: after the final one); none by default."""
@@ -250,6 +256,9 @@ def train_epochs(training: Training, workload: Workload, cfg: Any, data: Any, *,
     # other nodes (``xlt.placement``).
     extra = {**(extra or {}), placement.key("train"): placement.as_text(placement.worker_nodes())}
     name = None
+    if training.epoch == 0:  # a fresh run (a checkpoint holds at least one epoch)
+        workload.begin(cfg, training, data)
+        keep_probe(training, cfg.optim)
     for epoch in range(training.epoch, cfg.optim.epochs):
         seed = epoch_seed(cfg.optim.seed, epoch, rank)
         torch.manual_seed(seed)  # dropout masks

@@ -17,6 +17,9 @@ from ..config import check
 from ..hardware import PRECISIONS, check_precision, gpu_visible, resolve_precision
 
 
+HEAD_INITS = ("random", "probe")
+
+
 @dataclass(frozen=True)
 class OptimSettings:
     """AdamW + linear schedule (Yu & Joty 2021, §4.2). ``warmup_ratio`` of all steps warm up linearly.
@@ -42,10 +45,17 @@ class OptimSettings:
     # Its epochs are part of ``epochs``. The encoder's gradients are still computed in them (DDP needs every weight
     # used), so they cost as much as the others.
     probe_epochs: int = 0
+    # "probe": before the first step, the head is the L2-regularised multinomial logistic regression (C = ``probe_c``,
+    # L-BFGS to convergence) fitted on the frozen encoder's features of the training rows: LP-FT's linear probe as
+    # Kumar et al. 2022 (§4, App. B) fit it, then every weight fine-tunes from it (a workload's ``begin``).
+    # "random": the head as initialised.
+    head_init: str = "random"
+    probe_c: float = 1.0  # the inverse L2 strength of head_init's probe (scikit-learn's C)
     # < 1: WiSE-FT (Wortsman et al. 2022, Eq. 1), a weight-space ensemble of the probe and the fine-tuned model: the
     # trained weights as the probe's epochs end (the pretrained encoder and the fitted head, θ₀) are kept, and after
-    # the last epoch every trained weight θ₁ becomes (1 − α)·θ₀ + α·θ₁. Needs ``probe_epochs`` (the paper's θ₀ is a
-    # zero-shot classifier; a head drawn at random is none). 1 = off: the fine-tuned weights.
+    # the last epoch every trained weight θ₁ becomes (1 − α)·θ₀ + α·θ₁. Needs a probe, ``probe_epochs`` or ``head_init:
+    # probe`` (θ₀ then the pretrained encoder and the fitted probe; the paper's θ₀ is a zero-shot classifier, and a
+    # head drawn at random is none). 1 = off: the fine-tuned weights.
     wise_alpha: float = 1.0
     max_grad_norm: float = 1.0  # 0 = no clipping
     grad_accum_steps: int = 1
@@ -82,9 +92,12 @@ class OptimSettings:
         check(self.head_lr >= 0, "optim.head_lr", self.head_lr, "a number >= 0 (0 = optim.lr)")
         check(0 <= self.probe_epochs < self.epochs, "optim.probe_epochs", self.probe_epochs,
               f"an integer >= 0 and below optim.epochs ({self.epochs}): some epochs must fine-tune")
+        check(self.head_init in HEAD_INITS, "optim.head_init", self.head_init, " or ".join(HEAD_INITS))
+        check(self.probe_c > 0, "optim.probe_c", self.probe_c, "a number > 0 (scikit-learn's C)")
         check(0 < self.wise_alpha <= 1, "optim.wise_alpha", self.wise_alpha, "a fraction in (0, 1] (1 = off)")
-        check(self.wise_alpha == 1 or self.probe_epochs >= 1, "optim.wise_alpha", self.wise_alpha,
-              "1 without optim.probe_epochs: the weights mixed in are the probe's, at the end of its epochs")
+        check(self.wise_alpha == 1 or self.probe_epochs >= 1 or self.head_init == "probe", "optim.wise_alpha",
+              self.wise_alpha, "1 without a probe (optim.probe_epochs or optim.head_init: probe): the weights mixed in "
+              "are the probe's")
         check(self.max_grad_norm >= 0, "optim.max_grad_norm", self.max_grad_norm, "a number >= 0 (0 = off)")
         check(self.grad_accum_steps >= 1, "optim.grad_accum_steps", self.grad_accum_steps, "an integer >= 1")
         check(self.shuffle_buffer == 0 or self.shuffle_buffer >= self.batch_size, "optim.shuffle_buffer",

@@ -9,7 +9,7 @@ Pieces, each usable without Ray (tests, ``benchmarks/train_overhead.py``):
   over ``epochs × steps_per_epoch`` optimizer steps (the head at its own rate, ``optim.head_lr``, and alone
   for the first ``optim.probe_epochs``: ``linear_factor``).
 - ``end_epoch``: an epoch's counter, and WiSE-FT's weights (``optim.wise_alpha``): the probe's kept as its epochs
-  end, mixed into the fine-tuned weights after the last.
+  end (``keep_probe``), mixed into the fine-tuned weights after the last.
 - ``accumulation_step``: one optimizer step over ``grad_accum_steps`` micro-batches. Each
   micro-batch's loss is divided by the number of micro-batches of the step, so the gradient is
   their mean; under DDP the gradients are all-reduced once, on the last micro-batch (the others
@@ -148,6 +148,8 @@ def build_training(module: nn.Module, optim: OptimSettings, steps_per_epoch: int
     # Fused: one kernel per parameter group and step (CPU and CUDA) instead of a chain of for-each
     # tensor operations: 5.5× faster on e5-small's 21.5 M trained weights on 2 cores, the same
     # weights to float rounding (9e-8 after 21 steps; benchmarks/adamw_step.json).
+    if optim.head_init != "random" and not isinstance(getattr(module, "head", None), nn.Module):
+        raise ValueError(f"optim.head_init: a {type(module).__name__} has no head to fit a probe for")
     head = None
     if optim.head_lr or optim.probe_epochs:
         if not isinstance(getattr(module, "head", None), nn.Module):
@@ -172,23 +174,28 @@ def build_training(module: nn.Module, optim: OptimSettings, steps_per_epoch: int
 
 def end_epoch(training: Training, optim: OptimSettings) -> None:
     """Count a finished epoch. Under WiSE-FT (``optim.wise_alpha`` = α < 1; Wortsman et al. 2022, Eq. 1) keep the
-    trained weights as the probe's epochs end (θ₀: the pretrained encoder, the encoder's rate having been 0, and the
-    fitted head), and after the last epoch set every trained weight θ₁ to (1 − α)·θ₀ + α·θ₁, in place: what is
-    evaluated, saved and exported is the mix. Reading: the paper mixes a zero-shot model with its fine-tuned self;
-    an encoder with a head drawn at random has no zero-shot classifier, so LP-FT's probe (Kumar et al. 2022) stands
-    in for it. A finished run resumed with more epochs trains on from the mix and mixes again after its new last
-    epoch."""
+    probe's weights as its epochs end (``keep_probe``), and after the last epoch set every trained weight θ₁ to
+    (1 − α)·θ₀ + α·θ₁, in place: what is evaluated, saved and exported is the mix. A finished run resumed with more
+    epochs trains on from the mix and mixes again after its new last epoch."""
     training.epoch += 1
     if optim.wise_alpha == 1:
         return
-    if training.epoch == optim.probe_epochs:
-        training.anchor = {name: p.detach().clone() for name, p in training.module.named_parameters()
-                           if p.requires_grad}
+    keep_probe(training, optim)
     if training.epoch == optim.epochs:
         with torch.no_grad():
             for name, p in training.module.named_parameters():
                 if name in training.anchor:
                     p.lerp_(training.anchor[name], 1 - optim.wise_alpha)  # p + (1 − α)(θ₀ − p)
+
+
+def keep_probe(training: Training, optim: OptimSettings) -> None:
+    """WiSE-FT's θ₀ (``training.anchor``), kept once the probe is fitted, after ``optim.probe_epochs`` epochs (0: at
+    the start, the head fitted by ``optim.head_init: probe``): the trained weights then, the pretrained encoder (its
+    rate was 0) and the probe. Reading: the paper mixes a zero-shot model with its fine-tuned self; an encoder with
+    a head drawn at random has no zero-shot classifier, so LP-FT's probe (Kumar et al. 2022) stands in for it."""
+    if optim.wise_alpha < 1 and training.epoch == optim.probe_epochs:
+        training.anchor = {name: p.detach().clone() for name, p in training.module.named_parameters()
+                           if p.requires_grad}
 
 
 def linear_factor(step: int, start: int, warmup: int, total: int) -> float:

@@ -9,7 +9,8 @@ Pieces, each usable without Ray (tests, ``benchmarks/train_overhead.py``):
 - ``compute_losses``: CE on the labelled originals (``is_anchor``; in translate-train the
   translations are originals too) plus ``WeightedObjectives`` over the batch outputs; the step
   never asks which objectives are configured.
-- ``finetune_training`` / ``train_step``: classifier, AdamW, linear schedule (``xlt.engine``); a step.
+- ``finetune_training`` / ``train_step``: classifier, AdamW, linear schedule (``xlt.engine``); a step; with
+  ``optim.head_init: probe`` the head starts as the probe fitted on the training rows (``xlt.train.probe_head``).
 - evaluation: the config's evaluators (``xlt.eval.evaluators``: accuracy and macro-F1 per language,
   averages over targets, transfer gaps); every checkpoint keeps the prediction of each classified
   row (``predictions.json``: ``read_predictions``), for paired comparisons of two runs item by item
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import json
+import logging
 from pathlib import Path
 
 import torch
@@ -43,6 +45,9 @@ from ..models import Classifier, TransformerEncoder, load_encoder
 from ..models.encoder import CachedEncoder, Item
 from .batches import UNKNOWN_LABEL, ViewBatch, flatten_batch, items_of
 from .config import FinetuneConfig
+from .probe_head import init_head_from_probe
+
+logger = logging.getLogger(__name__)
 
 CE = "ce"  # the loss part train/loss/ce
 PREDICTIONS_FILE = "predictions.json"  # in a checkpoint: {split: {id, lang, label, predicted}} of its evaluation
@@ -180,6 +185,17 @@ class Finetuning(Workload):
             view_batch = flatten_batch(rows, training.label_index)
             return view_batch, view_batch.num_examples
         return batch
+
+    def begin(self, cfg: FinetuneConfig, training: FinetuneTraining, data: Any) -> None:
+        """``optim.head_init: probe``: the head fitted on the frozen features of the training rows
+        (``xlt.train.probe_head``), before the first step."""
+        if cfg.optim.head_init != "probe":
+            return
+        optim = cfg.optim
+        rows = data.iter_batches(batch_size=optim.eval_batch_size, batch_format=self.batch_format)
+        n = init_head_from_probe(training.classifier, rows, training.label_index, optim.probe_c,
+                                 optim.eval_batch_size, optim.seed)
+        logger.info(f"{cfg.output.name}: the head starts as the probe fitted on {n} labelled rows (C = {optim.probe_c})")
 
     def loss(self, training: FinetuneTraining, model: nn.Module,
              inputs: ViewBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
