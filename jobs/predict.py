@@ -9,15 +9,16 @@ sweep's best trial or an export.
     python jobs/predict.py --set format=csv ...        # parquet (default), csv, jsonl; output.dir may be s3://
     python jobs/predict.py --smoke                     # the fine-tuning smoke run's model (jobs/finetune.py --smoke)
 
-Input: a text (one per line), CSV, TSV, JSONL or Parquet file (``input.text_field``, ``input.pair_field``,
-``input.id_field``, each row's language in ``input.lang_field`` or the file's in ``input.lang``), or a
-task's split (``input.task``, ``input.split``). Every row is read and checked before Ray starts, and
-the driver holds them all: about 1.1 KB a row of 125 characters (200,000 rows: 214 MB), so a corpus
-too large for the driver's memory is split into files, a job each.
+Input: a corpus of any size (``input.path``: a file, a directory of files or a glob, local or ``s3://``; text
+(one per line), CSV, TSV, JSONL or Parquet by suffix, ``.gz`` or ``.zst`` or not; ``input.text_field``,
+``input.pair_field``, ``input.id_field``, each row's language in ``input.lang_field`` or the file's in
+``input.lang``), or a task's split (``input.task``, ``input.split``). The rows stream through the driver shard by
+shard, each checked as it passes (a bad row is an error at its ``file:line`` before its shard is written, or with
+``input.on_bad_row: skip`` left out into the shard's ``_rejected.jsonl``); rows without an id get ``<file>:<line>``.
 Output: ``<output.dir>/predictions/shard-*/`` in ``format``, one row per input row (id, lang, text, label,
 confidence, p_<label>), written shard by shard: run the same command again after a stop and the
-complete shards are kept (``xlt.predict.writer``). Labelled by the pseudo-labelling actor pool
-(``inference.*``: actors, CPUs, GPUs, precision, token budget).
+complete shards are kept (``xlt.predict.writer``). Labelled by one pool of labelling actors for the whole job
+(``inference.*``: actors, CPUs, GPUs, precision, token budget; ``num_actors: 0``: in this process, without Ray).
 """
 
 from __future__ import annotations
@@ -43,9 +44,10 @@ def main() -> None:
     configure_logging(args.verbose)
     cfg = load_predict_config(args.config or DEFAULT_PRESET, job_overrides(args),
                               smoke=SMOKE_PRESET if args.smoke else None)
-    prepared = prepare(cfg)  # the model and every row checked before Ray starts
-    init_ray(args.address, args.verbose)
-    bar = progress(len(prepared.rows), "predict", "row")
+    prepared = prepare(cfg)  # the model, the input's files and their formats, before Ray starts
+    if cfg.inference.num_actors:
+        init_ray(args.address, args.verbose)
+    bar = progress(None, "predict", "row")  # a stream's total is known at its end: the bar shows the rate
     written = predict(prepared, done=bar.update)
     bar.close()
     print_results(prepared, written)
@@ -57,11 +59,14 @@ def print_results(prepared, written) -> None:
     table = [{"lang": lang, "rows": sum(n for (l, _), n in written.labels.items() if l == lang),
               **{label: written.labels.get((lang, label), 0) for label in prepared.spec.labels}} for lang in langs]
     print(f"\n## {written.rows} rows labelled by {prepared.checkpoint}"
-          + (f" ({written.skipped} shard(s) kept from an earlier run)" if written.skipped else "") + "\n")
+          + (f" ({written.skipped} shard(s) kept from an earlier run)" if written.skipped else "")
+          + (f"; {written.rejected} bad row(s) skipped: predictions/shard-*/_rejected.jsonl" if written.rejected else "")
+          + "\n")
     print(markdown_table(table))
     with staged(cfg.output.dir) as out:
         save_config(cfg, out / "config.yaml")
-        write_results(out / "results.json", {"model": prepared.checkpoint, "rows": written.rows, "by_language": table,
+        write_results(out / "results.json", {"model": prepared.checkpoint, "rows": written.rows,
+                                             "rejected": written.rejected, "by_language": table,
                                              "format": cfg.format, "precision": cfg.inference.precision})
     print("\n" + epilogue({"predictions": join(cfg.output.dir, PREDICTIONS, f"shard-*/ ({cfg.format})"),
                            "results": join(cfg.output.dir, "results.json")},

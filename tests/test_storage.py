@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import pytest
@@ -40,9 +41,18 @@ def test_files_round_trip_through_the_store(s3):
         (local / "results.md").write_text("| a |\n")
         (local / "plots").mkdir()
         (local / "plots" / "p.png").write_bytes(b"\x89PNG")
+        (local / "corpus.jsonl.gz").write_bytes(gzip.compress(b'{"text": "a"}\n'))
     assert read_text(f"{s3}/run/results.md") == "| a |\n"
     with fetched(f"{s3}/run/plots/p.png") as path:
         assert path.read_bytes() == b"\x89PNG"
+    # The bytes as written, on the store too (not compressed again for their suffix, as pyarrow's default would).
+    import pyarrow.fs
+
+    fs, stored = pyarrow.fs.FileSystem.from_uri(f"{s3}/run/corpus.jsonl.gz")
+    with fs.open_input_stream(stored, compression=None) as source:
+        assert gzip.decompress(source.read()) == b'{"text": "a"}\n'
+    with fetched(f"{s3}/run/corpus.jsonl.gz") as path:
+        assert gzip.decompress(path.read_bytes()) == b'{"text": "a"}\n'
     assert read_text(f"{s3}/run/missing.md") is None
 
 

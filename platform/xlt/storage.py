@@ -103,7 +103,7 @@ def fetched(path: str | Path) -> Iterator[Path | None]:
         return
     with tempfile.TemporaryDirectory(prefix="xlt-fetched-") as tmp:
         local = Path(tmp, fs_path.rsplit("/", 1)[-1])
-        with fs.open_input_stream(fs_path) as source:
+        with fs.open_input_stream(fs_path, compression=None) as source:
             local.write_bytes(source.read())
         yield local
 
@@ -127,7 +127,7 @@ def upload(local_dir: str | Path, uri: str) -> None:
     for file in sorted(p for p in Path(local_dir).rglob("*") if p.is_file()):
         target = f"{fs_path.rstrip('/')}/{file.relative_to(local_dir).as_posix()}"
         fs.create_dir(target.rsplit("/", 1)[0], recursive=True)
-        with fs.open_output_stream(target) as sink:  # an object store writes the whole object or nothing
+        with fs.open_output_stream(target, compression=None) as sink:  # the bytes as they are, the whole object or nothing
             sink.write(file.read_bytes())
 
 
@@ -144,7 +144,7 @@ def download(uri: str, local_dir: str | Path) -> Path:
     for info in found:
         target = Path(local_dir, info.path[len(root) + 1:])
         target.parent.mkdir(parents=True, exist_ok=True)
-        with fs.open_input_stream(info.path) as source:
+        with fs.open_input_stream(info.path, compression=None) as source:
             target.write_bytes(source.read())
     return Path(local_dir)
 

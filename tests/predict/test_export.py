@@ -54,7 +54,7 @@ def test_export_names_a_directory_that_is_not_a_model(tmp_path):
     assert proc.returncode == 2 and "is not a classifier" in proc.stderr.strip().splitlines()[-1]
 
 
-def test_predict_reads_an_export_as_it_reads_the_checkpoint(ray_cluster, tmp_path):
+def test_predict_reads_an_export_as_it_reads_the_checkpoint(tmp_path):
     from xlt.predict import export_checkpoint, predict, prepare
 
     from .test_predict import assert_same_as_predict, config, read_predictions
@@ -66,4 +66,4 @@ def test_predict_reads_an_export_as_it_reads_the_checkpoint(ray_cluster, tmp_pat
     prepared = prepare(config(tmp_path / "export", tmp_path / "out", path=str(corpus), lang="de"))
     assert prepared.spec.state.endswith("head.safetensors") and prepared.spec.model.source.startswith("local:")
     predict(prepared)
-    assert_same_as_predict(read_predictions(tmp_path / "out"), model, {f"corpus/de/{i}": t for i, t in enumerate(TEXTS)})
+    assert_same_as_predict(read_predictions(tmp_path / "out"), model, {f"corpus.txt:{i + 1}": t for i, t in enumerate(TEXTS)})

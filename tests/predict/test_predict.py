@@ -3,6 +3,7 @@ written as resumable shards. Models are tiny:bert checkpoints written without Ra
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -17,7 +18,8 @@ from conftest import REPO
 from xlt.data import DataError
 from xlt.engine import write_state
 from xlt.engine.session import CHECKPOINTS_FILE
-from xlt.predict import InputConfig, ModelRef, PredictConfig, predict, prepare, resolve_checkpoint
+from xlt.predict import (InputConfig, ModelRef, PredictConfig, classifier_spec, predict, prepare,
+                         resolve_checkpoint)
 from xlt.cotrain.config import InferenceSettings
 from xlt.storage import OutputSettings, read_text
 from xlt.train import load_classifier
@@ -83,7 +85,7 @@ def test_single_texts_of_a_file_in_several_languages_are_predicted_once_each(ray
     assert_same_as_predict(frame, model, {r["id"]: r["sentence"] for r in rows})
 
 
-def test_pairs_of_a_csv_from_a_cotraining_learner(ray_cluster, tmp_path):
+def test_pairs_of_a_csv_from_a_cotraining_learner(tmp_path):
     """A co-training run's learner: its latest fit, found through the run's record."""
     run = tmp_path / "cotrain"
     checkpoint(run / "learners" / "emb" / "emb-iteration1-epoch001-step0000001", paired=True)
@@ -100,9 +102,9 @@ def test_pairs_of_a_csv_from_a_cotraining_learner(ray_cluster, tmp_path):
     frame = pd.concat(pd.read_csv(p) for p in sorted((tmp_path / "out" / "predictions").glob("shard-*/*.csv")))
     assert list(frame.columns) == ["id", "lang", "text", "text_pair", "label", "confidence",
                                    *(f"p_{label}" for label in LABELS)]
-    assert sorted(frame["id"]) == ["pairs/de/0", "pairs/de/1", "pairs/de/2"]
+    assert sorted(frame["id"]) == ["pairs.csv:2", "pairs.csv:3", "pairs.csv:4"]  # rows without an id: file:line
     assert_same_as_predict(frame.sort_values("id"), resolve_checkpoint(run, "emb"),
-                           {f"pairs/de/{i}": pair for i, pair in enumerate(pairs)})
+                           {f"pairs.csv:{i + 2}": pair for i, pair in enumerate(pairs)})
 
 
 def test_a_sweep_names_its_best_trials_run_and_the_learner_it_scored_with(tmp_path):
@@ -126,7 +128,7 @@ def test_a_sweep_names_its_best_trials_run_and_the_learner_it_scored_with(tmp_pa
         resolve_checkpoint(finetune, "emb")
 
 
-def test_a_stopped_job_rerun_writes_each_row_once(ray_cluster, tmp_path):
+def test_a_stopped_job_rerun_writes_each_row_once(tmp_path):
     model = checkpoint(tmp_path / "model")
     corpus = tmp_path / "corpus.txt"
     texts = [f"sentence number {i}" for i in range(8)]
@@ -144,36 +146,135 @@ def test_a_stopped_job_rerun_writes_each_row_once(ray_cluster, tmp_path):
     written = predict(prepared)
     assert written.skipped == 1 and written.rows == 8
     frame = read_predictions(tmp_path / "out")
-    assert sorted(frame["id"]) == sorted(f"corpus/de/{i}" for i in range(8))  # each once
-    assert_same_as_predict(frame, model, {f"corpus/de/{i}": t for i, t in enumerate(texts)})
+    assert sorted(frame["id"]) == sorted(f"corpus.txt:{i + 1}" for i in range(8))  # each once
+    assert_same_as_predict(frame, model, {f"corpus.txt:{i + 1}": t for i, t in enumerate(texts)})
 
 
 @pytest.mark.parametrize("content, fields, message", [
     ("id,sentence\n1,hello\n", {}, r"corpus.csv:1: missing column 'text'; columns present: 'id', 'sentence'"),
     ("text\nhello\n\"\"\n", {}, r"corpus.csv:3: .*empty"),
-    ("text,lang\nhello,de\nhi,\n", {"lang_field": "lang", "lang": None}, r"corpus.csv:3: empty 'lang'"),
+    ("text,lang\nhello,de\nhi,\n", {"lang_field": "lang", "lang": None}, r"corpus.csv:3: empty text in column 'lang'"),
     ("text,lang\nhello,deu_Latn\nhi,not-a-language-zz\n", {"lang_field": "lang", "lang": None},
-     r"corpus.csv:3: 'lang': unknown language code 'not-a-language-zz'"),
+     r"corpus.csv:3: column 'lang': unknown language code 'not-a-language-zz'"),
+    ("text,id\nhello,a\nhi,a\n", {}, r"corpus.csv: duplicate id 'a' in one shard"),
 ])
 def test_bad_input_is_one_line_naming_file_and_line(tmp_path, content, fields, message):
     model = checkpoint(tmp_path / "model")
     (tmp_path / "corpus.csv").write_text(content, encoding="utf-8")
     cfg = config(model, tmp_path / "out", **{"path": str(tmp_path / "corpus.csv"), "lang": "de", **fields})
     with pytest.raises(DataError, match=message):
-        prepare(cfg)
+        predict(prepare(cfg))
+    assert not (tmp_path / "out" / "predictions").exists()  # the bad row's shard (the only one) is not written
 
 
 def test_languages_are_normalised_as_the_task_layer_does(tmp_path):
     """``deu_Latn`` and ``deu`` are ``de``, as in a task; a file's ``input.lang`` that names no language is one error."""
     from xlt.config import ConfigError
-    from xlt.predict.inputs import read_file
+    from xlt.predict.inputs import file_rows, open_input
 
-    (tmp_path / "corpus.csv").write_text("text,lang\nhallo,deu_Latn\nhi,deu\nsalut,fr\n", encoding="utf-8")
-    rows = read_file(InputConfig(path=str(tmp_path / "corpus.csv"), lang_field="lang"))
+    path = tmp_path / "corpus.csv"
+    path.write_text("text,lang\nhallo,deu_Latn\nhi,deu\nsalut,fr\n", encoding="utf-8")
+    rows = list(file_rows(InputConfig(path=str(path), lang_field="lang"), str(path), path.name))
     assert [r["lang"] for r in rows] == ["de", "de", "fr"]
-    assert [r["lang"] for r in read_file(InputConfig(path=str(tmp_path / "corpus.csv"), lang="fra"))] == ["fr"] * 3
+    assert [r["lang"] for r in file_rows(InputConfig(path=str(path), lang="fra"), str(path), path.name)] == ["fr"] * 3
     with pytest.raises(ConfigError, match="input.lang: unknown language code 'xx-zz'"):
-        read_file(InputConfig(path=str(tmp_path / "corpus.csv"), lang="xx-zz"))
+        open_input(InputConfig(path=str(path), lang="xx-zz"))
+
+
+def corpus_directory(root: Path) -> dict[str, str]:
+    """A corpus as users have it: JSON Lines gzipped, CSV, text zstd-compressed in a subdirectory, and files that
+    are not data (``_SUCCESS``, hidden); returns the texts by the id each row gets."""
+    import gzip
+
+    import pyarrow as pa
+
+    (root / "more").mkdir(parents=True)
+    jsonl = [{"sentence": t, "language": "deu_Latn"} for t in TEXTS["de"]]
+    (root / "a.jsonl.gz").write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in jsonl).encode()))
+    (root / "b.csv").write_text("sentence,language,id\n" + "".join(f"{t},fr,fr-{i}\n" for i, t in
+                                                                    enumerate(TEXTS["fr"])), encoding="utf-8")
+    with pa.CompressedOutputStream(str(root / "more" / "c.jsonl.zst"), "zstd") as sink:
+        sink.write(json.dumps({"sentence": "ein letzter satz", "language": "de"}).encode() + b"\n")
+    (root / "_SUCCESS").write_text("not data")
+    (root / ".hidden.jsonl").write_text("not data")
+    return {**{f"a.jsonl.gz:{i + 1}": t for i, t in enumerate(TEXTS["de"])},
+            **{f"fr-{i}": t for i, t in enumerate(TEXTS["fr"])}, "more/c.jsonl.zst:1": "ein letzter satz"}
+
+
+def test_a_directory_of_compressed_files_streams_through_one_pool_of_actors(ray_cluster, tmp_path):
+    """A directory of files in three formats, two of them compressed, labelled by two actors that load the model
+    once for the job (not once a shard): every row once, ids from the file and line where the row has none,
+    predictions as ``Classifier.predict``'s; a glob picks its files."""
+    model = checkpoint(tmp_path / "model")
+    texts = corpus_directory(tmp_path / "corpus")
+    cfg = dataclasses.replace(config(model, tmp_path / "out", path=str(tmp_path / "corpus"), text_field="sentence",
+                                     lang_field="language"),
+                              inference=InferenceSettings(num_actors=2, num_cpus=0.5, batch_size=2, precision="fp32"))
+    written = predict(prepare(cfg))
+    frame = read_predictions(tmp_path / "out")
+    assert written.rows == len(texts) == len(frame) == 8 and sorted(frame["id"]) == sorted(texts)
+    assert len(list((tmp_path / "out" / "predictions").iterdir())) == 3  # shards of 3 rows
+    assert dict(frame.groupby("lang").size()) == {"de": 4, "fr": 4}
+    assert_same_as_predict(frame, model, texts)
+    globbed = dataclasses.replace(cfg, input=dataclasses.replace(cfg.input, path=str(tmp_path / "corpus" / "*.csv")),
+                                  output=OutputSettings(str(tmp_path / "globbed")))
+    assert predict(prepare(globbed)).rows == len(TEXTS["fr"])
+    # One pool for the job: the same two actors label every table given to it.
+    import pyarrow as pa
+
+    from xlt.inference.labellers import Labellers
+
+    table = pa.Table.from_pylist([{"text": t} for t in texts.values()])
+    with Labellers(classifier_spec(model), cfg.inference) as labellers:
+        workers = [set(labellers(table).column("worker").to_pylist()) for _ in range(3)]
+    assert len(set().union(*workers)) == 2 and all(len(w) == 2 for w in workers)
+
+
+def test_a_corpus_on_the_s3_server(tmp_path, s3):
+    """The same corpus read from the local S3 server, written back to it."""
+    from xlt.storage import upload
+
+    model = checkpoint(tmp_path / "model")
+    texts = corpus_directory(tmp_path / "corpus")
+    upload(tmp_path / "corpus", f"{s3}/corpus")
+    cfg = config(model, f"{s3}/out", path=f"{s3}/corpus/", text_field="sentence", lang_field="language")
+    written = predict(prepare(cfg))
+    assert written.rows == len(texts)
+    import pyarrow.dataset
+
+    frame = pyarrow.dataset.dataset(f"{s3.removeprefix('s3://')}/out/predictions", format="parquet",
+                                    filesystem=s3_filesystem()).to_table().to_pandas()
+    assert sorted(frame["id"]) == sorted(texts)
+
+
+def s3_filesystem():
+    import pyarrow.fs
+
+    return pyarrow.fs.S3FileSystem(endpoint_override=os.environ["AWS_ENDPOINT_URL"], region="us-east-1")
+
+
+def test_a_bad_row_in_a_large_file_stops_before_its_shard_or_is_skipped_into_its_rejects(tmp_path):
+    """Line 25 of 40 is not JSON: under ``fail`` the shards before it are written and its own is not (a rerun
+    after the fix writes the rest); under ``skip`` every other row is written once and the bad one is in its
+    shard's rejects, with its file, line and reason."""
+    model = checkpoint(tmp_path / "model")
+    corpus = tmp_path / "big.jsonl"
+    lines = [json.dumps({"text": f"sentence {i}"}) for i in range(40)]
+    lines[24] = '{"text": "broken'
+    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    cfg = dataclasses.replace(config(model, tmp_path / "out", path=str(corpus), lang="de"), shard_rows=10)
+    with pytest.raises(DataError, match=r"big.jsonl:25: not valid JSON"):
+        predict(prepare(cfg))
+    shards = tmp_path / "out" / "predictions"
+    assert sorted(p.name for p in shards.iterdir()) == ["shard-00000", "shard-00001"]
+    assert all((p / "_SUCCESS").is_file() for p in shards.iterdir())
+    skip = dataclasses.replace(cfg, input=dataclasses.replace(cfg.input, on_bad_row="skip"))
+    written = predict(prepare(skip))
+    assert (written.rows, written.rejected, written.skipped) == (39, 1, 2)
+    frame = read_predictions(tmp_path / "out")
+    assert sorted(frame["id"]) == sorted(f"big.jsonl:{i + 1}" for i in range(40) if i != 24)
+    (rejected,) = [json.loads(line) for line in (shards / "shard-00002" / "_rejected.jsonl").read_text().splitlines()]
+    assert rejected["file"].endswith("big.jsonl") and rejected["position"] == 25 and "not valid JSON" in rejected["reason"]
 
 
 def test_a_model_that_is_not_a_classifier_or_reads_other_items_is_refused(tmp_path):

@@ -60,7 +60,7 @@ def check_columns(source: RowSource, pos: int | None, columns: Collection[str], 
         )
 
 
-class _Cells:
+class Cells:
     """Typed access to the cells of one row, raising ``DataError`` at the row's position."""
 
     def __init__(self, source: RowSource, pos: int, row: Row) -> None:
@@ -122,7 +122,7 @@ class _Ids:
         self.source, self.prefix = source, prefix
         self.first: dict[str, int] = {}
 
-    def assign(self, cells: _Cells, column: str | None, index: int) -> str:
+    def assign(self, cells: Cells, column: str | None, index: int) -> str:
         record_id = cells.optional_id(column) or f"{self.prefix}/{index}"
         if record_id in self.first:
             unit = self.source.unit
@@ -149,7 +149,7 @@ def examples_from_rows(
     ids = _Ids(source, id_prefix)
     examples: list[Example] = []
     for index, (pos, row) in enumerate(rows):
-        cells = _Cells(source, pos, row)
+        cells = Cells(source, pos, row)
         examples.append(
             Example(
                 id=ids.assign(cells, fields.id, index),
@@ -182,7 +182,7 @@ def pairs_from_rows(
     ids = _Ids(source, id_prefix)
     pairs: list[ParallelPair] = []
     for index, (pos, row) in enumerate(rows):
-        cells = _Cells(source, pos, row)
+        cells = Cells(source, pos, row)
         pairs.append(
             ParallelPair(
                 id=ids.assign(cells, id_field, index),

@@ -3,12 +3,15 @@
 - ``config``: ``PredictConfig`` (model, input, output, format, shard size, the inference actor pool)
 - ``models``: a model path resolved to a checkpoint (a checkpoint, a fine-tuning run, a co-training
   run's learner) and the ``ClassifierSpec`` the actors rebuild it from
-- ``inputs``: a user's file or a task's split as validated rows
-- ``writer``: shards written by Ray Data's writers, each complete or absent (resumable)
+- ``corpus``: a corpus of files (a file, a directory, a glob; local or ``s3://``; compressed or not) read as a stream
+- ``inputs``: a corpus or a task's split as a stream of checked rows, in shards
+- ``writer``: shards labelled by the job's one pool of labellers (``xlt.inference.labellers``) and written, each
+  complete or absent (resumable)
 - ``export``: a model as a directory sentence-transformers and ``Classifier.from_pretrained`` load,
   with a model card (``jobs/export.py``)
 
-``prepare`` does everything that can fail on bad input before Ray starts; ``predict`` labels and writes.
+``prepare`` checks what can fail before a row is read (the model, the input's files and formats, pairs against
+single texts); ``predict`` streams the rows, checking each as it passes, labels and writes them.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import Any, Callable
 
 from .export import export_checkpoint, model_card
 from .config import ModelRef, PredictConfig, PredictData, load_predict_config
-from .inputs import InputConfig, read_input
+from .inputs import Input, InputConfig, open_input
 from .models import classifier_spec, model_spec, resolve_checkpoint
 from .writer import Written, write_shards
 
@@ -28,24 +31,31 @@ class Prepared:
     config: PredictConfig
     checkpoint: str
     spec: Any  # xlt.inference.ClassifierSpec
-    rows: list[dict[str, Any]]
+    input: Input
 
 
 def prepare(cfg: PredictConfig) -> Prepared:
-    """The model resolved and every input row read and checked, before Ray starts."""
+    """The model resolved and the input opened (its files found, their formats known), before Ray starts."""
     checkpoint, spec = model_spec(cfg.model.path, cfg.model.learner)
-    rows, paired = read_input(cfg.input, cfg.data.data_dir)
-    if paired != spec.paired:
+    source = open_input(cfg.input, cfg.data.data_dir)
+    if source.paired != spec.paired:
         reads = "sentence pairs" if spec.paired else "single texts"
-        given = "pairs" if paired else "single texts (set input.pair_field for a file's second text)"
+        given = "pairs" if source.paired else "single texts (set input.pair_field for a file's second text)"
         raise ValueError(f"model {checkpoint} reads {reads}; input {cfg.input.path or cfg.input.split} holds {given}")
-    return Prepared(cfg, checkpoint, spec, rows)
+    return Prepared(cfg, checkpoint, spec, source)
 
 
 def predict(prepared: Prepared, done: Callable[[int], None] = lambda n: None) -> Written:
+    """Every row of the input labelled and written, shard by shard (``xlt.predict.writer``); ``done(n)`` after each
+    shard of ``n`` rows. Needs Ray (``ray.init``) only for ``inference.num_actors`` > 0."""
+    from ..inference.labellers import Labellers
+
     cfg = prepared.config
-    return write_shards(prepared.rows, prepared.spec, cfg.output.dir, cfg.format, cfg.shard_rows, cfg.inference, done)
+    with Labellers(prepared.spec, cfg.inference) as labellers:
+        return write_shards(prepared.input.shards(cfg.shard_rows), labellers, prepared.spec.labels,
+                            prepared.spec.paired, cfg.output.dir, cfg.format, done)
 
 
-__all__ = ["InputConfig", "ModelRef", "PredictConfig", "PredictData", "Prepared", "Written", "classifier_spec", "export_checkpoint", "model_card",
-           "load_predict_config", "model_spec", "predict", "prepare", "read_input", "resolve_checkpoint", "write_shards"]
+__all__ = ["Input", "InputConfig", "ModelRef", "PredictConfig", "PredictData", "Prepared", "Written", "classifier_spec",
+           "export_checkpoint", "model_card", "load_predict_config", "model_spec", "open_input", "predict", "prepare",
+           "resolve_checkpoint", "write_shards"]

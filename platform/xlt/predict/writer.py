@@ -1,10 +1,11 @@
 """Predictions written as shards, each complete or absent, so that a stopped job resumes.
 
-The rows are cut into shards of ``shard_rows`` in input order. Shard ``i`` is labelled by the
-inference actor pool (``xlt.inference.pseudo_label``) and written by Ray Data's writer of the
-format into ``<output.dir>/predictions/shard-<i>/`` (its blocks' files, in parallel on a cluster;
-local or ``s3://``). Only then is ``_SUCCESS`` written beside them, holding the shard's rows and
-label counts. A rerun skips each shard with its ``_SUCCESS`` and deletes and rewrites any other: a
+The input arrives in shards of ``shard_rows`` rows in input order (``xlt.predict.inputs.Input.shards``). Shard ``i``
+is labelled by the job's one pool of labellers (``xlt.inference.labellers``) and written, as one file of the format,
+into ``<output.dir>/predictions/shard-<i>/`` (local or ``s3://``), with the bad rows ``on_bad_row: skip`` left out
+of it in ``_rejected.jsonl`` (file, position, reason). Only then is ``_SUCCESS`` written beside them, holding the
+shard's rows, label counts and rejected rows. A rerun skips each shard with its ``_SUCCESS`` (its rows are still
+read, to find where the next shard starts: reading is cheap beside labelling) and deletes and rewrites any other: a
 row is written once. Readers skip ``_``-prefixed files (``pyarrow.dataset``, pandas, Spark):
 ``pandas.read_parquet("<output.dir>/predictions")`` reads every prediction.
 
@@ -16,28 +17,31 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..cotrain.config import InferenceSettings
-from ..inference import ClassifierSpec, pseudo_label
+from ..inference.labellers import Labellers
 from ..storage import join, read_text, remove, staged
+from .inputs import Shard
 
-DONE = "_SUCCESS"
+DONE, REJECTED = "_SUCCESS", "_rejected.jsonl"
+PREDICTIONS = "predictions"
 
 
 @dataclass
 class Written:
-    """What the shards hold: rows, rows per (language, label), and how many shards a rerun skipped."""
+    """What the shards hold: rows, rows per (language, label), bad rows skipped, and how many shards a rerun kept."""
 
     rows: int = 0
     labels: Counter = field(default_factory=Counter)
+    rejected: int = 0
     skipped: int = 0
 
     def add(self, record: dict[str, Any]) -> None:
         self.rows += record["rows"]
         self.labels.update({(lang, label): n for lang, label, n in record["labels"]})
+        self.rejected += record.get("rejected", 0)
 
 
 def output_columns(batch, labels: Sequence[str], paired: bool):
@@ -55,41 +59,53 @@ def output_columns(batch, labels: Sequence[str], paired: bool):
     return pa.table(columns)
 
 
-PREDICTIONS = "predictions"
-
-
-def write_shards(rows: Sequence[dict[str, Any]], spec: ClassifierSpec, out: str, fmt: str, shard_rows: int,
-                 inference: InferenceSettings, done: Callable[[int], None] = lambda n: None) -> Written:
-    """Label ``rows`` with ``spec`` and write them under ``<out>/predictions`` (module docstring);
-    ``done(n)`` after each shard, complete or skipped, of ``n`` rows."""
-    import ray.data
+def write_shards(shards: Iterable[Shard], labellers: Labellers, labels: Sequence[str], paired: bool, out: str,
+                 fmt: str, done: Callable[[int], None] = lambda n: None) -> Written:
+    """Label each shard with ``labellers`` and write it under ``<out>/predictions`` (module docstring); ``done(n)``
+    after each shard, complete or kept, of ``n`` rows and rejected rows."""
+    import pyarrow as pa
 
     written = Written()
-    for index, start in enumerate(range(0, len(rows), shard_rows)):
-        shard, part = join(out, PREDICTIONS, f"shard-{index:05d}"), rows[start:start + shard_rows]
-        record = read_text(join(shard, DONE))
+    for shard in shards:
+        directory = join(out, PREDICTIONS, f"shard-{shard.index:05d}")
+        record = read_text(join(directory, DONE))
         if record is not None:
             written.add(json.loads(record))
             written.skipped += 1
-            done(len(part))
+            done(len(shard.rows) + len(shard.rejected))
             continue
-        remove(shard)  # a shard begun by a stopped run: its files, if any, go
-        blocks = max(1, min(len(part) // inference.batch_size, 4 * max(inference.num_actors, 1)))
-        labelled = pseudo_label(ray.data.from_items(list(part), override_num_blocks=blocks), spec,
-                                batch_size=inference.batch_size, encode_batch_size=inference.encode_batch_size,
-                                num_actors=inference.num_actors, num_cpus=inference.num_cpus,
-                                num_gpus=inference.num_gpus, threads=inference.torch_threads,
-                                precision=inference.precision, tokens_per_batch=inference.tokens_per_batch)
-        table = labelled.map_batches(output_columns, fn_kwargs={"labels": list(spec.labels), "paired": spec.paired},
-                                     batch_format="pyarrow").materialize()
-        predicted = table.select_columns(["lang", "label"]).to_pandas()
-        counts = Counter(zip(predicted["lang"], predicted["label"]))
-        getattr(table, f"write_{'json' if fmt == 'jsonl' else fmt}")(shard)
-        record = {"rows": len(predicted), "labels": [[lang, label, n] for (lang, label), n in sorted(counts.items())]}
-        if record["rows"] != len(part):
-            raise RuntimeError(f"shard {index}: {record['rows']} predictions for {len(part)} rows")
-        with staged(shard) as local:
+        remove(directory)  # a shard begun by a stopped run: its files, if any, go
+        with staged(directory) as local:
+            counts: Counter = Counter()
+            if shard.rows:
+                table = output_columns(labellers(pa.Table.from_pylist(shard.rows)), labels, paired)
+                counts = Counter(zip(table.column("lang").to_pylist(), table.column("label").to_pylist()))
+                write_table(table, local / f"part-00000.{fmt}", fmt)
+            if shard.rejected:
+                (local / REJECTED).write_text("".join(json.dumps(asdict(r), ensure_ascii=False) + "\n"
+                                                      for r in shard.rejected), encoding="utf-8")
+        record = {"rows": sum(counts.values()), "rejected": len(shard.rejected),
+                  "labels": [[lang, label, n] for (lang, label), n in sorted(counts.items())]}
+        if record["rows"] != len(shard.rows):
+            raise RuntimeError(f"shard {shard.index}: {record['rows']} predictions for {len(shard.rows)} rows")
+        with staged(directory) as local:  # after the shard's files: on a store, they are there first
             (local / DONE).write_text(json.dumps(record))
         written.add(record)
-        done(len(part))
+        done(len(shard.rows) + len(shard.rejected))
     return written
+
+
+def write_table(table, path, fmt: str) -> None:
+    """``table`` as one file of ``fmt``: Parquet, CSV (a header, RFC 4180 quoting) or JSON Lines (UTF-8)."""
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        pq.write_table(table, path)
+    elif fmt == "csv":
+        import pyarrow.csv
+
+        pyarrow.csv.write_csv(table, path)
+    else:
+        with open(path, "w", encoding="utf-8") as sink:
+            for row in table.to_pylist():
+                sink.write(json.dumps(row, ensure_ascii=False) + "\n")
