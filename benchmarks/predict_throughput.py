@@ -83,7 +83,7 @@ def main() -> None:
                                                          batch_size=args.batch_size, encode_batch_size=64,
                                                          precision="fp32"))
 
-    rows = prepare(config("probe", 0)).rows
+    rows = list(prepare(config("probe", 0)).input.rows())
     texts = [r["text"] for r in rows]
     classifier = load_classifier(model)
     classifier.predict(texts[:64])  # warm-up

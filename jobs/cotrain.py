@@ -27,22 +27,13 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from xlt.cli import epilogue, init_ray, job_overrides, job_parser, run_job
-from xlt.cotrain import load_cotrain_config, prepare, run_cotraining
-from xlt.cotrain.config import LEARNERS
-from xlt.cotrain.learner import LEARNERS_DIR, learner_run
-from xlt.engine.checkpoints import latest_checkpoint
-from xlt.cotrain.tables import iteration_rows, language_rows, plot_iterations
-from xlt.cotrain.state import STATE_FILE
-from xlt.metrics import ACC, AVG_TARGET, F1
-from xlt.models import EncoderConfig
-from xlt.logs import configure_logging, quiet_libraries
-from xlt.predict.export import EXPORT_DIR, export_run
-from xlt.report import Phases, command_line, markdown_table, write_results
-from xlt.storage import join, staged
-from xlt.study.recipes import cotrain_rows, probe_scores
-from xlt.tracking import Tracker
+
+if TYPE_CHECKING:  # annotations only: the modules load after the arguments
+    from xlt.report import Phases
+    from xlt.tracking import Tracker
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 DEFAULT_PRESET = CONFIGS / "cotrain_demo.yaml"
@@ -51,6 +42,14 @@ SMOKE_PRESET = CONFIGS / "cotrain_smoke.yaml"
 
 def main() -> None:
     args = job_parser(__doc__).parse_args()
+    # After the arguments: --help answers before torch and Ray are imported.
+    from xlt.cotrain import load_cotrain_config, prepare, run_cotraining
+    from xlt.logs import configure_logging, quiet_libraries
+    from xlt.models import EncoderConfig
+    from xlt.report import Phases
+    from xlt.study.recipes import cotrain_rows, probe_scores
+    from xlt.tracking import Tracker
+
     quiet_libraries()
     configure_logging(args.verbose)
     overrides = job_overrides(args)
@@ -82,6 +81,16 @@ def overlap(cfg) -> str:
 def print_results(cfg, data, state, probes: dict[str, dict[str, dict[str, float]]], phases: Phases,
                   tracker: Tracker) -> None:
     """The tables (the learners, then each frozen probe of ``cfg.probes`` on the same rows), written and printed."""
+    from xlt.cotrain.config import LEARNERS
+    from xlt.cotrain.learner import LEARNERS_DIR, learner_run
+    from xlt.cotrain.state import STATE_FILE
+    from xlt.cotrain.tables import iteration_rows, language_rows, plot_iterations
+    from xlt.engine.checkpoints import latest_checkpoint
+    from xlt.metrics import ACC, AVG_TARGET, F1
+    from xlt.predict.export import EXPORT_DIR, export_run
+    from xlt.report import command_line, markdown_table, write_results
+    from xlt.storage import join, staged
+
     split, source = cfg.data.metric_split, data.task.source_lang
     label = "co-training" if cfg.mode == "cotrain" else "self-training"
     per_iteration = markdown_table(iteration_rows(state.history, split, source))

@@ -18,13 +18,13 @@ beside it.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from xlt.cli import epilogue, job_overrides, job_parser, run_job
-from xlt.config import load_config, save_config
-from xlt.eval.protocols import PROTOCOLS, EvaluateConfig, run_evaluation
-from xlt.logs import configure_logging, quiet_libraries
-from xlt.report import command_line, markdown_table, write_results
-from xlt.tracking import Tracker
+
+if TYPE_CHECKING:  # annotations only: the modules load after the arguments
+    from xlt.eval.protocols import EvaluateConfig
+    from xlt.tracking import Tracker
 
 DEFAULT_PRESET = Path(__file__).resolve().parents[1] / "configs" / "evaluate_sib200.yaml"
 SMOKE_PRESET = Path(__file__).resolve().parents[1] / "configs" / "evaluate_smoke.yaml"
@@ -32,8 +32,17 @@ SMOKE_PRESET = Path(__file__).resolve().parents[1] / "configs" / "evaluate_smoke
 
 def main() -> None:
     parser = job_parser(__doc__)
-    parser.add_argument("--protocol", choices=list(PROTOCOLS))
+    parser.add_argument("--protocol", help="a protocol of xlt.eval.protocols.PROTOCOLS: frozen-linear, tatoeba, mining, "
+                        "bucc (default: the config's)")
     args = parser.parse_args()
+    # After the arguments: --help answers before torch and Ray are imported.
+    from xlt.config import load_config
+    from xlt.eval.protocols import PROTOCOLS, EvaluateConfig, run_evaluation
+    from xlt.logs import configure_logging, quiet_libraries
+    from xlt.tracking import Tracker
+
+    if args.protocol is not None and args.protocol not in PROTOCOLS:
+        parser.error(f"argument --protocol: invalid choice: {args.protocol!r} (choose from {', '.join(PROTOCOLS)})")
     quiet_libraries()
     configure_logging(args.verbose)
 
@@ -49,6 +58,9 @@ def main() -> None:
 
 
 def print_results(cfg: EvaluateConfig, result: dict, tracker: Tracker) -> None:
+    from xlt.config import save_config
+    from xlt.report import command_line, markdown_table, write_results
+
     for source in dict.fromkeys(r["model"] for r in result["rows"]):
         rows = [r for r in result["rows"] if r["model"] == source]
         print(f"\n## {cfg.protocol} on {result['task']}: {source}\n")

@@ -17,9 +17,6 @@ from __future__ import annotations
 import argparse
 
 from xlt.cli import run_job
-from xlt.cotrain.config import LEARNERS
-from xlt.logs import quiet_libraries
-from xlt.predict import export_checkpoint
 
 SMOKE = ("results/smoke/finetune_sib200", "results/smoke/export")
 
@@ -28,11 +25,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("model", nargs="?", help="a checkpoint, a fine-tuning run, a co-training run or a sweep")
     parser.add_argument("directory", nargs="?", help="where the export goes (created)")
-    parser.add_argument("--learner", choices=LEARNERS,
+    parser.add_argument("--learner", metavar="{lm,emb}",
                         help="a co-training run's learner (default: lm; of a co-training sweep, the one it scored with)")
     parser.add_argument("--smoke", action="store_true", help="the fine-tuning smoke run's model (jobs/finetune.py --smoke)")
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     args = parser.parse_args()
+    # After the arguments: --help answers before torch is imported.
+    from xlt.cotrain.config import LEARNERS
+    from xlt.logs import quiet_libraries
+    from xlt.predict import export_checkpoint
+
+    if args.learner is not None and args.learner not in LEARNERS:
+        parser.error(f"argument --learner: invalid choice: {args.learner!r} (choose from {', '.join(LEARNERS)})")
     quiet_libraries()
     model, directory = (args.model or SMOKE[0], args.directory or SMOKE[1]) if args.smoke else (args.model, args.directory)
     if not model or not directory:

@@ -30,15 +30,12 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from xlt.cli import epilogue, init_ray, job_overrides, resumable_job_args, run_job
-from xlt.engine import RESULTS_FILE, final_metrics, run_dir
-from xlt.logs import configure_logging, quiet_libraries
-from xlt.report import markdown_table, write_results
-from xlt.predict.export import EXPORT_DIR, export_run
-from xlt.storage import join, staged
-from xlt.tracking import Tracker
-from xlt.train import build_trainer, config_of, load_finetune_config, prepare, results_rows, resume_config
+
+if TYPE_CHECKING:  # annotations only: the modules load after the arguments
+    from xlt.tracking import Tracker
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 DEFAULT_PRESET = CONFIGS / "finetune_sib200.yaml"
@@ -47,6 +44,12 @@ SMOKE_PRESET = CONFIGS / "smoke.yaml"
 
 def main() -> None:
     args = resumable_job_args(__doc__)
+    # After the arguments: --help answers before torch and Ray are imported.
+    from xlt.engine import run_dir
+    from xlt.logs import configure_logging, quiet_libraries
+    from xlt.tracking import Tracker
+    from xlt.train import build_trainer, config_of, load_finetune_config, prepare, resume_config
+
     quiet_libraries()
     configure_logging(args.verbose)
     overrides = job_overrides(args)
@@ -66,6 +69,12 @@ def main() -> None:
 
 
 def print_results(cfg, result, tracker: Tracker) -> None:
+    from xlt.engine import RESULTS_FILE, final_metrics, run_dir
+    from xlt.predict.export import EXPORT_DIR, export_run
+    from xlt.report import markdown_table, write_results
+    from xlt.storage import join, staged
+    from xlt.train import results_rows
+
     metrics = final_metrics(result)  # a finished run's rerun reports none: its last checkpoint's
     rows = results_rows(metrics, cfg.task.source_lang)
     print(f"\n## {cfg.output.name}: {cfg.task.name}, {cfg.model.source}, {cfg.data.setting}, "

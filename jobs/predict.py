@@ -26,13 +26,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from xlt.cli import epilogue, init_ray, job_overrides, job_parser, run_job
-from xlt.config import save_config
-from xlt.logs import configure_logging, quiet_libraries
-from xlt.predict import load_predict_config, predict, prepare
-from xlt.predict.writer import PREDICTIONS
-from xlt.progress import progress
-from xlt.report import command_line, markdown_table, write_results
-from xlt.storage import join, staged
 
 DEFAULT_PRESET = Path(__file__).resolve().parents[1] / "configs" / "predict_sib200.yaml"
 SMOKE_PRESET = Path(__file__).resolve().parents[1] / "configs" / "predict_smoke.yaml"
@@ -40,6 +33,11 @@ SMOKE_PRESET = Path(__file__).resolve().parents[1] / "configs" / "predict_smoke.
 
 def main() -> None:
     args = job_parser(__doc__).parse_args()
+    # After the arguments: --help answers before torch and Ray are imported.
+    from xlt.logs import configure_logging, quiet_libraries
+    from xlt.predict import load_predict_config, predict, prepare
+    from xlt.progress import progress
+
     quiet_libraries()
     configure_logging(args.verbose)
     cfg = load_predict_config(args.config or DEFAULT_PRESET, job_overrides(args),
@@ -54,6 +52,11 @@ def main() -> None:
 
 
 def print_results(prepared, written) -> None:
+    from xlt.config import save_config
+    from xlt.predict.writer import PREDICTIONS
+    from xlt.report import command_line, markdown_table, write_results
+    from xlt.storage import join, staged
+
     cfg = prepared.config
     langs = sorted({lang for lang, _ in written.labels})
     table = [{"lang": lang, "rows": sum(n for (l, _), n in written.labels.items() if l == lang),

@@ -30,17 +30,12 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from xlt.cli import epilogue, init_ray, job_overrides, resumable_job_args, run_job
-from xlt.engine import RESULTS_FILE, final_metrics, run_dir
-from xlt.logs import configure_logging, quiet_libraries
-from xlt.pretrain.config import load_pretrain_config
-from xlt.eval.evaluators import TATOEBA
-from xlt.metrics import per_language
-from xlt.pretrain.trainer import build_trainer, encoder_dir, prepare, resume_config
-from xlt.report import markdown_table, write_results
-from xlt.storage import join, staged
-from xlt.tracking import Tracker
+
+if TYPE_CHECKING:  # annotations only: the modules load after the arguments
+    from xlt.tracking import Tracker
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 DEFAULT_PRESET = CONFIGS / "pretrain_veco2.yaml"
@@ -49,6 +44,13 @@ SMOKE_PRESET = CONFIGS / "pretrain_smoke.yaml"
 
 def main() -> None:
     args = resumable_job_args(__doc__)
+    # After the arguments: --help answers before torch and Ray are imported.
+    from xlt.engine import run_dir
+    from xlt.logs import configure_logging, quiet_libraries
+    from xlt.pretrain.config import load_pretrain_config
+    from xlt.pretrain.trainer import build_trainer, prepare, resume_config
+    from xlt.tracking import Tracker
+
     quiet_libraries()
     configure_logging(args.verbose)
     overrides = job_overrides(args)
@@ -68,6 +70,13 @@ def main() -> None:
 
 
 def print_results(prepared, result, tracker: Tracker) -> None:
+    from xlt.engine import RESULTS_FILE, final_metrics, run_dir
+    from xlt.eval.evaluators import TATOEBA
+    from xlt.metrics import per_language
+    from xlt.pretrain.trainer import encoder_dir
+    from xlt.report import markdown_table, write_results
+    from xlt.storage import join, staged
+
     cfg = prepared.config
     metrics = final_metrics(result)  # a finished run's rerun reports none: its last checkpoint's
     tatoeba = [{"lang": lang, "accuracy": value} for lang, value in per_language(metrics, "val", TATOEBA).items()]

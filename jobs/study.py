@@ -28,14 +28,6 @@ import shlex
 from pathlib import Path
 
 from xlt.cli import epilogue, init_ray, job_parser, run_job
-from xlt.logs import configure_logging, quiet_libraries
-from xlt.report import markdown_table, write_results
-from xlt.storage import join, staged
-from xlt.study import load_study
-from xlt.study.report import build, markdown, plot
-from xlt.study.runner import check_units, data_overrides, local_output, plan, run_units
-from xlt.study.units import UnitSetup, imported_records, read_record
-from xlt.tracking import Tracker
 
 REPO = Path(__file__).resolve().parents[1]
 SMOKE_STUDY = REPO / "studies" / "smoke.yaml"
@@ -72,6 +64,16 @@ def run_command(args) -> str:
 
 def main() -> None:
     args = get_args()
+    # After the arguments: --help answers before torch and Ray are imported.
+    from xlt.logs import configure_logging, quiet_libraries
+    from xlt.report import markdown_table, write_results
+    from xlt.storage import join, staged
+    from xlt.study import load_study
+    from xlt.study.report import build, markdown, plot
+    from xlt.study.runner import check_units, data_overrides, local_output, plan, run_units
+    from xlt.study.units import UnitSetup, imported_records, read_record
+    from xlt.tracking import Tracker
+
     quiet_libraries()
     configure_logging(args.verbose)
     study = load_study(args.study or SMOKE_STUDY)

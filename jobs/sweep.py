@@ -34,20 +34,12 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from xlt.cli import epilogue, init_ray, job_overrides, job_parser, run_job
-from xlt.config import apply_overrides, merge_presets
-from xlt.logs import configure_logging, quiet_libraries
-from xlt.predict.export import EXPORT_DIR, export_run
-from xlt.predict.models import best_trial_checkpoint
-from xlt.report import command_line
-from xlt.storage import join
-from xlt.sweep import load_space
-from xlt.sweep.best import TrialRecord, interrupted
-from xlt.sweep.results import BEST_CONFIG, PLOT, RESULTS, TABLE, write_outputs
-from xlt.sweep.runner import SweepSettings, prepare_sweep
-from xlt.sweep.space import SEARCHERS
-from xlt.tracking import Tracker
+
+if TYPE_CHECKING:  # annotations only: the modules load after the arguments
+    from xlt.sweep.best import TrialRecord
 
 REPO = Path(__file__).resolve().parents[1]
 SMOKE_SPACE = REPO / "search_spaces" / "smoke.yaml"
@@ -55,6 +47,8 @@ SMOKE_PRESETS = {"finetune": REPO / "configs" / "smoke.yaml", "cotrain": REPO / 
 
 
 def get_args():
+    from xlt.sweep.space import SEARCHERS  # light: torch and Ray load after the arguments
+
     parser = job_parser(__doc__)
     parser.add_argument("--space", help="search-space YAML (search_spaces/); default with --smoke: smoke.yaml")
     parser.add_argument("--num-samples", type=int, default=0, help="trials (default: the space's num_samples)")
@@ -66,9 +60,9 @@ def get_args():
     parser.add_argument("--resume", action="store_true", help="continue the interrupted sweep of the same name")
     parser.add_argument("--export", action="store_true",
                         help="export the best trial's model to <storage>/<name>/export (and as an MLflow model)")
-    parser.add_argument("--max-failures", type=int, default=SweepSettings.max_failures,
+    parser.add_argument("--max-failures", type=int,
                         help="times a failed trial (e.g. on a lost node) runs again "
-                             f"(default: {SweepSettings.max_failures})")
+                             "(default: xlt.sweep.runner.SweepSettings.max_failures)")
     args = parser.parse_args()
     if not args.space and not args.smoke:
         parser.error("--space is required (or --smoke, which defaults to search_spaces/smoke.yaml)")
@@ -77,6 +71,17 @@ def get_args():
 
 def main() -> None:
     args = get_args()
+    # After the arguments: --help answers before torch and Ray are imported.
+    from xlt.config import apply_overrides, merge_presets
+    from xlt.logs import configure_logging, quiet_libraries
+    from xlt.predict.export import EXPORT_DIR, export_run
+    from xlt.predict.models import best_trial_checkpoint
+    from xlt.storage import join
+    from xlt.sweep import load_space
+    from xlt.sweep.results import BEST_CONFIG, PLOT, RESULTS, TABLE, write_outputs
+    from xlt.sweep.runner import SweepSettings, prepare_sweep
+    from xlt.tracking import Tracker
+
     quiet_libraries()
     configure_logging(args.verbose)
     space = load_space(args.space or SMOKE_SPACE)
@@ -85,7 +90,8 @@ def main() -> None:
                                          SMOKE_PRESETS[space.job] if args.smoke else None), overrides)
     name = args.name or Path(space.source).stem + ("-smoke" if args.smoke else "")
     settings = SweepSettings(name, args.storage, args.num_samples, args.searcher, args.scheduler,
-                             args.max_concurrent, args.resume, args.max_failures)
+                             args.max_concurrent, args.resume,
+                             SweepSettings.max_failures if args.max_failures is None else args.max_failures)
 
     sweep = prepare_sweep(space, base, settings)  # fails here, before Ray starts, on any bad key or value
     init_ray(args.address, args.verbose)
@@ -104,6 +110,9 @@ def main() -> None:
 def resume_line(records: list[TrialRecord], resumed: bool) -> str:
     """How to finish the sweep's interrupted trials, or that none is left: ``--resume`` on a sweep whose
     trials all ended would only restore it and stop (Tune retries no failed trial on resume)."""
+    from xlt.report import command_line
+    from xlt.sweep.best import interrupted
+
     if not interrupted(records):
         return "nothing to resume: every trial ended (another sweep: --name NAME)"
     resume = command_line() if resumed else f"{command_line()} --resume"
