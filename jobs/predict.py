@@ -37,21 +37,25 @@ def main() -> None:
     from xlt.logs import configure_logging, quiet_libraries
     from xlt.predict import load_predict_config, predict, prepare
     from xlt.progress import progress
+    from xlt.report import Phases
 
     quiet_libraries()
     configure_logging(args.verbose)
     cfg = load_predict_config(args.config or DEFAULT_PRESET, job_overrides(args),
                               smoke=SMOKE_PRESET if args.smoke else None)
-    prepared = prepare(cfg)  # the model, the input's files and their formats, before Ray starts
+    phases = Phases()
+    with phases("open the model and the input"):
+        prepared = prepare(cfg)  # the model, the input's files and their formats, before Ray starts
     if cfg.inference.num_actors:
-        init_ray(args.address, args.verbose)
+        with phases("start Ray"):
+            init_ray(args.address, args.verbose)
     bar = progress(None, "predict", "row")  # a stream's total is known at its end: the bar shows the rate
-    written = predict(prepared, done=bar.update)
+    written = predict(prepared, done=bar.update, phases=phases)
     bar.close()
-    print_results(prepared, written)
+    print_results(prepared, written, phases)
 
 
-def print_results(prepared, written) -> None:
+def print_results(prepared, written, phases) -> None:
     from xlt.config import save_config
     from xlt.predict.writer import PREDICTIONS
     from xlt.report import command_line, markdown_table, write_results
@@ -66,10 +70,12 @@ def print_results(prepared, written) -> None:
           + (f"; {written.rejected} bad row(s) skipped: predictions/shard-*/_rejected.jsonl" if written.rejected else "")
           + "\n")
     print(markdown_table(table))
+    print(f"\n### Where the time went\n\n{phases.table()}")
     with staged(cfg.output.dir) as out:
         save_config(cfg, out / "config.yaml")
         write_results(out / "results.json", {"model": prepared.checkpoint, "rows": written.rows,
                                              "rejected": written.rejected, "by_language": table,
+                                             "phases": phases.rows(),
                                              "format": cfg.format, "precision": cfg.inference.precision})
     print("\n" + epilogue({"predictions": join(cfg.output.dir, PREDICTIONS, f"shard-*/ ({cfg.format})"),
                            "results": join(cfg.output.dir, "results.json")},

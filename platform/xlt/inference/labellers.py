@@ -29,6 +29,9 @@ class _LabelActor:
     def label(self, table: pa.Table) -> pa.Table:
         return self.udf(table)
 
+    def ready(self) -> bool:
+        return True
+
 
 class Labellers:
     """The module docstring. ``inference``: ``xlt.cotrain.config.InferenceSettings`` (actors, CPUs and GPUs each,
@@ -54,6 +57,7 @@ class Labellers:
         actor = ray.remote(_LabelActor).options(num_cpus=inference.num_cpus,
                                                 num_gpus=gpus_or_none(inference.num_gpus))
         self.actors = [actor.remote(spec, options) for _ in range(inference.num_actors)]
+        ray.get([a.ready.remote() for a in self.actors])  # every model loaded (or its error raised) here
         self.pool = ActorPool(self.actors)
 
     def __call__(self, table: pa.Table) -> pa.Table:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..report.phases import Phases
 from .export import export_checkpoint, model_card
 from .config import ModelRef, PredictConfig, PredictData, load_predict_config
 from .inputs import Input, InputConfig, open_input
@@ -45,13 +46,16 @@ def prepare(cfg: PredictConfig) -> Prepared:
     return Prepared(cfg, checkpoint, spec, source)
 
 
-def predict(prepared: Prepared, done: Callable[[int], None] = lambda n: None) -> Written:
+def predict(prepared: Prepared, done: Callable[[int], None] = lambda n: None, phases: Phases | None = None) -> Written:
     """Every row of the input labelled and written, shard by shard (``xlt.predict.writer``); ``done(n)`` after each
-    shard of ``n`` rows. Needs Ray (``ray.init``) only for ``inference.num_actors`` > 0."""
+    shard of ``n`` rows; ``phases``: where the time goes (the labellers' start, then labelling and writing). Needs
+    Ray (``ray.init``) only for ``inference.num_actors`` > 0."""
     from ..inference.labellers import Labellers
 
-    cfg = prepared.config
-    with Labellers(prepared.spec, cfg.inference) as labellers:
+    cfg, phases = prepared.config, phases or Phases()
+    with phases("load the model"):
+        labellers = Labellers(prepared.spec, cfg.inference)
+    with labellers, phases("label and write"):
         return write_shards(prepared.input.shards(cfg.shard_rows), labellers, prepared.spec.labels,
                             prepared.spec.paired, cfg.output.dir, cfg.format, done)
 
