@@ -1,0 +1,67 @@
+"""The README's predict and export commands, word for word, from a checkout's root (relative paths as printed), on
+tiny stand-ins of the runs they name (``results/finetune/sib200-e5-zero-shot``, ``results/cotrain/xnli``) and the
+files they read; the pairs go to the local S3 server's ``bucket``. Run in process (``jobs.inprocess``): none starts
+Ray."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import shlex
+
+import pandas as pd
+import pyarrow.fs
+
+from conftest import REPO
+from jobs.inprocess import run_in_process
+from xlt.engine.session import CHECKPOINTS_FILE
+
+from .test_predict import checkpoint
+
+
+def readme_commands(job: str) -> list[list[str]]:
+    """The ``python jobs/<job> ...`` command lines of the README's bash blocks, continuation lines joined,
+    comments dropped."""
+    blocks = re.findall(r"```bash\n(.*?)```", (REPO / "README.md").read_text(), flags=re.S)
+    lines = "\n".join(blocks).replace("\\\n", " ").splitlines()
+    return [shlex.split(line, comments=True)[2:] for line in lines if line.startswith(f"python jobs/{job} ")]
+
+
+def run(path, name: str) -> None:
+    """A run directory whose record names one checkpoint, ``name``."""
+    (path / CHECKPOINTS_FILE).write_text(json.dumps([name]))
+
+
+def test_the_readmes_predict_and_export_commands_run_as_typed(tmp_path, monkeypatch, capsys, data_dir, s3_server):
+    for key, value in s3_server.items():
+        monkeypatch.setenv(key, value)
+    store = pyarrow.fs.S3FileSystem(endpoint_override=s3_server["AWS_ENDPOINT_URL"], region="us-east-1",
+                                    allow_bucket_creation=True)
+    store.create_dir("bucket")
+    monkeypatch.chdir(tmp_path)
+    checkpoint(tmp_path / "results/finetune/sib200-e5-zero-shot/epoch001")
+    run(tmp_path / "results/finetune/sib200-e5-zero-shot", "epoch001")
+    checkpoint(tmp_path / "results/cotrain/xnli/learners/emb/emb-iteration1-epoch001", paired=True)
+    run(tmp_path / "results/cotrain/xnli/learners/emb", "emb-iteration1-epoch001")
+    (tmp_path / "corpus.jsonl").write_text('{"text": "the rover found water", "lang": "en"}\n'
+                                           '{"text": "der rover fand wasser", "lang": "de"}\n', encoding="utf-8")
+    (tmp_path / "pairs.csv").write_text("premise,hypothesis\na man plays,someone plays\nit rains,the sun shines\n",
+                                        encoding="utf-8")
+    (tmp_path / "corpus").mkdir()
+    for part, lines in (("a", ['{"text": "un voyage", "lang": "fr"}', "not json"]), ("b", ['{"text": "x", "lang": "en"}'])):
+        (tmp_path / "corpus" / f"{part}.jsonl.gz").write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+
+    predicts, exports = readme_commands("predict.py"), readme_commands("export.py")
+    assert len(predicts) == 3 and len(exports) == 1
+    for args in predicts + exports:
+        job = "predict.py" if args in predicts else "export.py"
+        ran = run_in_process(job, *args, capsys=capsys, data_dir=data_dir)
+        assert ran.returncode == 0, (args, ran.stderr[-3000:])
+    assert len(pd.read_parquet(tmp_path / "results/predict/corpus/predictions")) == 2
+    with store.open_input_stream("bucket/xlt/predict/pairs/predictions/shard-00000/part-00000.csv") as source:
+        assert source.read().decode().count("\n") == 3  # a header and two pairs
+    gz = tmp_path / "results/predict/corpus-gz"
+    assert sorted(pd.read_parquet(gz / "predictions")["id"]) == ["a.jsonl.gz:1", "b.jsonl.gz:1"]
+    assert "a.jsonl.gz" in (gz / "predictions/shard-00000/_rejected.jsonl").read_text()
+    assert (tmp_path / "results/export/sib200/head.safetensors").is_file()
