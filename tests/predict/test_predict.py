@@ -225,7 +225,8 @@ def test_a_directory_of_compressed_files_streams_through_one_pool_of_actors(ray_
     from xlt.inference.labellers import Labellers
 
     table = pa.Table.from_pylist([{"text": t} for t in texts.values()])
-    with Labellers(classifier_spec(model), cfg.inference) as labellers:
+    with Labellers(cfg.inference) as labellers:
+        labellers.load(classifier_spec(model))
         workers = [set(labellers(table).column("worker").to_pylist()) for _ in range(3)]
     assert len(set().union(*workers)) == 2 and all(len(w) == 2 for w in workers)
 

@@ -1,16 +1,20 @@
-"""Labellers that load once: one pool of labelling actors for a whole job, fed table by table.
+"""Labellers that load once: one pool of labelling actors for a whole job, given new weights, fed table by table.
 
 ``pseudo_label`` builds a Ray Data actor pool for one dataset: each actor loads the classifier when the dataset
-runs, and a second dataset (the next shard of a corpus) starts a new pool and loads it again. ``Labellers`` keeps
-``num_actors`` actors (``PseudoLabelUDF`` each, the classifier loaded once per actor) for as long as the job holds
-it; every table given to it is cut into batches of ``batch_size`` rows, spread over the actors (``ray.util.ActorPool``:
-each batch to the next idle actor) and put back in input order. With ``num_actors: 0`` the driver labels itself,
-with the same UDF (``pseudo_label_here``'s path): no Ray, no actor start-up, for a machine whose cores the driver may
-use.
+runs, and the next dataset (a corpus's next shard, a co-training iteration's pool) starts a new pool and loads it
+again. ``Labellers`` keeps ``num_actors`` actors (a ``PseudoLabelUDF`` each) for as long as the job holds it.
+``load(spec)`` gives them a classifier, or several by name (``PseudoLabelUDF``): the first call builds each (encoder
+and tokenizer from the model's source, then the weights); a later one only loads the new weights into what is built
+(``PseudoLabelUDF.load``: through the object store, a co-training iteration's fits), unless the model itself
+changed. Tables (or object references to them) are cut into batches of ``batch_size`` rows and spread over the
+actors (``ray.util.ActorPool``: each batch to the next idle actor): ``__call__`` puts a table's rows back in order,
+``stream`` yields the tables as their labels arrive. With ``num_actors: 0`` the process labels them itself with the
+same UDF: no Ray, no actor start-up, for a machine whose cores the caller may use.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .pseudo_label import PseudoLabelUDF, gpus_or_none
@@ -19,18 +23,23 @@ from .spec import ClassifierSpec
 if TYPE_CHECKING:
     import pyarrow as pa
 
+Specs = ClassifierSpec | Mapping[str, ClassifierSpec]
+
 
 class _LabelActor:
-    """A Ray actor holding one ``PseudoLabelUDF``."""
+    """A Ray actor holding one ``PseudoLabelUDF``, built on its first ``load``."""
 
-    def __init__(self, spec: ClassifierSpec, options: dict[str, Any]) -> None:
-        self.udf = PseudoLabelUDF(spec, **options)
+    def __init__(self, options: dict[str, Any]) -> None:
+        self.options, self.udf = options, None
+
+    def load(self, spec: Specs) -> None:
+        if self.udf is None:
+            self.udf = PseudoLabelUDF(spec, **self.options)
+        else:
+            self.udf.load(spec)
 
     def label(self, table: pa.Table) -> pa.Table:
         return self.udf(table)
-
-    def ready(self) -> bool:
-        return True
 
 
 class Labellers:
@@ -38,27 +47,38 @@ class Labellers:
     torch threads, rows per batch, texts per encoder batch, precision, token budget). Close it (or use it as a
     context manager) to stop the actors."""
 
-    def __init__(self, spec: ClassifierSpec, inference: Any) -> None:
-        self.batch_size = inference.batch_size
-        options = dict(encode_batch_size=inference.encode_batch_size, precision=inference.precision,
-                       tokens_per_batch=inference.tokens_per_batch)
+    def __init__(self, inference: Any) -> None:
+        self.inference, self.batch_size = inference, inference.batch_size
+        self.options = dict(encode_batch_size=inference.encode_batch_size, precision=inference.precision,
+                            tokens_per_batch=inference.tokens_per_batch, num_threads=inference.torch_threads)
         self.here: PseudoLabelUDF | None = None
         self.actors: list[Any] = []
-        if inference.num_actors == 0:  # torch's threads as they are, unless inference.threads says
-            import torch
+        self.pool: Any = None
+        self.loads = 0  # models built or given new weights: 1 + a load per later pass
 
-            self._threads = torch.get_num_threads()
-            self.here = PseudoLabelUDF(spec, **options, num_threads=inference.threads or None)
+    def load(self, spec: Specs) -> None:
+        """Give every labeller ``spec``'s classifier(s), building them on the first call (module docstring); waits
+        until each has it, so that a model that cannot load fails here."""
+        import torch
+
+        self.loads += 1
+        if self.inference.num_actors == 0:
+            if self.here is None:
+                self._threads = torch.get_num_threads()  # restored by close
+                self.here = PseudoLabelUDF(spec, **self.options)
+            else:
+                self.here.load(spec)
+                torch.set_num_threads(self.options["num_threads"])  # what a fit in this process since left
             return
-        options["num_threads"] = inference.torch_threads
         import ray
         from ray.util import ActorPool
 
-        actor = ray.remote(_LabelActor).options(num_cpus=inference.num_cpus,
-                                                num_gpus=gpus_or_none(inference.num_gpus))
-        self.actors = [actor.remote(spec, options) for _ in range(inference.num_actors)]
-        ray.get([a.ready.remote() for a in self.actors])  # every model loaded (or its error raised) here
-        self.pool = ActorPool(self.actors)
+        if not self.actors:
+            actor = ray.remote(_LabelActor).options(num_cpus=self.inference.num_cpus,
+                                                    num_gpus=gpus_or_none(self.inference.num_gpus))
+            self.actors = [actor.remote(self.options) for _ in range(self.inference.num_actors)]
+            self.pool = ActorPool(self.actors)
+        ray.get([a.load.remote(spec) for a in self.actors])
 
     def __call__(self, table: pa.Table) -> pa.Table:
         """``table`` with the ``pseudo_label`` columns (``xlt.inference.pseudo_label``), its rows in order."""
@@ -68,21 +88,38 @@ class Labellers:
             raise ValueError("Labellers: a table without rows has nothing to label")
         batches = [table.slice(start, self.batch_size) for start in range(0, table.num_rows, self.batch_size)]
         if self.here is not None:
-            labelled = [self.here(batch) for batch in batches]
-        else:
-            labelled = list(self.pool.map(lambda actor, batch: actor.label.remote(batch), batches))
-        return pa.concat_tables(labelled)
+            return pa.concat_tables([self.here(batch) for batch in batches])
+        self._check_loaded()
+        return pa.concat_tables(list(self.pool.map(lambda actor, batch: actor.label.remote(batch), batches)))
+
+    def stream(self, tables: Iterable[Any]) -> Iterator[pa.Table]:
+        """Each of ``tables`` (``pyarrow.Table``s or object references to them, e.g. a stored pool's blocks), labelled
+        whole: in order in this process, as they finish across the actors."""
+        if self.here is not None:
+            import ray
+
+            for table in tables:
+                yield self.here(ray.get(table) if isinstance(table, ray.ObjectRef) else table)
+            return
+        self._check_loaded()
+        yield from self.pool.map_unordered(lambda actor, table: actor.label.remote(table), list(tables))
+
+    def _check_loaded(self) -> None:
+        if self.pool is None:
+            raise RuntimeError("Labellers: load(spec) first")
 
     def close(self) -> None:
         if self.here is not None:
             import torch
 
             torch.set_num_threads(self._threads)
-        for actor in self.actors:
+            self.here = None
+        if self.actors:
             import ray
 
-            ray.kill(actor)
-        self.actors = []
+            for actor in self.actors:
+                ray.kill(actor)
+        self.actors, self.pool = [], None
 
     def __enter__(self) -> "Labellers":
         return self

@@ -33,8 +33,9 @@ import numpy as np
 from ..config import check
 from ..data.ray_data import map_with_udf
 from ..hardware import PRECISIONS, autocast, inference_device, precisions, resolve_precision
+from ..models import load_trained
 from ..placement import this_node, this_worker
-from .spec import ClassifierSpec, build_classifier
+from .spec import ClassifierSpec, build_classifier, load_state
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -108,6 +109,7 @@ class PseudoLabelUDF:
             check(num_threads >= 1, "num_threads", num_threads, "an integer >= 1, or None")
             torch.set_num_threads(num_threads)
         device = inference_device()
+        self.specs = specs
         self.classifiers = {name: build_classifier(s).to(device) for name, s in specs.items()}
         if precision not in ("auto", *precisions(device)):
             logger.warning(f"inference.precision {precision}: not something the {device} this actor runs on computes "
@@ -118,6 +120,24 @@ class PseudoLabelUDF:
         self.tokens_per_batch = tokens_per_batch
         self.pair_column = pair_column if next(iter(specs.values())).paired else None
         self.constants = {"worker": this_worker(), "node": this_node(), "precision": self.precision}
+
+    def load(self, spec: ClassifierSpec | Mapping[str, ClassifierSpec]) -> None:
+        """The classifiers of ``spec`` from now on: where one of the same name reads the same model, labels,
+        items and frozen weights, only its weights are loaded into what is built (``load_state``: from the object
+        store or a file), the encoder and tokenizer kept, as a co-training iteration's new fits need; the
+        predictions are those of a UDF built anew from ``spec`` (its frozen weights, ``from_source``, are the
+        model's own either way). Any other is built."""
+        specs = _named(spec)
+        for name, one in specs.items():
+            old = self.specs.get(name)
+            same = old is not None and (old.model, old.labels, old.paired, old.from_source) == \
+                (one.model, one.labels, one.paired, one.from_source)
+            if not same or one.state is None:
+                self.classifiers[name] = build_classifier(one).to(self.device)
+            else:
+                load_trained(self.classifiers[name], load_state(one), one.from_source)
+        self.classifiers = {name: self.classifiers[name] for name in specs}
+        self.specs = specs
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         import pyarrow as pa

@@ -53,11 +53,12 @@ def predict(prepared: Prepared, done: Callable[[int], None] = lambda n: None, ph
     from ..inference.labellers import Labellers
 
     cfg, phases = prepared.config, phases or Phases()
-    with phases("load the model"):
-        labellers = Labellers(prepared.spec, cfg.inference)
-    with labellers, phases("label and write"):
-        return write_shards(prepared.input.shards(cfg.shard_rows), labellers, prepared.spec.labels,
-                            prepared.spec.paired, cfg.output.dir, cfg.format, done)
+    with Labellers(cfg.inference) as labellers:
+        with phases("load the model"):
+            labellers.load(prepared.spec)
+        with phases("label and write"):
+            return write_shards(prepared.input.shards(cfg.shard_rows), labellers, prepared.spec.labels,
+                                prepared.spec.paired, cfg.output.dir, cfg.format, done)
 
 
 __all__ = ["Input", "InputConfig", "ModelRef", "PredictConfig", "PredictData", "Prepared", "Written", "classifier_spec",

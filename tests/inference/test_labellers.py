@@ -1,0 +1,51 @@
+"""Labellers that load once: a UDF given new weights predicts what one built anew from them predicts, keeping its
+encoder; the pool labels tables in order and streams them, in this process (the actors: tests/predict, and the
+co-training tests with ``inference.num_actors: 1``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from xlt.cotrain.config import InferenceSettings
+from xlt.inference import ClassifierSpec, PseudoLabelUDF, share_classifier
+from xlt.inference.labellers import Labellers
+
+from .test_pseudo_label import LABELS, MODEL, TEXTS, batch_of, trained_like
+
+
+def spec_of(seed: int, tmp_path) -> ClassifierSpec:
+    return share_classifier(trained_like(seed), MODEL, path=tmp_path / f"state-{seed}.pt")
+
+
+def test_new_weights_into_a_built_udf_predict_as_a_udf_built_from_them(tmp_path):
+    first, second = spec_of(1, tmp_path), spec_of(2, tmp_path)
+    udf = PseudoLabelUDF({"a": first, "b": first})
+    encoder = udf.classifiers["a"].encoder
+    before = udf(batch_of(TEXTS))
+    udf.load({"a": second, "b": first})
+    reloaded, fresh = udf(batch_of(TEXTS)), PseudoLabelUDF({"a": second, "b": first})(batch_of(TEXTS))
+    assert udf.classifiers["a"].encoder is encoder  # the weights moved in, the model was not built again
+    for column in ("a_pseudo_label", "a_probabilities", "b_probabilities"):
+        assert reloaded.column(column).to_pylist() == fresh.column(column).to_pylist(), column
+    assert before.column("a_probabilities").to_pylist() != reloaded.column("a_probabilities").to_pylist()
+    other = ClassifierSpec(MODEL, LABELS[:2])  # other labels: built anew
+    udf.load({"a": other})
+    assert list(udf.classifiers) == ["a"] and udf.classifiers["a"].labels == list(LABELS[:2])
+
+
+def test_the_pool_in_this_process_labels_in_order_and_streams(tmp_path):
+    inference = InferenceSettings(num_actors=0, batch_size=4, threads=1)
+    texts = TEXTS * 2
+    with Labellers(inference) as labellers:
+        with pytest.raises(RuntimeError, match="load"):
+            labellers(batch_of(texts))
+        labellers.load(spec_of(1, tmp_path))
+        whole = labellers(batch_of(texts))  # batches of 4 rows, back in order
+        reference = PseudoLabelUDF(spec_of(1, tmp_path))(batch_of(texts))
+        assert whole.column("probabilities").to_pylist() == reference.column("probabilities").to_pylist()
+        labellers.load(spec_of(2, tmp_path))
+        streamed = list(labellers.stream([batch_of(TEXTS), batch_of(TEXTS[:2])]))
+        assert [t.num_rows for t in streamed] == [len(TEXTS), 2] and labellers.loads == 2
+        expected = PseudoLabelUDF(spec_of(2, tmp_path))(batch_of(TEXTS)).column("confidence").to_numpy()
+        assert np.array_equal(streamed[0].column("confidence").to_numpy(), expected)
