@@ -45,6 +45,7 @@ def get_args() -> argparse.Namespace:
     parser.add_argument("part", choices=("memory", "throughput", "report"))
     parser.add_argument("--rows", type=int, nargs="+", default=[10_000, 100_000, 1_000_000],
                         help="memory: corpus sizes; throughput: the first of them caps the rows (default 20,000)")
+    parser.add_argument("--actors", type=int, nargs="+", default=[0, 1], help="memory: labelling actors (0: the driver)")
     parser.add_argument("--store", default=str(REPO / "results" / "benchmarks" / "predict_scale"))
     parser.add_argument("--output", default=str(REPO / "benchmarks" / "predict_scale.md"))
     return parser.parse_args()
@@ -85,6 +86,7 @@ def watched(command: list[str], env: dict[str, str]) -> dict[str, float]:
     start = time.perf_counter()
     proc = subprocess.Popen(command, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     peaks = {"driver_rss_mb": 0.0, "uss_sum_mb": 0.0, "processes": 0}
+    timeline: list[tuple[float, float]] = []  # (seconds, USS of every process, MB): whether it climbs or levels
     output: list[str] = []
     reader = threading.Thread(target=lambda: output.extend(proc.stdout), daemon=True)
     reader.start()
@@ -104,11 +106,12 @@ def watched(command: list[str], env: dict[str, str]) -> dict[str, float]:
         peaks["driver_rss_mb"] = max(peaks["driver_rss_mb"], rss / 2**20)
         peaks["uss_sum_mb"] = max(peaks["uss_sum_mb"], uss / 2**20)
         peaks["processes"] = max(peaks["processes"], len(family))
+        timeline.append((round(time.perf_counter() - start, 1), round(uss / 2**20, 1)))
         time.sleep(0.25)
     reader.join()
     if proc.returncode:
         raise RuntimeError(f"{' '.join(command)} failed:\n{''.join(output)[-3000:]}")
-    return {**peaks, "seconds": time.perf_counter() - start}
+    return {**peaks, "seconds": time.perf_counter() - start, "uss_timeline_mb": timeline[::max(1, len(timeline) // 200)]}
 
 
 def stored(store: Path, name: str, run) -> dict:
@@ -138,7 +141,7 @@ def memory(args: argparse.Namespace, store: Path, work: Path) -> None:
     model = checkpoint(work / "tiny-model", "tiny:bert")
     for rows in args.rows:
         corpus = synthetic_corpus(work / f"corpus-{rows}.jsonl", rows)
-        for actors in (0, 1):
+        for actors in args.actors:
             def run() -> dict:
                 out = Path(tempfile.mkdtemp(prefix="predict-scale-", dir=work))
                 return {"rows": rows, "actors": actors, **watched(job(model, corpus, out, actors), env)}
@@ -183,6 +186,15 @@ def throughput(args: argparse.Namespace, store: Path, work: Path) -> None:
         stored(store, f"throughput-{rows}-actors{actors}", run)
 
 
+def quarters(timeline: list | None) -> str:
+    """The USS of every process a quarter, half, three quarters of the way through a run, and at its end: whether
+    memory climbs with the rows read or levels off (runs stored before the timeline was kept: –)."""
+    if not timeline:
+        return "–"
+    return ", ".join(f"{timeline[min(len(timeline) - 1, round(q * (len(timeline) - 1)))][1]:.0f}"
+                     for q in (0.25, 0.5, 0.75, 1.0))
+
+
 def report(store: Path, output: Path) -> None:
     from xlt.report import markdown_table
 
@@ -197,6 +209,7 @@ def report(store: Path, output: Path) -> None:
         text += ["", "## Memory against rows", "", markdown_table([{"rows": f"{r['rows']:,}", "labelling": "in the driver" if not r["actors"] else
                                  f"{r['actors']} actor", "driver peak RSS (MB)": f"{r['driver_rss_mb']:.0f}",
                                  "peak USS, every process (MB)": f"{r['uss_sum_mb']:.0f}",
+                                 "USS at ¼, ½, ¾, end (MB)": quarters(r.get("uss_timeline_mb")),
                                  "processes": r["processes"], "seconds": f"{r['seconds']:.0f}",
                                  "rows/s": f"{r['rows'] / r['seconds']:.0f}", "CPU": r["cpu"],
                                  "load": f"{r['load_1min_start']:.1f}-{r['load_1min_end']:.1f}"} for r in mem])]
