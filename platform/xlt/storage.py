@@ -83,10 +83,13 @@ class OutputSettings:
         return split(self.dir)[1]
 
 
-def _filesystem(uri: str):
+def filesystem(path: str | Path):
+    """(pyarrow filesystem, its path) of a URI or of a local path (made absolute)."""
     import pyarrow.fs
 
-    return pyarrow.fs.FileSystem.from_uri(uri)
+    if is_uri(path):
+        return pyarrow.fs.FileSystem.from_uri(str(path))
+    return pyarrow.fs.LocalFileSystem(), str(Path(path).resolve())
 
 
 @contextlib.contextmanager
@@ -97,7 +100,7 @@ def fetched(path: str | Path) -> Iterator[Path | None]:
         return
     import pyarrow.fs
 
-    fs, fs_path = _filesystem(str(path))
+    fs, fs_path = filesystem(str(path))
     if fs.get_file_info(fs_path).type != pyarrow.fs.FileType.File:
         yield None
         return
@@ -123,7 +126,7 @@ def staged(directory: str | Path) -> Iterator[Path]:
 
 def upload(local_dir: str | Path, uri: str) -> None:
     """Copy every file under ``local_dir`` to the same relative path under ``uri``."""
-    fs, fs_path = _filesystem(uri)
+    fs, fs_path = filesystem(uri)
     for file in sorted(p for p in Path(local_dir).rglob("*") if p.is_file()):
         target = f"{fs_path.rstrip('/')}/{file.relative_to(local_dir).as_posix()}"
         fs.create_dir(target.rsplit("/", 1)[0], recursive=True)
@@ -135,7 +138,7 @@ def download(uri: str, local_dir: str | Path) -> Path:
     """Copy every file under directory ``uri`` to the same relative path under ``local_dir``."""
     import pyarrow.fs
 
-    fs, fs_path = _filesystem(uri)
+    fs, fs_path = filesystem(uri)
     root = fs_path.rstrip("/")
     found = [f for f in fs.get_file_info(pyarrow.fs.FileSelector(root, recursive=True, allow_not_found=True))
              if f.type == pyarrow.fs.FileType.File]
@@ -164,7 +167,7 @@ def remove(directory: str | Path) -> None:
         return
     import pyarrow.fs
 
-    fs, fs_path = _filesystem(str(directory))
+    fs, fs_path = filesystem(str(directory))
     if fs.get_file_info(fs_path).type != pyarrow.fs.FileType.NotFound:
         fs.delete_dir(fs_path)
 
@@ -175,7 +178,7 @@ def names(directory: str | Path) -> list[str]:
         return sorted(p.name for p in Path(directory).iterdir()) if Path(directory).is_dir() else []
     import pyarrow.fs
 
-    fs, fs_path = _filesystem(str(directory))
+    fs, fs_path = filesystem(str(directory))
     return sorted(f.base_name for f in fs.get_file_info(pyarrow.fs.FileSelector(fs_path, allow_not_found=True)))
 
 

@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 Specs = ClassifierSpec | Mapping[str, ClassifierSpec]
 
 
-class _LabelActor:
-    """A Ray actor holding one ``PseudoLabelUDF``, built on its first ``load``."""
+class _Labeller:
+    """One ``PseudoLabelUDF``, built on its first ``load``: a Ray actor's, or this process's."""
 
     def __init__(self, options: dict[str, Any]) -> None:
         self.options, self.udf = options, None
@@ -51,7 +51,7 @@ class Labellers:
         self.inference, self.batch_size = inference, inference.batch_size
         self.options = dict(encode_batch_size=inference.encode_batch_size, precision=inference.precision,
                             tokens_per_batch=inference.tokens_per_batch, num_threads=inference.torch_threads)
-        self.here: PseudoLabelUDF | None = None
+        self.here: _Labeller | None = None
         self.actors: list[Any] = []
         self.pool: Any = None
         self.loads = 0  # models built or given new weights: 1 + a load per later pass
@@ -65,16 +65,15 @@ class Labellers:
         if self.inference.num_actors == 0:
             if self.here is None:
                 self._threads = torch.get_num_threads()  # restored by close
-                self.here = PseudoLabelUDF(spec, **self.options)
-            else:
-                self.here.load(spec)
-                torch.set_num_threads(self.options["num_threads"])  # what a fit in this process since left
+                self.here = _Labeller(self.options)
+            self.here.load(spec)
+            torch.set_num_threads(self.options["num_threads"])  # what a fit in this process since may have left
             return
         import ray
         from ray.util import ActorPool
 
         if not self.actors:
-            actor = ray.remote(_LabelActor).options(num_cpus=self.inference.num_cpus,
+            actor = ray.remote(_Labeller).options(num_cpus=self.inference.num_cpus,
                                                     num_gpus=gpus_or_none(self.inference.num_gpus))
             self.actors = [actor.remote(self.options) for _ in range(self.inference.num_actors)]
             self.pool = ActorPool(self.actors)
@@ -88,7 +87,7 @@ class Labellers:
             raise ValueError("Labellers: a table without rows has nothing to label")
         batches = [table.slice(start, self.batch_size) for start in range(0, table.num_rows, self.batch_size)]
         if self.here is not None:
-            return pa.concat_tables([self.here(batch) for batch in batches])
+            return pa.concat_tables([self.here.label(batch) for batch in batches])
         self._check_loaded()
         return pa.concat_tables(list(self.pool.map(lambda actor, batch: actor.label.remote(batch), batches)))
 
@@ -99,7 +98,7 @@ class Labellers:
             import ray
 
             for table in tables:
-                yield self.here(ray.get(table) if isinstance(table, ray.ObjectRef) else table)
+                yield self.here.label(ray.get(table) if isinstance(table, ray.ObjectRef) else table)
             return
         self._check_loaded()
         yield from self.pool.map_unordered(lambda actor, table: actor.label.remote(table), list(tables))

@@ -21,22 +21,11 @@ from typing import Any
 
 from ..data.errors import DataError
 from ..data.tsv import unquote
-from ..storage import is_uri
+from ..storage import filesystem, is_uri
 
 FORMATS = ("jsonl", "csv", "tsv", "parquet", "txt")
 COMPRESSIONS = {".gz": "gzip", ".zst": "zstd"}
 Record = tuple[int, "dict[str, Any] | DataError"]
-
-
-def _filesystem(path: str):
-    """(pyarrow filesystem, its path) of a local path or a URI."""
-    import pyarrow.fs
-
-    if is_uri(path):
-        return pyarrow.fs.FileSystem.from_uri(path)
-    from pathlib import Path
-
-    return pyarrow.fs.LocalFileSystem(), str(Path(path).resolve())
 
 
 def corpus_files(path: str) -> list[tuple[str, str]]:
@@ -45,7 +34,7 @@ def corpus_files(path: str) -> list[tuple[str, str]]:
     generated ids. Files named ``_*`` or ``.*`` are not data (markers, hidden files), as Ray Data and pyarrow read."""
     import pyarrow.fs
 
-    fs, root = _filesystem(path)
+    fs, root = filesystem(path)
     scheme = path[: path.index("://") + 3] if is_uri(path) else ""
     glob = any(ch in root for ch in "*?[")
     base = root.split("*")[0].split("?")[0].split("[")[0].rsplit("/", 1)[0] if glob else root
@@ -97,7 +86,7 @@ def file_records(file: str, format: str) -> Iterator[Record]:
 def _lines(file: str) -> Iterator[tuple[int, "str | DataError"]]:
     """The lines of a UTF-8 file, decompressed by its suffix, split on ``\\n`` only (as ``xlt.data.textfile``), a
     leading byte-order mark dropped; a line that is not UTF-8 comes as a ``DataError`` naming the byte."""
-    fs, path = _filesystem(file)
+    fs, path = filesystem(file)
     compression = next((c for s, c in COMPRESSIONS.items() if file.lower().endswith(s)), None)
     with fs.open_input_stream(path, compression=compression) as stream:
         for number, raw in enumerate(io.BufferedReader(stream, buffer_size=1 << 20), start=1):
@@ -191,7 +180,7 @@ def _parquet_records(file: str) -> Iterator[Record]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    fs, path = _filesystem(file)
+    fs, path = filesystem(file)
     try:
         with fs.open_input_file(path) as handle:
             parquet = pq.ParquetFile(handle)

@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 from ..config import ConfigError, check
 from ..data.errors import DataError
 from ..data.rows import Cells, RowSource, check_columns
-from ..tasks import TaskConfig, load_task
+from ..tasks import Task, TaskConfig, load_task
 from ..tasks.config import normalized
 from .corpus import FORMATS, corpus_files, file_format, file_records
 
@@ -100,13 +100,12 @@ class Input:
     paired: bool
     name: str
     files: list[tuple[str, str]]
-    data_dir: str | None = None
+    task: Task | None = None
 
     def rows(self) -> Iterator[dict[str, Any] | Rejected]:
         """Every row, checked (module docstring); a bad row raises, or comes as ``Rejected`` under ``skip``."""
-        cfg = self.cfg
-        if cfg.task is not None:
-            task = load_task(cfg.task, self.data_dir)
+        cfg, task = self.cfg, self.task
+        if task is not None:
             for r in task.rows(cfg.split, task.langs, cfg.max_rows):
                 yield {k: r[k] for k in INPUT_COLUMNS}
             return
@@ -156,13 +155,13 @@ def open_input(cfg: InputConfig, data_dir: str | None = None) -> Input:
     if cfg.task is not None:
         task = load_task(cfg.task, data_dir)
         task.check({cfg.split: task.langs})
-        return Input(cfg, task.paired, f"task {cfg.task.name} split {cfg.split}", [], data_dir)
+        return Input(cfg, task.paired, f"task {cfg.task.name} split {cfg.split}", [], task)
     if cfg.lang_field is None:
         normalized("input.lang", cfg.lang)
     files = corpus_files(cfg.path)
     for file, _ in files:
         file_format(file, cfg.format)
-    return Input(cfg, cfg.pair_field is not None, cfg.path, files, data_dir)
+    return Input(cfg, cfg.pair_field is not None, cfg.path, files)
 
 
 def file_rows(cfg: InputConfig, file: str, name: str) -> Iterator[dict[str, Any] | DataError]:
