@@ -94,9 +94,10 @@ def test_a_job_spreads_over_the_worker_nodes_and_survives_losing_two_nodes_and_i
     """Where everything runs (the head runs only the driver), and three failures in one job, its
     output on the S3 server: the LM learner's node after the first epoch of its first fit (Ray Train
     restarts the worker group on the spare LM node, from that epoch's checkpoint); the
-    pseudo-labelling actor's node while the pool streams through it (Ray Data restarts the actor on
-    the other spare); the driver (the job's entrypoint process on the head), once iteration 0 is
-    saved on the store and iteration 1's LM fit has checkpointed an epoch. The job fails with its
+    pseudo-labelling actor's node while the pool streams through it (Ray restarts the actor on the
+    other spare, which loads the pass's weights and labels the rows the lost one had not); the driver
+    (the job's entrypoint process on the head), once iteration 0 is saved on the store and iteration
+    1's LM fit has checkpointed an epoch. The job fails with its
     driver; the same command submitted again, from another working directory, resumes at iteration
     1 from the store and leaves its outputs there. The final state is the uninterrupted single-node
     run's."""
@@ -142,7 +143,7 @@ def test_a_job_spreads_over_the_worker_nodes_and_survives_losing_two_nodes_and_i
         if not done or max(done) == 0:
             return None
         for actor in head.actors():
-            if "PseudoLabelUDF" in actor["class_name"]:
+            if actor["class_name"] == "Labeller":
                 node = next((n for n in labellers if ids[n.name] == actor["node_id"]), None)
                 if node is not None:
                     lost["labeller"] = ids[node.name]

@@ -1,6 +1,6 @@
 """Labellers that load once: a UDF given new weights predicts what one built anew from them predicts, keeping its
-encoder; the pool labels tables in order and streams them, in this process (the actors: tests/predict, and the
-co-training tests with ``inference.num_actors: 1``)."""
+encoder; the pool labels tables in order and streams them, in this process and over actors that survive being
+lost (a pass that loses its actor's node: tests/cluster/test_node_failure.py)."""
 
 from __future__ import annotations
 
@@ -49,3 +49,28 @@ def test_the_pool_in_this_process_labels_in_order_and_streams(tmp_path):
         assert [t.num_rows for t in streamed] == [len(TEXTS), 2] and labellers.loads == 2
         expected = PseudoLabelUDF(spec_of(2, tmp_path))(batch_of(TEXTS)).column("confidence").to_numpy()
         assert np.array_equal(streamed[0].column("confidence").to_numpy(), expected)
+
+
+def test_one_pool_of_actors_labels_every_table_and_survives_losing_an_actor(ray_cluster, tmp_path):
+    """The same two actors label every table given to them (one pool for a job); given new weights, then killed
+    (as losing its node), an actor is restarted empty by Ray, and its next table, which names the latest load, has
+    it load the second classifier (not the first it was built with, nor nothing) before labelling."""
+    import os
+
+    import ray
+
+    def pid(actor) -> int:
+        return ray.get(actor.__ray_call__.remote(lambda self: os.getpid()))
+
+    inference = InferenceSettings(num_actors=2, num_cpus=0.5, batch_size=2, threads=1)
+    with Labellers(inference) as labellers:
+        labellers.load(spec_of(1, tmp_path))
+        workers = [set(labellers(batch_of(TEXTS)).column("worker").to_pylist()) for _ in range(3)]
+        assert len(set().union(*workers)) == 2 and all(len(w) == 2 for w in workers)
+        labellers.load(spec_of(2, tmp_path))
+        first = pid(labellers.actors[0])
+        ray.kill(labellers.actors[0], no_restart=False)  # Ray starts it again, empty
+        after = labellers(batch_of(TEXTS))
+        assert pid(labellers.actors[0]) != first and len(set(after.column("worker").to_pylist())) == 2
+    expected = PseudoLabelUDF(spec_of(2, tmp_path))(batch_of(TEXTS)).column("probabilities").to_pylist()
+    assert after.column("probabilities").to_pylist() == expected

@@ -202,9 +202,9 @@ def corpus_directory(root: Path) -> dict[str, str]:
 
 
 def test_a_directory_of_compressed_files_streams_through_one_pool_of_actors(ray_cluster, tmp_path):
-    """A directory of files in three formats, two of them compressed, labelled by two actors that load the model
-    once for the job (not once a shard): every row once, ids from the file and line where the row has none,
-    predictions as ``Classifier.predict``'s; a glob picks its files."""
+    """A directory of files in three formats, two of them compressed, labelled by two actors (the job's one pool
+    for all its shards: tests/inference/test_labellers.py): every row once, ids from the file and line where the row
+    has none, predictions as ``Classifier.predict``'s; a glob picks its files."""
     model = checkpoint(tmp_path / "model")
     texts = corpus_directory(tmp_path / "corpus")
     cfg = dataclasses.replace(config(model, tmp_path / "out", path=str(tmp_path / "corpus"), text_field="sentence",
@@ -219,16 +219,6 @@ def test_a_directory_of_compressed_files_streams_through_one_pool_of_actors(ray_
     globbed = dataclasses.replace(cfg, input=dataclasses.replace(cfg.input, path=str(tmp_path / "corpus" / "*.csv")),
                                   output=OutputSettings(str(tmp_path / "globbed")))
     assert predict(prepare(globbed)).rows == len(TEXTS["fr"])
-    # One pool for the job: the same two actors label every table given to it.
-    import pyarrow as pa
-
-    from xlt.inference.labellers import Labellers
-
-    table = pa.Table.from_pylist([{"text": t} for t in texts.values()])
-    with Labellers(cfg.inference) as labellers:
-        labellers.load(classifier_spec(model))
-        workers = [set(labellers(table).column("worker").to_pylist()) for _ in range(3)]
-    assert len(set().union(*workers)) == 2 and all(len(w) == 2 for w in workers)
 
 
 def test_a_corpus_on_the_s3_server(tmp_path, s3):

@@ -47,6 +47,7 @@ from .. import placement
 from ..config import save_config
 from ..engine import FitService, check_device, check_resumable
 from ..engine.checkpoints import CONFIG_FILE
+from ..inference.labellers import Labellers
 from ..progress import progress
 from ..report import Phases
 from ..storage import staged
@@ -185,6 +186,8 @@ def run_cotraining(cfg: CotrainConfig, *, data: Prepared | None = None, stop_aft
     warn_if_short(cfg)
     with contextlib.ExitStack() as services:
         learners = {name: services.enter_context(start_learner(cfg, data, name, tracker)) for name in LEARNERS}
+        # One pool of labellers for the job: each pass gives it the iteration's weights (xlt.inference.labellers).
+        labellers = services.enter_context(Labellers(cfg.inference))
         for iteration in range(state.iteration, cfg.iterations + 1):
             fits = fit_learners(cfg, data, state, iteration, learners, phases)
             records = {name: {"iteration": iteration, "learner": name, "mode": cfg.mode, **fits[name].metrics}
@@ -192,7 +195,7 @@ def run_cotraining(cfg: CotrainConfig, *, data: Prepared | None = None, stop_aft
             if iteration < cfg.iterations:
                 chosen = selections(state, cfg, data, iteration)
                 with phases("pseudo-label and select", iteration=iteration):
-                    labelled = predict(cfg, fits, data, chosen)
+                    labelled = predict(cfg, fits, data, chosen, labellers)
                 with phases("exchange", iteration=iteration):
                     for name, stats in exchange(state, chosen, cfg, iteration).items():
                         records[name].update(stats)
@@ -269,35 +272,18 @@ def _train_row(received: dict[str, Any]) -> dict[str, Any]:
 
 
 def predict(cfg: CotrainConfig, fits: dict[str, Fit], data: Prepared,
-            chosen: dict[str, Selection]) -> Pass:
+            chosen: dict[str, Selection], labellers: Labellers) -> Pass:
     """Pseudo-label the whole pool with both learners' weights (``fits[name].state``: an ObjectRef to
-    its fit's weights) in one pass of the ``xlt.inference`` actor pool (or in this process:
-    ``inference.num_actors: 0``), feeding each learner's selection as batches arrive; returns what
-    the pass saw: where it ran (``xlt.placement``) and in what precision."""
-    import ray
-
-    from ..inference import ClassifierSpec, pseudo_label, pseudo_label_here
+    its fit's weights) in one pass of the job's ``labellers`` (actors that keep their models between
+    passes and load each iteration's weights, or this process: ``inference.num_actors: 0``), feeding
+    each learner's selection as the stored pool's blocks come back labelled; returns what the pass saw:
+    where it ran (``xlt.placement``) and in what precision."""
+    from ..inference import ClassifierSpec
 
     specs = {name: ClassifierSpec(model=cfg.learner(name).model, labels=data.labels, state=fit.state,
                                   paired=data.task.paired, from_source=fit.from_source) for name, fit in fits.items()}
-    inf = cfg.inference
-    if inf.num_actors == 0:  # in this process, block by block
-        batches = pseudo_label_here((ray.get(block) for block in data.stored_pool.blocks), specs,
-                                    encode_batch_size=inf.encode_batch_size, threads=inf.torch_threads,
-                                    precision=inf.precision, tokens_per_batch=inf.tokens_per_batch)
-    else:
-        import ray.data
-
-        ray.data.DataContext.get_current().enable_progress_bars = False
-        ds = pseudo_label(data.stored_pool.dataset(), specs, batch_size=inf.batch_size,
-                          encode_batch_size=inf.encode_batch_size, num_actors=inf.num_actors, num_cpus=inf.num_cpus,
-                          num_gpus=inf.num_gpus, threads=inf.torch_threads, precision=inf.precision,
-                          tokens_per_batch=inf.tokens_per_batch)
-        # Columns are picked by stream_selections, not by select_columns: that adds a Ray Data task needing
-        # a CPU slot, which a preset reserving the whole machine for learners and actors never frees.
-        # Blocks as they come (batch_size=None), not re-batched to Ray Data's default 256 rows: the
-        # driver sees every batch as soon as an actor has predicted it.
-        batches = ds.iter_batches(batch_format="pyarrow", batch_size=None)
+    labellers.load(specs)
+    batches = labellers.stream(data.stored_pool.blocks)
     partners = {name: LEARNERS[1 - k] for k, name in enumerate(LEARNERS)} if cfg.mode == "cotrain" else None
     bar = progress(data.pool_size, "pseudo-label", "row")
     seen = stream_selections(batches, chosen, partners=partners, done=bar.update)

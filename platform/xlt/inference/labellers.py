@@ -10,6 +10,10 @@ changed. Tables (or object references to them) are cut into batches of ``batch_s
 actors (``ray.util.ActorPool``: each batch to the next idle actor): ``__call__`` puts a table's rows back in order,
 ``stream`` yields the tables as their labels arrive. With ``num_actors: 0`` the process labels them itself with the
 same UDF: no Ray, no actor start-up, for a machine whose cores the caller may use.
+
+A lost actor (its node gone) is restarted by Ray and the tables it was labelling are given to it again, as Ray Data
+does for its pools; every table names the load it is labelled with, so the restarted actor, which starts empty,
+loads the current classifier(s) first (``Labeller``): a pass survives losing a node, each row labelled once.
 """
 
 from __future__ import annotations
@@ -26,19 +30,25 @@ if TYPE_CHECKING:
 Specs = ClassifierSpec | Mapping[str, ClassifierSpec]
 
 
-class _Labeller:
-    """One ``PseudoLabelUDF``, built on its first ``load``: a Ray actor's, or this process's."""
+class Labeller:
+    """One ``PseudoLabelUDF``, built on its first ``load``: a Ray actor's, or this process's. Each ``load`` is
+    numbered (``version``), and ``label`` names the one to label with: an actor that Ray restarted (its node lost, its
+    process killed) comes back empty and loads it before its first table, so that a pass survives losing one."""
 
     def __init__(self, options: dict[str, Any]) -> None:
-        self.options, self.udf = options, None
+        self.options, self.udf, self.version = options, None, None
 
-    def load(self, spec: Specs) -> None:
+    def load(self, spec: Specs, version: int) -> None:
+        if version == self.version:
+            return
         if self.udf is None:
             self.udf = PseudoLabelUDF(spec, **self.options)
         else:
             self.udf.load(spec)
+        self.version = version
 
-    def label(self, table: pa.Table) -> pa.Table:
+    def label(self, table: pa.Table, spec: Specs, version: int) -> pa.Table:
+        self.load(spec, version)  # a no-op but on a restarted actor's first table
         return self.udf(table)
 
 
@@ -51,33 +61,37 @@ class Labellers:
         self.inference, self.batch_size = inference, inference.batch_size
         self.options = dict(encode_batch_size=inference.encode_batch_size, precision=inference.precision,
                             tokens_per_batch=inference.tokens_per_batch, num_threads=inference.torch_threads)
-        self.here: _Labeller | None = None
+        self.here: Labeller | None = None
         self.actors: list[Any] = []
         self.pool: Any = None
         self.loads = 0  # models built or given new weights: 1 + a load per later pass
+        self.spec: Specs | None = None  # the classifier(s) of the latest load, number self.loads
 
     def load(self, spec: Specs) -> None:
         """Give every labeller ``spec``'s classifier(s), building them on the first call (module docstring); waits
         until each has it, so that a model that cannot load fails here."""
         import torch
 
-        self.loads += 1
+        self.loads, self.spec = self.loads + 1, spec
         if self.inference.num_actors == 0:
             if self.here is None:
                 self._threads = torch.get_num_threads()  # restored by close
-                self.here = _Labeller(self.options)
-            self.here.load(spec)
+                self.here = Labeller(self.options)
+            self.here.load(spec, self.loads)
             torch.set_num_threads(self.options["num_threads"])  # what a fit in this process since may have left
             return
         import ray
         from ray.util import ActorPool
 
         if not self.actors:
-            actor = ray.remote(_Labeller).options(num_cpus=self.inference.num_cpus,
-                                                    num_gpus=gpus_or_none(self.inference.num_gpus))
+            # Restarted when lost, and the tasks they were running retried on the restart, as Ray Data restarts
+            # its pools' actors (-1: without limit); a restarted actor loads the current spec (Labeller.label).
+            actor = ray.remote(Labeller).options(num_cpus=self.inference.num_cpus,
+                                                   num_gpus=gpus_or_none(self.inference.num_gpus),
+                                                   max_restarts=-1, max_task_retries=-1)
             self.actors = [actor.remote(self.options) for _ in range(self.inference.num_actors)]
             self.pool = ActorPool(self.actors)
-        ray.get([a.load.remote(spec) for a in self.actors])
+        ray.get([a.load.remote(spec, self.loads) for a in self.actors])
 
     def __call__(self, table: pa.Table) -> pa.Table:
         """``table`` with the ``pseudo_label`` columns (``xlt.inference.pseudo_label``), its rows in order."""
@@ -87,9 +101,9 @@ class Labellers:
             raise ValueError("Labellers: a table without rows has nothing to label")
         batches = [table.slice(start, self.batch_size) for start in range(0, table.num_rows, self.batch_size)]
         if self.here is not None:
-            return pa.concat_tables([self.here.label(batch) for batch in batches])
+            return pa.concat_tables([self._label_here(batch) for batch in batches])
         self._check_loaded()
-        return pa.concat_tables(list(self.pool.map(lambda actor, batch: actor.label.remote(batch), batches)))
+        return pa.concat_tables(list(self.pool.map(self._label_on, batches)))
 
     def stream(self, tables: Iterable[Any]) -> Iterator[pa.Table]:
         """Each of ``tables`` (``pyarrow.Table``s or object references to them, e.g. a stored pool's blocks), labelled
@@ -98,10 +112,16 @@ class Labellers:
             import ray
 
             for table in tables:
-                yield self.here.label(ray.get(table) if isinstance(table, ray.ObjectRef) else table)
+                yield self._label_here(ray.get(table) if isinstance(table, ray.ObjectRef) else table)
             return
         self._check_loaded()
-        yield from self.pool.map_unordered(lambda actor, table: actor.label.remote(table), list(tables))
+        yield from self.pool.map_unordered(self._label_on, list(tables))
+
+    def _label_here(self, table: pa.Table) -> pa.Table:
+        return self.here.label(table, self.spec, self.loads)
+
+    def _label_on(self, actor: Any, table: Any) -> Any:
+        return actor.label.remote(table, self.spec, self.loads)
 
     def _check_loaded(self) -> None:
         if self.pool is None:
