@@ -6,10 +6,11 @@ again. ``Labellers`` keeps ``num_actors`` actors (a ``PseudoLabelUDF`` each) for
 ``load(spec)`` gives them a classifier, or several by name (``PseudoLabelUDF``): the first call builds each (encoder
 and tokenizer from the model's source, then the weights); a later one only loads the new weights into what is built
 (``PseudoLabelUDF.load``: through the object store, a co-training iteration's fits), unless the model itself
-changed. Tables (or object references to them) are cut into batches of ``batch_size`` rows and spread over the
-actors (``ray.util.ActorPool``: each batch to the next idle actor): ``__call__`` puts a table's rows back in order,
-``stream`` yields the tables as their labels arrive. With ``num_actors: 0`` the process labels them itself with the
-same UDF: no Ray, no actor start-up, for a machine whose cores the caller may use.
+changed. ``__call__`` cuts a table into batches of ``batch_size`` rows, spreads them over the actors (each to the
+next actor to finish one) and puts the rows back in order; ``stream`` labels each of its tables (or object
+references to them, a stored pool's blocks) whole and yields them as they finish. With ``num_actors: 0`` the process
+labels them itself with the same UDF, a table whole (its texts sorted by length together pad less than batch by
+batch): no Ray, no actor start-up, for a machine whose cores the caller may use.
 
 A lost actor (its node gone) is restarted by Ray and the tables it was labelling are given to it again, as Ray Data
 does for its pools; every table names the load it is labelled with, so the restarted actor, which starts empty,
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 Specs = ClassifierSpec | Mapping[str, ClassifierSpec]
+TASKS_PER_ACTOR = 2
 
 
 class Labeller:
@@ -47,8 +49,13 @@ class Labeller:
             self.udf.load(spec)
         self.version = version
 
-    def label(self, table: pa.Table, spec: Specs, version: int) -> pa.Table:
-        self.load(spec, version)  # a no-op but on a restarted actor's first table
+    def label(self, table: pa.Table, version: int, spec: list[Any]) -> pa.Table:
+        """``table`` labelled by load ``version``, whose spec is ``spec[0]``, an object reference (in a list, so
+        that Ray hands it over unread): read only by an actor that Ray restarted, on its first table."""
+        if version != self.version:
+            import ray
+
+            self.load(ray.get(spec[0]), version)
         return self.udf(table)
 
 
@@ -63,16 +70,15 @@ class Labellers:
                             tokens_per_batch=inference.tokens_per_batch, num_threads=inference.torch_threads)
         self.here: Labeller | None = None
         self.actors: list[Any] = []
-        self.pool: Any = None
         self.loads = 0  # models built or given new weights: 1 + a load per later pass
-        self.spec: Specs | None = None  # the classifier(s) of the latest load, number self.loads
+        self.spec: Any = None  # the latest load's spec in the object store (actors)
 
     def load(self, spec: Specs) -> None:
         """Give every labeller ``spec``'s classifier(s), building them on the first call (module docstring); waits
         until each has it, so that a model that cannot load fails here."""
         import torch
 
-        self.loads, self.spec = self.loads + 1, spec
+        self.loads += 1
         if self.inference.num_actors == 0:
             if self.here is None:
                 self._threads = torch.get_num_threads()  # restored by close
@@ -81,7 +87,6 @@ class Labellers:
             torch.set_num_threads(self.options["num_threads"])  # what a fit in this process since may have left
             return
         import ray
-        from ray.util import ActorPool
 
         if not self.actors:
             # Restarted when lost, and the tasks they were running retried on the restart, as Ray Data restarts
@@ -90,8 +95,8 @@ class Labellers:
                                                    num_gpus=gpus_or_none(self.inference.num_gpus),
                                                    max_restarts=-1, max_task_retries=-1)
             self.actors = [actor.remote(self.options) for _ in range(self.inference.num_actors)]
-            self.pool = ActorPool(self.actors)
-        ray.get([a.load.remote(spec, self.loads) for a in self.actors])
+        self.spec = ray.put(spec)
+        ray.get([a.load.remote(self.spec, self.loads) for a in self.actors])
 
     def __call__(self, table: pa.Table) -> pa.Table:
         """``table`` with the ``pseudo_label`` columns (``xlt.inference.pseudo_label``), its rows in order."""
@@ -99,11 +104,11 @@ class Labellers:
 
         if not table.num_rows:
             raise ValueError("Labellers: a table without rows has nothing to label")
+        if self.here is not None:  # whole: its texts sorted by length together pad less than batch by batch
+            return self.here.udf(table)
         batches = [table.slice(start, self.batch_size) for start in range(0, table.num_rows, self.batch_size)]
-        if self.here is not None:
-            return pa.concat_tables([self._label_here(batch) for batch in batches])
-        self._check_loaded()
-        return pa.concat_tables(list(self.pool.map(self._label_on, batches)))
+        labelled = dict(self._spread(batches))
+        return pa.concat_tables([labelled[i] for i in range(len(batches))])
 
     def stream(self, tables: Iterable[Any]) -> Iterator[pa.Table]:
         """Each of ``tables`` (``pyarrow.Table``s or object references to them, e.g. a stored pool's blocks), labelled
@@ -112,20 +117,35 @@ class Labellers:
             import ray
 
             for table in tables:
-                yield self._label_here(ray.get(table) if isinstance(table, ray.ObjectRef) else table)
+                yield self.here.udf(ray.get(table) if isinstance(table, ray.ObjectRef) else table)
             return
-        self._check_loaded()
-        yield from self.pool.map_unordered(self._label_on, list(tables))
+        for _, table in self._spread(tables):
+            yield table
 
-    def _label_here(self, table: pa.Table) -> pa.Table:
-        return self.here.label(table, self.spec, self.loads)
+    def _spread(self, tables: Iterable[Any]) -> Iterator[tuple[int, pa.Table]]:
+        """``(i, tables[i] labelled)`` as each finishes: ``TASKS_PER_ACTOR`` tables queued on each actor, so that the
+        next table's transfer overlaps the current one's labelling (``ray.util.ActorPool`` queues one), the next
+        table given to the first actor to finish one."""
+        import ray
 
-    def _label_on(self, actor: Any, table: Any) -> Any:
-        return actor.label.remote(table, self.spec, self.loads)
-
-    def _check_loaded(self) -> None:
-        if self.pool is None:
+        if not self.actors or self.spec is None:
             raise RuntimeError("Labellers: load(spec) first")
+        todo = iter(enumerate(tables))
+        running: dict[Any, tuple[int, Any]] = {}  # a task's result -> (its table's index, its actor)
+
+        def give(actor: Any) -> None:
+            item = next(todo, None)
+            if item is not None:
+                running[actor.label.remote(item[1], self.loads, [self.spec])] = (item[0], actor)
+
+        for actor in self.actors:
+            for _ in range(TASKS_PER_ACTOR):
+                give(actor)
+        while running:
+            (ready,), _ = ray.wait(list(running), num_returns=1)
+            index, actor = running.pop(ready)
+            give(actor)
+            yield index, ray.get(ready)
 
     def close(self) -> None:
         if self.here is not None:
@@ -138,7 +158,7 @@ class Labellers:
 
             for actor in self.actors:
                 ray.kill(actor)
-        self.actors, self.pool = [], None
+        self.actors, self.spec = [], None
 
     def __enter__(self) -> "Labellers":
         return self
