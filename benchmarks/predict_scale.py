@@ -13,7 +13,9 @@ there, so a part resumes; ``report`` writes the markdown from what is stored, wi
   defaults: shards of 10,000 rows, batches of 2,048) with a tiny:bert classifier, so that the reading, checking,
   shards and writing are what grows, not the model's time. Sampled every 0.25 s: the driver's RSS, and the sum of the
   unique memory (USS) of the driver and every process under it (Ray's GCS, raylet and workers, the labelling actor):
-  the object store is shared memory, which USS leaves out.
+  the object store is shared memory, which USS leaves out. USS counts a shared library's pages as a process's own
+  while no other process maps them, so it moves by ~100 MB with what else runs on the machine (another torch
+  process); the sum of PSS (each shared page split between the processes mapping it) is given beside it.
 - **throughput**: 20,000 rows, every SIB-200 sentence offline (train, dev and test of each language) twice over, with
   bundled:multilingual-e5-small under a fresh head: a bare ``Classifier.predict`` loop over all of them in this
   process (sorted by length as a whole), the job in process (``inference.num_actors: 0``), the job with one actor
@@ -81,13 +83,15 @@ def checkpoint(directory: Path, source: str) -> Path:
     return write_state(directory, finetune_training(cfg, steps_per_epoch=1), cfg)
 
 
-def watched(command: list[str], env: dict[str, str]) -> dict[str, float]:
-    """Run ``command``; its wall time, the driver's peak RSS and the peak sum of USS over it and its descendants."""
+def watched(command: list[str], env: dict[str, str], every: float = 0.25) -> dict[str, float]:
+    """Run ``command``; its wall time, the driver's peak RSS and the peak sum of USS over it and its descendants,
+    sampled every ``every`` seconds (each sample reads every process's page map: over Ray's eleven processes at
+    four samples a second, most of a core, so the throughput runs sample every 10 s)."""
     import psutil
 
     start = time.perf_counter()
     proc = subprocess.Popen(command, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    peaks = {"driver_rss_mb": 0.0, "uss_sum_mb": 0.0, "processes": 0}
+    peaks = {"driver_rss_mb": 0.0, "uss_sum_mb": 0.0, "pss_sum_mb": 0.0, "processes": 0}
     timeline: list[tuple[float, float]] = []  # (seconds, USS of every process, MB): whether it climbs or levels
     output: list[str] = []
     reader = threading.Thread(target=lambda: output.extend(proc.stdout), daemon=True)
@@ -97,23 +101,26 @@ def watched(command: list[str], env: dict[str, str]) -> dict[str, float]:
         try:
             family = [parent, *parent.children(recursive=True)]
             rss = parent.memory_info().rss
-            uss = 0
+            uss = pss = 0
             for p in family:
                 try:
-                    uss += p.memory_full_info().uss
+                    full = p.memory_full_info()
+                    uss, pss = uss + full.uss, pss + full.pss
                 except (psutil.NoSuchProcess, psutil.AccessDenied):
                     pass
         except psutil.NoSuchProcess:
             break
         peaks["driver_rss_mb"] = max(peaks["driver_rss_mb"], rss / 2**20)
         peaks["uss_sum_mb"] = max(peaks["uss_sum_mb"], uss / 2**20)
+        peaks["pss_sum_mb"] = max(peaks["pss_sum_mb"], pss / 2**20)
         peaks["processes"] = max(peaks["processes"], len(family))
         timeline.append((round(time.perf_counter() - start, 1), round(uss / 2**20, 1)))
-        time.sleep(0.25)
+        time.sleep(every)
     reader.join()
     if proc.returncode:
         raise RuntimeError(f"{' '.join(command)} failed:\n{''.join(output)[-3000:]}")
-    return {**peaks, "seconds": time.perf_counter() - start, "uss_timeline_mb": timeline[::max(1, len(timeline) // 200)]}
+    return {**peaks, "seconds": time.perf_counter() - start, "sampled_every_s": every,
+            "uss_timeline_mb": timeline[::max(1, len(timeline) // 200)]}
 
 
 def stored(store: Path, name: str, run) -> dict:
@@ -183,7 +190,7 @@ def throughput(args: argparse.Namespace, store: Path, work: Path) -> None:
     for actors in (0, 1):
         def run() -> dict:
             out = Path(tempfile.mkdtemp(prefix="predict-scale-", dir=work))
-            result = {"rows": rows, "actors": actors, **watched(job(model, corpus, out, actors), env)}
+            result = {"rows": rows, "actors": actors, **watched(job(model, corpus, out, actors), env, every=10)}
             phases = {p["phase"]: p["seconds"] for p in json.loads((out / "results.json").read_text())["phases"]}
             return {**result, "phases": phases}
         stored(store, f"throughput-{rows}-actors{actors}", run)
@@ -214,6 +221,7 @@ def report(store: Path, output: Path) -> None:
                                  f"{r['actors']} actor", "driver peak RSS (MB)": f"{r['driver_rss_mb']:.0f}",
                                  "peak USS, every process (MB)": f"{r['uss_sum_mb']:.0f}",
                                  "USS at ¼, ½, ¾, end (MB)": quarters(r.get("uss_timeline_mb")),
+                                 "peak PSS, every process (MB)": f"{r['pss_sum_mb']:.0f}" if "pss_sum_mb" in r else "–",
                                  "processes": r["processes"], "seconds": f"{r['seconds']:.0f}",
                                  "rows/s": f"{r['rows'] / r['seconds']:.0f}", "CPU": r["cpu"],
                                  "load": f"{r['load_1min_start']:.1f}-{r['load_1min_end']:.1f}"} for r in mem])]
@@ -222,7 +230,9 @@ def report(store: Path, output: Path) -> None:
         if 100_000 in runs and 1_000_000 in runs:
             text += ["", f"{'In the driver' if not actors else 'With one actor'}: 1M rows against 100k, driver RSS "
                      f"×{runs[1_000_000]['driver_rss_mb'] / runs[100_000]['driver_rss_mb']:.2f}, USS of every process "
-                     f"×{runs[1_000_000]['uss_sum_mb'] / runs[100_000]['uss_sum_mb']:.2f}."]
+                     f"×{runs[1_000_000]['uss_sum_mb'] / runs[100_000]['uss_sum_mb']:.2f}"
+                     + (f", PSS of every process ×{runs[1_000_000]['pss_sum_mb'] / runs[100_000]['pss_sum_mb']:.2f}"
+                        if all("pss_sum_mb" in runs[n] for n in (100_000, 1_000_000)) else "") + "."]
     through = {k: r for k, r in results.items() if k.startswith("throughput-")}
     if through:
         bares = [r for k, r in sorted(through.items()) if "-bare" in k]
@@ -250,7 +260,9 @@ def report(store: Path, output: Path) -> None:
                                   "rows/s": f"{bares[0]['rows'] / r['seconds']:.1f}",
                                   "vs bare loop": f"{bare_s / r['seconds']:.2f}", "CPU": r["CPU"],
                                   "load": f"{r['load']['load_1min_start']:.1f}-{r['load']['load_1min_end']:.1f}",
-                                  "ended": r["load"]["date"]} for r in rows]),
+                                  "ended": r["load"]["date"],
+                                  "memory sampled every": f"{r['load']['sampled_every_s']:g} s"
+                                  if "sampled_every_s" in r["load"] else "–"} for r in rows]),
                  "", "Fixed costs. The bare loop's model load, apart: "
                  + ", ".join(f"{r['model_load_s']:.1f} s" for r in bares) + ". The job's phases "
                  "(its results.json): " + "; ".join(fixed) + "."]

@@ -10,6 +10,8 @@ import pytest
 from xlt.cotrain.config import InferenceSettings
 from xlt.inference import ClassifierSpec, PseudoLabelUDF, share_classifier
 from xlt.inference.labellers import Labellers
+from xlt.predict.inputs import Shard
+from xlt.predict.writer import write_shards
 
 from .test_pseudo_label import LABELS, MODEL, TEXTS, batch_of, trained_like
 
@@ -72,5 +74,25 @@ def test_one_pool_of_actors_labels_every_table_and_survives_losing_an_actor(ray_
         ray.kill(labellers.actors[0], no_restart=False)  # Ray starts it again, empty
         after = labellers(batch_of(TEXTS))
         assert pid(labellers.actors[0]) != first and len(set(after.column("worker").to_pylist())) == 2
+        # A stream of tables, each in order, the next ones' batches handed out while one finishes; a table of None
+        # passes through.
+        tables = [batch_of(TEXTS[:3]), None, batch_of(TEXTS), batch_of(TEXTS[1:2])]
+        streamed = list(labellers.in_order(iter(tables)))
+        # A predict job's shards: a bad row met while reading ahead stops the job after the shards before it.
+        out = tmp_path / "out"
+        with pytest.raises(ValueError, match="bad row"):
+            write_shards(shards_then_a_bad_row(), labellers, LABELS, False, str(out), "jsonl")
     expected = PseudoLabelUDF(spec_of(2, tmp_path))(batch_of(TEXTS)).column("probabilities").to_pylist()
     assert after.column("probabilities").to_pylist() == expected
+    assert streamed[1] is None and [t.column("text").to_pylist() for t in (streamed[0], *streamed[2:])] == \
+        [TEXTS[:3], TEXTS, TEXTS[1:2]]
+    assert streamed[2].column("probabilities").to_pylist() == expected
+    assert sorted(p.name for p in (out / "predictions").iterdir()) == ["shard-00000", "shard-00001"]
+    assert all((out / "predictions" / name / "_SUCCESS").is_file() for name in ("shard-00000", "shard-00001"))
+
+
+def shards_then_a_bad_row():
+    rows = [{"id": f"r{i}", "lang": "xx", "text": text} for i, text in enumerate(TEXTS)]
+    yield Shard(0, rows[:3])
+    yield Shard(1, rows[3:])
+    raise ValueError("corpus.jsonl:9: a bad row")

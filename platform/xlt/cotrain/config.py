@@ -88,11 +88,11 @@ class PoolData:
 
 @dataclass(frozen=True)
 class InferenceSettings:
-    """The pseudo-labelling actor pool (``xlt.inference``): rows per Ray batch, texts per encoder
-    batch, actors, what each reserves and its torch ``threads`` (0 = ``max(1, num_cpus)``; the
-    learners' runs have ended when the pool runs, so an actor may use their cores).
-    ``num_actors: 0`` labels in the driver's process instead, block by block, on ``threads``
-    threads, reserving nothing (``xlt.inference.pseudo_label_here``): for a pool too small to pay
+    """The pseudo-labelling actors (``xlt.inference.labellers``, one pool for the job): rows per batch,
+    texts per encoder batch, actors, what each reserves and its torch ``threads`` (0 =
+    ``max(1, num_cpus)``; the learners' fits have ended when a pass runs, so an actor may use their
+    cores). ``num_actors: 0`` labels in the driver's process instead, block by block, on ``threads``
+    threads, reserving nothing: for a pool too small to pay
     for an actor's start-up (the smoke presets). ``precision``: ``auto`` (bf16 autocast on a CPU with
     native bf16, else fp32: ``xlt.hardware``), ``fp32``, ``bf16`` or ``fp16``. ``tokens_per_batch``
     > 0 caps each encoder batch's padded tokens too (``xlt.models.encoder.batch_bounds``): on a GPU,

@@ -1,4 +1,4 @@
-"""Alg. 1 of Yu & Joty 2021 on Ray: two learners on Ray Train, a pseudo-labelling actor pool, seeded exchange.
+"""Alg. 1 of Yu & Joty 2021 on Ray: two learners on Ray Train, labelling actors kept for the job, seeded exchange.
 
 One iteration i = 0 .. s (s = ``cfg.iterations``):
 
@@ -8,8 +8,9 @@ One iteration i = 0 .. s (s = ``cfg.iterations``):
    received so far (``xlt.cotrain.learner``);
 2. both are evaluated on every language (``<split>/acc/<lang>``); iteration 0 is each learner
    alone, the zero-shot baseline;
-3. if i < s: both learners pseudo-label the unlabelled pool U in one pass of the
-   ``xlt.inference`` actor pool (Alg. 1 predicts every x_u in U; ``xlt.cotrain.pool``); from the
+3. if i < s: both learners pseudo-label the unlabelled pool U in one pass of the job's
+   labellers (``xlt.inference.labellers``: actors kept for the job, each pass sending them the
+   iteration's weights; Alg. 1 predicts every x_u in U; ``xlt.cotrain.pool``); from the
    rows still in its own pool U^k, each learner's selection policy picks confident ones as the
    predictions stream past (``xlt.cotrain.selection``); co-training gives
    them to the *other* learner's labelled set (§3.1: "the items selected by f^lm [are] merged

@@ -4,10 +4,10 @@ The driver never holds the pool. ``count_pool`` reads it once before Ray starts,
 a time, so a bad row fails the job before any work (and keeps only the counts); ``put_pool``
 reads it again once Ray runs, one language at a time, and puts it into the object store as Arrow
 blocks of one inference batch each (spilled to disk when the store is full; any node's actors can
-read them). A block is what Ray Data hands an actor and what it runs again when a node is lost, so
-one batch a block keeps the pass streaming and a retry small. Each iteration the loop
-(``xlt.cotrain.loop.predict``) streams those blocks through one actor pool that predicts with both
-learners (``xlt.inference``, a mapping of specs), and ``stream_selections`` hands every batch to
+read them). A block is what a labelling actor labels in one task and what its restart labels again
+when its node is lost, so one batch a block keeps the pass streaming and a retry small. Each
+iteration the loop (``xlt.cotrain.loop.predict``) streams those blocks through the job's labellers,
+which predict with both learners (``xlt.inference.labellers``, a mapping of specs), and ``stream_selections`` hands every batch to
 both learners' ``Selection``: the driver keeps O(selection size) rows, not O(pool).
 
 That every pool row got exactly one prediction (none lost to a failed node, none doubled by a

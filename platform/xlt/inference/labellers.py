@@ -7,7 +7,8 @@ again. ``Labellers`` keeps ``num_actors`` actors (a ``PseudoLabelUDF`` each) for
 and tokenizer from the model's source, then the weights); a later one only loads the new weights into what is built
 (``PseudoLabelUDF.load``: through the object store, a co-training iteration's fits), unless the model itself
 changed. ``__call__`` cuts a table into batches of ``batch_size`` rows, spreads them over the actors (each to the
-next actor to finish one) and puts the rows back in order; ``stream`` labels each of its tables (or object
+next actor to finish one) and puts the rows back in order; ``in_order`` does so for a stream of tables, the next
+ones' batches handed out while one finishes; ``stream`` labels each of its tables (or object
 references to them, a stored pool's blocks) whole and yields them as they finish. With ``num_actors: 0`` the process
 labels them itself with the same UDF, a table whole (its texts sorted by length together pad less than batch by
 batch): no Ray, no actor start-up, for a machine whose cores the caller may use.
@@ -100,15 +101,45 @@ class Labellers:
 
     def __call__(self, table: pa.Table) -> pa.Table:
         """``table`` with the ``pseudo_label`` columns (``xlt.inference.pseudo_label``), its rows in order."""
-        import pyarrow as pa
-
         if not table.num_rows:
             raise ValueError("Labellers: a table without rows has nothing to label")
-        if self.here is not None:  # whole: its texts sorted by length together pad less than batch by batch
-            return self.here.udf(table)
-        batches = [table.slice(start, self.batch_size) for start in range(0, table.num_rows, self.batch_size)]
-        labelled = dict(self._spread(batches))
-        return pa.concat_tables([labelled[i] for i in range(len(batches))])
+        return next(self.in_order([table]))
+
+    def in_order(self, tables: Iterable[pa.Table | None]) -> Iterator[pa.Table | None]:
+        """Each of ``tables`` labelled (``None`` passed through), in order, its rows in order. Over actors, each is
+        cut into batches of ``batch_size`` rows, and the batches of the tables after it are handed out while it
+        finishes: ``tables`` is read as the actors free up, so that they do not wait while the caller writes one
+        table and reads the next (a predict job's shards)."""
+        if self.here is not None:  # a table whole: its texts sorted by length together pad less than batch by batch
+            for table in tables:
+                yield None if table is None else self.here.udf(table)
+            return
+        import pyarrow as pa
+
+        counts: dict[int, int] = {}  # a table's index -> its number of batches, once it has been read
+
+        def batches() -> Iterator[tuple[tuple[int, int], pa.Table]]:
+            for i, table in enumerate(tables):
+                rows = 0 if table is None else table.num_rows
+                counts[i] = -(-rows // self.batch_size)
+                for j, start in enumerate(range(0, rows, self.batch_size)):
+                    yield (i, j), table.slice(start, self.batch_size)
+
+        parts: dict[int, dict[int, pa.Table]] = {}
+        following = 0  # the next table to yield
+
+        def finished() -> Iterator[pa.Table | None]:
+            nonlocal following
+            while following in counts and len(parts.get(following, ())) == counts[following]:
+                done = parts.pop(following, {})
+                yield pa.concat_tables([done[j] for j in range(counts[following])]) if done else None
+                following += 1
+
+        yield from finished()  # nothing can be ready before a batch, but a first table of None is
+        for (i, j), labelled in self._spread(batches()):
+            parts.setdefault(i, {})[j] = labelled
+            yield from finished()
+        yield from finished()
 
     def stream(self, tables: Iterable[Any]) -> Iterator[pa.Table]:
         """Each of ``tables`` (``pyarrow.Table``s or object references to them, e.g. a stored pool's blocks), labelled
@@ -119,19 +150,20 @@ class Labellers:
             for table in tables:
                 yield self.here.udf(ray.get(table) if isinstance(table, ray.ObjectRef) else table)
             return
-        for _, table in self._spread(tables):
+        for _, table in self._spread(enumerate(tables)):
             yield table
 
-    def _spread(self, tables: Iterable[Any]) -> Iterator[tuple[int, pa.Table]]:
-        """``(i, tables[i] labelled)`` as each finishes: ``TASKS_PER_ACTOR`` tables queued on each actor, so that the
-        next table's transfer overlaps the current one's labelling (``ray.util.ActorPool`` queues one), the next
-        table given to the first actor to finish one."""
+    def _spread(self, items: Iterable[tuple[Any, Any]]) -> Iterator[tuple[Any, pa.Table]]:
+        """``(key, table labelled)`` for each ``(key, table)`` of ``items``, as each finishes: ``TASKS_PER_ACTOR``
+        tables queued on each actor, so that the next table's transfer overlaps the current one's labelling
+        (``ray.util.ActorPool`` queues one), the next table given to the first actor to finish one; ``items`` is
+        read only as actors free up."""
         import ray
 
         if not self.actors or self.spec is None:
             raise RuntimeError("Labellers: load(spec) first")
-        todo = iter(enumerate(tables))
-        running: dict[Any, tuple[int, Any]] = {}  # a task's result -> (its table's index, its actor)
+        todo = iter(items)
+        running: dict[Any, tuple[Any, Any]] = {}  # a task's result -> (its table's key, its actor)
 
         def give(actor: Any) -> None:
             item = next(todo, None)
@@ -143,9 +175,9 @@ class Labellers:
                 give(actor)
         while running:
             (ready,), _ = ray.wait(list(running), num_returns=1)
-            index, actor = running.pop(ready)
+            key, actor = running.pop(ready)
             give(actor)
-            yield index, ray.get(ready)
+            yield key, ray.get(ready)
 
     def close(self) -> None:
         if self.here is not None:
