@@ -13,9 +13,8 @@ there, so a part resumes; ``report`` writes the markdown from what is stored, wi
   defaults: shards of 10,000 rows, batches of 2,048) with a tiny:bert classifier, so that the reading, checking,
   shards and writing are what grows, not the model's time. Sampled every 0.25 s: the driver's RSS, and the sum of the
   unique memory (USS) of the driver and every process under it (Ray's GCS, raylet and workers, the labelling actor):
-  the object store is shared memory, which USS leaves out. USS counts a shared library's pages as a process's own
-  while no other process maps them, so it moves by ~100 MB with what else runs on the machine (another torch
-  process); the sum of PSS (each shared page split between the processes mapping it) is given beside it.
+  the object store is shared memory, which USS leaves out. The sum of PSS (each shared page split between the
+  processes mapping it) is given beside it.
 - **throughput**: 20,000 rows, every SIB-200 sentence offline (train, dev and test of each language) twice over, with
   bundled:multilingual-e5-small under a fresh head: a bare ``Classifier.predict`` loop over all of them in this
   process (sorted by length as a whole), the job in process (``inference.num_actors: 0``), the job with one actor
