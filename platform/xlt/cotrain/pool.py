@@ -7,8 +7,9 @@ blocks of one inference batch each (spilled to disk when the store is full; any 
 read them). A block is what a labelling actor labels in one task and what its restart labels again
 when its node is lost, so one batch a block keeps the pass streaming and a retry small. Each
 iteration the loop (``xlt.cotrain.loop.predict``) streams those blocks through the job's labellers,
-which predict with both learners (``xlt.inference.labellers``, a mapping of specs), and ``stream_selections`` hands every batch to
-both learners' ``Selection``: the driver keeps O(selection size) rows, not O(pool).
+which predict with both learners (``xlt.inference.labellers``, a mapping of specs), and
+``stream_selections`` hands every batch to both learners' ``Selection``: the driver keeps
+O(selection size) rows, not O(pool).
 
 That every pool row got exactly one prediction (none lost to a failed node, none doubled by a
 retry) is checked on every pass in O(1) memory: the count of rows and their ``fingerprint``, a

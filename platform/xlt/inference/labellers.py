@@ -135,11 +135,10 @@ class Labellers:
                 yield pa.concat_tables([done[j] for j in range(counts[following])]) if done else None
                 following += 1
 
-        yield from finished()  # nothing can be ready before a batch, but a first table of None is
         for (i, j), labelled in self._spread(batches()):
             parts.setdefault(i, {})[j] = labelled
             yield from finished()
-        yield from finished()
+        yield from finished()  # the tables of no rows read after the last batch
 
     def stream(self, tables: Iterable[Any]) -> Iterator[pa.Table]:
         """Each of ``tables`` (``pyarrow.Table``s or object references to them, e.g. a stored pool's blocks), labelled
