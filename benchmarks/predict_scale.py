@@ -10,7 +10,7 @@ there, so a part resumes; ``report`` writes the markdown from what is stored, wi
 
 - **memory**: synthetic JSON Lines corpora (20 words a row, ~125 characters, three languages in the ``lang`` field,
   no id: the job gives ``<file>:<line>``), labelled by ``jobs/predict.py`` as a user runs it (a subprocess, the
-  defaults: shards of 10,000 rows, batches of 2,048) with a tiny:bert classifier, so that the reading, checking,
+  defaults: shards of 10,000 rows, each labelled whole) with a tiny:bert classifier, so that the reading, checking,
   shards and writing are what grows, not the model's time. Sampled every 0.25 s: the driver's RSS, and the sum of the
   unique memory (USS) of the driver and every process under it (Ray's GCS, raylet and workers, the labelling actor):
   the object store is shared memory, which USS leaves out. The sum of PSS (each shared page split between the

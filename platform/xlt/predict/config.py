@@ -30,9 +30,9 @@ class PredictInference(InferenceSettings):
     """The pseudo-labelling pool's settings with prediction's defaults (a subclass, so that a config
     setting any ``inference`` key keeps the others' defaults)."""
 
-    # Batches of 2048 rows: each is sorted by length, and fewer, longer ones pad less and cost less
-    # per batch (0.47x a bare loop at 256, 0.66x at 2048: benchmarks/predict_throughput.md).
-    batch_size: int = 2048
+    # A shard (10,000 rows by default) whole to an actor, as the job's own process labels it: its texts
+    # sorted by length together pad less than batch by batch, and several actors label several shards.
+    batch_size: int = 10_000
     # fp32: the predictions are Classifier.predict's (bf16 or auto: faster, and labels agree on
     # 99.5-100 % of rows: benchmarks/inference_precision.md).
     precision: str = "fp32"
