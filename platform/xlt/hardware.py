@@ -56,6 +56,13 @@ def cpu_model() -> str:
 
 
 @functools.lru_cache(maxsize=1)
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity: a container's or ``taskset``'s limit, not the host's)."""
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def cpu_flags() -> frozenset[str]:
     """The first CPU's feature flags from ``/proc/cpuinfo`` (empty where there is none), read once
     per process: ``auto`` is resolved wherever inference or training starts."""

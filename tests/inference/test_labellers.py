@@ -53,6 +53,15 @@ def test_the_pool_in_this_process_labels_in_order_and_streams(tmp_path):
         assert np.array_equal(streamed[0].column("confidence").to_numpy(), expected)
 
 
+def test_torch_threads_default_to_every_core_in_the_driver_and_to_the_reservation_on_an_actor():
+    import os
+
+    assert InferenceSettings(num_actors=0).torch_threads == len(os.sched_getaffinity(0))  # it labels alone
+    assert InferenceSettings(num_actors=2, num_cpus=3).torch_threads == 3
+    assert InferenceSettings(num_actors=1, num_cpus=0.5).torch_threads == 1
+    assert InferenceSettings(num_actors=0, threads=5).torch_threads == InferenceSettings(threads=5).torch_threads == 5
+
+
 def test_one_pool_of_actors_labels_every_table_and_survives_losing_an_actor(ray_cluster, tmp_path):
     """The same two actors label every table given to them (one pool for a job); given new weights, then killed
     (as losing its node), an actor is restarted empty by Ray, and its next table, which names the latest load, has

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Iterable, Literal
 
 from ..config import check, load_config
-from ..hardware import PRECISIONS, resolve_precision
+from ..hardware import PRECISIONS, resolve_precision, usable_cores
 from ..losses import ObjectiveConfig
 from ..models import EncoderConfig
 from ..tasks import TaskConfig
@@ -91,9 +91,9 @@ class InferenceSettings:
     """The pseudo-labelling actors (``xlt.inference.labellers``, one pool for the job): rows per batch,
     texts per encoder batch, actors, what each reserves and its torch ``threads`` (0 =
     ``max(1, num_cpus)``; the learners' fits have ended when a pass runs, so an actor may use their
-    cores). ``num_actors: 0`` labels in the driver's process instead, block by block, on ``threads``
-    threads, reserving nothing: for a pool too small to pay
-    for an actor's start-up (the smoke presets). ``precision``: ``auto`` (bf16 autocast on a CPU with
+    cores). ``num_actors: 0`` labels in the driver's process instead, block by block, reserving nothing,
+    on ``threads`` threads (0 = every core the process may use: nothing else runs meanwhile): for a pool
+    too small to pay for an actor's start-up (the smoke presets), or a machine the job has to itself. ``precision``: ``auto`` (bf16 autocast on a CPU with
     native bf16, else fp32: ``xlt.hardware``), ``fp32``, ``bf16`` or ``fp16``. ``tokens_per_batch``
     > 0 caps each encoder batch's padded tokens too (``xlt.models.encoder.batch_bounds``): on a GPU,
     set it and raise ``encode_batch_size``. ``num_gpus``: per actor, a fraction to share a GPU; a
@@ -125,7 +125,9 @@ class InferenceSettings:
 
     @property
     def torch_threads(self) -> int:
-        return self.threads or max(1, int(self.num_cpus))
+        if self.threads:
+            return self.threads
+        return usable_cores() if self.num_actors == 0 else max(1, int(self.num_cpus))
 
 
 @dataclass(frozen=True)
