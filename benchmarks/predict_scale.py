@@ -255,8 +255,9 @@ def report(store: Path, output: Path) -> None:
                  "Run one after the other, alone on the machine: the bare loop, the job in process, the job with one "
                  "actor, the bare loop again. \"vs bare loop\" is the bare loops' mean time "
                  f"({bare_s:.1f} s) over the run's; the two bare loops differ by how much the machine's speed drifted "
-                 "in between, and \"vs each bare loop\" is the run against each of them: the ratio lies between the two where the drift is steady." + ("" if len(bares) > 1 else " **Only the first bare loop is stored**: the ratios do "
-                                  "not bound that drift."), "",
+                 "in between, and \"vs each bare loop\" is the run against each of them: the ratio lies between the "
+                 "two where the drift is steady." + ("" if len(bares) > 1 else " **Only the first bare loop is stored**: "
+                                                     "the ratios do not bound that drift."), "",
                  markdown_table([{"run": r["run"], "seconds": f"{r['seconds']:.1f}",
                                   "rows/s": f"{bares[0]['rows'] / r['seconds']:.1f}",
                                   "vs bare loop": f"{bare_s / r['seconds']:.2f}",

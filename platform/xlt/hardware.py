@@ -55,7 +55,6 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-@functools.lru_cache(maxsize=1)
 def usable_cores() -> int:
     """The cores this process may run on (its CPU affinity: a container's or ``taskset``'s limit, not the host's)."""
     import os
@@ -63,6 +62,7 @@ def usable_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+@functools.lru_cache(maxsize=1)
 def cpu_flags() -> frozenset[str]:
     """The first CPU's feature flags from ``/proc/cpuinfo`` (empty where there is none), read once
     per process: ``auto`` is resolved wherever inference or training starts."""

@@ -93,8 +93,9 @@ class InferenceSettings:
     ``max(1, num_cpus)``; the learners' fits have ended when a pass runs, so an actor may use their
     cores). ``num_actors: 0`` labels in the driver's process instead, block by block, reserving nothing,
     on ``threads`` threads (0 = every core the process may use: nothing else runs meanwhile): for a pool
-    too small to pay for an actor's start-up (the smoke presets), or a machine the job has to itself. ``precision``: ``auto`` (bf16 autocast on a CPU with
-    native bf16, else fp32: ``xlt.hardware``), ``fp32``, ``bf16`` or ``fp16``. ``tokens_per_batch``
+    too small to pay for an actor's start-up (the smoke presets), or a machine the job has to itself.
+    ``precision``: ``auto`` (bf16 autocast on a CPU with native bf16, else fp32: ``xlt.hardware``),
+    ``fp32``, ``bf16`` or ``fp16``. ``tokens_per_batch``
     > 0 caps each encoder batch's padded tokens too (``xlt.models.encoder.batch_bounds``): on a GPU,
     set it and raise ``encode_batch_size``. ``num_gpus``: per actor, a fraction to share a GPU; a
     cluster without a GPU labels on CPUs instead, with a warning."""
