@@ -12,13 +12,11 @@ under ``--cache``. What is compared, every probe a logistic regression with C ch
 
 - **probe**: on the embeddings as they are (the study's frozen e5 probe);
 - **language-centred**: every language's embeddings minus that language's mean, renormalised (English: its
-  labelled rows; a target: its unlabelled pool), so that the language's own direction, which the English probe
-  cannot have seen, is gone (Libovický et al. 2020, "On the Language Neutrality of Pre-trained Multilingual
-  Representations": centring each language's representations makes them more language-neutral);
-- **self-training** r rounds, fraction f: the probe labels each target pool; of the rows predicted as each class,
-  the most confident fraction f joins the English rows with its predicted label; the probe is fitted again (C
-  kept); r times. Yu & Joty (2021)'s self-training with one frozen-feature learner, a class-balanced selection;
+  labelled rows; a target: its unlabelled pool): ``xlt.eval.adaptation``'s ``center``;
+- **self-training** r rounds, fraction f: class-balanced, ``xlt.eval.adaptation``'s ``rounds`` and ``fraction``;
 - both together.
+
+The adaptation a study runs (``recipe: probe`` with ``adapt``) is the same code.
 
 Nothing here is chosen on target-language labels; the target scores are reported, not used. A screen, one draw
 of rows (the probes are deterministic: lbfgs, ``random_state=0``), not the study's three seeds.
@@ -85,43 +83,9 @@ class Features:
         return x
 
 
-def normalised(x: np.ndarray) -> np.ndarray:
-    return x / np.linalg.norm(x, axis=1, keepdims=True)
-
-
-def fit(x, y, x_dev, y_dev, c=None):
-    """The logistic regression of the best C on English dev (the first of ties), or of ``c``."""
-    from sklearn.linear_model import LogisticRegression
-
-    best = None
-    for value in [c] if c else C_GRID:
-        model = LogisticRegression(C=value, max_iter=2000, random_state=0).fit(x, y)
-        accuracy = float(np.mean(model.predict(x_dev) == y_dev))
-        if best is None or accuracy > best[0]:
-            best = (accuracy, model)
-    return best[1]
-
-
-def self_trained(x, y, x_dev, y_dev, pools: dict[str, np.ndarray], rounds: int, fraction: float):
-    """The probe refitted ``rounds`` times on the English rows plus, per target pool and predicted class, the most
-    confident ``fraction`` of its rows with their predicted labels (the module docstring)."""
-    model = fit(x, y, x_dev, y_dev)
-    for _ in range(rounds):
-        xs, ys = [x], [y]
-        for pool in pools.values():
-            p = model.predict_proba(pool)
-            confidence, predicted = p.max(1), p.argmax(1)
-            keep = np.zeros(len(pool), bool)
-            for k in np.unique(predicted):
-                members = np.flatnonzero(predicted == k)
-                keep[members[np.argsort(-confidence[members], kind="stable")[:max(1, int(fraction * len(members)))]]] = True
-            xs.append(pool[keep])
-            ys.append(predicted[keep])
-        model = fit(np.vstack(xs), np.concatenate(ys), x_dev, y_dev, c=model.C)
-    return model
-
-
 def screen(which: str, cache: Path) -> list[dict]:
+    from xlt.eval.adaptation import ProbeAdaptation, adapted_probe
+
     rows, pool_rows = task_rows(which)
     task, features = rows.task, Features(which, rows, cache)
     labels = lambda examples: np.array([task.labels.index(ex.label) for ex in examples])  # noqa: E731
@@ -130,23 +94,18 @@ def screen(which: str, cache: Path) -> list[dict]:
     tests = {lang: features(f"test-{lang}", rows.scored[lang]) for lang in task.langs}
     y_test = {lang: labels(rows.scored[lang]) for lang in task.langs}
     pools = {lang: features(f"pool-{lang}", examples) for lang, examples in pool_rows.items()}
-    # Centred: each language minus its own mean (English: its labelled rows; a target: its unlabelled pool).
-    means = {task.source_lang: x_train.mean(0), **{lang: pool.mean(0) for lang, pool in pools.items()}}
-    centre = lambda x, lang: normalised(x - means[lang])  # noqa: E731
-    views = {"as they are": (x_train, x_dev, tests, pools),
-             "language-centred": (centre(x_train, task.source_lang), centre(x_dev, task.source_lang),
-                                  {lang: centre(x, lang) for lang, x in tests.items()},
-                                  {lang: centre(x, lang) for lang, x in pools.items()})}
     results = []
-    for view, (xt, xd, xs, xp) in views.items():
-        arms = [("probe", fit(xt, y_train, xd, y_dev))]
-        arms += [(f"self-training, {r} round{'s' * (r > 1)}, fraction {f}", self_trained(xt, y_train, xd, y_dev, xp, r, f))
+    for view, center in (("as they are", False), ("language-centred", True)):
+        arms = [("probe", ProbeAdaptation(center))]
+        arms += [(f"self-training, {r} round{'s' * (r > 1)}, fraction {f}", ProbeAdaptation(center, r, f))
                  for r, f in SCHEDULES]
-        for arm, model in arms:
-            per_lang = {lang: float(np.mean(model.predict(xs[lang]) == y_test[lang])) for lang in pools}
-            results.append({"task": which, "features": view, "arm": arm, "C": model.C,
-                            "en dev": float(np.mean(model.predict(xd) == y_dev)),
-                            "en test": float(np.mean(model.predict(xs[task.source_lang]) == y_test[task.source_lang])),
+        for arm, adapt in arms:
+            probe = adapted_probe(x_train, y_train, x_dev, y_dev, task.source_lang, pools, adapt, C_GRID)
+            accuracy = lambda lang: float(np.mean(probe.predict(tests[lang], lang) == y_test[lang]))  # noqa: E731
+            per_lang = {lang: accuracy(lang) for lang in pools}
+            results.append({"task": which, "features": view, "arm": arm, "C": probe.c,
+                            "en dev": float(np.mean(probe.predict(x_dev, task.source_lang) == y_dev)),
+                            "en test": accuracy(task.source_lang),
                             "avg target": float(np.mean(list(per_lang.values()))), "per language": per_lang})
             print(results[-1], flush=True)
     return results

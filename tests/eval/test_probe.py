@@ -72,3 +72,36 @@ def test_predictions_equal_a_reference_fit(task):
     for lang in task.langs:
         mine = np.asarray(got.langs) == lang
         assert rows[lang]["acc"] == pytest.approx(np.mean(got.gold[mine] == got.predicted[mine]))
+
+
+def test_a_centred_probe_centres_each_target_on_the_pool_draw_the_run_may_read(task):
+    from sklearn.linear_model import LogisticRegression
+
+    from xlt.eval.adaptation import ProbeAdaptation
+
+    cfg = EvaluateConfig(task=task.config, models=(EncoderConfig(source="tiny:bert"),),
+                         data=EvaluateData(max_examples=40), progress=False, adapt=ProbeAdaptation(center=True))
+    train, dev = task.examples("train", "en", 40), task.examples("dev", "en", 40)
+    encoder = HashEncoder({ex.text: task.labels.index(ex.label) for ex in train + dev})
+
+    def centred(examples, anchor):
+        x, mean = encoder.encode([ex.text for ex in examples], normalize=True), \
+            encoder.encode([ex.text for ex in anchor], normalize=True).mean(0)
+        return (x - mean) / np.linalg.norm(x - mean, axis=1, keepdims=True)
+
+    y = np.array([task.labels.index(ex.label) for ex in train])
+    y_dev = np.array([task.labels.index(ex.label) for ex in dev])
+    fits = [LogisticRegression(C=c, max_iter=2000, random_state=0).fit(centred(train, train), y) for c in cfg.probe_c]
+    best = fits[int(np.argmax([np.mean(f.predict(centred(dev, train)) == y_dev) for f in fits]))]
+    got = frozen_linear_predictions(encoder, task, cfg)
+    langs = np.asarray(got.langs)
+    assert got.predicted[langs == "en"].tolist() == best.predict(centred(task.examples("test", "en", 40), train)).tolist()
+    for lang in task.target_langs:  # each target on the mean of the 40 rows of its pool split the run may read
+        pool = task.examples("pool", lang, 40)
+        assert got.predicted[langs == lang].tolist() == best.predict(centred(task.examples("test", lang, 40), pool)).tolist()
+
+    from xlt.config import ConfigError
+    from xlt.eval.protocols import probe_rows
+
+    with pytest.raises(ConfigError, match=r"pool of every scored target language; none for \['zh'\]"):
+        probe_rows(encoder, task, train, dev, {"en": train, "zh": dev}, cfg, {"de": dev})

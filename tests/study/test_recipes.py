@@ -24,6 +24,10 @@ def test_a_co_training_jobs_rows_are_its_labelled_draw_and_its_evaluation_rows(d
     assert {ex.id for ex in rows.dev}.isdisjoint(ex.id for ex in rows.train) and rows.model == cfg.lm.model
     predicted = rows.predictions({lang: [0] * len(examples) for lang, examples in rows.scored.items()})
     assert set(predicted["predicted"]) == {rows.task.labels[0]} and predicted["id"][:3] == [ex.id for ex in rows.scored["en"][:3]]
+    from xlt.cotrain.pool import pool_rows  # an adapted probe's pools: the rows co-training pseudo-labels
+
+    assert {lang: [ex.id for ex in examples] for lang, examples in rows.pools().items()} == \
+        {lang: [r["id"] for r in pool_rows(prepared.task, lang, 40)] for lang in prepared.targets}
 
 
 def test_a_fine_tuning_jobs_rows_are_its_train_draw_and_the_scored_split(data_dir):

@@ -33,6 +33,7 @@ from ..data.sample import sample
 from ..storage import OutputSettings
 from ..tasks import (BitextConfig, MiningConfig, Task, TaskConfig, bitext_languages, load_mining, load_task,
                      read_bitext)
+from .adaptation import ProbeAdaptation, adapted_probe
 from .classification import scores_by_language, summarize_transfer
 from .evaluators import retrieval_by_language
 from .retrieval import MiningResult, mine_bitext
@@ -75,6 +76,8 @@ class EvaluateConfig:
     # best source-language dev accuracy is used (ties -> the stronger regularisation, smaller C).
     probe_c: tuple[float, ...] = (0.1, 1.0, 10.0, 100.0)
     probe_max_iter: int = 2000
+    # The probe adapted to each target language's unlabelled pool (xlt.eval.adaptation): centring, self-training.
+    adapt: ProbeAdaptation = field(default_factory=ProbeAdaptation)
     normalize: bool = True  # L2-normalise embeddings before the probe / retrieval
     progress: bool = True  # progress bars (stderr) while encoding
     mining_k: int = 4  # neighbourhood of the ratio margin (Artetxe & Schwenk 2019)
@@ -222,37 +225,42 @@ class ProbePredictions:
 
 def frozen_linear_predictions(encoder: TextEncoder, task: Task, cfg: EvaluateConfig) -> ProbePredictions:
     """Logistic regression on frozen embeddings of the task's source train split (C chosen on the
-    source dev split), applied to every language's test split (each a draw of ``data.max_examples``)."""
+    source dev split), applied to every language's test split (each a draw of ``data.max_examples``);
+    adapted, as ``cfg.adapt`` says, to each target's ``pool`` split (its labels never read)."""
     n, source = cfg.data.max_examples, task.source_lang
+    pools = {lang: task.examples("pool", lang, n) for lang in task.target_langs} if cfg.adapt.active else {}
     return probe_rows(encoder, task, task.examples("train", source, n), task.examples("dev", source, n),
-                      {lang: task.examples("test", lang, n) for lang in task.langs}, cfg)
+                      {lang: task.examples("test", lang, n) for lang in task.langs}, cfg, pools)
 
 
 def probe_rows(encoder: TextEncoder, task: Task, train: Sequence[Example], dev: Sequence[Example],
-               scored: Mapping[str, Sequence[Example]], cfg: EvaluateConfig) -> ProbePredictions:
+               scored: Mapping[str, Sequence[Example]], cfg: EvaluateConfig,
+               pools: Mapping[str, Sequence[Example]] | None = None) -> ProbePredictions:
     """The frozen-linear probe on rows a caller chose (a job's labelled draw and the split it scores):
     logistic regression on the frozen embeddings of ``train``, C the best of ``cfg.probe_c`` on
-    ``dev``, predictions of every language's ``scored`` rows."""
-    from sklearn.linear_model import LogisticRegression
+    ``dev``, adapted to the unlabelled ``pools`` of the target languages as ``cfg.adapt`` says
+    (``xlt.eval.adaptation``; every scored target needs its pool then), predictions of every
+    language's ``scored`` rows."""
+    def embed(examples: Sequence[Example]) -> np.ndarray:
+        return _embed(encoder, [(ex.text, ex.text_pair) if task.paired else ex.text for ex in examples], cfg)
 
-    def features(examples: Sequence[Example]) -> tuple[np.ndarray, np.ndarray]:
-        items = [(ex.text, ex.text_pair) if task.paired else ex.text for ex in examples]
-        return _embed(encoder, items, cfg), np.array([task.labels.index(ex.label) for ex in examples])
+    def gold(examples: Sequence[Example]) -> np.ndarray:
+        return np.array([task.labels.index(ex.label) for ex in examples])
 
-    x_train, y_train = features(train)
-    x_dev, y_dev = features(dev)
-    probes = [LogisticRegression(C=c, max_iter=cfg.probe_max_iter, random_state=cfg.seed).fit(x_train, y_train)
-              for c in sorted(cfg.probe_c)]
-    dev_acc = [float(np.mean(p.predict(x_dev) == y_dev)) for p in probes]
-    probe = probes[int(np.argmax(dev_acc))]  # argmax takes the first (smallest C) of ties
-    ids, gold, pred, langs = [], [], [], []
+    pools = pools or {}
+    if cfg.adapt.active:
+        missing = sorted(set(scored) - set(pools) - {task.source_lang})
+        check(not missing, "adapt", cfg.adapt, f"an unlabelled pool of every scored target language; none for {missing}")
+    probe = adapted_probe(embed(train), gold(train), embed(dev), gold(dev), task.source_lang,
+                          {lang: embed(examples) for lang, examples in pools.items()} if cfg.adapt.active else {},
+                          cfg.adapt, cfg.probe_c, cfg.probe_max_iter, cfg.seed)
+    ids, golds, pred, langs = [], [], [], []
     for lang, examples in scored.items():
-        x_test, y_test = features(examples)
         ids += [ex.id for ex in examples]
-        gold += y_test.tolist()
-        pred += probe.predict(x_test).tolist()
-        langs += [lang] * len(y_test)
-    return ProbePredictions(ids, langs, np.asarray(gold), np.asarray(pred), float(probe.C))
+        golds += gold(examples).tolist()
+        pred += probe.predict(embed(examples), lang).tolist()
+        langs += [lang] * len(examples)
+    return ProbePredictions(ids, langs, np.asarray(golds), np.asarray(pred), probe.c)
 
 
 def frozen_linear_rows(encoder: TextEncoder, task: Task, cfg: EvaluateConfig) -> list[dict[str, Any]]:
@@ -296,7 +304,8 @@ class Evaluator:
 def _frozen_linear(cfg: EvaluateConfig) -> Evaluator:
     assert cfg.task is not None  # EvaluateConfig checks it for this protocol
     task = load_task(cfg.task, cfg.data.data_dir)
-    task.check({"train": [task.source_lang], "dev": [task.source_lang], "test": task.langs})
+    task.check({"train": [task.source_lang], "dev": [task.source_lang], "test": task.langs,
+                **({"pool": task.target_langs} if cfg.adapt.active else {})})
     return Evaluator(task.config.name, list(task.langs), lambda encoder: frozen_linear_rows(encoder, task, cfg))
 
 

@@ -7,7 +7,9 @@ labelled draw D, ``data.labeled_fraction`` of them), and return the scored split
 the form a checkpoint records them (``id``, ``lang``, ``label``, ``predicted``):
 
 - ``probe``: ``jobs/evaluate.py``'s frozen-linear protocol (``xlt.eval.protocols.probe_rows``):
-  logistic regression on the frozen encoder's embeddings of the English rows, C chosen on English dev.
+  logistic regression on the frozen encoder's embeddings of the English rows, C chosen on English dev;
+  with ``adapt`` (``xlt.eval.adaptation``), adapted to each target language's unlabelled pool, the
+  rows the job's co-training would pseudo-label (``data.max_examples`` of the task's ``pool`` split).
 - ``setfit``: SetFit (Tunstall et al. 2022) with the ``setfit`` package, offline: the body is the
   job's encoder as a ``SentenceTransformer`` (``xlt.models.classifier.sentence_transformer``), its
   prefix (e5's ``"query: "``) put before every text, as xlt's own encoder does, its word embeddings
@@ -18,6 +20,7 @@ the form a checkpoint records them (``id``, ``lang``, ``label``, ``predicted``):
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -27,6 +30,7 @@ import numpy as np
 
 from ..config import from_dict
 from ..data import Example
+from ..eval.adaptation import ProbeAdaptation
 from ..metrics import AVG_TARGET
 from ..models import EncoderConfig
 from ..tasks import Task, load_task
@@ -38,7 +42,8 @@ Predictions = dict[str, list]  # id, lang, label, predicted: one entry per score
 @dataclass(frozen=True, eq=False)
 class JobRows:
     """What a job learns from and scores: its task, English labelled ``train`` rows, English ``dev``
-    rows (the probe's C), the ``scored`` rows of every language, and the encoder it fine-tunes."""
+    rows (the probe's C), the ``scored`` rows of every language, the encoder it fine-tunes, and
+    ``limit``: the rows per language and split its config allows (0 = all)."""
 
     task: Task
     train: list[Example]
@@ -46,6 +51,11 @@ class JobRows:
     scored: dict[str, list[Example]]
     model: EncoderConfig
     freeze_word_embeddings: bool
+    limit: int = 0
+
+    def pools(self) -> dict[str, list[Example]]:
+        """Each target language's unlabelled pool: the draw of its ``pool`` split co-training reads."""
+        return {lang: self.task.examples("pool", lang, self.limit) for lang in self.task.target_langs}
 
     def predictions(self, predicted: Mapping[str, list[int]]) -> Predictions:
         """The record form of label indices predicted per language of ``scored``."""
@@ -89,18 +99,22 @@ def cotrain_rows(cfg: Any, task: Task | None = None) -> JobRows:
 
 def _rows(task: Task, train: list[Example], n: int, role: str, model: EncoderConfig, freeze: bool) -> JobRows:
     return JobRows(task, train, task.examples("dev", task.source_lang, n),
-                   {lang: task.examples(role, lang, n) for lang in task.langs}, model, freeze)
+                   {lang: task.examples(role, lang, n) for lang in task.langs}, model, freeze, n)
 
 
-def probe_predictions(rows: JobRows, model: EncoderConfig) -> tuple[Predictions, dict[str, Any]]:
-    """The frozen-linear probe of ``model`` on ``rows``: the scored rows' predictions and the C chosen on dev."""
+def probe_predictions(rows: JobRows, model: EncoderConfig,
+                      adapt: ProbeAdaptation = ProbeAdaptation()) -> tuple[Predictions, dict[str, Any]]:
+    """The frozen-linear probe of ``model`` on ``rows``, adapted to the target pools as ``adapt`` says:
+    the scored rows' predictions, the C chosen on dev and the adaptation (where there is one)."""
     from ..eval.protocols import EvaluateConfig, probe_rows
     from ..models import load_encoder
 
     p = probe_rows(load_encoder(model), rows.task, rows.train, rows.dev, rows.scored,
-                   EvaluateConfig(task=rows.task.config, models=(model,), progress=False))
+                   EvaluateConfig(task=rows.task.config, models=(model,), progress=False, adapt=adapt),
+                   rows.pools() if adapt.active else None)
+    settings = {"probe_c": p.c, **({"adapt": dataclasses.asdict(adapt)} if adapt.active else {})}
     return rows.predictions({lang: p.predicted[np.asarray(p.langs) == lang].tolist() for lang in rows.scored}), \
-        {"probe_c": p.c}
+        settings
 
 
 def probe_scores(rows: JobRows, model: EncoderConfig) -> dict[str, dict[str, float]]:

@@ -15,6 +15,7 @@
       scl: {label: CE+SCL, set: ["objectives=[...]"]}   # a list of --set overrides
       probe: {recipe: probe}                            # a baseline: the frozen-linear probe of the preset's model
       probe-use: {recipe: probe, model: bundled:use-multilingual-v3}
+      adapted: {recipe: probe, adapt: {center: true, rounds: 3}}   # adapted to the target pools (xlt.eval.adaptation)
       setfit: {recipe: setfit, setfit: {num_iterations: 20}}
     comparisons:
       - {a: scl, b: ce, paper: "+4.1 (79.6 vs 75.5 avg)", source: wang2022}
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..config import ConfigError, apply_overrides, from_dict, merge_presets, read_yaml
+from ..eval.adaptation import ProbeAdaptation
 
 Job = Literal["finetune", "cotrain"]
 Recipe = Literal["job", "probe", "setfit"]
@@ -48,7 +50,7 @@ SEED_KEYS: dict[str, tuple[str, ...]] = {
 AUGMENT_SEED = "data.augment.seed"  # fine-tuning with views: the views drawn per seed too
 TOP_LEVEL_KEYS = ("title", "job", "preset", "set", "seeds", "split", "output", "notes", "reading", "variants",
                   "comparisons")
-VARIANT_KEYS = ("label", "set", "recipe", "model", "setfit")
+VARIANT_KEYS = ("label", "set", "recipe", "model", "setfit", "adapt")
 COMPARISON_KEYS = ("a", "b", "paper", "source")
 
 
@@ -73,6 +75,7 @@ class Variant:
     recipe: Recipe = "job"
     model: str | None = None  # probe / setfit: the encoder source (default: the preset's model)
     setfit: SetFitSettings = field(default_factory=SetFitSettings)
+    adapt: ProbeAdaptation = field(default_factory=ProbeAdaptation)  # probe: adapted to the target pools
 
     @property
     def seeded(self) -> bool:
@@ -180,12 +183,16 @@ def _variant(source: str, name: str, spec: Any) -> Variant:
                                                       "a job variant sets model.source in its set")
     if "setfit" in spec and recipe != "setfit":
         raise _fail(source, f"variants.{name}.setfit", "settings of the setfit recipe only")
-    try:
-        setfit = from_dict(SetFitSettings, spec.get("setfit") or {}, f"variants.{name}.setfit.")
-    except ConfigError as e:
-        raise _fail(source, f"variants.{name}.setfit", str(e)) from e
+    if "adapt" in spec and recipe != "probe":
+        raise _fail(source, f"variants.{name}.adapt", "settings of the probe recipe only")
+    settings = {}
+    for key, kind in (("setfit", SetFitSettings), ("adapt", ProbeAdaptation)):
+        try:
+            settings[key] = from_dict(kind, spec.get(key) or {}, f"variants.{name}.{key}.")
+        except ConfigError as e:
+            raise _fail(source, f"variants.{name}.{key}", str(e)) from e
     return Variant(name, str(spec.get("label", name)), _strings(source, f"variants.{name}.set", spec.get("set")),
-                   recipe, spec.get("model"), setfit)
+                   recipe, spec.get("model"), **settings)
 
 
 def load_study(path: str | Path) -> Study:

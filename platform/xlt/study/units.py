@@ -156,6 +156,8 @@ def unit_identity(setup: UnitSetup, unit: Unit) -> dict[str, Any]:
         recipe["model"] = variant.model
     if variant.recipe == "setfit":
         recipe["setfit"] = dataclasses.asdict(variant.setfit)
+    if variant.adapt.active:  # a plain probe's identity is what it was before adaptation existed
+        recipe["adapt"] = dataclasses.asdict(variant.adapt)
     return {**recipe, "job": comparable(unit_config(setup, unit))}
 
 
@@ -281,7 +283,7 @@ def baseline_arm(data: dict[str, Any], unit: Unit, study: Study) -> tuple[dict[s
     rows = job_rows(study.job, data, study.split)
     model = EncoderConfig(source=variant.model, max_length=rows.model.max_length) if variant.model else rows.model
     if variant.recipe == "probe":
-        predictions, settings = probe_predictions(rows, model)
+        predictions, settings = probe_predictions(rows, model, variant.adapt)
     else:
         predictions, settings = setfit_predictions(rows, variant.setfit, unit.seed, model)
     return {unit.variant: scored_arm(predictions, rows.task.source_lang)}, {**settings, "model": model.source}
