@@ -8,6 +8,7 @@ import json
 import subprocess
 
 import pytest
+import yaml
 
 from jobs.inprocess import run_in_process
 
@@ -20,18 +21,23 @@ def run_job(data_dir, tmp_path, capsys):
     return run
 
 
-@pytest.mark.parametrize("protocol, task, columns", [
-    ("frozen-linear", "sib200", "| f1 "), ("frozen-linear", "xnli", "| f1 "), ("tatoeba", "tatoeba", "| xx->en "),
-    ("mining", "tatoeba", "| f1 "), ("bucc", "bucc2018", "| held-out ")])
-def test_smoke(protocol, task, columns, run_job, tmp_path):
+ADAPTED = "adapt={center: true, rounds: 1}"  # the probe adapted to the target pools (xlt.eval.adaptation)
+
+
+@pytest.mark.parametrize("protocol, task, columns, extra", [
+    ("frozen-linear", "sib200", "| f1 ", ()), ("frozen-linear", "xnli", "| f1 ", ("--set", ADAPTED)),
+    ("tatoeba", "tatoeba", "| xx->en ", ()), ("mining", "tatoeba", "| f1 ", ()), ("bucc", "bucc2018", "| held-out ", ())])
+def test_smoke(protocol, task, columns, extra, run_job, tmp_path):
     include = task if protocol == "frozen-linear" else "sib200"  # retrieval ignores the task
     proc = run_job("--protocol", protocol, "--smoke", "--set", f"task={{include: configs/tasks/{include}.yaml}}",
-                   "--set", "task.target_langs=[de, zh]")
+                   "--set", "task.target_langs=[de, zh]", *extra)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f"## {protocol} on {task}" in proc.stdout and columns.split()[1] in proc.stdout
     result = json.loads((tmp_path / f"{protocol}.json").read_text())
     assert result["protocol"] == protocol and "evaluate.py" in result["command"]
-    assert (tmp_path / "config.yaml").is_file()
+    saved = yaml.safe_load((tmp_path / "config.yaml").read_text())
+    assert saved["adapt"] == ({"center": True, "rounds": 1, "fraction": 0.5} if extra else
+                              {"center": False, "rounds": 0, "fraction": 0.5})  # what the run did, recorded
     rows = result["rows"]
     assert {r["model"] for r in rows} == {"tiny:bert"}
     if protocol == "frozen-linear":  # sentence pairs (xnli) and single texts alike
