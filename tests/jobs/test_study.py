@@ -35,6 +35,7 @@ def test_the_smoke_study_runs_the_baselines_as_trials_and_reports_them(data_dir,
 
     probe, setfit = (json.loads((out / "units" / f"{name}.json").read_text()) for name in ("probe-seed0", "setfit-seed0"))
     assert probe["probe_c"] in (0.1, 1.0, 10.0, 100.0) and probe["model"] == "tiny:bert"
+    assert probe["adapt"] == probe["config"]["adapt"] == {"center": True, "rounds": 1, "fraction": 0.5}
     assert setfit["setfit"] == {"num_iterations": 2, "num_epochs": 1, "batch_size": 16, "learning_rate": 2e-5,
                                 "train_rows": 16, "pairs": 64, "freeze_word_embeddings": True}
     for record in (probe, setfit):

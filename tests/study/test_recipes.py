@@ -48,3 +48,32 @@ def test_every_baselines_study_names_the_probes_ce_and_its_declared_recipe():
         declared, ce = ("declared/lm", "ce/lm") if study.job == "cotrain" else ("declared", "ce")
         assert {(c.a, c.b) for c in study.comparisons} >= {(declared, "probe-e5"), (declared, "probe-use"),
                                                           (declared, ce)}, path.name
+
+
+def test_setfits_adapted_head_is_the_adapted_probe_on_the_tuned_bodys_embeddings(data_dir):
+    import numpy as np
+
+    from xlt.eval.adaptation import ProbeAdaptation, adapted_probe
+    from xlt.study.recipes import _adapted_head
+
+    cfg = load_cotrain_config(REPO / "configs" / "cotrain_demo.yaml", [f"data.data_dir={data_dir}",
+                                                                       "data.max_examples=40"])
+    rows = job_rows("cotrain", asdict(cfg), "test")
+    rng = np.random.default_rng(0)
+    table: dict[str, np.ndarray] = {}
+
+    def embed(examples):  # a stand-in body: a fixed random vector per row, nudged by its label where it is English
+        for ex in examples:
+            if ex.id not in table:
+                table[ex.id] = rng.normal(size=8)
+                if ex.lang == "en":
+                    table[ex.id][rows.task.labels.index(ex.label)] += 1.0
+        return np.stack([table[ex.id] for ex in examples])
+
+    adapt = ProbeAdaptation(center=True, rounds=1)
+    got = _adapted_head(rows, embed, adapt)
+    gold = lambda examples: np.array([rows.task.labels.index(ex.label) for ex in examples])  # noqa: E731
+    probe = adapted_probe(embed(rows.train), gold(rows.train), embed(rows.dev), gold(rows.dev), "en",
+                          {lang: embed(examples) for lang, examples in rows.pools().items()}, adapt, (0.1, 1.0, 10.0, 100.0))
+    assert got == {lang: probe.predict(embed(examples), lang).tolist() for lang, examples in rows.scored.items()}
+    assert set(got) == {"en", *rows.task.target_langs}

@@ -95,13 +95,18 @@ def test_the_baselines_summary_finds_the_best_baseline_and_its_interval(tmp_path
 
     module = load_benchmark("baselines")
     study = load_study(write(tmp_path, seeds=[0, 1], output=str(tmp_path / "out"), variants={
-        "declared": None, "probe-e5": {"recipe": "probe"}, "ce": None}))
+        "declared": None, "probe-e5": {"recipe": "probe"}, "ce": None,
+        "adapted-e5": {"recipe": "probe", "adapt": {"center": True}}}))
     rng = np.random.default_rng(0)
-    hits = {"declared": 0.9, "probe-e5": 0.6, "ce": 0.3}
+    hits = {"declared": 0.9, "probe-e5": 0.6, "ce": 0.3, "adapted-e5": 0.55}
     for variant, p in hits.items():
-        for seed in ((0,) if variant == "probe-e5" else (0, 1)):
+        for seed in ((0,) if variant.endswith("e5") else (0, 1)):
             write_record(study.output, f"{variant}-seed{seed}",
                          record(variant, seed, (rng.random(200) < p).astype(int).tolist()))
     section, overview = module.study_section(study)
-    assert overview["best baseline"] == "probe-e5" and overview["above"] and overview["verdict"] == "gain"
-    assert "| declared " in section and "Declared recipe − best baseline (probe-e5)" in section
+    # The candidate is compared with the best baseline, never taken for one (here it is below it).
+    assert overview["best baseline"] == "probe-e5" and overview["declared"]["above"]
+    assert overview["declared"]["over seeds and items"].endswith("gain") and not overview["candidate"]["above"]
+    assert "declared − best baseline (probe-e5)" in section and "adapted-e5 − best baseline (probe-e5)" in section
+    measured, above, table = module.recipe_table([overview], "candidate")
+    assert (measured, above) == (1, 0) and "| candidate − best (interval over items) |" in table

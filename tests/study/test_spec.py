@@ -45,7 +45,7 @@ def test_a_co_training_variant_scores_each_learner(tmp_path):
     ({"variants": {"a": {"recipe": "knn"}}}, "variants.a.recipe: 'knn' is not a recipe; expected one of job, probe, setfit"),
     ({"variants": {"a": {"model": "tiny:bert"}}}, "variants.a.model: only a baseline recipe"),
     ({"variants": {"a": {"recipe": "setfit", "setfit": {"num_iterations": "many"}}}}, "variants.a.setfit"),
-    ({"variants": {"a": {"adapt": {"center": True}}}}, "variants.a.adapt: settings of the probe recipe only"),
+    ({"variants": {"a": {"adapt": {"center": True}}}}, "variants.a.adapt: settings of a baseline recipe's head"),
     ({"variants": {"a": {"recipe": "probe", "adapt": {"rounds": -1}}}}, "variants.a.adapt: variants.a.adapt.rounds=-1 is not valid"),
     ({"variants": {"a": {"set": "optim.lr=1"}}}, "variants.a.set: expected a list of key=value strings"),
     ({"variants": {"a": None}, "seeds": [1, 1]}, "seeds: expected a list of distinct integers"),

@@ -14,7 +14,7 @@ the form a checkpoint records them (``id``, ``lang``, ``label``, ``predicted``):
   job's encoder as a ``SentenceTransformer`` (``xlt.models.classifier.sentence_transformer``), its
   prefix (e5's ``"query: "``) put before every text, as xlt's own encoder does, its word embeddings
   frozen where the job freezes them (``optim.freeze_word_embeddings``); contrastive pairs of the
-  English rows, then a logistic-regression head. SetFit has no sentence-pair input: pair tasks are
+  English rows, then a logistic-regression head (with ``adapt``: the probe's, adapted to the target pools). SetFit has no sentence-pair input: pair tasks are
   refused (their baselines are the probes and CE).
 """
 
@@ -128,10 +128,11 @@ def probe_scores(rows: JobRows, model: EncoderConfig) -> dict[str, dict[str, flo
             for score, per_lang in scores.items()}
 
 
-def setfit_predictions(rows: JobRows, settings: SetFitSettings, seed: int,
-                       model: EncoderConfig | None = None) -> tuple[Predictions, dict[str, Any]]:
+def setfit_predictions(rows: JobRows, settings: SetFitSettings, seed: int, model: EncoderConfig | None = None,
+                       adapt: ProbeAdaptation = ProbeAdaptation()) -> tuple[Predictions, dict[str, Any]]:
     """SetFit on ``rows``' English train rows with the body ``model`` (default: the job's), seeded by
-    ``seed``; the scored rows' predictions, and the settings it ran with."""
+    ``seed``; the scored rows' predictions, and the settings it ran with. With ``adapt``, the head on the
+    tuned body is the probe's, adapted to the target pools (``xlt.eval.adaptation``), not SetFit's own."""
     from datasets import Dataset
     from setfit import SetFitModel, Trainer, TrainingArguments
     from sklearn.linear_model import LogisticRegression
@@ -158,9 +159,29 @@ def setfit_predictions(rows: JobRows, settings: SetFitSettings, seed: int,
             {"text": [prefix + ex.text for ex in rows.train],
              "label": [task.labels.index(ex.label) for ex in rows.train]}))
         trainer.train()
-        predicted = {lang: np.asarray(setfit.predict([prefix + ex.text for ex in examples], as_numpy=True)).tolist()
-                     for lang, examples in rows.scored.items()}
+        if adapt.active:
+            predicted = _adapted_head(rows, lambda examples: setfit.model_body.encode(
+                [prefix + ex.text for ex in examples], normalize_embeddings=True, convert_to_numpy=True), adapt)
+        else:
+            predicted = {lang: np.asarray(setfit.predict([prefix + ex.text for ex in examples], as_numpy=True)).tolist()
+                         for lang, examples in rows.scored.items()}
     return (rows.predictions(predicted),
             {"setfit": {**settings.__dict__, "train_rows": len(rows.train),
                         "pairs": 2 * settings.num_iterations * len(rows.train),
-                        "freeze_word_embeddings": rows.freeze_word_embeddings}})
+                        "freeze_word_embeddings": rows.freeze_word_embeddings},
+             **({"adapt": dataclasses.asdict(adapt)} if adapt.active else {})})
+
+
+def _adapted_head(rows: JobRows, embed: Any, adapt: ProbeAdaptation) -> dict[str, list[int]]:
+    """Label indices of every scored language from the probe's head (logistic regression, C chosen on English dev)
+    on ``embed``'s normalised embeddings, adapted to the target pools (``xlt.eval.adaptation``)."""
+    from ..eval.adaptation import adapted_probe
+    from ..eval.protocols import EvaluateConfig
+
+    def gold(examples: list[Example]) -> np.ndarray:
+        return np.array([rows.task.labels.index(ex.label) for ex in examples])
+
+    probe = adapted_probe(embed(rows.train), gold(rows.train), embed(rows.dev), gold(rows.dev), rows.task.source_lang,
+                          {lang: embed(examples) for lang, examples in rows.pools().items()}, adapt,
+                          EvaluateConfig.probe_c)
+    return {lang: probe.predict(embed(examples), lang).tolist() for lang, examples in rows.scored.items()}

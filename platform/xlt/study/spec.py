@@ -75,7 +75,7 @@ class Variant:
     recipe: Recipe = "job"
     model: str | None = None  # probe / setfit: the encoder source (default: the preset's model)
     setfit: SetFitSettings = field(default_factory=SetFitSettings)
-    adapt: ProbeAdaptation = field(default_factory=ProbeAdaptation)  # probe: adapted to the target pools
+    adapt: ProbeAdaptation = field(default_factory=ProbeAdaptation)  # probe, setfit: the head adapted to the target pools
 
     @property
     def seeded(self) -> bool:
@@ -183,8 +183,8 @@ def _variant(source: str, name: str, spec: Any) -> Variant:
                                                       "a job variant sets model.source in its set")
     if "setfit" in spec and recipe != "setfit":
         raise _fail(source, f"variants.{name}.setfit", "settings of the setfit recipe only")
-    if "adapt" in spec and recipe != "probe":
-        raise _fail(source, f"variants.{name}.adapt", "settings of the probe recipe only")
+    if "adapt" in spec and recipe == "job":
+        raise _fail(source, f"variants.{name}.adapt", "settings of a baseline recipe's head (probe, setfit) only")
     settings = {}
     for key, kind in (("setfit", SetFitSettings), ("adapt", ProbeAdaptation)):
         try:

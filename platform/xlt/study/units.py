@@ -285,5 +285,5 @@ def baseline_arm(data: dict[str, Any], unit: Unit, study: Study) -> tuple[dict[s
     if variant.recipe == "probe":
         predictions, settings = probe_predictions(rows, model, variant.adapt)
     else:
-        predictions, settings = setfit_predictions(rows, variant.setfit, unit.seed, model)
+        predictions, settings = setfit_predictions(rows, variant.setfit, unit.seed, model, variant.adapt)
     return {unit.variant: scored_arm(predictions, rows.task.source_lang)}, {**settings, "model": model.source}
