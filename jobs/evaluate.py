@@ -6,11 +6,13 @@
     python jobs/evaluate.py --protocol mining --set mining_k=4
     python jobs/evaluate.py --protocol bucc                              # BUCC 2018 zh-en, threshold held out
     python jobs/evaluate.py --set 'models=[{source: tiny:bert}]'
+    python jobs/evaluate.py --set 'adapt={center: true, rounds: 3}'     # the probe adapted to each target's pool
     python jobs/evaluate.py --smoke
 
 ``frozen-linear`` trains a logistic regression on the frozen embeddings of the task's source
 train split (C chosen on its dev split) and reports accuracy and macro-F1 on every language's test
-split; sentence pairs are embedded as the encoder embeds pairs. Prints a per-language table per
+split; sentence pairs are embedded as the encoder embeds pairs. ``adapt`` adapts the probe to each
+target language's unlabelled ``pool`` split without its labels (``xlt.eval.adaptation``). Prints a per-language table per
 model and writes ``<output.dir>/<protocol>.json`` (rows, config, command) with ``config.yaml``
 beside it.
 """
@@ -61,9 +63,13 @@ def print_results(cfg: EvaluateConfig, result: dict, tracker: Tracker) -> None:
     from xlt.config import save_config
     from xlt.report import command_line, markdown_table, write_results
 
+    a = cfg.adapt
+    adapted = (f" (adapted to each target's unlabelled pool: {'centred, ' if a.center else ''}{a.rounds} "
+               f"self-training round{'s' * (a.rounds != 1)} of fraction {a.fraction:g})"
+               if cfg.protocol == "frozen-linear" and a.active else "")
     for source in dict.fromkeys(r["model"] for r in result["rows"]):
         rows = [r for r in result["rows"] if r["model"] == source]
-        print(f"\n## {cfg.protocol} on {result['task']}: {source}\n")
+        print(f"\n## {cfg.protocol} on {result['task']}: {source}{adapted}\n")
         print(markdown_table([{k: v for k, v in r.items() if k not in ("model", "protocol")} for r in rows]))
         for protocol in dict.fromkeys(r["protocol"] for r in rows if "protocol" in r):
             print(f"\nProtocol: {protocol}")

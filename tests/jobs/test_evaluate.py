@@ -10,6 +10,7 @@ import subprocess
 import pytest
 import yaml
 
+from conftest import REPO
 from jobs.inprocess import run_in_process
 
 
@@ -33,6 +34,8 @@ def test_smoke(protocol, task, columns, extra, run_job, tmp_path):
                    "--set", "task.target_langs=[de, zh]", *extra)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f"## {protocol} on {task}" in proc.stdout and columns.split()[1] in proc.stdout
+    assert ("(adapted to each target's unlabelled pool: centred, 1 self-training round of fraction 0.5)"
+            in proc.stdout) == bool(extra)
     result = json.loads((tmp_path / f"{protocol}.json").read_text())
     assert result["protocol"] == protocol and "evaluate.py" in result["command"]
     saved = yaml.safe_load((tmp_path / "config.yaml").read_text())
@@ -75,3 +78,27 @@ def test_unknown_language_is_reported(run_job):
     assert proc.returncode == 2 and "no data for ko" in proc.stderr and "languages found: ar, de" in proc.stderr
     proc = run_job("--smoke", "--protocol", "tatoeba", "--set", "languages=[de, ko]")
     assert proc.returncode == 2 and "have no tatoeba data" in proc.stderr
+
+
+def test_the_readmes_evaluate_commands_run_as_typed_up_to_the_evaluation(tmp_path, monkeypatch, capsys, data_dir):
+    """Every ``python jobs/evaluate.py`` line of the README, word for word from a checkout's root, reaches the
+    evaluation with the config it asks for; the evaluation itself is the smoke runs' above (the typed commands
+    embed every SIB-200 language)."""
+    from unittest import mock
+
+    from predict.test_readme_commands import readme_commands
+
+    ran = []
+
+    def evaluation(cfg):  # what the job would evaluate, recorded instead
+        ran.append(cfg)
+        return {"protocol": cfg.protocol, "task": "readme", "languages": [], "rows": []}
+
+    (tmp_path / "configs").symlink_to(REPO / "configs")  # the checkout's presets, its results/ left alone
+    monkeypatch.chdir(tmp_path)
+    lines = readme_commands("evaluate.py")
+    with mock.patch("xlt.eval.protocols.run_evaluation", evaluation):
+        for args in lines:
+            proc = run_in_process("evaluate.py", *args, capsys=capsys, data_dir=data_dir)
+            assert proc.returncode == 0, (args, proc.stderr[-3000:])
+    assert len(ran) == len(lines) and any(cfg.adapt.center and cfg.adapt.rounds == 3 for cfg in ran)
