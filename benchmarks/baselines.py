@@ -70,15 +70,16 @@ def study_section(study: Study) -> tuple[str, dict | None]:
         overview[recipe] = {f"{recipe} − best (interval over items)": c["measured (interval over items)"],
                             "over seeds and items": c["over seeds and items"], "seeds": c["seeds"],
                             "above": c["seed_item_interval"][1] > 0}
-        parts.append(f"{study.label(arm)} − best baseline ({study.label(best)}): {c['measured (interval over items)']}"
-                     f" over {c['items']} target items; {c['over seeds and items']} over seeds and items; "
-                     f"seeds {c['seeds']}.")
+        parts.append(f"{study.label(arm)} − best baseline ({study.label(best)}): "
+                     f"{c['measured (interval over items)']} over {c['items']} target items; "
+                     f"{c['over seeds and items']} over seeds and items; seeds {c['seeds']}.")
     return "\n\n".join(parts), overview
 
 
 def recipe_table(overview: list[dict], recipe: str) -> tuple[int, int, str]:
     """How many tasks ``recipe`` (declared or candidate) was measured on, how many it wins, and their table."""
-    rows = [{"task": row["task"], "best baseline": row["best baseline"], **row[recipe]} for row in overview if recipe in row]
+    rows = [{"task": row["task"], "best baseline": row["best baseline"], **row[recipe]}
+            for row in overview if recipe in row]
     above = sum(row.pop("above") for row in rows)
     return len(rows), above, markdown_table(rows) if rows else ""
 

@@ -95,10 +95,12 @@ def test_a_centred_probe_centres_each_target_on_the_pool_draw_the_run_may_read(t
     best = fits[int(np.argmax([np.mean(f.predict(centred(dev, train)) == y_dev) for f in fits]))]
     got = frozen_linear_predictions(encoder, task, cfg)
     langs = np.asarray(got.langs)
-    assert got.predicted[langs == "en"].tolist() == best.predict(centred(task.examples("test", "en", 40), train)).tolist()
+    english = task.examples("test", "en", 40)
+    assert got.predicted[langs == "en"].tolist() == best.predict(centred(english, train)).tolist()
     for lang in task.target_langs:  # each target on the mean of the 40 rows of its pool split the run may read
         pool = task.examples("pool", lang, 40)
-        assert got.predicted[langs == lang].tolist() == best.predict(centred(task.examples("test", lang, 40), pool)).tolist()
+        test = task.examples("test", lang, 40)
+        assert got.predicted[langs == lang].tolist() == best.predict(centred(test, pool)).tolist()
 
     from xlt.config import ConfigError
     from xlt.eval.protocols import probe_rows

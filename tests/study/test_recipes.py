@@ -74,6 +74,7 @@ def test_setfits_adapted_head_is_the_adapted_probe_on_the_tuned_bodys_embeddings
     got = _adapted_head(rows, embed, adapt)
     gold = lambda examples: np.array([rows.task.labels.index(ex.label) for ex in examples])  # noqa: E731
     probe = adapted_probe(embed(rows.train), gold(rows.train), embed(rows.dev), gold(rows.dev), "en",
-                          {lang: embed(examples) for lang, examples in rows.pools().items()}, adapt, (0.1, 1.0, 10.0, 100.0))
+                          {lang: embed(examples) for lang, examples in rows.pools().items()}, adapt,
+                          (0.1, 1.0, 10.0, 100.0))
     assert got == {lang: probe.predict(embed(examples), lang).tolist() for lang, examples in rows.scored.items()}
     assert set(got) == {"en", *rows.task.target_langs}

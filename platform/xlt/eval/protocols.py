@@ -250,7 +250,8 @@ def probe_rows(encoder: TextEncoder, task: Task, train: Sequence[Example], dev: 
     pools = pools or {}
     if cfg.adapt.active:
         missing = sorted(set(scored) - set(pools) - {task.source_lang})
-        check(not missing, "adapt", cfg.adapt, f"an unlabelled pool of every scored target language; none for {missing}")
+        check(not missing, "adapt", cfg.adapt,
+              f"an unlabelled pool of every scored target language; none for {missing}")
     probe = adapted_probe(embed(train), gold(train), embed(dev), gold(dev), task.source_lang,
                           {lang: embed(examples) for lang, examples in pools.items()} if cfg.adapt.active else {},
                           cfg.adapt, cfg.probe_c, cfg.probe_max_iter, cfg.seed)

@@ -14,8 +14,9 @@ the form a checkpoint records them (``id``, ``lang``, ``label``, ``predicted``):
   job's encoder as a ``SentenceTransformer`` (``xlt.models.classifier.sentence_transformer``), its
   prefix (e5's ``"query: "``) put before every text, as xlt's own encoder does, its word embeddings
   frozen where the job freezes them (``optim.freeze_word_embeddings``); contrastive pairs of the
-  English rows, then a logistic-regression head (with ``adapt``: the probe's, adapted to the target pools). SetFit has no sentence-pair input: pair tasks are
-  refused (their baselines are the probes and CE).
+  English rows, then a logistic-regression head (with ``adapt``: the probe's, adapted to the target
+  pools). SetFit has no sentence-pair input: pair tasks are refused (their baselines are the probes
+  and CE).
 """
 
 from __future__ import annotations

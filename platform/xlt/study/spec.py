@@ -75,7 +75,8 @@ class Variant:
     recipe: Recipe = "job"
     model: str | None = None  # probe / setfit: the encoder source (default: the preset's model)
     setfit: SetFitSettings = field(default_factory=SetFitSettings)
-    adapt: ProbeAdaptation = field(default_factory=ProbeAdaptation)  # probe, setfit: the head adapted to the target pools
+    # probe, setfit: the head adapted to the target pools (xlt.eval.adaptation)
+    adapt: ProbeAdaptation = field(default_factory=ProbeAdaptation)
 
     @property
     def seeded(self) -> bool:
