@@ -7,6 +7,7 @@
     python jobs/evaluate.py --protocol bucc                              # BUCC 2018 zh-en, threshold held out
     python jobs/evaluate.py --set 'models=[{source: tiny:bert}]'
     python jobs/evaluate.py --set 'adapt={center: true, rounds: 3}'     # the probe adapted to each target's pool
+    python jobs/evaluate.py --config configs/evaluate_nusax.yaml         # NusaX's declared recipe, exported
     python jobs/evaluate.py --smoke
 
 ``frozen-linear`` trains a logistic regression on the frozen embeddings of the task's source
@@ -14,7 +15,9 @@ train split (C chosen on its dev split) and reports accuracy and macro-F1 on eve
 split; sentence pairs are embedded as the encoder embeds pairs. ``adapt`` adapts the probe to each
 target language's unlabelled ``pool`` split without its labels (``xlt.eval.adaptation``). Prints a per-language table per
 model and writes ``<output.dir>/<protocol>.json`` (rows, config, command) with ``config.yaml``
-beside it.
+beside it. With ``output.export`` each model's probe is a classifier in ``<output.dir>/export/<model name>``
+(``xlt.models.Classifier``, a sentence-transformers encoder with the head and each language's mean) that
+``jobs/predict.py`` labels corpora with.
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ def main() -> None:
 
 def print_results(cfg: EvaluateConfig, result: dict, tracker: Tracker) -> None:
     from xlt.config import save_config
+    from xlt.predict.export import EXPORT_DIR, probe_card
     from xlt.report import command_line, markdown_table, write_results
 
     a = cfg.adapt
@@ -75,11 +79,19 @@ def print_results(cfg: EvaluateConfig, result: dict, tracker: Tracker) -> None:
             print(f"\nProtocol: {protocol}")
     out = Path(cfg.output.dir)
     save_config(cfg, out / "config.yaml")
+    classifiers = result.pop("classifiers", {})
     path = write_results(out / f"{cfg.protocol}.json", {**result, "config": cfg})
     for row in result["rows"]:  # one metric per model, language and score, e.g. "tiny:bert/de/accuracy"
         tracker.metrics(row, 0, prefix=f"{row['model']}/{row.get('lang', 'all')}/")
     tracker.artifacts(path, out / "config.yaml")
-    print("\n" + epilogue({"results": path, "config": out / "config.yaml"},
+    outputs = {"results": path, "config": out / "config.yaml"}
+    for source, classifier in classifiers.items():
+        name = source.partition(":")[2].rstrip("/").rpartition("/")[2]  # hf:org/name, local:/dir/name -> name
+        card = probe_card(cfg, source, [r for r in result["rows"] if r["model"] == source])
+        outputs[f"export {name}"] = classifier.save_pretrained(out / EXPORT_DIR / name, card=card)
+        if (model := tracker.model(outputs[f"export {name}"], name)) is not None:
+            outputs[f"mlflow model {name}"] = model
+    print("\n" + epilogue(outputs,
                           f"{command_line()}  (evaluation is not resumable: it runs again)", tracker.how_to_look()))
 
 

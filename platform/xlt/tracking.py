@@ -317,7 +317,8 @@ def exported_classifier():
 
                 texts = list(model_input["text"])
                 items = list(zip(texts, model_input["text_pair"])) if self.classifier.paired else texts
-                predictions = self.classifier.predict(items)
+                langs = list(model_input["lang"]) if "lang" in model_input else None  # a centred probe's
+                predictions = self.classifier.predict(items, langs=langs)
                 columns = {"label": predictions.labels, "confidence": predictions.confidence}
                 columns |= {f"p_{label}": predictions.probabilities[:, k]
                             for k, label in enumerate(self.classifier.labels)}

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import torch
 from sklearn.linear_model import LogisticRegression
 
 from xlt.config import ConfigError
@@ -92,3 +93,50 @@ def test_the_defaults_adapt_nothing_and_bad_settings_say_what_was_expected():
         ProbeAdaptation(rounds=1, fraction=0)
     with pytest.raises(ConfigError, match="adapt.rounds"):
         ProbeAdaptation(rounds=-1)
+
+
+class Fixed(torch.nn.Module):
+    """A frozen encoder whose embedding of text ``"i"`` is row i of ``table``: the probe's inputs, as a
+    ``Classifier`` reads them."""
+
+    trainable = False
+
+    def __init__(self, table):
+        super().__init__()
+        self.table = torch.as_tensor(table, dtype=torch.float32)
+
+    def feature_dim(self, paired):
+        return self.table.shape[1]
+
+    def embed(self, texts):
+        return self.table[[int(t) for t in texts]]
+
+    def encode(self, texts, **_):
+        return self.embed(texts).numpy()
+
+
+@pytest.mark.parametrize("classes", [2, 3])
+def test_the_probe_as_a_classifier_predicts_and_scores_what_the_probe_does(classes):
+    """The exported form (``Probe.classifier``): raw embeddings normalised, centred on the row's language and
+    normalised again by hand, then the logistic regression's own probabilities."""
+    rng = np.random.default_rng(classes)
+    x, y = rng.normal(0, 1, (30, 4)) + np.eye(4)[np.arange(30) % classes] * 2, np.arange(30) % classes
+    pools = {"de": rng.normal(0.5, 1, (25, 4)), "fr": rng.normal(-0.5, 1, (20, 4))}
+    unit = {lang: p / np.linalg.norm(p, axis=1, keepdims=True) for lang, p in pools.items()}
+    xn = x / np.linalg.norm(x, axis=1, keepdims=True)
+    probe = adapted_probe(xn, y, xn, y, "en", unit, ProbeAdaptation(center=True, rounds=1), C_GRID)
+    rows, langs = np.vstack([x, pools["de"], pools["fr"]]), ["en"] * 30 + ["de"] * 25 + ["fr"] * 20
+    labels = ["neg", "neu", "pos"][:classes]
+    clf = probe.classifier(Fixed(rows), labels, paired=False, normalize=True)
+    assert clf.languages == ["en", "de", "fr"]
+    got = clf.predict([str(i) for i in range(len(rows))], langs=langs)
+    for lang in ("en", "de", "fr"):
+        at = np.array(langs) == lang
+        unit_rows = rows[at] / np.linalg.norm(rows[at], axis=1, keepdims=True)
+        by_hand = centred(unit_rows, probe.means[lang])
+        assert np.allclose(got.probabilities[at], probe.model.predict_proba(by_hand), atol=1e-5)
+        assert [labels.index(label) for label in np.array(got.labels)[at]] == probe.predict(unit_rows, lang).tolist()
+    with pytest.raises(ValueError, match="it needs the language of every text"):
+        clf.predict(["0", "1"])
+    with pytest.raises(ValueError, match=r"has none for \['sw'\]; it knows en, de, fr"):
+        clf.predict(["0", "1"], langs=["en", "sw"])

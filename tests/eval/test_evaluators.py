@@ -23,7 +23,7 @@ class FirstLetter:
     def __init__(self, paired: bool = False) -> None:
         self.paired, self.seen = paired, []
 
-    def predict(self, items, batch_size=64):
+    def predict(self, items, batch_size=64, langs=None):
         self.seen.extend(items)
         texts = [item[0] if self.paired else item for item in items]
         return SimpleNamespace(labels=[t[0] for t in texts])

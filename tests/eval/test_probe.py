@@ -68,7 +68,7 @@ def test_predictions_equal_a_reference_fit(task):
         np.testing.assert_array_equal(got.predicted[offset:offset + n], fits[best].predict(x))
         offset += n
     assert offset == len(got.ids)
-    rows = {r["lang"]: r for r in frozen_linear_rows(encoder, task, cfg)}
+    rows = {r["lang"]: r for r in frozen_linear_rows(encoder, task, cfg).rows}
     for lang in task.langs:
         mine = np.asarray(got.langs) == lang
         assert rows[lang]["acc"] == pytest.approx(np.mean(got.gold[mine] == got.predicted[mine]))

@@ -102,3 +102,51 @@ def test_the_readmes_evaluate_commands_run_as_typed_up_to_the_evaluation(tmp_pat
             proc = run_in_process("evaluate.py", *args, capsys=capsys, data_dir=data_dir)
             assert proc.returncode == 0, (args, proc.stderr[-3000:])
     assert len(ran) == len(lines) and any(cfg.adapt.center and cfg.adapt.rounds == 3 for cfg in ran)
+
+
+def test_the_adapted_probe_exports_as_a_classifier_that_labels_a_split_as_it_was_scored(run_job, tmp_path, data_dir,
+                                                                                        monkeypatch, mlflow_store):
+    """``output.export``: the probe, centred per language, as a classifier that ``jobs/predict.py``'s pipeline loads
+    from the export and runs over the same test rows: its accuracy in every language is the one the table reports."""
+    import mlflow
+    import pandas as pd
+
+    from xlt.config import load_config
+    from xlt.cotrain.config import InferenceSettings
+    from xlt.eval.protocols import EvaluateConfig
+    from xlt.models import Classifier
+    from xlt.predict import InputConfig, ModelRef, PredictConfig, predict, prepare
+    from xlt.storage import OutputSettings
+    from xlt.tasks import load_task
+
+    proc = run_job("--smoke", "--set", "task.target_langs=[de, zh]", "--set", ADAPTED, "--set", "output.export=true")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    export = tmp_path / "export" / "bert"  # tiny:bert's export
+    assert ["export", "bert", str(export)] in [line.split() for line in proc.stdout.splitlines()]
+    uri = next(line.split()[-1] for line in proc.stdout.splitlines() if line.split()[:3] == ["mlflow", "model", "bert"])
+    classifier = Classifier.from_pretrained(export)
+    assert classifier.languages == ["en", "de", "zh"]
+    assert "centred on its own mean, 1 round(s) of class-balanced self-training" in (export / "README.md").read_text()
+    monkeypatch.setenv("XLT_DATA_DIR", str(data_dir))
+    cfg = load_config(EvaluateConfig, tmp_path / "config.yaml")
+    gold = {ex.id: ex.label for lang in ("en", "de", "zh")
+            for ex in load_task(cfg.task, data_dir).examples("test", lang, cfg.data.max_examples)}
+    out = tmp_path / "predicted"
+    predict(prepare(PredictConfig(model=ModelRef(str(export)),
+                                  input=InputConfig(task=cfg.task, split="test", max_rows=cfg.data.max_examples),
+                                  output=OutputSettings(str(out)),
+                                  inference=InferenceSettings(num_actors=0, batch_size=4, precision="fp32"))))
+    frame = pd.read_parquet(out / "predictions")
+    assert sorted(frame["id"]) == sorted(gold)
+    reported = {r["lang"]: r["acc"] for r in json.loads((tmp_path / "frozen-linear.json").read_text())["rows"]}
+    for lang, rows in frame.groupby("lang"):
+        assert (rows["label"] == rows["id"].map(gold)).mean() == pytest.approx(reported[lang]), lang
+    mlflow.set_tracking_uri(mlflow_store)
+    served = mlflow.pyfunc.load_model(uri).predict(frame[["text", "lang"]])  # the run's MLflow model reads lang too
+    assert list(served["label"]) == list(frame["label"])
+
+
+def test_an_encoder_that_cannot_be_exported_is_refused_before_any_is_scored(run_job):
+    proc = run_job("--smoke", "--set", "models=[{source: tiny:bert}, {source: bundled:use-multilingual-v3}]",
+                   "--set", "output.export=true")
+    assert proc.returncode != 0 and "output.export: bundled:use-multilingual-v3 cannot be exported" in proc.stderr

@@ -52,8 +52,10 @@ def test_the_readmes_predict_and_export_commands_run_as_typed(tmp_path, monkeypa
     for part, lines in (("a", ['{"text": "un voyage", "lang": "fr"}', "not json"]), ("b", ['{"text": "x", "lang": "en"}'])):
         (tmp_path / "corpus" / f"{part}.jsonl.gz").write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
 
+    nusax = probe_export(tmp_path / "results/evaluate/nusax/export/multilingual-e5-small", data_dir)
+
     predicts, exports = readme_commands("predict.py"), readme_commands("export.py")
-    assert len(predicts) == 3 and len(exports) == 1
+    assert len(predicts) == 4 and len(exports) == 1
     for args in predicts + exports:
         job = "predict.py" if args in predicts else "export.py"
         ran = run_in_process(job, *args, capsys=capsys, data_dir=data_dir)
@@ -65,3 +67,23 @@ def test_the_readmes_predict_and_export_commands_run_as_typed(tmp_path, monkeypa
     assert sorted(pd.read_parquet(gz / "predictions")["id"]) == ["a.jsonl.gz:1", "b.jsonl.gz:1"]
     assert "a.jsonl.gz" in (gz / "predictions/shard-00000/_rejected.jsonl").read_text()
     assert (tmp_path / "results/export/sib200/head.safetensors").is_file()
+    labelled = pd.read_parquet(tmp_path / "results/predict/nusax/predictions")
+    assert set(labelled["lang"]) == set(nusax.languages) and len(labelled) == 400 * len(nusax.languages)
+
+
+def probe_export(directory, data_dir):
+    """A tiny stand-in of ``jobs/evaluate.py --config configs/evaluate_nusax.yaml``'s export: a tiny:bert classifier
+    over NusaX's labels, centred on a mean for each of its languages."""
+    import torch
+
+    from xlt.config import load_config
+    from xlt.eval.protocols import EvaluateConfig
+    from xlt.models import Classifier, EncoderConfig, load_encoder
+
+    task = load_config(EvaluateConfig, REPO / "configs/evaluate_nusax.yaml").task
+    torch.manual_seed(0)
+    classifier = Classifier(load_encoder(EncoderConfig(source="tiny:bert")), task.labels, normalize=True,
+                            languages=task.langs)
+    classifier.language_means.normal_(0, 0.1)
+    classifier.save_pretrained(directory)
+    return classifier

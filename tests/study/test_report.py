@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from eval.test_stats import naive_bootstrap
+from conftest import REPO
 from study.test_spec import write
 from xlt.study import load_study
 from xlt.study.report import build, markdown
@@ -89,24 +90,31 @@ def test_an_arm_keeps_macro_f1_and_the_classes_it_predicted_on_the_targets():
     assert (arm["classes_predicted"], arm["classes"]) == (2, 3)  # a and b on the targets; c only in English
 
 
-def test_the_baselines_summary_finds_the_best_baseline_and_its_interval(tmp_path):
+@pytest.mark.parametrize("preset, declared", [("finetune_sib200.yaml", "adapted-e5"),
+                                              ("finetune_xnli.yaml", "declared")])
+def test_the_baselines_summary_finds_the_best_baseline_and_its_interval(tmp_path, preset, declared):
+    """The declared recipe of single texts is the adapted probe, of pairs the preset's; each is compared with the
+    best of the other arms, neither taken for a baseline."""
     from benchmarks.loading import load_benchmark
     from xlt.study.units import write_record
 
     module = load_benchmark("baselines")
-    study = load_study(write(tmp_path, seeds=[0, 1], output=str(tmp_path / "out"), variants={
-        "declared": None, "probe-e5": {"recipe": "probe"}, "ce": None,
-        "adapted-e5": {"recipe": "probe", "adapt": {"center": True}}}))
+    variants = {"declared": None, "probe-e5": {"recipe": "probe"}, "ce": None,
+                "adapted-e5": {"recipe": "probe", "adapt": {"center": True}}}
+    study = load_study(write(tmp_path, seeds=[0, 1], output=str(tmp_path / "out"),
+                             preset=str(REPO / "configs" / preset), variants=variants))
+    other = ({"declared", "adapted-e5"} - {declared}).pop()
     rng = np.random.default_rng(0)
-    hits = {"declared": 0.9, "probe-e5": 0.6, "ce": 0.3, "adapted-e5": 0.55}
+    hits = {declared: 0.9, "probe-e5": 0.6, "ce": 0.3, other: 0.55}
     for variant, p in hits.items():
         for seed in ((0,) if variant.endswith("e5") else (0, 1)):
             write_record(study.output, f"{variant}-seed{seed}",
                          record(variant, seed, (rng.random(200) < p).astype(int).tolist()))
     section, overview = module.study_section(study)
-    # The candidate is compared with the best baseline, never taken for one (here it is below it).
+    # The other recipe is compared with the best baseline, never taken for one (here it is below it).
     assert overview["best baseline"] == "probe-e5" and overview["declared"]["above"]
-    assert overview["declared"]["over seeds and items"].endswith("gain") and not overview["candidate"]["above"]
-    assert "declared − best baseline (probe-e5)" in section and "adapted-e5 − best baseline (probe-e5)" in section
-    measured, above, table = module.recipe_table([overview], "candidate")
-    assert (measured, above) == (1, 0) and "| candidate − best (interval over items) |" in table
+    assert overview["declared"]["recipe"] == declared and overview["other"]["recipe"] == other
+    assert overview["declared"]["over seeds and items"].endswith("gain") and not overview["other"]["above"]
+    assert f"{declared} − best baseline (probe-e5)" in section and f"{other} − best baseline (probe-e5)" in section
+    measured, above, table = module.recipe_table([overview], "other")
+    assert (measured, above) == (1, 0) and "| other − best (interval over items) |" in table

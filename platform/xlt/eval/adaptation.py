@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..config import check
+from ..models import Classifier, TextEncoder
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,27 @@ class Probe:
 
     def predict(self, x: np.ndarray, lang: str) -> np.ndarray:
         return self.model.predict(self.features(x, lang))
+
+    def classifier(self, encoder: TextEncoder, labels: Sequence[str], paired: bool, normalize: bool) -> Classifier:
+        """This probe as a ``Classifier`` over ``encoder`` (whose embeddings it was fitted on, L2-normalised if
+        ``normalize``): the logistic regression as its head, each language's mean as its ``language_means``, so
+        that it predicts what the probe predicts and saves, exports and labels as any classifier does."""
+        import torch
+
+        classes = [int(k) for k in self.model.classes_]
+        if classes != list(range(len(labels))):
+            raise ValueError(f"the probe was fitted on {len(classes)} of the task's {len(labels)} labels "
+                             f"({', '.join(labels[k] for k in classes)}): a classifier predicts every label")
+        weight, bias = self.model.coef_, self.model.intercept_
+        if len(classes) == 2:  # one score z for the second class: logits (−z/2, z/2) have z's sigmoid as softmax
+            weight, bias = np.concatenate([-weight / 2, weight / 2]), np.concatenate([-bias / 2, bias / 2])
+        clf = Classifier(encoder, labels, paired=paired, normalize=normalize, languages=list(self.means))
+        with torch.no_grad():
+            clf.head.weight.copy_(torch.as_tensor(weight))
+            clf.head.bias.copy_(torch.as_tensor(bias))
+            if self.means:
+                clf.language_means.copy_(torch.as_tensor(np.stack(list(self.means.values()))))
+        return clf.eval()
 
 
 def centred(x: np.ndarray, mean: np.ndarray) -> np.ndarray:

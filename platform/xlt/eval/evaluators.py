@@ -87,10 +87,12 @@ def predict_rows(classifier: Any, rows: Rows, batch_size: int = 64, label: str =
     progress bar (``label``) advancing every ``EVAL_CHUNK`` batches."""
     texts = [str(t) for t in rows["text"]]
     items = list(zip(texts, (str(p) for p in rows["text_pair"]))) if classifier.paired else texts
+    langs = [str(lang) for lang in rows["lang"]]
     predicted: list[str] = []
     bar, chunk = progress(len(items), label, "row"), EVAL_CHUNK * batch_size
     for start in range(0, len(items), chunk):
-        predicted.extend(classifier.predict(items[start:start + chunk], batch_size=batch_size).labels)
+        predicted.extend(classifier.predict(items[start:start + chunk], batch_size=batch_size,
+                                            langs=langs[start:start + chunk]).labels)
         bar.update(len(items[start:start + chunk]))
     bar.close()
     return predicted

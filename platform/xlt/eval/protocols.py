@@ -33,7 +33,8 @@ from ..data.sample import sample
 from ..storage import OutputSettings
 from ..tasks import (BitextConfig, MiningConfig, Task, TaskConfig, bitext_languages, load_mining, load_task,
                      read_bitext)
-from .adaptation import ProbeAdaptation, adapted_probe
+from ..models.classifier import Classifier, check_exportable
+from .adaptation import Probe, ProbeAdaptation, adapted_probe
 from .classification import scores_by_language, summarize_transfer
 from .evaluators import retrieval_by_language
 from .retrieval import MiningResult, mine_bitext
@@ -86,7 +87,8 @@ class EvaluateConfig:
 
     def __post_init__(self) -> None:
         check(len(self.models) >= 1, "models", self.models, "at least one model")
-        check(not self.output.export, "output.export", True, "false: evaluation trains no classifier to export")
+        check(not self.output.export or self.protocol == "frozen-linear", "output.export", True,
+              "false for retrieval, which trains no classifier; the frozen-linear probe exports as a classifier")
         check(self.batch_size >= 1, "batch_size", self.batch_size, "an integer >= 1")
         check(len(self.probe_c) >= 1 and all(c > 0 for c in self.probe_c), "probe_c", self.probe_c,
               "a list of positive numbers")
@@ -211,6 +213,15 @@ def bucc_rows(encoder: TextEncoder, sample: BuccSample, cfg: EvaluateConfig) -> 
             for label, (part, r) in results.items()]
 
 
+@dataclass(frozen=True)
+class Scored:
+    """What a protocol gives for one encoder: its table ``rows``, and the frozen-linear probe as a
+    ``Classifier`` where the config exports it."""
+
+    rows: list[dict[str, Any]]
+    classifier: Classifier | None = None
+
+
 @dataclass(frozen=True, eq=False)
 class ProbePredictions:
     """The frozen-linear probe's prediction of every test item: ``ids``, ``langs``, ``gold`` and
@@ -220,7 +231,11 @@ class ProbePredictions:
     langs: list[str]
     gold: np.ndarray
     predicted: np.ndarray
-    c: float
+    probe: Probe
+
+    @property
+    def c(self) -> float:
+        return self.probe.c
 
 
 def frozen_linear_predictions(encoder: TextEncoder, task: Task, cfg: EvaluateConfig) -> ProbePredictions:
@@ -261,12 +276,12 @@ def probe_rows(encoder: TextEncoder, task: Task, train: Sequence[Example], dev: 
         golds += gold(examples).tolist()
         pred += probe.predict(embed(examples), lang).tolist()
         langs += [lang] * len(examples)
-    return ProbePredictions(ids, langs, np.asarray(golds), np.asarray(pred), probe.c)
+    return ProbePredictions(ids, langs, np.asarray(golds), np.asarray(pred), probe)
 
 
-def frozen_linear_rows(encoder: TextEncoder, task: Task, cfg: EvaluateConfig) -> list[dict[str, Any]]:
+def frozen_linear_rows(encoder: TextEncoder, task: Task, cfg: EvaluateConfig) -> Scored:
     """Accuracy and macro-F1 of the frozen-linear probe (``frozen_linear_predictions``) per language,
-    averaged over targets, and the transfer gap."""
+    averaged over targets, and the transfer gap; with ``output.export``, the probe as a classifier."""
     p = frozen_linear_predictions(encoder, task, cfg)
     scores = scores_by_language(p.gold, p.predicted, np.asarray(p.langs))
     summaries = {score: summarize_transfer(per_lang, task.source_lang) for score, per_lang in scores.items()}
@@ -276,7 +291,8 @@ def frozen_linear_rows(encoder: TextEncoder, task: Task, cfg: EvaluateConfig) ->
     rows.append({"lang": "avg_target", "n": sum(counts[lang] for lang in task.target_langs),
                  **{score: s.avg_target for score, s in summaries.items()}})
     rows.append({"lang": "transfer_gap", "n": None, **{score: s.transfer_gap for score, s in summaries.items()}})
-    return rows
+    return Scored(rows, p.probe.classifier(encoder, task.labels, task.paired, cfg.normalize)
+                  if cfg.output.export else None)
 
 
 def retrieval_languages(cfg: EvaluateConfig, root: Path) -> list[str]:
@@ -295,11 +311,11 @@ def retrieval_languages(cfg: EvaluateConfig, root: Path) -> list[str]:
 @dataclass(frozen=True)
 class Evaluator:
     """A protocol with its data read and checked: the data's name, its languages, and how it scores
-    one encoder (rows of a table)."""
+    one encoder."""
 
     task: str
     langs: list[str]
-    score: Callable[[TextEncoder], list[dict[str, Any]]]
+    score: Callable[[TextEncoder], Scored]
 
 
 def _frozen_linear(cfg: EvaluateConfig) -> Evaluator:
@@ -316,7 +332,8 @@ def _retrieval(rows_of: Callable[[TextEncoder, Path, list[str], EvaluateConfig],
         root = resolve_data_dir(cfg.data.data_dir)
         langs = retrieval_languages(cfg, root)
         assert cfg.bitext is not None
-        return Evaluator(cfg.bitext.name or cfg.bitext.type, langs, lambda encoder: rows_of(encoder, root, langs, cfg))
+        return Evaluator(cfg.bitext.name or cfg.bitext.type, langs,
+                         lambda encoder: Scored(rows_of(encoder, root, langs, cfg)))
     return prepare
 
 
@@ -324,7 +341,7 @@ def _bucc(cfg: EvaluateConfig) -> Evaluator:
     assert cfg.mining is not None  # EvaluateConfig checks it for this protocol
     corpus = load_mining(cfg.mining, resolve_data_dir(cfg.data.data_dir))
     sample = bucc_sample(corpus, cfg.data.max_examples)
-    return Evaluator(cfg.mining.name, [corpus.src_lang], lambda encoder: bucc_rows(encoder, sample, cfg))
+    return Evaluator(cfg.mining.name, [corpus.src_lang], lambda encoder: Scored(bucc_rows(encoder, sample, cfg)))
 
 
 # Every protocol by its ``protocol:`` name: reads and checks its data, then scores encoders.
@@ -336,10 +353,22 @@ PROTOCOLS: dict[str, Callable[[EvaluateConfig], Evaluator]] = {
 
 def run_evaluation(cfg: EvaluateConfig) -> dict[str, Any]:
     """Evaluate every model of ``cfg`` with its protocol (``PROTOCOLS``); rows carry the model
-    source. The data is read and checked before any model loads."""
+    source; with ``output.export``, ``classifiers``: each model's probe as a ``Classifier``. The data is
+    read and checked before any model loads, and every model is checked exportable before any is scored."""
     evaluator = PROTOCOLS[cfg.protocol](cfg)
-    rows = []
-    for model_cfg in cfg.models:
+    rows, classifiers = [], {}
+    encoders = {model_cfg.source: model_cfg for model_cfg in cfg.models}
+    if cfg.output.export:
+        for source, model_cfg in encoders.items():
+            try:
+                check_exportable(load_encoder(model_cfg))
+            except ValueError as e:
+                raise ValueError(f"output.export: {source} cannot be exported ({e}); drop it from models") from e
+    for source, model_cfg in encoders.items():
         encoder = load_encoder(model_cfg).to(inference_device())  # a GPU where this process sees one
-        rows += [{"model": model_cfg.source, **row} for row in evaluator.score(encoder)]
-    return {"protocol": cfg.protocol, "task": evaluator.task, "languages": evaluator.langs, "rows": rows}
+        scored = evaluator.score(encoder)
+        rows += [{"model": source, **row} for row in scored.rows]
+        if scored.classifier is not None:
+            classifiers[source] = scored.classifier.cpu()
+    return {"protocol": cfg.protocol, "task": evaluator.task, "languages": evaluator.langs, "rows": rows,
+            **({"classifiers": classifiers} if cfg.output.export else {})}

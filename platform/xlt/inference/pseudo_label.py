@@ -25,6 +25,7 @@ take longer to start for than to label.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
@@ -56,6 +57,7 @@ logger = logging.getLogger(__name__)
 PREDICTION_COLUMNS: tuple[str, ...] = ("pseudo_label", "confidence", "probabilities")
 PLACEMENT_COLUMNS: tuple[str, ...] = ("worker", "node")
 OUTPUT_COLUMNS: tuple[str, ...] = (*PREDICTION_COLUMNS, *PLACEMENT_COLUMNS, "precision")
+LANG_COLUMN = "lang"  # each row's language: read by a classifier centred per language (``ClassifierSpec.languages``)
 
 
 def prediction_column(column: str, name: str | None = None) -> str:
@@ -130,8 +132,7 @@ class PseudoLabelUDF:
         specs = _named(spec)
         for name, one in specs.items():
             old = self.specs.get(name)
-            same = old is not None and (old.model, old.labels, old.paired, old.from_source) == \
-                (one.model, one.labels, one.paired, one.from_source)
+            same = old is not None and replace(old, state=None) == replace(one, state=None)
             if not same or one.state is None:
                 self.classifiers[name] = build_classifier(one).to(self.device)
             else:
@@ -160,9 +161,15 @@ class PseudoLabelUDF:
         items = sides[0] if len(sides) == 1 else list(zip(*sides))
         added = {}
         for name, classifier in self.classifiers.items():
+            langs = None
+            if classifier.languages:  # centred on each language's mean: it reads the rows' languages
+                if LANG_COLUMN not in batch.column_names:
+                    raise KeyError(f"the batch has no {LANG_COLUMN!r} column, which classifier {name or ''} reads: it "
+                                   f"centres each language on its own mean; columns: {batch.column_names}")
+                langs = batch.column(LANG_COLUMN).to_pylist()
             with autocast(self.precision, self.device):
                 pred = classifier.predict(items, batch_size=self.encode_batch_size, sort_by_length=self.sort_by_length,
-                                          tokens_per_batch=self.tokens_per_batch)
+                                          tokens_per_batch=self.tokens_per_batch, langs=langs)
             probabilities = np.asarray(pred.probabilities, dtype=np.float32)  # (B, C)
             n, c = probabilities.shape
             added |= {

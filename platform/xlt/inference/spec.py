@@ -46,6 +46,8 @@ class ClassifierSpec:
         paired: the classifier reads ``(text, text_pair)`` items (``Classifier.paired``).
         from_source: the names of the frozen parameters ``state`` leaves out, which the encoder
             loaded from ``model.source`` already holds (a checkpoint's: ``xlt.models.load_trained``).
+        normalize, languages: the classifier's features normalised, and centred on each of these
+            languages' means (``Classifier``: an exported probe's); its predictions need each row's ``lang``.
     """
 
     model: EncoderConfig
@@ -53,6 +55,8 @@ class ClassifierSpec:
     state: str | ray.ObjectRef | None = None
     paired: bool = False
     from_source: tuple[str, ...] = ()
+    normalize: bool = False
+    languages: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, EncoderConfig):
@@ -62,6 +66,7 @@ class ClassifierSpec:
             raise ValueError(f"ClassifierSpec.labels must be at least two distinct strings, got {list(labels)}")
         object.__setattr__(self, "labels", labels)  # a list would make the frozen spec unhashable
         object.__setattr__(self, "from_source", tuple(self.from_source))
+        object.__setattr__(self, "languages", tuple(self.languages))
         if isinstance(self.state, Path):
             object.__setattr__(self, "state", str(self.state))
         if self.state is not None and not isinstance(self.state, str):
@@ -89,10 +94,12 @@ def share_classifier(classifier: Classifier, model: EncoderConfig, *,
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         torch.save(state, path)
-        return ClassifierSpec(model, tuple(classifier.labels), str(path), classifier.paired)
+        return ClassifierSpec(model, tuple(classifier.labels), str(path), classifier.paired,
+                              normalize=classifier.normalize, languages=tuple(classifier.languages))
     import ray
 
-    return ClassifierSpec(model, tuple(classifier.labels), ray.put(state), classifier.paired)
+    return ClassifierSpec(model, tuple(classifier.labels), ray.put(state), classifier.paired,
+                          normalize=classifier.normalize, languages=tuple(classifier.languages))
 
 
 def load_state(spec: ClassifierSpec) -> dict[str, torch.Tensor] | None:
@@ -122,7 +129,8 @@ def build_classifier(spec: ClassifierSpec) -> Classifier:
     # is untouched, so that every actor of a pool builds the same head.
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(spec.model.seed)
-        classifier = Classifier(encoder, spec.labels, paired=spec.paired)
+        classifier = Classifier(encoder, spec.labels, paired=spec.paired, normalize=spec.normalize,
+                                languages=spec.languages)
     if state is not None:
         try:
             load_trained(classifier, state, spec.from_source)

@@ -15,6 +15,11 @@ loads it back whole:
 
 Only a transformer encoder pooled the way sentence-transformers pools (``cls`` or ``mean`` of the
 last layer) exports; an intermediate layer, ``avg_first_last`` or the bundled USE does not, and says so.
+
+A classifier may read its features as a frozen probe reads them (``xlt.eval.adaptation``): L2-normalised
+(``normalize``) and, for each language of ``languages``, centred on that language's mean and L2-normalised
+(``language_means``, a buffer saved with the head; ``classifier.json`` names the languages in its rows' order).
+Such a classifier predicts a text only with its language: ``predict(texts, langs)``.
 """
 
 from __future__ import annotations
@@ -55,34 +60,58 @@ class Classifier(nn.Module):
     """
 
     def __init__(self, encoder: TextEncoder, labels: Sequence[str], dropout: float = 0.1,
-                 paired: bool = False) -> None:
+                 paired: bool = False, normalize: bool = False, languages: Sequence[str] = ()) -> None:
         super().__init__()
         if len(labels) < 2 or len(set(labels)) != len(labels):
             raise ValueError(f"labels must be at least two distinct names, got {list(labels)}")
+        if len(set(languages)) != len(languages):
+            raise ValueError(f"languages must be distinct codes, got {list(languages)}")
         self.encoder, self.labels, self.paired = encoder, list(labels), paired
+        self.normalize, self.languages = normalize, list(languages)
         self.dropout = nn.Dropout(dropout)
-        self.head = nn.Linear(encoder.feature_dim(paired), len(labels))
+        dim = encoder.feature_dim(paired)
+        self.head = nn.Linear(dim, len(labels))
+        if self.languages:
+            self.register_buffer("language_means", torch.zeros(len(self.languages), dim))
 
-    def forward(self, texts: list[Item]) -> torch.Tensor:
-        """Logits (B, C)."""
+    def forward(self, texts: list[Item], langs: Sequence[str] | None = None) -> torch.Tensor:
+        """Logits (B, C); ``langs``: each text's language, which a centred classifier needs."""
         if self.encoder.trainable:
             features = self.encoder.embed(texts)
         else:
             with torch.no_grad():
                 features = self.encoder.embed(texts)
-        return self.head(self.dropout(features.to(self.head.weight.device)))
+        return self.head(self.dropout(self.features(features.to(self.head.weight.device), langs)))
+
+    def features(self, embeddings: torch.Tensor, langs: Sequence[str] | None) -> torch.Tensor:
+        """The encoder's ``embeddings`` (B, D) as the head reads them: normalised and centred if configured."""
+        if self.normalize:
+            embeddings = nn.functional.normalize(embeddings, dim=-1)
+        if not self.languages:
+            return embeddings
+        if langs is None or len(langs) != len(embeddings):
+            raise ValueError(f"this classifier centres each language on its own mean ({', '.join(self.languages)}): "
+                             "it needs the language of every text")
+        unknown = sorted(set(langs) - set(self.languages))
+        if unknown:
+            raise ValueError(f"this classifier centres each language on the mean of its unlabelled rows and has "
+                             f"none for {unknown}; it knows {', '.join(self.languages)}")
+        rows = torch.tensor([self.languages.index(lang) for lang in langs], device=embeddings.device)
+        return nn.functional.normalize(embeddings - self.language_means[rows].to(embeddings.dtype), dim=-1)
 
     @torch.no_grad()
     def predict(self, texts: Sequence[Item], batch_size: int = 64, sort_by_length: bool = True,
-                tokens_per_batch: int = 0) -> Predictions:
+                tokens_per_batch: int = 0, langs: Sequence[str] | None = None) -> Predictions:
         """Inference in batches (length-bucketed unless ``sort_by_length`` is false, and within a
-        token budget if ``tokens_per_batch`` > 0: the encoder's ``encode``), then the head."""
+        token budget if ``tokens_per_batch`` > 0: the encoder's ``encode``), then the head;
+        ``langs``: each text's language, which a centred classifier needs."""
         was_training = self.training
         self.eval()
         try:
             features = torch.from_numpy(self.encoder.encode(texts, batch_size=batch_size, sort_by_length=sort_by_length,
                                                             tokens_per_batch=tokens_per_batch))
-            probs = torch.softmax(self.head(features.to(self.head.weight.device)).float(), dim=-1).cpu().numpy()
+            features = self.features(features.to(self.head.weight.device), langs)
+            probs = torch.softmax(self.head(features).float(), dim=-1).cpu().numpy()
         finally:
             self.train(was_training)
         best = probs.argmax(1)
@@ -99,10 +128,10 @@ class Classifier(nn.Module):
         # max_seq_length as the tokenizer's model_max_length, not in sentence_bert_config.json.
         sentence_transformer(encoder, directory).save(str(directory))
         head = {name: value.detach().cpu().contiguous() for name, value in self.state_dict().items()
-                if name.startswith("head.")}
+                if not name.startswith("encoder.")}
         save_file(head, str(directory / HEAD_FILE))
         settings = {"labels": self.labels, "paired": self.paired, "max_length": encoder.max_length,
-                    "pair_encoding": encoder.pair_encoding,
+                    "pair_encoding": encoder.pair_encoding, "normalize": self.normalize, "languages": self.languages,
                     "from_source": sorted(name for name in self.state_dict() if name not in head)}
         (directory / CLASSIFIER_FILE).write_text(json.dumps(settings, indent=2), encoding="utf-8")
         if card:
@@ -115,7 +144,8 @@ class Classifier(nn.Module):
         from safetensors.torch import load_file
 
         encoder_cfg, settings = exported(directory)
-        classifier = cls(load_encoder(encoder_cfg), settings["labels"], paired=settings["paired"])
+        classifier = cls(load_encoder(encoder_cfg), settings["labels"], paired=settings["paired"],
+                         normalize=settings.get("normalize", False), languages=settings.get("languages", ()))
         load_trained(classifier, load_file(str(Path(directory) / HEAD_FILE)), settings["from_source"])
         return classifier.eval()
 
@@ -138,10 +168,8 @@ def sentence_transformer(encoder: TextEncoder, directory: str | Path, *, prompts
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
 
-    if not isinstance(encoder, TransformerEncoder) or encoder.layer != -1 or encoder.pooling not in ("cls", "mean"):
-        raise ValueError(f"only a transformer encoder pooled by cls or mean of its last layer has a "
-                         f"sentence-transformers form; this one is {type(encoder).__name__} with pooling "
-                         f"{getattr(encoder, 'pooling', None)!r}, layer {getattr(encoder, 'layer', None)}")
+    check_exportable(encoder)
+    assert isinstance(encoder, TransformerEncoder)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     encoder.save(directory)
@@ -150,3 +178,12 @@ def sentence_transformer(encoder: TextEncoder, directory: str | Path, *, prompts
     named = {"query": encoder.prefix} if prompts and encoder.prefix else None
     return SentenceTransformer(modules=modules, prompts=named, default_prompt_name="query" if named else None,
                                device="cpu")
+
+
+def check_exportable(encoder: TextEncoder) -> None:
+    """Raise unless ``encoder`` has a sentence-transformers form (``sentence_transformer``): a transformer pooled
+    by ``cls`` or ``mean`` of its last layer."""
+    if not isinstance(encoder, TransformerEncoder) or encoder.layer != -1 or encoder.pooling not in ("cls", "mean"):
+        raise ValueError(f"only a transformer encoder pooled by cls or mean of its last layer has a "
+                         f"sentence-transformers form; this one is {type(encoder).__name__} with pooling "
+                         f"{getattr(encoder, 'pooling', None)!r}, layer {getattr(encoder, 'layer', None)}")

@@ -16,6 +16,7 @@ from typing import Any
 from ..config import config_text
 from ..cotrain.learner import LEARNERS_DIR
 from ..engine.checkpoints import read_config, read_metrics
+from ..eval.protocols import EvaluateConfig
 from ..metrics import per_language
 from ..report import markdown_table
 from ..storage import staged
@@ -55,20 +56,15 @@ def model_card(checkpoint: Path, pooling: str, origin: str | None = None) -> str
     """The card of the local ``checkpoint`` (its encoder pooled by ``pooling``), which came from ``origin`` (a
     store's URI) if given; it opens with the metadata block a model hub indexes (library, pipeline, languages,
     metrics)."""
-    import yaml
-
     origin = origin or str(checkpoint)
     cfg = read_config(checkpoint, FinetuneConfig)
     metrics = read_metrics(checkpoint) if (checkpoint / "metrics.json").is_file() else {}
-    metadata = {"library_name": "sentence-transformers", "pipeline_tag": "text-classification",
-                "language": list(dict.fromkeys([cfg.task.source_lang, *cfg.task.target_langs])),
-                "tags": ["xlt", "cross-lingual-transfer", "text-classification"], "metrics": ["accuracy", "f1"]}
     scores = [{"split": split, **{lang: f"{value:.3f}" for lang, value in per_language(metrics, split).items()}}
               for split in ("val", "test") if per_language(metrics, split)]
     objectives = "".join(f" + {o.weight:g}·{o.name} ({PAPERS.get(o.name, 'xlt.losses')})" for o in cfg.objectives)
     cotrain = f"/{LEARNERS_DIR}/" in origin  # a co-training run's learner (xlt.predict.models)
     return "\n".join([
-        "---", yaml.safe_dump(metadata, sort_keys=False, allow_unicode=True).rstrip(), "---", "",
+        *_metadata([cfg.task.source_lang, *cfg.task.target_langs]),
         f"# {cfg.task.name}: a cross-lingual classifier trained with xlt", "",
         f"- Encoder: `{cfg.model.source}`, exported as a sentence-transformers model (pooling "
         f"`{pooling}`, max length {cfg.model.max_length}).",
@@ -80,13 +76,54 @@ def model_card(checkpoint: Path, pooling: str, origin: str | None = None) -> str
         f"- Checkpoint: `{origin}` (epoch {metrics.get('train/epoch', '?')}).", "",
         "## Accuracy per language, as its run reported it", "",
         markdown_table(scores) if scores else "No evaluation was recorded with this checkpoint.", "",
-        "## Use", "",
-        "```python",
-        "from sentence_transformers import SentenceTransformer",
-        "embeddings = SentenceTransformer(DIR).encode(texts)            # the encoder",
-        "from xlt.models import Classifier",
-        "predictions = Classifier.from_pretrained(DIR).predict(texts)   # labels, confidence, probabilities",
-        "```", "",
+        *_use("predict(texts)"),
         "## The config that trained it", "",
         "```yaml", config_text(cfg).rstrip(), "```", "",
     ])
+
+
+def probe_card(cfg: EvaluateConfig, source: str, rows: list[dict[str, Any]]) -> str:
+    """The card of the frozen-linear probe of ``source`` that ``jobs/evaluate.py`` fitted as ``cfg`` says, with
+    its table ``rows`` (``lang``, ``accuracy``, ``f1``, ...)."""
+    assert cfg.task is not None
+    a = cfg.adapt
+    languages = [r["lang"] for r in rows if r["lang"] not in ("avg_target", "transfer_gap")]
+    adapted = (f" Adapted to each target language's unlabelled pool, without its labels (xlt.eval.adaptation): "
+               f"{'every language centred on its own mean, ' if a.center else ''}{a.rounds} round(s) of "
+               f"class-balanced self-training (fraction {a.fraction:g})." if a.active else "")
+    centred = " (each text's language is needed: the classifier centres it on that language's mean)" if a.center else ""
+    return "\n".join([
+        *_metadata(languages),
+        f"# {cfg.task.name}: a frozen-encoder probe trained with xlt", "",
+        f"- Encoder: `{source}`, frozen, exported as a sentence-transformers model.",
+        f"- Labels: {', '.join(cfg.task.labels)}{' (sentence pairs)' if cfg.task.paired else ''}.",
+        f"- Head: logistic regression on the {'L2-normalised ' if cfg.normalize else ''}embeddings of "
+        f"`{cfg.task.source_lang}` labelled rows, C = {rows[0]['probe_c']:g} chosen on its dev rows.{adapted}", "",
+        "## Accuracy and macro-F1 per language, as its evaluation reported them", "",
+        markdown_table([{k: (f"{v:.3f}" if isinstance(v, float) else v) for k, v in r.items() if k != "model"}
+                        for r in rows]), "",
+        *_use("predict(texts, langs=langs)" if a.center else "predict(texts)", centred),
+        "## The config that trained it", "",
+        "```yaml", config_text(cfg).rstrip(), "```", "",
+    ])
+
+
+def _metadata(languages: list[str]) -> list[str]:
+    """The card's opening block, which a model hub indexes."""
+    import yaml
+
+    metadata = {"library_name": "sentence-transformers", "pipeline_tag": "text-classification",
+                "language": list(dict.fromkeys(languages)),
+                "tags": ["xlt", "cross-lingual-transfer", "text-classification"], "metrics": ["accuracy", "f1"]}
+    return ["---", yaml.safe_dump(metadata, sort_keys=False, allow_unicode=True).rstrip(), "---", ""]
+
+
+def _use(call: str, note: str = "") -> list[str]:
+    """The card's "Use" section: ``Classifier.from_pretrained(DIR).<call>``."""
+    return ["## Use", "",
+            "```python",
+            "from sentence_transformers import SentenceTransformer",
+            "embeddings = SentenceTransformer(DIR).encode(texts)            # the encoder",
+            "from xlt.models import Classifier",
+            f"predictions = Classifier.from_pretrained(DIR).{call}   # labels, confidence, probabilities",
+            "```", *([note.strip(" ()").capitalize() + ".", ""] if note else [""])]

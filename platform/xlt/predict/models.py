@@ -32,7 +32,9 @@ def model_spec(path: str | Path, learner: str | None = None) -> tuple[str, Class
         encoder, settings = exported(path)
         return str(path), ClassifierSpec(model=encoder, labels=tuple(settings["labels"]),
                                          state=str(Path(path) / HEAD_FILE), paired=settings["paired"],
-                                         from_source=tuple(settings["from_source"]))
+                                         from_source=tuple(settings["from_source"]),
+                                         normalize=settings.get("normalize", False),
+                                         languages=tuple(settings.get("languages", ())))
     checkpoint = resolve_checkpoint(path, learner)
     return str(checkpoint), classifier_spec(checkpoint)
 
