@@ -52,7 +52,8 @@ def test_the_readmes_predict_and_export_commands_run_as_typed(tmp_path, monkeypa
     for part, lines in (("a", ['{"text": "un voyage", "lang": "fr"}', "not json"]), ("b", ['{"text": "x", "lang": "en"}'])):
         (tmp_path / "corpus" / f"{part}.jsonl.gz").write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
 
-    nusax = probe_export(tmp_path / "results/evaluate/nusax/export/multilingual-e5-small", data_dir)
+    nusax = probe_export(tmp_path / "results/evaluate/nusax/export/multilingual-e5-small")
+    (tmp_path / "configs").symlink_to(REPO / "configs")  # the checkout's task files, as from its root
 
     predicts, exports = readme_commands("predict.py"), readme_commands("export.py")
     assert len(predicts) == 4 and len(exports) == 1
@@ -71,7 +72,7 @@ def test_the_readmes_predict_and_export_commands_run_as_typed(tmp_path, monkeypa
     assert set(labelled["lang"]) == set(nusax.languages) and len(labelled) == 400 * len(nusax.languages)
 
 
-def probe_export(directory, data_dir):
+def probe_export(directory):
     """A tiny stand-in of ``jobs/evaluate.py --config configs/evaluate_nusax.yaml``'s export: a tiny:bert classifier
     over NusaX's labels, centred on a mean for each of its languages."""
     import torch
@@ -83,7 +84,7 @@ def probe_export(directory, data_dir):
     task = load_config(EvaluateConfig, REPO / "configs/evaluate_nusax.yaml").task
     torch.manual_seed(0)
     classifier = Classifier(load_encoder(EncoderConfig(source="tiny:bert")), task.labels, normalize=True,
-                            languages=task.langs)
+                            languages=list(task.languages))  # the task file's every language
     classifier.language_means.normal_(0, 0.1)
     classifier.save_pretrained(directory)
     return classifier
