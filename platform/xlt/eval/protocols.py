@@ -89,6 +89,9 @@ class EvaluateConfig:
         check(len(self.models) >= 1, "models", self.models, "at least one model")
         check(not self.output.export or self.protocol == "frozen-linear", "output.export", True,
               "false for retrieval, which trains no classifier; the frozen-linear probe exports as a classifier")
+        sources = [model.source for model in self.models]
+        check(not self.output.export or len(set(sources)) == len(sources), "models", sources,
+              "distinct sources where output.export writes each model's probe under its name")
         check(self.batch_size >= 1, "batch_size", self.batch_size, "an integer >= 1")
         check(len(self.probe_c) >= 1 and all(c > 0 for c in self.probe_c), "probe_c", self.probe_c,
               "a list of positive numbers")
@@ -357,18 +360,18 @@ def run_evaluation(cfg: EvaluateConfig) -> dict[str, Any]:
     read and checked before any model loads, and every model is checked exportable before any is scored."""
     evaluator = PROTOCOLS[cfg.protocol](cfg)
     rows, classifiers = [], {}
-    encoders = {model_cfg.source: model_cfg for model_cfg in cfg.models}
     if cfg.output.export:
-        for source, model_cfg in encoders.items():
+        for model_cfg in cfg.models:
             try:
                 check_exportable(load_encoder(model_cfg))
             except ValueError as e:
-                raise ValueError(f"output.export: {source} cannot be exported ({e}); drop it from models") from e
-    for source, model_cfg in encoders.items():
+                raise ValueError(f"output.export: {model_cfg.source} cannot be exported ({e}); drop it from "
+                                 "models") from e
+    for model_cfg in cfg.models:
         encoder = load_encoder(model_cfg).to(inference_device())  # a GPU where this process sees one
         scored = evaluator.score(encoder)
-        rows += [{"model": source, **row} for row in scored.rows]
+        rows += [{"model": model_cfg.source, **row} for row in scored.rows]
         if scored.classifier is not None:
-            classifiers[source] = scored.classifier.cpu()
+            classifiers[model_cfg.source] = scored.classifier.cpu()
     return {"protocol": cfg.protocol, "task": evaluator.task, "languages": evaluator.langs, "rows": rows,
             **({"classifiers": classifiers} if cfg.output.export else {})}
