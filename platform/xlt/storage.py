@@ -62,9 +62,10 @@ class OutputSettings:
     dir: str = "results/run"
     num_to_keep: int = 2
     # A classifier exported at the end to <dir>/export (a co-training run's learners to
-    # <dir>/export/<learner>), for sentence-transformers and Classifier.from_pretrained, and logged as
-    # the run's MLflow model (xlt.predict.export). Pretraining refuses it: every checkpoint of it
-    # holds its encoder, a local: model, already; predict refuses it too.
+    # <dir>/export/<learner>, an evaluation's frozen-linear probes to <dir>/export/<model name>), for
+    # sentence-transformers and Classifier.from_pretrained, and logged as the run's MLflow model
+    # (xlt.predict.export). Pretraining refuses it: every checkpoint of it holds its encoder, a local:
+    # model, already; predict and retrieval refuse it too.
     export: bool = False
 
     def __post_init__(self) -> None:
