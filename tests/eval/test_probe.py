@@ -103,7 +103,7 @@ def test_a_centred_probe_centres_each_target_on_the_pool_draw_the_run_may_read(t
         assert got.predicted[langs == lang].tolist() == best.predict(centred(test, pool)).tolist()
 
     from xlt.config import ConfigError
-    from xlt.eval.protocols import probe_rows
+    from xlt.eval.protocols import example_embedder, probe_rows
 
     with pytest.raises(ConfigError, match=r"pool of every scored target language; none for \['zh'\]"):
-        probe_rows(encoder, task, train, dev, {"en": train, "zh": dev}, cfg, {"de": dev})
+        probe_rows(example_embedder(encoder, task, cfg), task, train, dev, {"en": train, "zh": dev}, cfg, {"de": dev})

@@ -247,21 +247,28 @@ def frozen_linear_predictions(encoder: TextEncoder, task: Task, cfg: EvaluateCon
     adapted, as ``cfg.adapt`` says, to each target's ``pool`` split (its labels never read)."""
     n, source = cfg.data.max_examples, task.source_lang
     pools = {lang: task.examples("pool", lang, n) for lang in task.target_langs} if cfg.adapt.active else {}
-    return probe_rows(encoder, task, task.examples("train", source, n), task.examples("dev", source, n),
-                      {lang: task.examples("test", lang, n) for lang in task.langs}, cfg, pools)
+    return probe_rows(example_embedder(encoder, task, cfg), task, task.examples("train", source, n),
+                      task.examples("dev", source, n), {lang: task.examples("test", lang, n) for lang in task.langs},
+                      cfg, pools)
 
 
-def probe_rows(encoder: TextEncoder, task: Task, train: Sequence[Example], dev: Sequence[Example],
+Embed = Callable[[Sequence[Example]], np.ndarray]  # examples -> their embeddings (N, D), as the probe reads them
+
+
+def example_embedder(encoder: TextEncoder, task: Task, cfg: EvaluateConfig) -> Embed:
+    """``encoder``'s embeddings of a task's examples (their pairs, on a pair task), normalised if ``cfg.normalize``."""
+    return lambda examples: _embed(encoder, [(ex.text, ex.text_pair) if task.paired else ex.text
+                                             for ex in examples], cfg)
+
+
+def probe_rows(embed: Embed, task: Task, train: Sequence[Example], dev: Sequence[Example],
                scored: Mapping[str, Sequence[Example]], cfg: EvaluateConfig,
                pools: Mapping[str, Sequence[Example]] | None = None) -> ProbePredictions:
     """The frozen-linear probe on rows a caller chose (a job's labelled draw and the split it scores):
-    logistic regression on the frozen embeddings of ``train``, C the best of ``cfg.probe_c`` on
+    logistic regression on the embeddings ``embed`` gives of ``train``, C the best of ``cfg.probe_c`` on
     ``dev``, adapted to the unlabelled ``pools`` of the target languages as ``cfg.adapt`` says
     (``xlt.eval.adaptation``; every scored target needs its pool then), predictions of every
     language's ``scored`` rows."""
-    def embed(examples: Sequence[Example]) -> np.ndarray:
-        return _embed(encoder, [(ex.text, ex.text_pair) if task.paired else ex.text for ex in examples], cfg)
-
     def gold(examples: Sequence[Example]) -> np.ndarray:
         return np.array([task.labels.index(ex.label) for ex in examples])
 

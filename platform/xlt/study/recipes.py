@@ -25,7 +25,7 @@ import dataclasses
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,6 +36,9 @@ from ..metrics import AVG_TARGET
 from ..models import EncoderConfig
 from ..tasks import Task, load_task
 from .spec import SetFitSettings
+
+if TYPE_CHECKING:  # the evaluation's modules load with the recipe that runs them
+    from ..eval.protocols import Embed, EvaluateConfig
 
 Predictions = dict[str, list]  # id, lang, label, predicted: one entry per scored row
 
@@ -107,15 +110,21 @@ def probe_predictions(rows: JobRows, model: EncoderConfig,
                       adapt: ProbeAdaptation = ProbeAdaptation()) -> tuple[Predictions, dict[str, Any]]:
     """The frozen-linear probe of ``model`` on ``rows``, adapted to the target pools as ``adapt`` says:
     the scored rows' predictions, the C chosen on dev and the adaptation (where there is one)."""
-    from ..eval.protocols import EvaluateConfig, probe_rows
+    from ..eval.protocols import EvaluateConfig, example_embedder
     from ..models import load_encoder
 
-    p = probe_rows(load_encoder(model), rows.task, rows.train, rows.dev, rows.scored,
-                   EvaluateConfig(task=rows.task.config, models=(model,), progress=False, adapt=adapt),
-                   rows.pools() if adapt.active else None)
-    settings = {"probe_c": p.c, **({"adapt": dataclasses.asdict(adapt)} if adapt.active else {})}
-    return rows.predictions({lang: p.predicted[np.asarray(p.langs) == lang].tolist() for lang in rows.scored}), \
-        settings
+    cfg = EvaluateConfig(task=rows.task.config, models=(model,), progress=False, adapt=adapt)
+    predicted, c = _probe(rows, example_embedder(load_encoder(model), rows.task, cfg), cfg)
+    return rows.predictions(predicted), {"probe_c": c, **({"adapt": dataclasses.asdict(adapt)} if adapt.active else {})}
+
+
+def _probe(rows: JobRows, embed: Embed, cfg: EvaluateConfig) -> tuple[dict[str, list[int]], float]:
+    """Label indices of every scored language from the probe (``xlt.eval.protocols.probe_rows``) on ``embed``'s
+    embeddings, adapted to the target pools as ``cfg.adapt`` says; and the C it chose."""
+    from ..eval.protocols import probe_rows
+
+    p = probe_rows(embed, rows.task, rows.train, rows.dev, rows.scored, cfg, rows.pools() if cfg.adapt.active else None)
+    return {lang: p.predicted[np.asarray(p.langs) == lang].tolist() for lang in rows.scored}, p.c
 
 
 def probe_scores(rows: JobRows, model: EncoderConfig) -> dict[str, dict[str, float]]:
@@ -138,6 +147,7 @@ def setfit_predictions(rows: JobRows, settings: SetFitSettings, seed: int, model
     from setfit import SetFitModel, Trainer, TrainingArguments
     from sklearn.linear_model import LogisticRegression
 
+    from ..eval.protocols import EvaluateConfig
     from ..models import load_encoder
     from ..models.classifier import sentence_transformer
 
@@ -160,9 +170,10 @@ def setfit_predictions(rows: JobRows, settings: SetFitSettings, seed: int, model
             {"text": [prefix + ex.text for ex in rows.train],
              "label": [task.labels.index(ex.label) for ex in rows.train]}))
         trainer.train()
-        if adapt.active:
-            predicted = _adapted_head(rows, lambda examples: setfit.model_body.encode(
-                [prefix + ex.text for ex in examples], normalize_embeddings=True, convert_to_numpy=True), adapt)
+        if adapt.active:  # the probe's head, on the tuned body's normalised embeddings
+            predicted, _ = _probe(rows, lambda examples: setfit.model_body.encode(
+                [prefix + ex.text for ex in examples], normalize_embeddings=True, convert_to_numpy=True),
+                EvaluateConfig(task=task.config, progress=False, adapt=adapt))
         else:
             predicted = {lang: np.asarray(setfit.predict([prefix + ex.text for ex in examples], as_numpy=True)).tolist()
                          for lang, examples in rows.scored.items()}
@@ -172,17 +183,3 @@ def setfit_predictions(rows: JobRows, settings: SetFitSettings, seed: int, model
                         "freeze_word_embeddings": rows.freeze_word_embeddings},
              **({"adapt": dataclasses.asdict(adapt)} if adapt.active else {})})
 
-
-def _adapted_head(rows: JobRows, embed: Any, adapt: ProbeAdaptation) -> dict[str, list[int]]:
-    """Label indices of every scored language from the probe's head (logistic regression, C chosen on English dev)
-    on ``embed``'s normalised embeddings, adapted to the target pools (``xlt.eval.adaptation``)."""
-    from ..eval.adaptation import adapted_probe
-    from ..eval.protocols import EvaluateConfig
-
-    def gold(examples: list[Example]) -> np.ndarray:
-        return np.array([rows.task.labels.index(ex.label) for ex in examples])
-
-    probe = adapted_probe(embed(rows.train), gold(rows.train), embed(rows.dev), gold(rows.dev), rows.task.source_lang,
-                          {lang: embed(examples) for lang, examples in rows.pools().items()}, adapt,
-                          EvaluateConfig.probe_c)
-    return {lang: probe.predict(embed(examples), lang).tolist() for lang, examples in rows.scored.items()}
