@@ -56,7 +56,9 @@ class Classifier(nn.Module):
     """Sequence classifier over any ``TextEncoder``; a frozen encoder trains only the head.
 
     ``paired``: the inputs are ``(text, text_pair)`` items; the head reads the encoder's pair
-    features (4D wide for a combining sentence encoder, see ``xlt.models.encoder``).
+    features (4D wide for a combining sentence encoder, see ``xlt.models.encoder``). ``normalize``,
+    ``languages``: the features as a frozen probe reads them (module docstring); ``language_means``
+    starts at zero, for ``load_state_dict`` or the probe (``xlt.eval.adaptation.Probe.classifier``) to fill.
     """
 
     def __init__(self, encoder: TextEncoder, labels: Sequence[str], dropout: float = 0.1,
