@@ -278,6 +278,19 @@ def test_a_model_that_is_not_a_classifier_or_reads_other_items_is_refused(tmp_pa
         prepare(config(paired, tmp_path / "out", path=str(tmp_path / "corpus.txt"), lang="de"))
 
 
+def test_a_language_a_centred_classifier_has_no_mean_for_is_refused_before_any_row_is_read(tmp_path):
+    from xlt.models import Classifier, EncoderConfig, load_encoder
+
+    export = tmp_path / "probe"
+    Classifier(load_encoder(EncoderConfig(source="tiny:bert")), LABELS, normalize=True,
+               languages=["en", "fr"]).save_pretrained(export)
+    (tmp_path / "corpus.txt").write_text("hallo\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"has none for \['de'\], which input .*corpus.txt holds; it knows en, fr"):
+        prepare(config(export, tmp_path / "out", path=str(tmp_path / "corpus.txt"), lang="de"))
+    assert prepare(config(export, tmp_path / "out", path=str(tmp_path / "corpus.txt"), lang="fr")).spec.languages == \
+        ("en", "fr")
+
+
 def test_the_smoke_job_writes_a_task_split_to_the_s3_server(data_dir, tmp_path, s3):
     """``jobs/predict.py --smoke`` end to end (its own Ray), the SIB-200 test rows of every
     language, onto the local S3 server."""

@@ -43,6 +43,10 @@ def prepare(cfg: PredictConfig) -> Prepared:
         reads = "sentence pairs" if spec.paired else "single texts"
         given = "pairs" if source.paired else "single texts (set input.pair_field for a file's second text)"
         raise ValueError(f"model {checkpoint} reads {reads}; input {cfg.input.path or cfg.input.split} holds {given}")
+    unknown = sorted(set(source.languages or ()) - set(spec.languages)) if spec.languages else []
+    if unknown:
+        raise ValueError(f"model {checkpoint} centres each language on its own mean and has none for {unknown}, "
+                         f"which input {source.name} holds; it knows {', '.join(spec.languages)}")
     return Prepared(cfg, checkpoint, spec, source)
 
 

@@ -102,6 +102,14 @@ class Input:
     files: list[tuple[str, str]]
     task: Task | None = None
 
+    @property
+    def languages(self) -> tuple[str, ...] | None:
+        """The languages of its rows where known before reading them (a task's, a file's ``input.lang``); ``None``
+        where each row names its own (``input.lang_field``)."""
+        if self.task is not None:
+            return tuple(self.task.langs)
+        return None if self.cfg.lang_field is not None else (normalized("input.lang", self.cfg.lang),)
+
     def rows(self) -> Iterator[dict[str, Any] | Rejected]:
         """Every row, checked (module docstring); a bad row raises, or comes as ``Rejected`` under ``skip``."""
         cfg, task = self.cfg, self.task
