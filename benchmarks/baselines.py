@@ -10,7 +10,7 @@ of the other arms but the other recipe), and the other recipe − the same basel
 intervals over target items and over seeds and items (``xlt.study.report.comparisons``). A study with units still
 to run is shown as far as it went.
 
-The declared recipe of a task type (``declared_arm``): for single texts the adapted e5 probe (``ADAPTED``: the e5
+The declared recipe of a task type (``recipe_arms``): for single texts the adapted e5 probe (``ADAPTED``: the e5
 probe adapted to each target's unlabelled pool, ``xlt.eval.adaptation``; ``configs/evaluate_nusax.yaml``), for
 sentence pairs the fine-tuning preset's recipe (the study's ``declared`` variant). The other recipe is the other of
 the two: on single texts the job preset's recipe (co-training's LM learner, fine-tuning), on pairs the adapted probe.

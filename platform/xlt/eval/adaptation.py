@@ -80,9 +80,7 @@ class Probe:
         if classes != list(range(len(labels))):
             raise ValueError(f"the probe was fitted on {len(classes)} of the task's {len(labels)} labels "
                              f"({', '.join(labels[k] for k in classes)}): a classifier predicts every label")
-        weight, bias = self.model.coef_, self.model.intercept_
-        if len(classes) == 2:  # one score z for the second class: logits (−z/2, z/2) have z's sigmoid as softmax
-            weight, bias = np.concatenate([-weight / 2, weight / 2]), np.concatenate([-bias / 2, bias / 2])
+        weight, bias = logits(self.model)
         clf = Classifier(encoder, labels, paired=paired, normalize=normalize, languages=list(self.means))
         with torch.no_grad():
             clf.head.weight.copy_(torch.as_tensor(weight))
@@ -90,6 +88,15 @@ class Probe:
             if self.means:
                 clf.language_means.copy_(torch.as_tensor(np.stack(list(self.means.values()))))
         return clf.eval()
+
+
+def logits(model) -> tuple[np.ndarray, np.ndarray]:
+    """(weight (K, D), bias (K,)) of a fitted scikit-learn logistic regression as a linear head's logits over its K
+    classes: a binary fit's one score z for the second class becomes (−z/2, z/2), whose softmax is its sigmoid."""
+    weight, bias = model.coef_, model.intercept_
+    if len(model.classes_) == 2:
+        weight, bias = np.concatenate([-weight / 2, weight / 2]), np.concatenate([-bias / 2, bias / 2])
+    return weight, bias
 
 
 def centred(x: np.ndarray, mean: np.ndarray) -> np.ndarray:

@@ -21,6 +21,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..eval.adaptation import logits
 from ..models import Classifier
 from .batches import UNKNOWN_LABEL, flatten_batch
 
@@ -69,10 +70,7 @@ def fit_probe(features: np.ndarray, labels: np.ndarray, c: float, seed: int = 0)
         raise ValueError(f"optim.head_init: probe needs labelled training rows of at least two labels; "
                          f"these have {len(classes)} ({len(labels)} rows)")
     probe = LogisticRegression(C=c, max_iter=PROBE_MAX_ITER, random_state=seed).fit(features, labels)
-    weight, bias = probe.coef_, probe.intercept_
-    if len(classes) == 2:
-        weight, bias = np.concatenate([-weight / 2, weight / 2]), np.concatenate([-bias / 2, bias / 2])
-    return probe.classes_, weight, bias
+    return probe.classes_, *logits(probe)
 
 
 @torch.no_grad()
