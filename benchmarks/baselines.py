@@ -122,8 +122,9 @@ def main() -> None:
     for recipe, name in (("declared", "Declared recipe"), ("other", "The other recipe")):
         measured, above, table = recipe_table(overview, recipe)
         if measured:
+            so_far = "" if measured == len(STUDIES) else f" measured so far (of {len(STUDIES)})"
             text += [f"{name} above the best baseline with the seeds-and-items interval above 0: {above} of "
-                     f"{measured} tasks measured so far (of {len(STUDIES)}).", table]
+                     f"{measured} tasks{so_far}.", table]
     OUT.write_text("\n\n".join(text + sections) + "\n", encoding="utf-8")
     print(OUT.read_text(encoding="utf-8"))
 
