@@ -37,7 +37,8 @@ def test_new_weights_into_a_built_udf_predict_as_a_udf_built_from_them(tmp_path)
 
 
 def test_the_pool_in_this_process_labels_in_order_and_streams(tmp_path):
-    inference = InferenceSettings(num_actors=0, batch_size=4, threads=1)
+    # fp32 as the references: auto is bf16 on a CPU with native bf16, and this test is of order, not precision.
+    inference = InferenceSettings(num_actors=0, batch_size=4, threads=1, precision="fp32")
     texts = TEXTS * 2
     with Labellers(inference) as labellers:
         with pytest.raises(RuntimeError, match="load"):
@@ -73,7 +74,7 @@ def test_one_pool_of_actors_labels_every_table_and_survives_losing_an_actor(ray_
     def pid(actor) -> int:
         return ray.get(actor.__ray_call__.remote(lambda self: os.getpid()))
 
-    inference = InferenceSettings(num_actors=2, num_cpus=0.5, batch_size=2, threads=1)
+    inference = InferenceSettings(num_actors=2, num_cpus=0.5, batch_size=2, threads=1, precision="fp32")  # as `expected`
     with Labellers(inference) as labellers:
         labellers.load(spec_of(1, tmp_path))
         workers = [set(labellers(batch_of(TEXTS)).column("worker").to_pylist()) for _ in range(3)]
