@@ -101,14 +101,14 @@ def pretrain(variant: str, storage: Path, quick: bool, model: str, pairs: int) -
 
 def finetune(variant: str, source: str, storage: Path, quick: bool) -> dict:
     """Fine-tune the encoder ``source`` on English SIB-200; per-language accuracy rows."""
-    from xlt.train import build_trainer, config_of, load_finetune_config, results_rows
+    from xlt.train import build_trainer, load_finetune_config, results_rows
 
     overrides = [f"model.source={source}", f"output.dir={storage}/{variant}-sib200",
                  "optim.log_every_steps=0", *(QUICK_FINETUNE if quick else ())]
     trainer = build_trainer(load_finetune_config(CONFIGS / "finetune_sib200.yaml", overrides))
     start = time.monotonic()
     result = trainer.fit()
-    cfg = config_of(trainer)
+    cfg = trainer.config
     return {"finetune_overrides": overrides, "finetune_minutes": (time.monotonic() - start) / 60,
             "rows": results_rows(result.metrics, cfg.task.source_lang)}
 

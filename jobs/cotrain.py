@@ -70,7 +70,7 @@ def main() -> None:
 
 
 def overlap(cfg) -> str:
-    """How an iteration's two fits share the time (in-process fits take turns: xlt.engine.session)."""
+    """How an iteration's two fits share the time (in-process fits take turns: xlt.engine.context)."""
     if cfg.lm.scaling.num_workers and cfg.emb.scaling.num_workers:
         return "the two fits of an iteration run at the same time"
     if cfg.lm.scaling.num_workers or cfg.emb.scaling.num_workers:

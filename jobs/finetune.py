@@ -48,7 +48,7 @@ def main() -> None:
     from xlt.engine import run_dir
     from xlt.logs import configure_logging, quiet_libraries
     from xlt.tracking import Tracker
-    from xlt.train import build_trainer, config_of, load_finetune_config, prepare, resume_config
+    from xlt.train import build_trainer, load_finetune_config, prepare, resume_config
 
     quiet_libraries()
     configure_logging(args.verbose)
@@ -64,7 +64,7 @@ def main() -> None:
         tracker.params(cfg)
         trainer = build_trainer(prepared, callbacks=tracker.callbacks())
         result = trainer.fit()
-        cfg = config_of(trainer)  # resolved: absolute paths, target languages, labels
+        cfg = trainer.config  # resolved: absolute paths, target languages, labels
         print_results(cfg, result, tracker)
 
 

@@ -19,6 +19,8 @@ def row_batches(rows, size, seed):
 
 
 class ByLength:
+    batch_format = "numpy"
+
     def lengths(self, training, batch):
         return [len(t) for t in batch["text"]]
 
@@ -28,8 +30,18 @@ class Cfg:
     optim: OptimSettings = field(default_factory=lambda: OptimSettings(batch_size=4, group_by_length=3))
 
 
+class Rows:
+    """Rows read as Ray Data reads a shard: ``iter_batches`` of a permutation drawn from the seed."""
+
+    def __init__(self, rows):
+        self.rows = rows
+
+    def iter_batches(self, batch_size, batch_format, local_shuffle_buffer_size, local_shuffle_seed):
+        return row_batches(self.rows, batch_size, local_shuffle_seed)
+
+
 def micro_batches(rows, cfg, seed):
-    return list(epoch_batches(lambda size: row_batches(rows, size, seed), ByLength(), None, cfg, seed))
+    return list(epoch_batches(Rows(rows), ByLength(), None, cfg, seed))
 
 
 def test_grouped_micro_batches_hold_rows_of_similar_length():
@@ -54,11 +66,11 @@ def test_grouped_micro_batches_hold_rows_of_similar_length():
 
 
 def test_grouping_needs_row_lengths():
-    class NoLengths:
+    class NoLengths(ByLength):
         def lengths(self, training, batch):
             return None
 
     with pytest.raises(ValueError, match="group_by_length"):
-        list(epoch_batches(lambda size: row_batches([{"text": "a"}], size, 0), NoLengths(), None, Cfg(), 0))
+        list(epoch_batches(Rows([{"text": "a"}]), NoLengths(), None, Cfg(), 0))
     with pytest.raises(ValueError, match="optim.group_by_length"):
         OptimSettings(group_by_length=-1)

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from engine.test_loop import ROWS, Regression, ToyConfig, bare_loop, toy_rows, wait_for_snapshot
-from xlt.engine import FitService, ScalingSettings, read_state, torch_trainer
+from xlt.engine import FitService, ScalingSettings, read_state, launch
 from xlt.storage import OutputSettings
 from xlt.engine.fits import FitRequest, FitRequests, shard
 
@@ -138,18 +138,18 @@ def test_one_block_is_drawn_from_whole_a_seeded_permutation(ray_cluster):
     import numpy as np
     import ray.data
 
-    from xlt.engine.loop import fit_batches
+    from xlt.engine.loop import epoch_batches
 
     cfg = ToyConfig()
     cfg = dataclasses.replace(cfg, optim=dataclasses.replace(cfg.optim, shuffle_buffer=8))
     rows = ray.data.from_items([{"i": i} for i in range(40)], override_num_blocks=1).materialize()
     for seed in (0, 3):
-        order = [i for batch in fit_batches(rows, Regression(), None, cfg, seed) for i in batch["i"]]
+        order = [i for batch in epoch_batches(rows, Regression(), None, cfg, seed) for i in batch["i"]]
         assert order == np.random.default_rng(seed).permutation(40).tolist()
 
 
 def test_a_served_fit_is_fed_as_a_run_of_its_config(ray_cluster, tmp_path):
-    """One feed (``loop.fit_batches``): with a shuffle buffer, a served fit ends with the weights of
+    """One feed (``loop.epoch_batches``): with a shuffle buffer, a served fit ends with the weights of
     a run of the same config on the same rows (held as one block, as the fit holds them), and a
     shuffled fit differs from one in data order."""
     import ray.data
@@ -161,7 +161,7 @@ def test_a_served_fit_is_fed_as_a_run_of_its_config(ray_cluster, tmp_path):
     with service(Regression(), cfg) as served:
         fit = read_state(served.fit(0, shuffled, rows).checkpoint.path, ToyConfig).model
         in_order = read_state(served.fit(1, fit_config(cfg, "fit1", 2), rows).checkpoint.path, ToyConfig).model
-    ran = torch_trainer(Regression(), dataclasses.replace(shuffled, output=OutputSettings(str(tmp_path / "run"))),
+    ran = launch(Regression(), dataclasses.replace(shuffled, output=OutputSettings(str(tmp_path / "run"))),
                         {"train": ray.data.from_items(rows, override_num_blocks=1)}).fit()
     run = read_state(ran.checkpoint.path, ToyConfig).model
     assert all(torch.equal(fit[name], run[name]) for name in run)

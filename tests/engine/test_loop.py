@@ -23,7 +23,7 @@ import pytest
 import torch
 from torch import nn
 
-from xlt.engine import OptimSettings, ScalingSettings, Workload, read_state, run_dir, steps_per_epoch, torch_trainer
+from xlt.engine import OptimSettings, ScalingSettings, Workload, read_state, run_dir, steps_per_epoch, launch
 from xlt.storage import OutputSettings
 
 ROWS, DIM, BATCH = 24, 3, 4
@@ -105,7 +105,7 @@ def engine_run(workload: Workload, cfg: ToyConfig, rows: list[dict]):
     # Ray workers import this module by value: tests/ is not an installed package.
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     datasets = {"train": ray.data.from_items(rows, override_num_blocks=1)}
-    return torch_trainer(workload, cfg, datasets).fit()
+    return launch(workload, cfg, datasets).fit()
 
 
 def wait_for_snapshot(run: str, checkpoint: str) -> None:
@@ -179,7 +179,7 @@ def test_in_process_the_engine_matches_a_bare_loop_and_resumes_from_the_run_dire
     datasets = {"train": ray.data.from_items(rows, override_num_blocks=1)}
     recorder = Recorder()
     assert cfg.steps_per_epoch(1) == 3  # 6 micro-batches, 2 per step
-    first = torch_trainer(Regression(), cfg, datasets, callbacks=[recorder]).fit()
+    first = launch(Regression(), cfg, datasets, callbacks=[recorder]).fit()
     assert first.checkpoint.path == f"{run_dir(cfg)}/epoch002-step0000006"
     assert first.metrics["train/resumed_from_step"] == 0
     assert first.metrics["train/loss/mse"] == pytest.approx(first.metrics["train/loss"])
@@ -195,6 +195,6 @@ def test_in_process_the_engine_matches_a_bare_loop_and_resumes_from_the_run_dire
     assert sorted(p.name for p in (tmp_path / "inprocess").glob("*.json")) == ["xlt_checkpoints.json"]
 
     longer = ToyConfig(optim=dataclasses.replace(cfg.optim, epochs=3), scaling=cfg.scaling, output=cfg.output)
-    second = torch_trainer(Regression(), longer, datasets).fit()
+    second = launch(Regression(), longer, datasets).fit()
     assert second.metrics["train/resumed_from_step"] == 6 and second.metrics["train/global_step"] == 9
     assert read_state(second.checkpoint.path, ToyConfig).epoch == 3

@@ -17,8 +17,8 @@ import pytest
 from conftest import REPO
 from xlt.data import DataError
 from xlt.engine import write_state
-from xlt.engine.session import CHECKPOINTS_FILE
-from xlt.predict import (InputConfig, ModelRef, PredictConfig, classifier_spec, predict, prepare,
+from xlt.engine.context import CHECKPOINTS_FILE
+from xlt.predict import (InputConfig, ModelRef, PredictConfig, predict, prepare,
                          resolve_checkpoint)
 from xlt.cotrain.config import InferenceSettings
 from xlt.storage import OutputSettings, read_text

@@ -15,7 +15,7 @@ import pyarrow.fs
 
 from conftest import REPO
 from jobs.inprocess import run_in_process
-from xlt.engine.session import CHECKPOINTS_FILE
+from xlt.engine.context import CHECKPOINTS_FILE
 
 from .test_predict import checkpoint
 

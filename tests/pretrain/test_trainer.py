@@ -11,7 +11,7 @@ from conftest import REPO
 from xlt.config import ConfigError
 from xlt.models import load_encoder
 from xlt.pretrain.config import load_pretrain_config
-from xlt.pretrain.trainer import build_trainer, config_of, encoder_dir, prepare, resume_trainer
+from xlt.pretrain.trainer import build_trainer, encoder_dir, prepare, resume_trainer
 from xlt.train import read_checkpoint
 from xlt.engine import read_state, run_dir
 
@@ -50,5 +50,5 @@ def test_two_workers_accumulate_and_resume(ray_cluster, data_dir, tmp_path):
         cfg, optim=dataclasses.replace(cfg.optim, epochs=2, lr=1e-3)))
     with pytest.raises(ConfigError, match="differs in optim.lr"):
         build_trainer(changed)
-    assert config_of(build_trainer(dataclasses.replace(prepared, config=dataclasses.replace(
+    assert (build_trainer(dataclasses.replace(prepared, config=dataclasses.replace(
         cfg, optim=dataclasses.replace(cfg.optim, epochs=3))))).optim.epochs == 3

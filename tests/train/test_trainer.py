@@ -10,7 +10,7 @@ import torch
 from conftest import REPO
 from xlt.config import ConfigError
 from xlt.engine import run_dir
-from xlt.train import build_trainer, config_of, load_finetune_config, read_checkpoint, resume_trainer
+from xlt.train import build_trainer, load_finetune_config, read_checkpoint, resume_trainer
 from xlt.tasks import load_task
 from xlt.train.data import eval_rows
 from xlt.train.workload import finetune_training, read_predictions
@@ -27,7 +27,7 @@ def config(data_dir, tmp_path, *overrides):
 
 def test_resume_continues_at_the_checkpoint_step(ray_cluster, data_dir, tmp_path):
     trainer = build_trainer(config(data_dir, tmp_path))
-    cfg = config_of(trainer)
+    cfg = trainer.config
     steps = cfg.steps_per_epoch(2)
     assert steps == 2  # 8 rows, 4 per worker, batches of 2
     first = trainer.fit()

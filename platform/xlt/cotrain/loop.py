@@ -247,7 +247,7 @@ def fit_learners(cfg: CotrainConfig, data: Prepared, state: LoopState, iteration
     """Both learners' fits of ``iteration``: a learner on Ray Train workers in a driver thread of its
     own (a fit blocks until its run has served it), side by side with the other; learners in
     process one after the other in ``LEARNERS`` order, in this thread. In-process fits take turns
-    whatever their order (``xlt.engine.session.exclusive``); a fixed order keeps the phase table
+    whatever their order (``xlt.engine.context.InProcessContext.exclusive``); a fixed order keeps the phase table
     and the logs the same from run to run, where two threads would take the turn as they came."""
     from concurrent.futures import ThreadPoolExecutor
 

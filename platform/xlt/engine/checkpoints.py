@@ -1,6 +1,6 @@
-"""What a checkpoint is, and the one module that reports and reads them (style.md, convention 5),
-through ``session`` (Ray Train's ``report`` and ``get_checkpoint`` in a Ray Train worker, the
-in-process run's in an ``InProcessTrainer``).
+"""What a checkpoint is, and the one module that reports and reads them, through the run's
+``RunContext`` (Ray Train's ``report`` and ``get_checkpoint`` in a Ray Train worker, the in-process
+run's in process).
 
 A checkpoint is a directory:
 
@@ -21,13 +21,12 @@ A checkpoint is a directory:
 and whatever else the workload writes beside them (``Workload.write``: alignment pretraining exports
 its encoder there).
 
-Every epoch each worker calls ``report`` once (``ray.train.report`` is a barrier: all ranks must
+Every epoch each worker calls ``report`` once (Ray Train's ``report`` is a barrier: all ranks must
 call it equally often). Rank 0 alone writes the checkpoint and attaches the metrics: under DDP
 every rank holds the same weights, and Ray Train V2 keeps only rank 0's metrics anyway. Resuming
-(``latest_state``) reads ``ray.train.get_checkpoint()``, which Ray Train V2 fills from
-``output.dir`` when a run already reported checkpoints there, or after
-a worker-group restart within one ``fit``; in process, ``session`` finds the latest the same way in
-the run directory. Outside a run, ``latest_checkpoint`` reads that record of a finished run directory
+(``latest_state``) reads the context's latest checkpoint, which Ray Train V2 fills from
+``output.dir`` when a run already reported checkpoints there, or after a worker-group restart within
+one ``fit``; an in-process context finds the latest the same way in the run directory. Outside a run, ``latest_checkpoint`` reads that record of a finished run directory
 (a benchmark's unit, a co-training learner's last fit), rather than listing the directory.
 """
 
@@ -43,7 +42,7 @@ import torch
 from ..config import from_dict, read_yaml, save_config
 from ..models import trained_state
 from ..storage import is_uri, read_text
-from . import session
+from .context import CHECKPOINTS_FILE, RunContext
 
 from .training import Training, TrainState
 
@@ -122,9 +121,9 @@ def read_model(directory: str | Path) -> tuple[dict[str, torch.Tensor], tuple[st
     return torch.load(Path(directory) / MODEL_FILE, map_location="cpu", weights_only=True), left_out(directory)
 
 
-def latest_state(config_cls: type) -> TrainState | None:
-    """The state of the checkpoint to resume from, or ``None`` for a fresh run (inside a train function)."""
-    checkpoint = session.latest_checkpoint()
+def latest_state(context: RunContext, config_cls: type) -> TrainState | None:
+    """The state of the checkpoint to resume from, or ``None`` for a fresh run."""
+    checkpoint = context.latest_checkpoint()
     if checkpoint is None:
         return None
     with checkpoint.as_directory() as directory:
@@ -147,32 +146,31 @@ def final_metrics(result: Any) -> dict[str, float]:
         return read_metrics(directory)
 
 
-def report(metrics: dict[str, float], write: Callable[[Path], object] | None = None,
+def report(context: RunContext, metrics: dict[str, float], write: Callable[[Path], object] | None = None,
            checkpoint_dir_name: str | None = None) -> None:
-    """Report metrics; with ``write`` (rank 0) also a checkpoint: ``write(directory)`` fills a fresh
-    temporary directory, which Ray Train (or the in-process run, ``session``) copies to
-    ``<run dir>/<checkpoint_dir_name>``."""
+    """Report metrics to the run; with ``write`` (rank 0) also a checkpoint: ``write(directory)`` fills a
+    fresh temporary directory, which the run copies to ``<run dir>/<checkpoint_dir_name>``."""
     from ray.train import Checkpoint
 
     if write is None:
-        session.report(metrics)
+        context.report(metrics)
         return
     with tempfile.TemporaryDirectory(prefix="xlt-checkpoint-") as directory:
         write(Path(directory))
         Path(directory, METRICS_FILE).write_text(json.dumps(metrics, default=float))
-        session.report(metrics, Checkpoint.from_directory(directory), checkpoint_dir_name)
+        context.report(metrics, Checkpoint.from_directory(directory), checkpoint_dir_name)
 
 
 def latest_checkpoint(run: str | Path) -> Checkpoint:
     """The latest checkpoint of run directory ``run`` (local or URI), as the run records it: an
-    in-process run in ``session.CHECKPOINTS_FILE``, a Ray Train run in its controller's snapshot
+    in-process run in ``CHECKPOINTS_FILE``, a Ray Train run in its controller's snapshot
     (``ray.train.Result.from_path``). It is the one a rerun resumes from: a run's last epoch, a
     ``FitService`` run's last fit's last epoch. Raises ``FileNotFoundError`` if ``run`` records none."""
     from ray.train import Checkpoint, Result
 
     # A local path made absolute: Ray's storage reads a relative one as a URI without a scheme.
     run = str(run).rstrip("/") if is_uri(run) else str(Path(run).resolve())
-    saved = read_text(f"{run}/{session.CHECKPOINTS_FILE}")
+    saved = read_text(f"{run}/{CHECKPOINTS_FILE}")
     if saved is not None:
         names = json.loads(saved)
         checkpoint = Checkpoint(f"{run}/{names[-1]}") if names else None
@@ -183,5 +181,5 @@ def latest_checkpoint(run: str | Path) -> Checkpoint:
             checkpoint = None
     if checkpoint is None:
         raise FileNotFoundError(f"{run} records no checkpoint: expected the output.dir of a run that reported one "
-                                f"({session.CHECKPOINTS_FILE}, or Ray Train's checkpoint_manager_snapshot.json)")
+                                f"({CHECKPOINTS_FILE}, or Ray Train's checkpoint_manager_snapshot.json)")
     return checkpoint

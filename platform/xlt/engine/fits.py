@@ -13,7 +13,7 @@ each time: 35–40 s of fixed cost per fit on two cores (``benchmarks/learner_fi
     driver      FitOutcome: metrics and weights read from that checkpoint
 
 A fit's rows are split as Ray Data splits a run's train set (equal shards of ``rows // workers``
-rows, in data order) and fed as a run's shard is (``loop.fit_batches``: Ray Data's local shuffle of
+rows, in data order) and fed as a run's shard is (``loop.epoch_batches``: Ray Data's local shuffle of
 at least ``optim.shuffle_buffer`` rows, 0: data order, seeded per epoch with ``epoch_seed``), each
 worker's share one Ray Data block. Ray's buffer takes a block whole, so a served fit draws from its
 whole shard: the permutation ``numpy.random.default_rng(seed).permutation(rows)``, as a run's
@@ -21,16 +21,16 @@ one-block dataset would (``tests/engine/test_fits.py``).
 
 Resuming: every checkpoint carries its fit's config. A worker group that starts (the first time,
 after a worker failure under ``FailureConfig``, or in a rerun job on the same run directory, where
-Ray Train hands it the run's latest checkpoint) continues the pending fit from that checkpoint if
+the context hands it the run's latest checkpoint) continues the pending fit from that checkpoint if
 the checkpoint is that fit's (same config), and starts the fit afresh otherwise. So a fit
 interrupted anywhere ends as an uninterrupted one would.
 
 The worker group holds its resources (``scaling``) for the whole run, also while the driver does
 other work between fits (co-training's pseudo-labelling): what runs beside it needs the rest.
 
-With ``scaling.num_workers: 0`` the run is in process (``session``): ``serve_fits`` runs in a
-thread of the driver, on the same mailbox, and its fits are the only in-process training of the
-driver while they train (two learners in process fit one after the other).
+With ``scaling.num_workers: 0`` the run is in process (``context.InProcessContext``): ``serve_fits``
+runs in a thread of the driver, on the same mailbox, and its fits are the only in-process training of
+the driver while they train (two learners in process fit one after the other).
 """
 
 from __future__ import annotations
@@ -48,10 +48,11 @@ from typing import TYPE_CHECKING, Any
 from ..config import from_dict
 from ..metrics import TRAIN_FIT
 from ..placement import this_node
-from . import checkpoints, session
-from .loop import Workload, start_training, train_epochs, worker_setup
+from . import checkpoints
+from .context import RunContext
+from .loop import Workload, start_training, train_epochs
 from .training import TrainState
-from .runs import run_dir, torch_trainer
+from .runs import launch, run_dir
 from .settings import changed_keys
 
 if TYPE_CHECKING:
@@ -122,19 +123,18 @@ def shard(rows: Sequence[Any], rank: int, world: int) -> Sequence[Any]:
     return rows[rank * n:(rank + 1) * n]
 
 
-def serve_fits(config: dict[str, Any], workload: Workload, requests: Any) -> None:
-    """Ray Train entry point of a ``FitService`` run (or its in-process run's): serve ``requests``
-    until it closes (module docstring)."""
+def serve_fits(context: RunContext, run_cfg: Any, workload: Workload, requests: Any) -> None:
+    """The train function of a ``FitService`` run: serve ``requests`` until it closes (module docstring)."""
     import ray
     import ray.data
 
-    rank, world, prepare = worker_setup(from_dict(workload.config_class, config))
-    restored = session.latest_checkpoint()
+    rank, world = context.rank, context.world
+    restored = context.latest_checkpoint()
     after = -1
     while (request := ray.get(requests.next.remote(after))) is not None:
         cfg = from_dict(workload.config_class, request.config)
-        with session.exclusive(cfg.scaling.torch_threads):
-            training = start_training(workload, cfg, cfg.steps_per_epoch(world), prepare)
+        with context.exclusive(cfg.scaling.torch_threads):
+            training = start_training(workload, cfg, cfg.steps_per_epoch(world), context.prepare)
             state = _state_of(restored, cfg, workload.config_class)
             resumed_from = training.restore(state) if state is not None else 0
             if rank == 0 and state is not None:
@@ -142,7 +142,7 @@ def serve_fits(config: dict[str, Any], workload: Workload, requests: Any) -> Non
             # One block: the shard is in memory already, and an epoch of one block costs Ray Data
             # ~0.01 s where its default 200 blocks cost ~0.13 s (ten epochs of a 1-second fit).
             rows = ray.data.from_items(shard(ray.get(request.rows[0]), rank, world), override_num_blocks=1).materialize()
-            name = train_epochs(training, workload, cfg, rows, rank=rank, world=world, resumed_from=resumed_from,
+            name = train_epochs(context, training, workload, cfg, rows, resumed_from=resumed_from,
                                 extra={TRAIN_FIT: request.index}, prefix=f"{cfg.output.name}-")
             if rank == 0:
                 # A fit found complete in its checkpoint trains no epoch: that checkpoint is its last.
@@ -183,10 +183,10 @@ class FitService:
         # The mailbox lives on the driver's node: a lost worker node must not take the pending fit with it.
         self.requests = ray.remote(num_cpus=0)(FitRequests).options(
             scheduling_strategy=NodeAffinitySchedulingStrategy(this_node(), soft=False)).remote()
-        trainer = torch_trainer(workload, cfg, datasets, callbacks=callbacks,
-                                train_fn=functools.partial(serve_fits, workload=workload, requests=self.requests))
+        run = launch(workload, cfg, datasets, callbacks=callbacks,
+                     train=functools.partial(serve_fits, workload=workload, requests=self.requests))
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"fits-{cfg.output.name}")
-        self._run = self._executor.submit(trainer.fit)  # blocks until the run ends: in its own thread
+        self._run = self._executor.submit(run.fit)  # blocks until the run ends: in its own thread
 
     def fit(self, index: int, cfg: Any, rows: list[dict[str, Any]]) -> FitOutcome:
         """Fit ``index`` (numbers increase from fit to fit) of config ``cfg`` on ``rows``; blocks until done."""

@@ -1,13 +1,13 @@
-"""Run directories and ``TorchTrainer`` construction, for every job on the engine.
+"""Run directories and ``launch``: the one way every job runs a train function on the engine.
 
 A run lives in ``output.dir``; Ray Train identifies it by ``RunConfig(storage_path, name)``, the
 directory's parent and last part (Ray Train V2, Ray 2.60: ``TorchTrainer.restore`` and
 ``resume_from_checkpoint`` are gone). Its controller reads
 ``<output.dir>/checkpoint_manager_snapshot.json`` and hands the latest checkpoint to
-every worker as ``ray.train.get_checkpoint()``. So running the same config again resumes it;
+every worker as the context's latest checkpoint. So running the same config again resumes it;
 ``resume_config(run_dir)`` rebuilds that config from the run's saved ``config.yaml``, optionally
 with more epochs. Within one ``fit``, ``FailureConfig(max_failures)`` restarts failed workers
-from the latest checkpoint the same way. Because the directory alone decides, ``torch_trainer``
+from the latest checkpoint the same way. Because the directory alone decides, ``launch``
 refuses to continue a run directory whose saved config trains something else.
 
 Run directories are local paths or URIs (``s3://...``, through ``pyarrow.fs``).
@@ -24,14 +24,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..logs import train_logging_level
 from ..storage import OutputSettings, fetched, is_uri, staged
 from ..config import ConfigError, apply_overrides, from_dict, read_yaml, save_config
-from .loop import Workload, train_loop_per_worker
+from .loop import Workload, train_workload
 from .checkpoints import CONFIG_FILE
-from .session import InProcessTrainer
+from .context import InProcessContext, RayTrainContext, RunContext
 from .settings import RESUMABLE_CHANGES, incompatible_changes
 
 if TYPE_CHECKING:
     import ray.data
-    from ray.train.torch import TorchTrainer
+    from ray.train import Checkpoint
+
+TrainFn = Callable[[RunContext, Any], None]  # (the run's context, its resolved config)
 
 RESULTS_FILE = "results.json"
 C = TypeVar("C")
@@ -87,45 +89,85 @@ def check_resumable(cfg: Any, resumable: Sequence[str] = RESUMABLE_CHANGES, dire
                           f"resume under the new config; {instead}")
 
 
-def torch_trainer(workload: Workload, cfg: Any, datasets: dict[str, ray.data.Dataset], *,
-                  resumable: Sequence[str] = RESUMABLE_CHANGES, callbacks: Sequence[Any] = (),
-                  train_fn: Callable[[dict[str, Any]], None] | None = None) -> TorchTrainer | InProcessTrainer:
-    """The ``TorchTrainer`` running ``workload`` on ``cfg`` (a resolved ``workload.config_class``):
-    ``datasets["train"]`` split across the workers, the others whole. ``callbacks``: Ray Train
-    ``UserCallback``s (a Tune trial passes ``TuneReportCallback``). ``train_fn``: the per-worker
-    function, ``train_loop_per_worker`` of ``workload`` unless given (``xlt.engine.fits``).
+@dataclasses.dataclass(frozen=True)
+class InProcessResult:
+    """What an in-process ``Run.fit`` returns: as much of Ray Train's ``Result`` as xlt reads."""
 
-    The run directory ``output.dir`` gets ``cfg`` as ``config.yaml``; if it already
-    holds a run whose config differs in a key outside ``resumable``, this refuses (Ray Train
-    would resume that run's checkpoints under the new config).
+    metrics: dict[str, Any] | None
+    checkpoint: Checkpoint | None
+    path: str
 
-    ``scaling.num_workers: 0`` trains in the calling process instead (``session.InProcessTrainer``:
-    the same train function, run directory, checkpoints and callbacks, without Ray Train's
-    controller and worker group, whose start-up costs 7-12 s per run on two cores).
-    """
-    import ray.train
-    from ray.train.torch import TorchTrainer
 
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """A train function on a resolved config's run directory, as ``launch`` made it; ``fit`` runs it to the end."""
+
+    train: TrainFn
+    config: Any
+    datasets: dict[str, ray.data.Dataset]
+    callbacks: Sequence[Any] = ()
+
+    def fit(self) -> Any:
+        """Train: a Ray Train run (``scaling.num_workers`` ≥ 1; returns its ``ray.train.Result``), or the
+        calling thread's (0; an ``InProcessResult``: the same train function, run directory, checkpoints
+        and callbacks, without Ray Train's controller and worker group, whose start-up costs 7-12 s per
+        run on two cores)."""
+        import ray.data
+
+        ray.data.DataContext.get_current().enable_progress_bars = False
+        cfg = self.config
+        if cfg.scaling.num_workers == 0:
+            context = InProcessContext(run_dir(cfg), cfg.output.num_to_keep, self.datasets, self.callbacks,
+                                       use_gpu=cfg.scaling.use_gpu)
+            self.train(context, cfg)
+            return InProcessResult(context.metrics, context.latest_checkpoint(), run_dir(cfg))
+        return self._torch_trainer().fit()
+
+    def _torch_trainer(self) -> Any:
+        import ray.train
+        from ray.train.torch import TorchTrainer
+
+        cfg, scaling = self.config, self.config.scaling
+        return TorchTrainer(
+            functools.partial(on_ray_train, train=self.train, config_class=type(cfg)),
+            train_loop_config=dataclasses.asdict(cfg),
+            scaling_config=ray.train.ScalingConfig(num_workers=scaling.num_workers, use_gpu=scaling.use_gpu,
+                                                   resources_per_worker=scaling.worker_resources()),
+            run_config=ray.train.RunConfig(
+                name=cfg.output.name,
+                storage_path=cfg.output.storage_path,
+                checkpoint_config=ray.train.CheckpointConfig(num_to_keep=cfg.output.num_to_keep),
+                failure_config=ray.train.FailureConfig(max_failures=scaling.max_failures),
+                logging_config=ray.train.LoggingConfig(log_level=train_logging_level()),
+                callbacks=list(self.callbacks) or None,
+            ),
+            datasets=self.datasets,
+            dataset_config=ray.train.DataConfig(datasets_to_split=[n for n in ("train",) if n in self.datasets]),
+        )
+
+
+def on_ray_train(config: dict[str, Any], train: TrainFn, config_class: type) -> None:
+    """The function every Ray Train worker runs: ``train`` in the worker's ``RayTrainContext``."""
+    import ray.data
+
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    cfg = from_dict(config_class, config)
+    # Pooling an intermediate layer leaves the layers above it without gradient.
+    unused = getattr(getattr(cfg, "model", None), "layer", -1) != -1
+    train(RayTrainContext(cfg.scaling.torch_threads, find_unused_parameters=unused), cfg)
+
+
+def launch(workload: Workload, cfg: Any, datasets: dict[str, ray.data.Dataset], *,
+           resumable: Sequence[str] = RESUMABLE_CHANGES, callbacks: Sequence[Any] = (),
+           train: TrainFn | None = None) -> Run:
+    """The run of ``workload`` on ``cfg`` (a resolved ``workload.config_class``): ``datasets["train"]``
+    split across the workers, the others whole. ``callbacks``: Ray Train ``UserCallback``s (a Tune trial
+    passes ``TuneReportCallback``). ``train``: the train function, ``train_workload`` of ``workload``
+    unless given (``xlt.engine.fits``).
+
+    The run directory ``output.dir`` gets ``cfg`` as ``config.yaml``; if it already holds a run whose
+    config differs in a key outside ``resumable``, this refuses (the run would resume that run's
+    checkpoints under the new config)."""
     check_resumable(cfg, resumable)
     write_run_config(cfg)
-    scaling = cfg.scaling
-    train_fn = train_fn or functools.partial(train_loop_per_worker, workload=workload)
-    if scaling.num_workers == 0:
-        return InProcessTrainer(train_fn, dataclasses.asdict(cfg), run_dir(cfg), cfg.output.num_to_keep, datasets,
-                                callbacks)
-    return TorchTrainer(
-        train_fn,
-        train_loop_config=dataclasses.asdict(cfg),
-        scaling_config=ray.train.ScalingConfig(num_workers=scaling.num_workers, use_gpu=scaling.use_gpu,
-                                               resources_per_worker=scaling.worker_resources()),
-        run_config=ray.train.RunConfig(
-            name=cfg.output.name,
-            storage_path=cfg.output.storage_path,
-            checkpoint_config=ray.train.CheckpointConfig(num_to_keep=cfg.output.num_to_keep),
-            failure_config=ray.train.FailureConfig(max_failures=scaling.max_failures),
-            logging_config=ray.train.LoggingConfig(log_level=train_logging_level()),
-            callbacks=list(callbacks) or None,
-        ),
-        datasets=datasets,
-        dataset_config=ray.train.DataConfig(datasets_to_split=[name for name in ("train",) if name in datasets]),
-    )
+    return Run(train or functools.partial(train_workload, workload=workload), cfg, datasets, tuple(callbacks))

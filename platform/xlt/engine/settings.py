@@ -114,7 +114,7 @@ class OptimSettings:
 @dataclass(frozen=True)
 class ScalingSettings:
     """Ray Train workers: ``num_workers`` data-parallel copies (DDP over gloo on CPU, NCCL on GPU);
-    0 trains in the job's own process instead (``xlt.engine.session``: one rank, no worker restarts,
+    0 trains in the job's own process instead (``xlt.engine.context``: one rank, no worker restarts,
     nothing reserved from Ray: for small models, where a worker group's start-up is most of a fit).
 
     ``cpus_per_worker`` is what each worker reserves (a fraction lets two small runs share a

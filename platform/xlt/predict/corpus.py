@@ -17,7 +17,6 @@ import fnmatch
 import io
 import json
 from collections.abc import Iterator
-from typing import Any
 
 from ..data.errors import DataError
 from ..data.tsv import unquote

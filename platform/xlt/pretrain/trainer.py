@@ -1,11 +1,11 @@
-"""``PretrainConfig`` -> ``TorchTrainer``: the training set on the driver, resume, the exported encoder.
+"""``PretrainConfig`` -> the engine's ``Run``: the training set on the driver, resume, the exported encoder.
 
 ``prepare(cfg)`` reads and mixes the parallel data (``parallel.build_mixture``), annotates it
 with the dictionary information its recipe needs (``batches.PairAnnotator`` on a Ray Data actor
 pool, pairs without a word-positioned sample dropped when the recipe needs one), materialises
 it and resolves the config (absolute paths, ``data.train_rows``). ``build_trainer`` hands the
 datasets — ``train`` split across the workers, ``tatoeba`` (the held-apart evaluation pairs)
-whole — to ``xlt.engine.torch_trainer`` with the ``PRETRAIN`` workload, which also saves ``config.yaml`` in the run
+whole — to ``xlt.engine.launch`` with the ``PRETRAIN`` workload, which also saves ``config.yaml`` in the run
 directory and refuses to continue a run directory whose saved config trains something else.
 
 Resuming works as for fine-tuning (Ray Train V2 finds the run's checkpoints in ``output.dir``): running the same config again resumes it, and
@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from ..config import ConfigError, from_dict
+from ..config import ConfigError
 from ..data import as_rows, resolve_data_dir
 from ..data.ray_data import map_with_udf
-from ..engine import absolute_storage, check_device, torch_trainer
+from ..engine import Run, absolute_storage, check_device, launch
 from ..engine import resume_config as resume_run_config
 from ..storage import join
 from .batches import PairAnnotator, keep_row, needs_dictionary
@@ -35,8 +35,7 @@ from .parallel import Mixture, build_mixture, evaluation_rows, load_dictionaries
 
 if TYPE_CHECKING:
     import ray.data
-    from ray.train.torch import TorchTrainer
-
+    
 ANNOTATE_BATCH = 256  # pairs per annotation batch
 
 
@@ -97,19 +96,15 @@ def prepare(cfg: PretrainConfig) -> Prepared:
     return Prepared(cfg, datasets, mixture)
 
 
-def build_trainer(cfg: PretrainConfig | Prepared, callbacks: Sequence[Any] = ()) -> TorchTrainer:
-    """The ``TorchTrainer`` of ``cfg`` (prepared here unless already); a run directory that already
+def build_trainer(cfg: PretrainConfig | Prepared, callbacks: Sequence[Any] = ()) -> Run:
+    """The run of ``cfg`` (prepared here unless already); a run directory that already
     holds checkpoints of the same config is resumed. ``callbacks``: Ray Train ``UserCallback``s
     (experiment tracking)."""
     prepared = cfg if isinstance(cfg, Prepared) else prepare(cfg)
     prepared.config.steps_per_epoch(prepared.config.scaling.num_workers)  # too few pairs fail here, not on workers
-    return torch_trainer(PRETRAIN, prepared.config, prepared.datasets, resumable=RESUMABLE_CHANGES,
+    return launch(PRETRAIN, prepared.config, prepared.datasets, resumable=RESUMABLE_CHANGES,
                          callbacks=callbacks)
 
-
-def config_of(trainer: TorchTrainer) -> PretrainConfig:
-    """The resolved config a trainer from ``build_trainer`` runs."""
-    return from_dict(PretrainConfig, trainer.train_loop_config)
 
 
 def resume_config(directory: str, overrides: Iterable[str] = ()) -> PretrainConfig:
@@ -117,7 +112,7 @@ def resume_config(directory: str, overrides: Iterable[str] = ()) -> PretrainConf
     return resume_run_config(directory, overrides, PretrainConfig)
 
 
-def resume_trainer(directory: str, overrides: Iterable[str] = ()) -> TorchTrainer:
+def resume_trainer(directory: str, overrides: Iterable[str] = ()) -> Run:
     """A trainer that continues run ``directory`` from its latest checkpoint."""
     return build_trainer(resume_config(directory, overrides))
 

@@ -9,7 +9,7 @@ Pieces, each usable without Ray (tests):
   ``xlt.eval.evaluators``): ``val/tatoeba/<lang>`` (mean of both retrieval directions) and
   ``val/tatoeba/avg``.
 
-``PRETRAIN`` plugs them into the engine's per-worker loop (``xlt.engine.train_loop_per_worker``):
+``PRETRAIN`` plugs them into the engine's per-worker loop (``xlt.engine.train_workload``):
 micro-batches of ``batch_size`` pairs, ``grad_accum_steps`` per optimizer step (DDP syncs on the
 last one), a checkpoint per epoch that holds the training state and, in ``encoder/``, the
 encoder as a ``local:`` model.
@@ -25,7 +25,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..engine import Training, Workload, epoch_seed, eval_rows_of, start_training
+from ..engine import EvalRows, Evaluation, Training, Workload, epoch_seed, start_training
 from ..engine import build_training as build_engine_training
 from ..engine.loop import Batcher
 from ..eval.evaluators import AVG, TATOEBA, Context, evaluate_all
@@ -74,11 +74,11 @@ class Pretraining(Workload):
              inputs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         return model(inputs)
 
-    def evaluate(self, cfg: PretrainConfig, training: Training, last: bool) -> dict[str, float]:
-        return evaluate_all(cfg.evals, {"encoder": training.module.encoder}, eval_rows_of(cfg.optim.eval_batch_size),
-                            last=last, context=Context(cfg.data.pivot_lang, cfg.optim.eval_batch_size)).metrics
+    def evaluate(self, cfg: PretrainConfig, training: Training, last: bool, rows: EvalRows) -> Evaluation:
+        return Evaluation(evaluate_all(cfg.evals, {"encoder": training.module.encoder}, rows, last=last,
+                                       context=Context(cfg.data.pivot_lang, cfg.optim.eval_batch_size)).metrics)
 
-    def write(self, directory: Path, training: Training, cfg: PretrainConfig) -> None:
+    def write(self, directory: Path, training: Training, cfg: PretrainConfig, evaluation: Evaluation) -> None:
         training.module.export(directory / ENCODER_DIR)  # a local: model for fine-tuning and co-training
 
     def describe(self, cfg: PretrainConfig, steps_per_epoch: int, world: int) -> str:

@@ -227,7 +227,7 @@ def finetune_arms(data: dict[str, Any], unit: Unit, study: Study) -> tuple[dict[
 
     from ..sweep.trainables import InProcessReports
     from ..train.config import FinetuneConfig
-    from ..train.trainer import build_trainer, config_of
+    from ..train.trainer import build_trainer
     from ..train.workload import read_predictions
 
     cfg = from_dict(FinetuneConfig, data)
@@ -235,7 +235,7 @@ def finetune_arms(data: dict[str, Any], unit: Unit, study: Study) -> tuple[dict[
     result = trainer.fit()
     with result.checkpoint.as_directory() as directory:  # also when a rerun finds the run complete
         predictions = read_predictions(directory)[study.split]
-    resolved = config_of(trainer)
+    resolved = trainer.config
     return ({unit.variant: scored_arm(predictions, resolved.task.source_lang)},
             {"train_rows": resolved.data.train_rows, "epochs": resolved.optim.epochs,
              "trained_on": (result.metrics or {}).get(placement.key("train"))})

@@ -98,7 +98,7 @@ def finetune_trial(config: dict[str, Any], setup: TrialSetup) -> None:
 
 
 class InProcessReports:
-    """The ``UserCallback`` hook of an in-process run (``xlt.engine.session``) that hands each report
+    """The ``UserCallback`` hook of an in-process run (``xlt.engine.context``) that hands each report
     to Tune as the trial's own result, at once: ``TuneReportCallback`` queues it for the trial's
     main thread instead, and a run that ends right after its last report leaves that one queued."""
 

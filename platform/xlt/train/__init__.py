@@ -12,8 +12,8 @@ from .batches import ViewBatch, flatten_batch
 from .checkpoint import load_classifier, read_checkpoint
 from .config import FinetuneConfig, load_finetune_config
 from .workload import FINETUNE, finetune_training, train_step
-from .trainer import build_trainer, config_of, prepare, results_rows, resume_config, resume_trainer
+from .trainer import build_trainer, prepare, results_rows, resume_config, resume_trainer
 
 __all__ = ["ViewBatch", "flatten_batch", "load_classifier", "read_checkpoint", "FinetuneConfig", "load_finetune_config",
-           "FINETUNE", "finetune_training", "train_step", "build_trainer", "config_of", "prepare",
+           "FINETUNE", "finetune_training", "train_step", "build_trainer", "prepare",
            "results_rows", "resume_config", "resume_trainer"]

@@ -1,4 +1,4 @@
-"""``FinetuneConfig`` -> ``TorchTrainer``; resuming; the per-language results of a finished run.
+"""``FinetuneConfig`` -> the engine's ``Run``; resuming; the per-language results of a finished run.
 
 ``prepare(cfg)`` runs on the driver before Ray starts: it loads the task (``xlt.tasks``), fills the
 resolved fields (target languages, labels, train size; see ``config``) and reads every row the
@@ -20,8 +20,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..config import from_dict
-from ..engine import absolute_storage, check_device, check_resumable, resume_config as resume_run_config, torch_trainer
+from ..engine import Run, absolute_storage, check_device, check_resumable, launch
+from ..engine import resume_config as resume_run_config
 from ..metrics import AVG_TARGET, SCORES, gap_name, metric_name
 from ..tasks import Task, load_task
 from .config import RESUMABLE_CHANGES, FinetuneConfig
@@ -30,8 +30,7 @@ from .workload import FINETUNE
 
 if TYPE_CHECKING:
     import ray.data
-    from ray.train.torch import TorchTrainer
-
+    
 
 @dataclass(frozen=True)
 class Prepared:
@@ -79,8 +78,8 @@ def evaluated(cfg: FinetuneConfig, data: str) -> bool:
 
 
 def build_trainer(cfg: FinetuneConfig | Prepared, train_dataset: ray.data.Dataset | None = None, *,
-                  callbacks: Sequence[Any] = ()) -> TorchTrainer:
-    """The ``TorchTrainer`` of ``cfg`` (resolved here unless it already is); a run directory that
+                  callbacks: Sequence[Any] = ()) -> Run:
+    """The run of ``cfg`` (resolved here unless it already is); a run directory that
     already holds checkpoints is resumed.
 
     ``train_dataset``: rows to train on instead of the task's (e.g. the output of an augmentation
@@ -95,13 +94,9 @@ def build_trainer(cfg: FinetuneConfig | Prepared, train_dataset: ray.data.Datase
         config = dataclasses.replace(config, data=dataclasses.replace(config.data, train_rows=train_dataset.count()))
         config.steps_per_epoch(config.scaling.num_workers)
         prepared = dataclasses.replace(prepared, config=config)
-    return torch_trainer(FINETUNE, prepared.config, build_datasets(prepared, train_dataset),
+    return launch(FINETUNE, prepared.config, build_datasets(prepared, train_dataset),
                          resumable=RESUMABLE_CHANGES, callbacks=callbacks)
 
-
-def config_of(trainer: TorchTrainer) -> FinetuneConfig:
-    """The resolved config a trainer from ``build_trainer`` runs."""
-    return from_dict(FinetuneConfig, trainer.train_loop_config)
 
 
 def resume_config(directory: str, overrides: Iterable[str] = ()) -> FinetuneConfig:
@@ -109,7 +104,7 @@ def resume_config(directory: str, overrides: Iterable[str] = ()) -> FinetuneConf
     return resume_run_config(directory, overrides, FinetuneConfig)
 
 
-def resume_trainer(directory: str, overrides: Iterable[str] = ()) -> TorchTrainer:
+def resume_trainer(directory: str, overrides: Iterable[str] = ()) -> Run:
     """A trainer that continues run ``directory`` from its latest checkpoint (see the module docstring)."""
     return build_trainer(resume_config(directory, overrides))
 

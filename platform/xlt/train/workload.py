@@ -17,7 +17,7 @@ Pieces, each usable without Ray (tests, ``benchmarks/train_overhead.py``):
   (``xlt.eval.stats``).
 
 ``FINETUNE`` (a ``Finetuning`` workload) plugs them into the engine's per-worker loop
-(``xlt.engine.train_loop_per_worker``: resume, sharded epochs, reporting and checkpoints).
+(``xlt.engine.train_workload``: resume, sharded epochs, reporting and checkpoints).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..engine import Workload, Training, accumulation_step, eval_rows_of, start_training
+from ..engine import EvalRows, Evaluation, Workload, Training, accumulation_step, start_training
 from ..engine import build_training as build_engine_training
 from ..engine.loop import Batcher
 from ..eval.evaluators import Context, evaluate_all
@@ -116,8 +116,6 @@ class FinetuneTraining(Training):
 
     objectives: WeightedObjectives | None = None
     label_index: dict[str, int] = field(default_factory=dict)
-    # The last evaluation's rows and predictions by split (``PREDICTIONS_FILE``); not training state.
-    predictions: dict[str, dict[str, list]] = field(default_factory=dict)
 
     @property
     def classifier(self) -> Classifier:
@@ -201,17 +199,17 @@ class Finetuning(Workload):
              inputs: ViewBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         return compute_losses(model, training.objectives, inputs, training.epoch)
 
-    def evaluate(self, cfg: FinetuneConfig, training: FinetuneTraining, last: bool) -> dict[str, float]:
+    def evaluate(self, cfg: FinetuneConfig, training: FinetuneTraining, last: bool, rows: EvalRows) -> Evaluation:
+        """The config's evaluators; the outputs are each evaluated row's prediction, by split."""
         done = evaluate_all(cfg.evals, {"classifier": training.classifier, "encoder": training.classifier.encoder},
-                            eval_rows_of(cfg.optim.eval_batch_size), last=last,
+                            rows, last=last,
                             context=Context(cfg.task.source_lang, cfg.optim.eval_batch_size, cfg.output.name))
-        training.predictions = done.predictions
-        return done.metrics
+        return Evaluation(done.metrics, done.predictions)
 
-    def write(self, directory: Path, training: FinetuneTraining, cfg: FinetuneConfig) -> None:
+    def write(self, directory: Path, training: FinetuneTraining, cfg: FinetuneConfig, evaluation: Evaluation) -> None:
         """The predictions of this epoch's evaluation, if it evaluated (``PREDICTIONS_FILE``)."""
-        if training.predictions:
-            (Path(directory) / PREDICTIONS_FILE).write_text(json.dumps(training.predictions, ensure_ascii=False),
+        if evaluation.outputs:
+            (Path(directory) / PREDICTIONS_FILE).write_text(json.dumps(evaluation.outputs, ensure_ascii=False),
                                                             encoding="utf-8")
 
     def lengths(self, training: FinetuneTraining, batch: Mapping[str, Any]) -> list[int]:
