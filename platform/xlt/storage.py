@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .config import check
+from .resume import free
 
 
 def is_uri(path: str | Path) -> bool:
@@ -59,14 +60,14 @@ class OutputSettings:
     Ray Train names a run by a storage path and a name: they are ``dir``'s parent and last part
     (``storage_path``, ``name``)."""
 
-    dir: str = "results/run"
-    num_to_keep: int = 2
+    dir: str = free("results/run")
+    num_to_keep: int = free(2)
     # A classifier exported at the end to <dir>/export (a co-training run's learners to
     # <dir>/export/<learner>, an evaluation's frozen-linear probes to <dir>/export/<model name>), for
     # sentence-transformers and Classifier.from_pretrained, and logged as the run's MLflow model
     # (xlt.predict.export). Pretraining refuses it: every checkpoint of it holds its encoder, a local:
     # model, already; predict and retrieval refuse it too.
-    export: bool = False
+    export: bool = free(False)
 
     def __post_init__(self) -> None:
         parent, name = split(self.dir)

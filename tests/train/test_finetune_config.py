@@ -9,7 +9,7 @@ import pytest
 
 from presets import task
 from xlt.config import ConfigError, from_dict
-from xlt.engine import incompatible_changes
+from xlt.resume import incompatible_changes
 from xlt.train.config import FinetuneConfig, load_finetune_config
 from xlt.train.data import train_dataset
 from xlt.train.trainer import prepare, results_rows

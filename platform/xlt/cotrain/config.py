@@ -22,6 +22,7 @@ from ..tasks import TaskConfig
 from ..engine import OptimSettings, ScalingSettings, resolve_auto
 from ..storage import OutputSettings
 from .selection import POLICIES
+from ..resume import fixed, free, length, refitted
 
 Mode = Literal["cotrain", "self-train"]
 LEARNERS: tuple[str, str] = ("lm", "emb")  # Yu & Joty (2021)'s f^lm and f^emb
@@ -36,8 +37,8 @@ class LearnerConfig:
     per worker, GPUs, restarts); ``scaling.num_workers: 0`` fits it in the job's own process.
     """
 
-    model: EncoderConfig = field(default_factory=EncoderConfig)
-    objectives: tuple[ObjectiveConfig, ...] = ()
+    model: EncoderConfig = fixed(factory=EncoderConfig)
+    objectives: tuple[ObjectiveConfig, ...] = fixed(())
     optim: OptimSettings = field(default_factory=OptimSettings)
     scaling: ScalingSettings = field(default_factory=ScalingSettings)
 
@@ -71,10 +72,10 @@ class PoolData:
     (1.2% of the English labels) against the full one, on the same pool. Both are seeded random
     draws, stratified by label outside the pool (``task.sample_seed``, ``xlt.tasks.Task.draw``)."""
 
-    data_dir: str | None = None  # {data_dir} in the task's paths; else $XLT_DATA_DIR
-    eval_split: Literal["dev", "test"] = "test"
-    max_examples: int = 0
-    labeled_fraction: float = 1.0
+    data_dir: str | None = free(None)  # {data_dir} in the task's paths; else $XLT_DATA_DIR
+    eval_split: Literal["dev", "test"] = fixed("test")
+    max_examples: int = fixed(0)
+    labeled_fraction: float = fixed(1.0)
 
     def __post_init__(self) -> None:
         check(self.max_examples >= 0, "data.max_examples", self.max_examples, "0 (all) or a positive integer")
@@ -100,14 +101,14 @@ class InferenceSettings:
     set it and raise ``encode_batch_size``. ``num_gpus``: per actor, a fraction to share a GPU; a
     cluster without a GPU labels on CPUs instead, with a warning."""
 
-    batch_size: int = 256
-    encode_batch_size: int = 64
-    num_actors: int = 1
-    num_cpus: float = 1.0
-    num_gpus: float = 0.0
-    threads: int = 0
-    precision: str = "auto"
-    tokens_per_batch: int = 0  # 0 = encode_batch_size rows whatever their length
+    batch_size: int = free(256)
+    encode_batch_size: int = free(64)
+    num_actors: int = free(1)
+    num_cpus: float = free(1.0)
+    num_gpus: float = free(0.0)
+    threads: int = free(0)
+    precision: str = fixed("auto")  # how later iterations label: a resumed run keeps it
+    tokens_per_batch: int = free(0)  # 0 = encode_batch_size rows whatever their length
 
     def __post_init__(self) -> None:
         check(self.batch_size >= 1, "inference.batch_size", self.batch_size, "an integer >= 1")
@@ -139,18 +140,18 @@ class CotrainConfig:
     (the baseline of Yu & Joty 2021, §4.2, after Dong and de Melo 2019). ``task``: what is learnt
     (``xlt.tasks``), single texts or sentence pairs."""
 
-    task: TaskConfig
-    mode: Mode = "cotrain"
-    iterations: int = 3
-    lm: LearnerConfig = field(default_factory=LearnerConfig)
-    emb: LearnerConfig = field(default_factory=lambda: LearnerConfig(
+    task: TaskConfig = fixed()
+    mode: Mode = fixed("cotrain")
+    iterations: int = length(3)
+    lm: LearnerConfig = refitted(factory=LearnerConfig)
+    emb: LearnerConfig = refitted(factory=lambda: LearnerConfig(
         model=EncoderConfig(source="bundled:use-multilingual-v3")))
-    selection: SelectionSettings = field(default_factory=SelectionSettings)
+    selection: SelectionSettings = fixed(factory=SelectionSettings)
     data: PoolData = field(default_factory=PoolData)
     inference: InferenceSettings = field(default_factory=InferenceSettings)
     # Encoders (sources) whose frozen-linear probe (xlt.study.recipes) the job fits on its own labelled
     # rows and scores on its own evaluation rows, printed beside its tables: what co-training adds.
-    probes: tuple[str, ...] = ()
+    probes: tuple[str, ...] = free(())
     # The loop state, metrics, table and plot; the learners' runs under learners/, each keeping
     # num_to_keep checkpoints.
     output: OutputSettings = field(default_factory=lambda: OutputSettings(dir="results/cotrain", num_to_keep=1))
@@ -187,15 +188,6 @@ class CotrainConfig:
         for name in LEARNERS:
             total.update(self.learner(name).scaling.driver_share())
         return dict(total)
-
-
-# What a resumed run may change: where it runs and how long, not what it learns.
-# Not a learner's number of workers: it fixes the steps of its fits, so the fits would differ.
-RESUMABLE_CHANGES: tuple[str, ...] = ("iterations", "inference.", "probes", "data.data_dir", "output.",
-                                      *(f"{name}.scaling.{key}" for name in LEARNERS
-                                        for key in ("use_gpu", "cpus_per_worker", "threads", "max_failures", "resources")),
-                                      "lm.optim.eval_batch_size", "emb.optim.eval_batch_size",
-                                      "lm.optim.log_every_steps", "emb.optim.log_every_steps")
 
 
 def load_cotrain_config(path: str | Path | None = None, overrides: Iterable[str] = (),

@@ -56,7 +56,7 @@ from ..tracking import Tracker
 from ..data import Example
 from ..tasks import Task, load_task, row
 from ..train.data import eval_rows
-from .config import LEARNERS, RESUMABLE_CHANGES, CotrainConfig, PoolData
+from .config import LEARNERS, CotrainConfig, PoolData
 from .learner import Fit, fit, learner_service
 from .pool import Pass, StoredPool, count_pool, put_pool, stream_selections
 from .selection import Selection, default_size
@@ -174,7 +174,7 @@ def run_cotraining(cfg: CotrainConfig, *, data: Prepared | None = None, stop_aft
     """
     phases = Phases() if phases is None else phases
     out = cfg.output.dir
-    check_resumable(cfg, RESUMABLE_CHANGES, out, instead="choose another output.dir, or resume it unchanged")
+    check_resumable(cfg, out, instead="choose another output.dir, or resume it unchanged")
     data = prepare(cfg) if data is None else data
     state = LoopState.load(out) or LoopState.fresh(LEARNERS)
     with staged(out) as local:

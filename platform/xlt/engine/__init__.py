@@ -1,8 +1,7 @@
 """The one training engine: every job that trains (fine-tuning, alignment pretraining, co-training
 learners, sweep trials) plugs a ``Workload`` (model, batcher, step, evaluation) into it.
 
-- ``settings``: ``OptimSettings`` (AdamW + schedule, accumulation), ``ScalingSettings``,
-  ``steps_per_epoch``; which config changes a resumed run may make
+- ``settings``: ``OptimSettings`` (AdamW + schedule, accumulation), ``ScalingSettings``, ``steps_per_epoch``
 - ``training``: ``Training`` (module, step module, optimiser, schedule, counters), ``build_training``,
   ``accumulation_step`` (DDP ``no_sync`` on all but the last micro-batch), epoch statistics
 - ``loop``: ``Workload``, the train function ``train_workload`` and its epochs (``train_epochs``, ``run_epoch``)
@@ -18,14 +17,13 @@ from .loop import Evaluation, EvalRows, Workload, run_epoch, start_training, tra
 from .checkpoints import final_metrics, read_state, write_state
 from .runs import (RESULTS_FILE, Run, absolute_storage, check_resumable, read_run_config, resume_config, run_dir,
                    launch)
-from .settings import (RESUMABLE_CHANGES, OptimSettings, ScalingSettings, changed_keys, check_device,
-                       incompatible_changes, resolve_auto, steps_per_epoch)
+from .settings import OptimSettings, ScalingSettings, check_device, resolve_auto, steps_per_epoch
 from .training import (EpochStats, Training, TrainState, accumulation_step, build_training, epoch_metrics, epoch_seed, grouped,
                        param_groups)
 
 __all__ = ["FitOutcome", "FitService", "Evaluation", "EvalRows", "Workload", "run_epoch", "start_training", "train_workload", "TrainState",
            "final_metrics", "read_state", "write_state", "RESULTS_FILE", "Run", "absolute_storage", "check_resumable", "read_run_config",
-           "resume_config", "run_dir", "launch", "RESUMABLE_CHANGES", "OptimSettings",
-           "ScalingSettings", "changed_keys", "check_device", "incompatible_changes", "resolve_auto", "steps_per_epoch",
+           "resume_config", "run_dir", "launch", "OptimSettings",
+           "ScalingSettings", "check_device", "resolve_auto", "steps_per_epoch",
            "EpochStats", "Training", "accumulation_step", "build_training", "epoch_metrics", "epoch_seed", "grouped",
            "param_groups"]

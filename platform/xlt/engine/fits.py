@@ -53,7 +53,7 @@ from .context import RunContext
 from .loop import Workload, start_training, train_epochs
 from .training import TrainState
 from .runs import launch, run_dir
-from .settings import changed_keys
+from ..resume import changed_keys
 
 if TYPE_CHECKING:
     import ray.data

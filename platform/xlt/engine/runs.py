@@ -27,7 +27,7 @@ from ..config import ConfigError, apply_overrides, from_dict, read_yaml, save_co
 from .loop import Workload, train_workload
 from .checkpoints import CONFIG_FILE
 from .context import InProcessContext, RayTrainContext, RunContext
-from .settings import RESUMABLE_CHANGES, incompatible_changes
+from ..resume import incompatible_changes
 
 if TYPE_CHECKING:
     import ray.data
@@ -73,17 +73,18 @@ def resume_config(directory: str, overrides: Iterable[str], config_cls: type[C])
     return from_dict(config_cls, data)
 
 
-def check_resumable(cfg: Any, resumable: Sequence[str] = RESUMABLE_CHANGES, directory: str | None = None,
+def check_resumable(cfg: Any, directory: str | None = None,
                     instead: str = "choose another output.dir, or resume it unchanged (the job's --resume RUN_DIR)",
                     ) -> None:
     """The one resume guard of every job: refuse (``ConfigError``) a run directory (``directory``,
     else ``run_dir(cfg)``; local or URI) that holds a run whose ``config.yaml`` differs from ``cfg``
-    in a key outside ``resumable``, which would resume what is there under the new config.
+    in a key its config class declares fixed (``xlt.resume``), which would resume what is there under
+    the new config.
     ``instead`` tells the user what to do. ``torch_trainer`` checks; a workload whose datasets take
     time to build checks first as well, and co-training before its first iteration."""
     directory = run_dir(cfg) if directory is None else directory
     previous = read_run_config(directory, type(cfg))
-    changed = incompatible_changes(previous, cfg, resumable) if previous is not None else []
+    changed = incompatible_changes(previous, cfg) if previous is not None else []
     if changed:
         raise ConfigError(f"{directory} holds a run whose config differs in {', '.join(changed)}, which it would "
                           f"resume under the new config; {instead}")
@@ -158,7 +159,7 @@ def on_ray_train(config: dict[str, Any], train: TrainFn, config_class: type) -> 
 
 
 def launch(workload: Workload, cfg: Any, datasets: dict[str, ray.data.Dataset], *,
-           resumable: Sequence[str] = RESUMABLE_CHANGES, callbacks: Sequence[Any] = (),
+           callbacks: Sequence[Any] = (),
            train: TrainFn | None = None) -> Run:
     """The run of ``workload`` on ``cfg`` (a resolved ``workload.config_class``): ``datasets["train"]``
     split across the workers, the others whole. ``callbacks``: Ray Train ``UserCallback``s (a Tune trial
@@ -166,8 +167,7 @@ def launch(workload: Workload, cfg: Any, datasets: dict[str, ray.data.Dataset], 
     unless given (``xlt.engine.fits``).
 
     The run directory ``output.dir`` gets ``cfg`` as ``config.yaml``; if it already holds a run whose
-    config differs in a key outside ``resumable``, this refuses (the run would resume that run's
-    checkpoints under the new config)."""
-    check_resumable(cfg, resumable)
+    config differs in a key declared fixed, this refuses (``check_resumable``)."""
+    check_resumable(cfg)
     write_run_config(cfg)
     return Run(train or functools.partial(train_workload, workload=workload), cfg, datasets, tuple(callbacks))

@@ -10,11 +10,11 @@ whether a run directory may be resumed under a changed config.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
-from typing import Any, Iterable
+from dataclasses import dataclass
 
 from ..config import check
 from ..hardware import PRECISIONS, check_precision, gpu_visible, resolve_precision
+from ..resume import fixed, free, length
 
 
 HEAD_INITS = ("random", "probe")
@@ -29,59 +29,59 @@ class OptimSettings:
     this way), not the set of in-batch negatives: each micro-batch contrasts within itself.
     """
 
-    lr: float = 5e-5
-    weight_decay: float = 0.01  # not applied to biases and LayerNorm weights (the usual BERT workload)
-    batch_size: int = 16  # original examples (or pairs) per micro-batch and worker; their views come on top
-    epochs: int = 3
-    warmup_ratio: float = 0.0  # Yu & Joty (2021) state a linear schedule and no warmup
+    lr: float = fixed(5e-5)
+    weight_decay: float = fixed(0.01)  # not applied to biases and LayerNorm weights (the usual BERT workload)
+    batch_size: int = fixed(16)  # original examples (or pairs) per micro-batch and worker; their views come on top
+    epochs: int = length(3)
+    warmup_ratio: float = fixed(0.0)  # Yu & Joty (2021) state a linear schedule and no warmup
     # > 0: the module's ``head`` (a classifier's linear head) learns at this rate, the rest at ``lr``, both on
     # the one schedule. A head initialised at random needs far larger steps than pretrained weights: at the
     # encoder's 1e-4 for 57 steps its weights move by at most ~0.006, and the encoder ends up doing the
     # head's work (linear probing, then fine-tuning: Kumar et al. 2022). 0 = ``lr``.
-    head_lr: float = 0.0
+    head_lr: float = fixed(0.0)
     # > 0: the first this many epochs step the head alone, the encoder's learning rate held at 0, then every weight
     # trains, the encoder on a linear schedule (and warm-up) of its own over the epochs left: linear probing, then
     # fine-tuning (LP-FT, Kumar et al. 2022, §4), the probe fitted by the same AdamW steps, not a separate solver.
     # Its epochs are part of ``epochs``. The encoder's gradients are still computed in them (DDP needs every weight
     # used), so they cost as much as the others.
-    probe_epochs: int = 0
+    probe_epochs: int = fixed(0)
     # "probe": before the first step, the head is the L2-regularised multinomial logistic regression (C = ``probe_c``,
     # L-BFGS to convergence) fitted on the frozen encoder's features of the training rows: LP-FT's linear probe as
     # Kumar et al. 2022 (§4, App. B) fit it, then every weight fine-tunes from it (a workload's ``begin``).
     # "random": the head as initialised.
-    head_init: str = "random"
-    probe_c: float = 1.0  # the inverse L2 strength of head_init's probe (scikit-learn's C)
+    head_init: str = fixed("random")
+    probe_c: float = fixed(1.0)  # the inverse L2 strength of head_init's probe (scikit-learn's C)
     # < 1: WiSE-FT (Wortsman et al. 2022, Eq. 1), a weight-space ensemble of the probe and the fine-tuned model: the
     # trained weights as the probe's epochs end (the pretrained encoder and the fitted head, θ₀) are kept, and after
     # the last epoch every trained weight θ₁ becomes (1 − α)·θ₀ + α·θ₁. Needs a probe, ``probe_epochs`` or ``head_init:
     # probe`` (θ₀ then the pretrained encoder and the fitted probe; the paper's θ₀ is a zero-shot classifier, and a
     # head drawn at random is none). 1 = off: the fine-tuned weights.
-    wise_alpha: float = 1.0
-    max_grad_norm: float = 1.0  # 0 = no clipping
-    grad_accum_steps: int = 1
-    seed: int = 0
+    wise_alpha: float = fixed(1.0)
+    max_grad_norm: float = fixed(1.0)  # 0 = no clipping
+    grad_accum_steps: int = fixed(1)
+    seed: int = fixed(0)
     # The word embeddings of the bundled e5 are 96M of its 118M parameters; freezing them makes
     # a CPU step much cheaper and keeps the embeddings of languages never seen in fine-tuning
     # where pretraining put them.
-    freeze_word_embeddings: bool = False
-    shuffle_buffer: int = 256  # rows of the local shuffle buffer per worker; 0 = data order
+    freeze_word_embeddings: bool = fixed(False)
+    shuffle_buffer: int = fixed(256)  # rows of the local shuffle buffer per worker; 0 = data order
     # > 0: micro-batches of rows of similar length, drawn from mega-batches of this many
     # micro-batches (as Hugging Face's Trainer(group_by_length=True), which takes 50); a batch
     # pads to its longest row, and random batches of sentences pad ~+80% tokens. 0 = off.
-    group_by_length: int = 0
+    group_by_length: int = fixed(0)
     # > 0: fine-tuning's encoder reads a step's texts (examples and their views) in length-sorted
     # passes of at most this many (``TextEncoder.embed_by_length``): the same features, less padding.
     # 0 = one pass. Pretraining reads its batches in one pass.
-    encoder_pass_rows: int = 0
-    eval_batch_size: int = 64
-    log_every_steps: int = 0  # a log line every n steps on rank 0 besides its progress bar; 0 = per epoch only
+    encoder_pass_rows: int = free(0)
+    eval_batch_size: int = free(64)
+    log_every_steps: int = free(0)  # a log line every n steps on rank 0 besides its progress bar; 0 = per epoch only
     # The forward pass and loss of each training step: fp32; bf16 (torch.autocast: matrix products in
     # bf16, weights, gradients and AdamW in fp32); fp16 (the same in float16, with a gradient scaler
     # whose state checkpoints keep: GPUs without bf16); or auto, bf16 where the CPU has native bf16
     # (xlt.hardware), resolved when the config is made (resolve_auto). Evaluation and checkpoints
     # stay fp32 either way. A precision the run's device cannot compute in fails before Ray starts
     # (check_device).
-    precision: str = "fp32"
+    precision: str = fixed("fp32")
 
     def __post_init__(self) -> None:
         check(self.lr > 0, "optim.lr", self.lr, "a positive number")
@@ -124,12 +124,12 @@ class ScalingSettings:
     ``accelerator_type:A10G: 0.001``, ...).
     """
 
-    num_workers: int = 1
-    use_gpu: bool = False
-    cpus_per_worker: float = 1
-    threads: int = 0
-    max_failures: int = 0  # worker-group restarts, each resuming from the latest checkpoint
-    resources: dict[str, float] = field(default_factory=dict)
+    num_workers: int = fixed(1)
+    use_gpu: bool = free(False)
+    cpus_per_worker: float = free(1)
+    threads: int = free(0)
+    max_failures: int = free(0)  # worker-group restarts, each resuming from the latest checkpoint
+    resources: dict[str, float] = free(factory=dict)
 
     def __post_init__(self) -> None:
         check(self.num_workers >= 0, "scaling.num_workers", self.num_workers,
@@ -196,34 +196,3 @@ def steps_per_epoch(train_rows: int, num_workers: int, optim: OptimSettings) -> 
     micro_batches = -(-rows // optim.batch_size)
     return -(-micro_batches // optim.grad_accum_steps)
 
-
-# Keys a resumed run may change: how long, where and on what it runs, not what it trains (a
-# moved run directory or data root is the same run). Not the number of workers: it fixes the
-# steps per epoch, in which the checkpoint's schedule is counted.
-RESUMABLE_CHANGES: tuple[str, ...] = ("optim.epochs", "optim.eval_batch_size", "optim.log_every_steps",
-                                      "optim.encoder_pass_rows",
-                                      "scaling.use_gpu", "scaling.cpus_per_worker", "scaling.threads",
-                                      "scaling.max_failures",
-                                      "output.dir", "output.num_to_keep", "output.export", "data.data_dir")
-
-
-def changed_keys(old: Any, new: Any) -> list[str]:
-    """Dotted keys whose values differ between two configs (nested dataclasses flattened)."""
-    a, b = _flatten(dataclasses.asdict(old)), _flatten(dataclasses.asdict(new))
-    return sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
-
-
-def incompatible_changes(old: Any, new: Any, resumable: Iterable[str] = RESUMABLE_CHANGES) -> list[str]:
-    """The changed keys that a resumed run may not change (model, objectives, data, optimizer...):
-    all but the ``resumable`` ones (dotted keys or their prefixes)."""
-    return [k for k in changed_keys(old, new) if not k.startswith(tuple(resumable))]
-
-
-def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        if isinstance(value, dict):
-            out.update(_flatten(value, f"{prefix}{key}."))
-        else:
-            out[prefix + key] = value
-    return out

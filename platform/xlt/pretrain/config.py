@@ -38,12 +38,12 @@ from ..config import check, load_config
 from ..losses import ObjectiveConfig
 from ..losses.mlm import MLM_WEIGHT
 from ..models import EncoderConfig
-from ..engine import RESUMABLE_CHANGES as ENGINE_RESUMABLE
 from ..eval.evaluators import EvalSpec, check_evals
 from ..engine import OptimSettings, ScalingSettings, resolve_auto, steps_per_epoch
 from ..storage import OutputSettings
 from ..tasks import BitextConfig, TaskConfig
 from ..text.languages import normalized_langs
+from ..resume import fixed, free
 
 HELD_APART = "tatoeba"  # the evaluation dataset of the held-apart pairs (data.eval_source) a run is given
 
@@ -118,23 +118,23 @@ class PretrainData:
       reserves (it runs before training starts).
     """
 
-    data_dir: str | None = None  # the data root; else $XLT_DATA_DIR
-    sources: tuple[BitextConfig, ...] = ()
-    pivot_lang: str = "en"
-    alpha: float = 0.5
-    pairs_per_epoch: int = 0
-    max_pairs: int = 0
-    eval_source: BitextConfig | None = None
-    eval_langs: tuple[str, ...] = ()
-    eval_max_pairs: int = 0
-    eval_tasks: tuple[TaskConfig, ...] = ()
-    exclude_eval_sentences: bool = True
-    distinct_pivot: bool = False
-    dictionary_dir: str | None = None
-    english_stop_words: bool = True
-    annotate_actors: int = 1
-    annotate_cpus: float = 1.0
-    train_rows: int = 0  # resolved: pairs in the training set
+    data_dir: str | None = free(None)  # the data root; else $XLT_DATA_DIR
+    sources: tuple[BitextConfig, ...] = fixed(())
+    pivot_lang: str = fixed("en")
+    alpha: float = fixed(0.5)
+    pairs_per_epoch: int = fixed(0)
+    max_pairs: int = fixed(0)
+    eval_source: BitextConfig | None = fixed(None)
+    eval_langs: tuple[str, ...] = fixed(())
+    eval_max_pairs: int = free(0)
+    eval_tasks: tuple[TaskConfig, ...] = fixed(())
+    exclude_eval_sentences: bool = fixed(True)
+    distinct_pivot: bool = fixed(False)
+    dictionary_dir: str | None = free(None)
+    english_stop_words: bool = fixed(True)
+    annotate_actors: int = free(1)
+    annotate_cpus: float = free(1.0)
+    train_rows: int = fixed(0)  # resolved: pairs in the training set
 
     def __post_init__(self) -> None:
         check(len(self.sources) >= 1, "data.sources", self.sources, "at least one source of parallel pairs")
@@ -180,16 +180,16 @@ class BatchSettings:
 class PretrainConfig:
     """Alignment pretraining of an encoder on parallel text; the result is a ``local:`` encoder."""
 
-    model: EncoderConfig = field(default_factory=EncoderConfig)
-    recipe: Recipe = "veco2"
-    objectives: tuple[ObjectiveConfig, ...] = ()
-    batch: BatchSettings = field(default_factory=BatchSettings)
+    model: EncoderConfig = fixed(factory=EncoderConfig)
+    recipe: Recipe = fixed("veco2")
+    objectives: tuple[ObjectiveConfig, ...] = fixed(())
+    batch: BatchSettings = fixed(factory=BatchSettings)
     data: PretrainData = field(kw_only=True)  # required: no dataset is a default
     optim: OptimSettings = field(default_factory=OptimSettings)
     scaling: ScalingSettings = field(default_factory=ScalingSettings)
     output: OutputSettings = field(default_factory=lambda: OutputSettings(dir="results/pretrain/pretrain"))
     # The run's evaluators (``xlt.eval.evaluators``): retrieval on the held-apart pairs after every epoch.
-    evals: tuple[EvalSpec, ...] = (EvalSpec("retrieval", "val", data=HELD_APART, every_epoch=True),)
+    evals: tuple[EvalSpec, ...] = free((EvalSpec("retrieval", "val", data=HELD_APART, every_epoch=True),))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "optim", resolve_auto(self.optim, self.scaling))
@@ -245,12 +245,6 @@ class PretrainConfig:
         """Optimizer steps per epoch on every worker (``xlt.engine.steps_per_epoch``): ``batch_size``
         pairs per micro-batch, ``grad_accum_steps`` micro-batches per step."""
         return steps_per_epoch(self.data.train_rows, num_workers, self.optim)
-
-
-# Keys a resumed run may change: the engine's (how long, where, on what), plus where the
-# dictionaries live, the annotation's actors and CPUs and the size of the evaluation sets.
-RESUMABLE_CHANGES: tuple[str, ...] = (*ENGINE_RESUMABLE, "data.dictionary_dir", "data.annotate_actors",
-                                      "data.annotate_cpus", "data.eval_max_pairs", "evals")
 
 
 def load_pretrain_config(path: str | Path | None = None, overrides: Iterable[str] = (),

@@ -29,7 +29,7 @@ from ..engine import Run, absolute_storage, check_device, launch
 from ..engine import resume_config as resume_run_config
 from ..storage import join
 from .batches import PairAnnotator, keep_row, needs_dictionary
-from .config import HELD_APART, RESUMABLE_CHANGES, PretrainConfig
+from .config import HELD_APART, PretrainConfig
 from .workload import ENCODER_DIR, PRETRAIN
 from .parallel import Mixture, build_mixture, evaluation_rows, load_dictionaries
 
@@ -102,8 +102,7 @@ def build_trainer(cfg: PretrainConfig | Prepared, callbacks: Sequence[Any] = ())
     (experiment tracking)."""
     prepared = cfg if isinstance(cfg, Prepared) else prepare(cfg)
     prepared.config.steps_per_epoch(prepared.config.scaling.num_workers)  # too few pairs fail here, not on workers
-    return launch(PRETRAIN, prepared.config, prepared.datasets, resumable=RESUMABLE_CHANGES,
-                         callbacks=callbacks)
+    return launch(PRETRAIN, prepared.config, prepared.datasets, callbacks=callbacks)
 
 
 

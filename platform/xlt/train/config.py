@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any, Iterable, Literal
 
 from ..config import ConfigError, check, load_config
-from ..engine.settings import RESUMABLE_CHANGES as ENGINE_RESUMABLE
 from ..engine.settings import OptimSettings, ScalingSettings, resolve_auto, steps_per_epoch
 from ..storage import OutputSettings
 from ..augment import AugmentConfig
@@ -30,6 +29,7 @@ from ..losses import ObjectiveConfig, build_objectives
 from ..losses.projection import projected_key
 from ..models import EncoderConfig
 from ..tasks import TaskConfig
+from ..resume import fixed, free
 
 Setting = Literal["zero-shot", "translate-train"]
 SETTINGS: tuple[str, ...] = ("zero-shot", "translate-train")
@@ -64,15 +64,15 @@ class DataSettings:
       draw stratified by label (``task.sample_seed``, ``xlt.tasks.Task.draw``); smoke runs use a handful.
     """
 
-    data_dir: str | None = None  # the data root ({data_dir} in task paths; muse/); else $XLT_DATA_DIR
-    setting: Setting = "zero-shot"
-    augment: AugmentConfig | None = None
-    augment_actors: int = 1
-    augment_cpus: float = 0.0
-    translator: Literal["provided", "dictionary", "seq2seq"] = "provided"
-    translator_model: str = ""  # seq2seq: a multilingual (NLLB) name or path, or a "{lang}" template per target
-    max_examples: int = 0
-    train_rows: int = 0  # resolved: rows of the train dataset
+    data_dir: str | None = free(None)  # the data root ({data_dir} in task paths; muse/); else $XLT_DATA_DIR
+    setting: Setting = fixed("zero-shot")
+    augment: AugmentConfig | None = fixed(None)
+    augment_actors: int = fixed(1)
+    augment_cpus: float = fixed(0.0)
+    translator: Literal["provided", "dictionary", "seq2seq"] = fixed("provided")
+    translator_model: str = fixed("")  # seq2seq: a multilingual (NLLB) name or path, or a "{lang}" template per target
+    max_examples: int = fixed(0)
+    train_rows: int = fixed(0)  # resolved: rows of the train dataset
 
     def __post_init__(self) -> None:
         check(self.augment_actors >= 0, "data.augment_actors", self.augment_actors,
@@ -100,14 +100,14 @@ class FinetuneConfig:
     last one (``test/``); sweep trials drop test (they select on dev and never look at test).
     """
 
-    task: TaskConfig
-    model: EncoderConfig = field(default_factory=EncoderConfig)
-    objectives: tuple[ObjectiveConfig, ...] = ()
+    task: TaskConfig = fixed()
+    model: EncoderConfig = fixed(factory=EncoderConfig)
+    objectives: tuple[ObjectiveConfig, ...] = fixed(())
     data: DataSettings = field(default_factory=DataSettings)
     optim: OptimSettings = field(default_factory=OptimSettings)
     scaling: ScalingSettings = field(default_factory=ScalingSettings)
     output: OutputSettings = field(default_factory=lambda: OutputSettings(dir="results/finetune/finetune"))
-    evals: tuple[EvalSpec, ...] = (EvalSpec("classification", "val", every_epoch=True), EvalSpec("classification", "test"))
+    evals: tuple[EvalSpec, ...] = free((EvalSpec("classification", "val", every_epoch=True), EvalSpec("classification", "test")))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "optim", resolve_auto(self.optim, self.scaling))
@@ -152,10 +152,6 @@ class FinetuneConfig:
     def steps_per_epoch(self, num_workers: int) -> int:
         """Optimizer steps per epoch on every worker (``xlt.engine.steps_per_epoch``)."""
         return steps_per_epoch(self.data.train_rows, num_workers, self.optim)
-
-
-# Keys a resumed run may change (``xlt.engine.settings``), and what is evaluated when.
-RESUMABLE_CHANGES: tuple[str, ...] = (*ENGINE_RESUMABLE, "evals")
 
 
 def load_finetune_config(path: str | Path | None = None, overrides: Iterable[str] = (),

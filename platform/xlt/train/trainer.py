@@ -24,7 +24,7 @@ from ..engine import Run, absolute_storage, check_device, check_resumable, launc
 from ..engine import resume_config as resume_run_config
 from ..metrics import AVG_TARGET, SCORES, gap_name, metric_name
 from ..tasks import Task, load_task
-from .config import RESUMABLE_CHANGES, FinetuneConfig
+from .config import FinetuneConfig
 from .data import check_augment_languages, eval_rows, train_dataset, train_rows
 from .workload import FINETUNE
 
@@ -88,14 +88,13 @@ def build_trainer(cfg: FinetuneConfig | Prepared, train_dataset: ray.data.Datase
     """
     prepared = cfg if isinstance(cfg, Prepared) else prepare(cfg)
     if train_dataset is None:  # the views are made below: refuse a changed run before, not after
-        check_resumable(prepared.config, RESUMABLE_CHANGES)
+        check_resumable(prepared.config)
     else:
         config = prepared.config
         config = dataclasses.replace(config, data=dataclasses.replace(config.data, train_rows=train_dataset.count()))
         config.steps_per_epoch(config.scaling.num_workers)
         prepared = dataclasses.replace(prepared, config=config)
-    return launch(FINETUNE, prepared.config, build_datasets(prepared, train_dataset),
-                         resumable=RESUMABLE_CHANGES, callbacks=callbacks)
+    return launch(FINETUNE, prepared.config, build_datasets(prepared, train_dataset), callbacks=callbacks)
 
 
 
