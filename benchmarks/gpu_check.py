@@ -120,7 +120,7 @@ def pseudo_label_rows_per_s(precision: str, rows: int) -> tuple[float, int]:
     device, in token-budgeted batches; and the rows labelled."""
     import pyarrow as pa
 
-    from xlt.inference import ClassifierSpec, PseudoLabelUDF
+    from xlt.inference import ClassifierSpec, InferenceSettings, PseudoLabelUDF
     from xlt.tasks import load_task
     from xlt.train import load_finetune_config
 
@@ -128,8 +128,8 @@ def pseudo_label_rows_per_s(precision: str, rows: int) -> tuple[float, int]:
     task = load_task(cfg.task, cfg.data.data_dir)
     texts = [r["text"] for split in ("train", "dev", "test") for r in task.rows(split, task.langs)]
     texts = texts[:rows] if rows else texts
-    udf = PseudoLabelUDF(ClassifierSpec(model=cfg.model, labels=task.labels), encode_batch_size=512,
-                         tokens_per_batch=32_768, precision=precision)
+    udf = PseudoLabelUDF(ClassifierSpec(model=cfg.model, labels=task.labels),
+                         InferenceSettings(encode_batch_size=512, tokens_per_batch=32_768, precision=precision))
     table = pa.table({"text": texts})
     udf(table.slice(0, 64))  # warm-up
     start = time.perf_counter()

@@ -138,7 +138,7 @@ def run_one(n: int) -> dict:
     from xlt.cotrain import LEARNERS, LoopState, exchange, load_cotrain_config
     from xlt.cotrain.pool import put_pool, stream_selections
     from xlt.cotrain.selection import Selection
-    from xlt.inference import ClassifierSpec, pseudo_label
+    from xlt.inference import ClassifierSpec, InferenceSettings, pseudo_label
     from xlt.models import EncoderConfig
     from xlt.tasks import TaskConfig, load_task
 
@@ -156,8 +156,8 @@ def run_one(n: int) -> dict:
 
         specs = {name: ClassifierSpec(model=EncoderConfig(source="tiny:bert", max_length=32, seed=k), labels=LABELS)
                  for k, name in enumerate(LEARNERS)}
-        ds = pseudo_label(stored.dataset(), specs, batch_size=BATCH, encode_batch_size=256, num_actors=1, num_cpus=1,
-                          threads=2)
+        ds = pseudo_label(stored.dataset(), specs, InferenceSettings(batch_size=BATCH, encode_batch_size=256,
+                                                                     num_actors=1, num_cpus=1, threads=2))
         chosen = {name: Selection("threshold-random", threshold=0.0, size=SELECTED, seed=[0, 0, k])
                   for k, name in enumerate(LEARNERS)}
         rss0, start, first = driver.memory_info().rss, time.monotonic(), []

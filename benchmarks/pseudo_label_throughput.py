@@ -18,7 +18,7 @@ not depend on the head's weights, so label quality is irrelevant here.
    sub-batches of ``--encode-batch-size`` (length-bucketed: ``predict`` always is), in this
    process with ``--threads`` torch threads (default: every core), under ``--precision``
    (``xlt.hardware.autocast``): the bare ``torch.no_grad`` loop the others are held to;
-2. in the driver: ``xlt.inference.pseudo_label_here`` over the same blocks of ``--batch-size``
+2. in the driver: ``xlt.inference.labellers.Labellers`` (``num_actors: 0``; ``pseudo_label_here`` before) over the same blocks of ``--batch-size``
    rows, on ``--threads`` threads (co-training's ``inference.num_actors: 0``);
 3. actor pool, length-bucketed: ``xlt.inference.pseudo_label`` with ``--actors`` actors, each
    reserving cores / actors CPUs (torch gets that many threads), the classifier shipped to them
@@ -171,19 +171,24 @@ def consume(batches, config: Config) -> None:
 def run_pool(spec, table: pa.Table, args: argparse.Namespace, config: Config, actor_cpus: float) -> None:
     import ray.data
 
-    from xlt.inference import pseudo_label
+    from xlt.inference import InferenceSettings, pseudo_label
 
-    ds = pseudo_label(ray.data.from_arrow(blocks_of(table, args)), spec, batch_size=args.batch_size,
-                      encode_batch_size=args.encode_batch_size, num_actors=args.actors, num_cpus=actor_cpus,
-                      sort_by_length=config.sort_by_length, precision=args.precision)
+    settings = InferenceSettings(batch_size=args.batch_size, encode_batch_size=args.encode_batch_size,
+                                 num_actors=args.actors, num_cpus=actor_cpus, precision=args.precision)
+    ds = pseudo_label(ray.data.from_arrow(blocks_of(table, args)), spec, settings,
+                      sort_by_length=config.sort_by_length)
     consume(ds.iter_batches(batch_format="pyarrow", batch_size=None), config)
 
 
 def run_here(spec, table: pa.Table, args: argparse.Namespace, config: Config) -> None:
-    from xlt.inference import pseudo_label_here
+    from xlt.inference import InferenceSettings
+    from xlt.inference.labellers import Labellers
 
-    consume(pseudo_label_here(blocks_of(table, args), spec, encode_batch_size=args.encode_batch_size,
-                              threads=args.threads, precision=args.precision), config)
+    settings = InferenceSettings(encode_batch_size=args.encode_batch_size, num_actors=0, threads=args.threads,
+                                 precision=args.precision)
+    with Labellers(settings) as labellers:  # in this process: each block labelled whole, in order
+        labellers.load(spec)
+        consume(labellers.in_order(blocks_of(table, args)), config)
 
 
 def compare(a: Config, b: Config) -> str:
@@ -228,7 +233,7 @@ def main(argv: list[str] | None = None) -> None:
         spec = share_classifier(classifier, model)  # the object store: no shared filesystem needed
         pool = f"{args.actors} actors x {max(1, int(actor_cpus))} threads"
         plain = Config("plain loop (Classifier.predict)", True, f"1 process x {args.threads} threads")
-        here = Config("in the driver (pseudo_label_here)", True, f"1 process x {args.threads} threads")
+        here = Config("in the driver (labellers, num_actors 0)", True, f"1 process x {args.threads} threads")
         configs = [plain, here, Config("actor pool", True, pool), Config("actor pool", False, pool)]
         with autocast(args.precision):  # warm-up
             classifier.predict(table.column("text").to_pylist()[:args.batch_size], batch_size=args.encode_batch_size)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from xlt.cotrain.config import InferenceSettings
+from xlt.inference import InferenceSettings
 from xlt.inference import ClassifierSpec, PseudoLabelUDF, share_classifier
 from xlt.inference.labellers import Labellers
 from xlt.predict.inputs import Shard

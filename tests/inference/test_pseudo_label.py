@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -11,14 +12,15 @@ import torch
 
 from xlt import hardware
 from xlt.inference.pseudo_label import gpus_or_none
+from xlt.inference.labellers import Labellers
 from xlt.inference import (
+    EXACT,
     OUTPUT_COLUMNS,
     ClassifierSpec,
     PseudoLabelUDF,
     build_classifier,
     prediction_column,
     pseudo_label,
-    pseudo_label_here,
     share_classifier,
 )
 from xlt.models import Classifier, EncoderConfig
@@ -65,7 +67,7 @@ def path_spec(classifier: Classifier, tmp_path_factory: pytest.TempPathFactory) 
 def test_udf_equals_predict_and_keeps_input_columns(classifier: Classifier, path_spec: ClassifierSpec) -> None:
     expected = classifier.predict(TEXTS, batch_size=4)
     batch = batch_of(TEXTS)
-    udf = PseudoLabelUDF(path_spec, encode_batch_size=4)
+    udf = PseudoLabelUDF(path_spec, replace(EXACT, encode_batch_size=4))
     out = udf(batch)
     assert udf(out).equals(out)  # labelling again replaces the output columns rather than adding more
 
@@ -91,7 +93,7 @@ def test_sorted_and_unsorted_give_the_same_predictions(path_spec: ClassifierSpec
     seen: dict[bool, list[list[str]]] = {}
     outputs = {}
     for sort in (True, False):
-        udf = PseudoLabelUDF(path_spec, encode_batch_size=2, sort_by_length=sort)
+        udf = PseudoLabelUDF(path_spec, replace(EXACT, encode_batch_size=2), sort_by_length=sort)
         encoder = udf.classifiers[None].encoder
         calls: list[list[str]] = []
         embed = encoder.embed
@@ -109,11 +111,11 @@ def test_sorted_and_unsorted_give_the_same_predictions(path_spec: ClassifierSpec
 def test_several_classifiers_in_one_pass_each_equal_their_own_udf(path_spec: ClassifierSpec, tmp_path: Path) -> None:
     other = share_classifier(trained_like(seed=2), MODEL, path=tmp_path / "other.pt")
     batch = batch_of(TEXTS)
-    out = PseudoLabelUDF({"lm": path_spec, "emb": other}, encode_batch_size=4)(batch)
+    out = PseudoLabelUDF({"lm": path_spec, "emb": other}, replace(EXACT, encode_batch_size=4))(batch)
     assert out.column_names == [*batch.column_names, *(prediction_column(c, name) for name in ("lm", "emb")
                                                        for c in ("pseudo_label", "confidence", "probabilities")), "worker", "node", "precision"]
     for name, spec in (("lm", path_spec), ("emb", other)):
-        alone = PseudoLabelUDF(spec, encode_batch_size=4)(batch)
+        alone = PseudoLabelUDF(spec, replace(EXACT, encode_batch_size=4))(batch)
         for column in ("pseudo_label", "confidence", "probabilities"):
             assert out.column(prediction_column(column, name)).equals(alone.column(column)), (name, column)
     assert out.column("lm_pseudo_label") != out.column("emb_pseudo_label")  # two heads, two predictions
@@ -151,7 +153,7 @@ def test_pseudo_label_through_ray(ray_cluster, classifier: Classifier) -> None:
     assert len({label for label, _ in expected.values()}) > 1
     rows = [{"id": f"u{i}", "text": t, "lang": "xx"} for i, t in enumerate(texts)]
     ds = pseudo_label(ray.data.from_items(rows, override_num_blocks=5), share_classifier(classifier, MODEL),
-                      batch_size=4, encode_batch_size=3, num_actors=2, num_cpus=0.5, threads=1)
+                      replace(EXACT, batch_size=4, encode_batch_size=3, num_actors=2, num_cpus=0.5, threads=1))
     got = ds.take_all()
     assert len(got) == 20 and sorted(r["id"] for r in got) == sorted(expected)
     for r in got:
@@ -160,12 +162,13 @@ def test_pseudo_label_through_ray(ray_cluster, classifier: Classifier) -> None:
         assert r["text"] == texts[int(r["id"][1:])] and r["lang"] == "xx"
         assert r["confidence"] == pytest.approx(max(r["probabilities"]))
 
-    # In this process, without an actor pool: the same predictions, in order, and torch's threads
-    # as they were before.
+    # In this process, without an actor pool (the labellers of inference.num_actors: 0): the same
+    # predictions, in order, and torch's threads as they were before.
     threads = torch.get_num_threads()
     tables = [pa.Table.from_pylist(rows[i:i + 6]) for i in range(0, 20, 6)]
-    here = list(pseudo_label_here(tables, share_classifier(classifier, MODEL), encode_batch_size=3,
-                                  threads=threads + 1))
+    with Labellers(replace(EXACT, encode_batch_size=3, num_actors=0, threads=threads + 1)) as labellers:
+        labellers.load(share_classifier(classifier, MODEL))
+        here = list(labellers.in_order(tables))
     assert torch.get_num_threads() == threads
     assert [t.num_rows for t in here] == [6, 6, 6, 2]
     for r in pa.concat_tables(here).to_pylist():
@@ -182,8 +185,8 @@ def test_missing_text_column_is_named(ray_cluster, path_spec: ClassifierSpec) ->
     ds = ray.data.from_items([{"id": "a", "sentence": "hello"}])
     with pytest.raises(KeyError, match=r"no text column 'text'; columns: \['id', 'sentence'\]"):
         pseudo_label(ds, path_spec)  # caught on the driver when the schema is known
-    with pytest.raises(ValueError, match="threads=-1 is not valid"):
-        pseudo_label(ds, path_spec, text_column="sentence", threads=-1)
+    with pytest.raises(ValueError, match="inference.num_actors=0 is not valid"):
+        pseudo_label(ds, path_spec, replace(EXACT, num_actors=0), text_column="sentence")
     out = PseudoLabelUDF(path_spec, text_column="sentence")(pa.table({"id": ["a"], "sentence": ["hello"]}))
     assert out.num_rows == 1 and out.column("pseudo_label")[0].as_py() in LABELS
 
@@ -218,14 +221,14 @@ def test_bf16_autocast_keeps_the_labels_and_bad_precision_is_refused(classifier:
     # well-separated rows agree, the probabilities to bf16's precision.
     monkeypatch.setattr(hardware, "cpu_flags", lambda: frozenset({"avx512_bf16"}))
     exact = PseudoLabelUDF(path_spec)(batch_of(TEXTS))
-    bf16 = PseudoLabelUDF(path_spec, precision="bf16")(batch_of(TEXTS))
+    bf16 = PseudoLabelUDF(path_spec, replace(EXACT, precision="bf16"))(batch_of(TEXTS))
     assert bf16.column("pseudo_label").equals(exact.column("pseudo_label"))
     # Each row says what it was computed in, the driver's configuration being no guide to an actor's machine
     assert set(exact.column("precision").to_pylist()) == {"fp32"} and set(bf16.column("precision").to_pylist()) == {"bf16"}
     a, b = (np.asarray(t.column("probabilities").to_pylist()) for t in (exact, bf16))
     assert 0 < np.abs(a - b).max() < 0.05  # bf16 did run (not bit-equal), and kept its 8 bits of mantissa
     with pytest.raises(Exception, match="precision='fp8' is not valid: expected auto or fp32 or bf16 or fp16"):
-        PseudoLabelUDF(path_spec, precision="fp8")
+        PseudoLabelUDF(path_spec, replace(EXACT, precision="fp8"))
 
 
 def test_a_precision_the_actors_device_lacks_labels_at_auto_with_a_warning(path_spec: ClassifierSpec, monkeypatch,
@@ -234,7 +237,7 @@ def test_a_precision_the_actors_device_lacks_labels_at_auto_with_a_warning(path_
     at auto (here fp32), the labels fp32's, and says so once."""
     monkeypatch.setattr(hardware, "cpu_flags", lambda: frozenset({"avx2", "fma"}))
     with caplog.at_level("WARNING", logger="xlt.inference.pseudo_label"):
-        udf = PseudoLabelUDF(path_spec, precision="fp16")
+        udf = PseudoLabelUDF(path_spec, replace(EXACT, precision="fp16"))
     assert udf.device == "cpu" and udf.precision == "fp32"
     assert [r.getMessage() for r in caplog.records] == [
         "inference.precision fp16: not something the cpu this actor runs on computes in; labelling at auto"]
@@ -247,7 +250,7 @@ def test_a_token_budget_gives_the_same_predictions_in_smaller_batches(path_spec:
     sizes = {}
     outputs = {}
     for budget in (0, 6):
-        udf = PseudoLabelUDF(path_spec, encode_batch_size=8, tokens_per_batch=budget)
+        udf = PseudoLabelUDF(path_spec, replace(EXACT, encode_batch_size=8, tokens_per_batch=budget))
         encoder = udf.classifiers[None].encoder
         calls: list[int] = []
         embed = encoder.embed

@@ -112,7 +112,7 @@ def test_the_adapted_probe_exports_as_a_classifier_that_labels_a_split_as_it_was
     import pandas as pd
 
     from xlt.config import load_config
-    from xlt.cotrain.config import InferenceSettings
+    from xlt.inference import InferenceSettings
     from xlt.eval.protocols import EvaluateConfig
     from xlt.models import Classifier
     from xlt.predict import InputConfig, ModelRef, PredictConfig, predict, prepare

@@ -20,7 +20,7 @@ from xlt.engine import write_state
 from xlt.engine.context import CHECKPOINTS_FILE
 from xlt.predict import (InputConfig, ModelRef, PredictConfig, predict, prepare,
                          resolve_checkpoint)
-from xlt.cotrain.config import InferenceSettings
+from xlt.inference import InferenceSettings
 from xlt.storage import OutputSettings, read_text
 from xlt.train import load_classifier
 from xlt.train.batches import batches_of, flatten_batch

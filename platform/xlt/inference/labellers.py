@@ -24,6 +24,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .pseudo_label import PseudoLabelUDF, gpus_or_none
+from .settings import InferenceSettings
 from .spec import ClassifierSpec
 
 if TYPE_CHECKING:
@@ -38,14 +39,14 @@ class Labeller:
     numbered (``version``), and ``label`` names the one to label with: an actor that Ray restarted (its node lost, its
     process killed) comes back empty and loads it before its first table, so that a pass survives losing one."""
 
-    def __init__(self, options: dict[str, Any]) -> None:
-        self.options, self.udf, self.version = options, None, None
+    def __init__(self, settings: InferenceSettings) -> None:
+        self.settings, self.udf, self.version = settings, None, None
 
     def load(self, spec: Specs, version: int) -> None:
         if version == self.version:
             return
         if self.udf is None:
-            self.udf = PseudoLabelUDF(spec, **self.options)
+            self.udf = PseudoLabelUDF(spec, self.settings, num_threads=self.settings.torch_threads)
         else:
             self.udf.load(spec)
         self.version = version
@@ -61,14 +62,11 @@ class Labeller:
 
 
 class Labellers:
-    """The module docstring. ``inference``: ``xlt.cotrain.config.InferenceSettings`` (actors, CPUs and GPUs each,
-    torch threads, rows per batch, texts per encoder batch, precision, token budget). Close it (or use it as a
-    context manager) to stop the actors."""
+    """The module docstring. ``inference``: actors, CPUs and GPUs each, torch threads, rows per batch, texts per
+    encoder batch, precision, token budget. Close it (or use it as a context manager) to stop the actors."""
 
-    def __init__(self, inference: Any) -> None:
+    def __init__(self, inference: InferenceSettings) -> None:
         self.inference, self.batch_size = inference, inference.batch_size
-        self.options = dict(encode_batch_size=inference.encode_batch_size, precision=inference.precision,
-                            tokens_per_batch=inference.tokens_per_batch, num_threads=inference.torch_threads)
         self.here: Labeller | None = None
         self.actors: list[Any] = []
         self.loads = 0  # models built or given new weights: 1 + a load per later pass
@@ -83,9 +81,9 @@ class Labellers:
         if self.inference.num_actors == 0:
             if self.here is None:
                 self._threads = torch.get_num_threads()  # restored by close
-                self.here = Labeller(self.options)
+                self.here = Labeller(self.inference)
             self.here.load(spec, self.loads)
-            torch.set_num_threads(self.options["num_threads"])  # what a fit in this process since may have left
+            torch.set_num_threads(self.inference.torch_threads)  # what a fit in this process since may have left
             return
         import ray
 
@@ -95,7 +93,7 @@ class Labellers:
             actor = ray.remote(Labeller).options(num_cpus=self.inference.num_cpus,
                                                    num_gpus=gpus_or_none(self.inference.num_gpus),
                                                    max_restarts=-1, max_task_retries=-1)
-            self.actors = [actor.remote(self.options) for _ in range(self.inference.num_actors)]
+            self.actors = [actor.remote(self.inference) for _ in range(self.inference.num_actors)]
         self.spec = ray.put(spec)
         ray.get([a.load.remote(self.spec, self.loads) for a in self.actors])
 

@@ -17,25 +17,25 @@ computed later without running the model again.
 
 Why an actor pool: the pool U can be far larger than memory and the model is expensive to
 load, so each actor loads the classifier once (``PseudoLabelUDF.__init__``) and the rows
-stream through in batches; nothing is materialised until the caller consumes the dataset.
-``pseudo_label_here`` runs the same UDF in the caller's process, for pools that an actor would
-take longer to start for than to label.
+stream through in batches; nothing is materialised until the caller consumes the dataset. A job
+labels with ``labellers.Labellers`` instead: one pool of actors for all its passes, or the driver.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..config import check
 from ..data.ray_data import map_with_udf
-from ..hardware import PRECISIONS, autocast, inference_device, precisions, resolve_precision
+from ..hardware import autocast, inference_device, precisions, resolve_precision
 from ..models import load_trained
 from ..placement import this_node, this_worker
+from .settings import EXACT, InferenceSettings
 from .spec import ClassifierSpec, build_classifier, load_state
 
 if TYPE_CHECKING:
@@ -69,16 +69,16 @@ class PseudoLabelUDF:
     """Ray Data batch UDF: ``pyarrow.Table`` -> the same table plus ``OUTPUT_COLUMNS``.
 
     Loads the classifier once, in ``__init__`` (i.e. once per actor), and predicts each batch's
-    ``text_column`` with ``Classifier.predict`` in sub-batches of ``encode_batch_size``. With
+    ``text_column`` with ``Classifier.predict`` in sub-batches of ``settings.encode_batch_size``. With
     ``sort_by_length`` the texts of a batch are encoded in length order, so each sub-batch pads
     to its own longest text (length bucketing; results are returned in input order either way).
 
-    ``precision``: ``fp32``, ``bf16``, ``fp16`` or ``auto`` (bf16 autocast where the CPU has native
-    bf16: ``xlt.hardware``); the default is exact fp32, co-training's ``inference.precision`` is
-    ``auto``. A precision this actor's device cannot compute in (fp16 asked of a GPU actor that
+    ``settings.precision``: ``fp32``, ``bf16``, ``fp16`` or ``auto`` (bf16 autocast where the CPU has
+    native bf16: ``xlt.hardware``); the default settings are exact fp32 (``EXACT``), co-training's
+    ``inference.precision`` is ``auto``. A precision this actor's device cannot compute in (fp16 asked of a GPU actor that
     landed on a CPU) runs as ``auto`` instead, with a warning.
 
-    ``tokens_per_batch`` > 0: sub-batches of at most that many padded tokens as well as
+    ``settings.tokens_per_batch`` > 0: sub-batches of at most that many padded tokens as well as
     ``encode_batch_size`` rows (``xlt.models.encoder.batch_bounds``): on a GPU, a budget that fills
     its memory with short sentences and still fits the long ones. The same predictions.
 
@@ -98,15 +98,13 @@ class PseudoLabelUDF:
     row by row. They must agree on ``paired``: they read the same rows.
     """
 
-    def __init__(self, spec: ClassifierSpec | Mapping[str, ClassifierSpec], *, encode_batch_size: int = 64,
+    def __init__(self, spec: ClassifierSpec | Mapping[str, ClassifierSpec], settings: InferenceSettings = EXACT, *,
                  sort_by_length: bool = True, text_column: str = "text", pair_column: str = "text_pair",
-                 num_threads: int | None = None, precision: str = "fp32", tokens_per_batch: int = 0) -> None:
+                 num_threads: int | None = None) -> None:
         import torch
 
-        check(encode_batch_size >= 1, "encode_batch_size", encode_batch_size, "an integer >= 1")
-        check(precision in PRECISIONS, "precision", precision, " or ".join(PRECISIONS))
-        check(tokens_per_batch >= 0, "tokens_per_batch", tokens_per_batch, "an integer >= 0 (0 = rows only)")
         specs = _named(spec)
+        precision = settings.precision
         if num_threads is not None:
             check(num_threads >= 1, "num_threads", num_threads, "an integer >= 1, or None")
             torch.set_num_threads(num_threads)
@@ -118,8 +116,8 @@ class PseudoLabelUDF:
                            "in; labelling at auto")
             precision = "auto"
         self.device, self.precision = device, resolve_precision(precision, device)
-        self.encode_batch_size, self.sort_by_length, self.text_column = encode_batch_size, sort_by_length, text_column
-        self.tokens_per_batch = tokens_per_batch
+        self.encode_batch_size, self.sort_by_length, self.text_column = settings.encode_batch_size, sort_by_length, text_column
+        self.tokens_per_batch = settings.tokens_per_batch
         self.pair_column = pair_column if next(iter(specs.values())).paired else None
         self.constants = {"worker": this_worker(), "node": this_node(), "precision": self.precision}
 
@@ -190,11 +188,9 @@ class PseudoLabelUDF:
         return batch
 
 
-def pseudo_label(ds: ray.data.Dataset, spec: ClassifierSpec | Mapping[str, ClassifierSpec], *,
-                 text_column: str = "text", batch_size: int = 256,
-                 encode_batch_size: int = 64, num_actors: int | tuple[int, int] = 1, num_cpus: float = 1.0,
-                 num_gpus: float = 0.0, threads: int = 0, sort_by_length: bool = True,
-                 precision: str = "fp32", tokens_per_batch: int = 0) -> ray.data.Dataset:
+def pseudo_label(ds: ray.data.Dataset, spec: ClassifierSpec | Mapping[str, ClassifierSpec],
+                 settings: InferenceSettings = EXACT, *, text_column: str = "text",
+                 sort_by_length: bool = True) -> ray.data.Dataset:
     """``ds`` with ``pseudo_label``, ``confidence``, ``probabilities`` per row (Yu & Joty 2021, Alg. 1).
 
     Implements ``(y_u, c_u) = f_θ(x_u)`` for every x_u of the unlabelled pool: y_u is the
@@ -202,36 +198,33 @@ def pseudo_label(ds: ray.data.Dataset, spec: ClassifierSpec | Mapping[str, Class
     "confidence score"; see the module docstring). Input columns pass through untouched; one
     output row per input row, in no guaranteed order (join on an id column, not on position).
 
-    Lazy and streaming: returns at once, and rows flow through an actor pool of ``num_actors``
-    (a size, or ``(min, max)`` to autoscale) in batches of ``batch_size`` as the caller consumes
-    the result (``iter_batches``, ``filter``, ``write_parquet``), so pools larger than memory
-    never exist in full anywhere. Each actor loads ``spec`` once; it reserves ``num_cpus``
-    and ``num_gpus`` (a fraction shares a GPU between actors; in a cluster that has no GPU and whose
-    autoscaler cannot add one, none, with a warning: ``gpus_or_none``); torch gets ``threads`` threads (0 = ``max(1, int(num_cpus))``; more than
-    reserved when other actors holding CPUs sit idle meanwhile, as learners do). On a 2-CPU machine, two
-    actors need ``num_cpus=0.5`` each or the tasks producing the input get no CPU slot and the
+    Lazy and streaming: returns at once, and rows flow through an actor pool of ``settings.num_actors``
+    in batches of ``settings.batch_size`` as the caller consumes the result (``iter_batches``,
+    ``filter``, ``write_parquet``), so pools larger than memory never exist in full anywhere. Each
+    actor loads ``spec`` once; it reserves ``num_cpus`` and ``num_gpus`` (a fraction shares a GPU
+    between actors; in a cluster that has no GPU and whose autoscaler cannot add one, none, with a
+    warning: ``gpus_or_none``) and runs ``settings.torch_threads`` torch threads. On a 2-CPU machine,
+    two actors need ``num_cpus=0.5`` each or the tasks producing the input get no CPU slot and the
     pipeline stalls (see ``xlt.augment.build_augmented_dataset``).
 
-    Each batch is encoded in sub-batches of ``encode_batch_size`` (and ``tokens_per_batch``);
-    ``sort_by_length`` buckets them by token length within the batch (less padding; the same
-    predictions); ``precision`` as ``PseudoLabelUDF``'s. Parallelism
-    needs several input blocks: a single block is processed by one actor. ``spec`` may name
-    several classifiers (see ``PseudoLabelUDF``): each row then gets every one's prediction.
+    ``sort_by_length`` buckets each batch's texts by token length (less padding; the same
+    predictions). Parallelism needs several input blocks: a single block is processed by one actor.
+    ``spec`` may name several classifiers (see ``PseudoLabelUDF``): each row then gets every one's
+    prediction.
     """
     _named(spec)
-    check(batch_size >= 1, "batch_size", batch_size, "an integer >= 1")
-    check(encode_batch_size >= 1, "encode_batch_size", encode_batch_size, "an integer >= 1")
-    check(threads >= 0, "threads", threads, "an integer >= 0 (0 = from num_cpus)")
+    check(settings.num_actors >= 1, "inference.num_actors", settings.num_actors,
+          "an integer >= 1 for a Ray Data pool (0, the driver, is xlt.inference.labellers')")
     schema = ds.schema(fetch_if_missing=False)  # known without running anything, or None
     if schema is not None and text_column not in schema.names:
         raise KeyError(f"the dataset has no text column {text_column!r}; columns: {list(schema.names)} "
                        "(pass text_column= to name the column holding the texts)")
     return map_with_udf(
         ds, PseudoLabelUDF,
-        dict(spec=spec, encode_batch_size=encode_batch_size, sort_by_length=sort_by_length,
-             text_column=text_column, num_threads=threads or max(1, int(num_cpus)), precision=precision,
-             tokens_per_batch=tokens_per_batch),
-        batch_size=batch_size, num_actors=num_actors, num_cpus=num_cpus, num_gpus=gpus_or_none(num_gpus),
+        dict(spec=spec, settings=settings, sort_by_length=sort_by_length, text_column=text_column,
+             num_threads=settings.torch_threads),
+        batch_size=settings.batch_size, num_actors=settings.num_actors, num_cpus=settings.num_cpus,
+        num_gpus=gpus_or_none(settings.num_gpus),
     )
 
 
@@ -250,32 +243,6 @@ def gpus_or_none(num_gpus: float) -> float:
     logger.warning(f"inference.num_gpus {num_gpus:g}: this Ray cluster has no GPU and cannot start one; "
                    "labelling on CPUs")
     return 0.0
-
-
-def pseudo_label_here(tables: Iterable[pa.Table], spec: ClassifierSpec | Mapping[str, ClassifierSpec], *,
-                      text_column: str = "text", encode_batch_size: int = 64, threads: int = 0,
-                      sort_by_length: bool = True, precision: str = "fp32",
-                      tokens_per_batch: int = 0) -> Iterator[pa.Table]:
-    """``pseudo_label`` in this process, without Ray Data: each of ``tables`` with ``OUTPUT_COLUMNS``
-    added, in order, as the caller consumes them.
-
-    For a pool that an actor pool would cost more to start than to label: an actor is a process of
-    its own, with its imports and its load of the model, seconds before its first row (a laptop's
-    run, the smoke presets: co-training's ``inference.num_actors: 0``). The same ``PseudoLabelUDF``,
-    so the same predictions. ``threads``: torch threads while labelling (0 = as they are); the
-    caller's count is restored after.
-    """
-    import torch
-
-    before = torch.get_num_threads()
-    try:
-        udf = PseudoLabelUDF(spec, encode_batch_size=encode_batch_size, sort_by_length=sort_by_length,
-                             text_column=text_column, num_threads=threads or None, precision=precision,
-                             tokens_per_batch=tokens_per_batch)
-        for table in tables:
-            yield udf(table)
-    finally:
-        torch.set_num_threads(before)
 
 
 def _named(spec: ClassifierSpec | Mapping[str, ClassifierSpec]) -> dict[str | None, ClassifierSpec]:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..config import check, load_config
-from ..cotrain.config import InferenceSettings
+from ..inference import InferenceSettings
 from ..storage import OutputSettings
 from .inputs import InputConfig
 
