@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from .ray_internals import train_report_logger
 
 VERBOSE_ENV = "XLT_VERBOSE"
 # Libraries that configure their own loggers when imported read these (Ray Data's executor lines,
@@ -47,17 +48,13 @@ def setup_worker() -> None:
     (and, quiet, without libraries' deprecation warnings, which are for their developers)."""
     import warnings
 
-    import ray
-
     quiet_libraries()
     verbose = os.environ.get(VERBOSE_ENV) == "1"
     _quiet_ray(verbose)
     if not verbose:
         warnings.filterwarnings("ignore", category=DeprecationWarning)
-        # A Train worker's "Reporting training result ..." per epoch comes from a logger named by
-        # its module's file path, outside the ``ray`` hierarchy.
-        context = os.path.join(os.path.dirname(ray.__file__), "train", "v2", "_internal", "execution", "context.py")
-        logging.getLogger(context).setLevel(logging.WARNING)
+        # A Train worker's "Reporting training result ..." per epoch.
+        logging.getLogger(train_report_logger()).setLevel(logging.WARNING)
 
 
 def _quiet_ray(verbose: bool) -> None:

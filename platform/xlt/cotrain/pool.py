@@ -26,6 +26,7 @@ import numpy as np
 
 from ..tasks import Task
 from ..data.sample import draw_keys
+from ..ray_internals import dataset_of_blocks
 from .selection import Selection
 
 if TYPE_CHECKING:
@@ -56,19 +57,10 @@ class StoredPool:
     fingerprint: int
 
     def dataset(self) -> ray.data.Dataset:
-        """A dataset over the stored blocks, made without running anything. ``ray.data.from_arrow_refs``
-        would run a task per block to read its metadata, and such a task never gets a CPU while the
-        learners and the actors hold every one (tests/cotrain/test_loop.py); this is
-        ``ray.data.from_blocks`` (Ray 2.60) with blocks put language by language."""
-        from ray.data._internal.logical.interfaces import LogicalPlan
-        from ray.data._internal.logical.operators import FromBlocks
-        from ray.data._internal.stats import DatasetStats
-        from ray.data.context import DataContext
-        from ray.data.dataset import MaterializedDataset
-
-        stats = DatasetStats(metadata={"FromBlocks": self.metadata}, parent=None)
-        context = DataContext.get_current().copy()
-        return MaterializedDataset(LogicalPlan(FromBlocks(self.blocks, self.metadata), context), context, stats)
+        """A dataset over the stored blocks, made without running anything (``xlt.ray_internals``: a task
+        per block to read its metadata would never get a CPU while the learners and the actors hold every
+        one, tests/cotrain/test_loop.py)."""
+        return dataset_of_blocks(self.blocks, self.metadata)
 
 
 @dataclass

@@ -35,6 +35,7 @@ from ..data.ray_data import map_with_udf
 from ..hardware import autocast, inference_device, precisions, resolve_precision
 from ..models import load_trained
 from ..placement import this_node, this_worker
+from ..ray_internals import autoscaler_max_resources
 from .settings import EXACT, InferenceSettings
 from .spec import ClassifierSpec, build_classifier, load_state
 
@@ -231,14 +232,12 @@ def pseudo_label(ds: ray.data.Dataset, spec: ClassifierSpec | Mapping[str, Class
 def gpus_or_none(num_gpus: float) -> float:
     """``num_gpus`` if the Ray cluster has a GPU or its autoscaler can start a node with one, else 0
     with one warning line: an actor reserving a GPU that can never exist would wait forever. (The
-    autoscaler's node types come from Ray's own ``get_max_resources_from_cluster_config``, which
-    Ray Train uses for the same question; without an autoscaler it answers nothing.)"""
+    autoscaler's node types: ``xlt.ray_internals.autoscaler_max_resources``.)"""
     if num_gpus <= 0:
         return num_gpus
     import ray
-    from ray._private.state import state
 
-    if ray.cluster_resources().get("GPU", 0) > 0 or (state.get_max_resources_from_cluster_config() or {}).get("GPU", 0) > 0:
+    if ray.cluster_resources().get("GPU", 0) > 0 or autoscaler_max_resources().get("GPU", 0) > 0:
         return num_gpus
     logger.warning(f"inference.num_gpus {num_gpus:g}: this Ray cluster has no GPU and cannot start one; "
                    "labelling on CPUs")
