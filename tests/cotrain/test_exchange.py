@@ -12,7 +12,7 @@ import pytest
 from conftest import REPO, TINY_TASK, TINY_TASK_OVERRIDE
 from xlt.config import ConfigError, from_dict
 from xlt.cotrain import LEARNERS, LoopState, Selection, exchange, load_cotrain_config, receiver
-from xlt.cotrain.loop import Prepared, selections
+from xlt.cotrain.loop import PreparedCotrain, selections
 from xlt.cotrain.pool import POOL_COLUMNS, Pass, StoredPool, fingerprint, stream_selections
 from xlt.hardware import native_bf16
 from xlt.tasks import Task, TaskConfig
@@ -20,13 +20,13 @@ from xlt.tasks import Task, TaskConfig
 LABELS = ("a", "b", "c")
 
 
-def data(n_pool: int = 60, n_labeled: int = 30) -> tuple[Prepared, dict[str, np.ndarray]]:
+def data(n_pool: int = 60, n_labeled: int = 30) -> tuple[PreparedCotrain, dict[str, np.ndarray]]:
     """The loop's data (labelled rows) and the pool's columns, as the stream carries them."""
     labeled = [{"id": f"l{i}", "text": f"labelled {i}", "label": LABELS[i % 3], "lang": "en"} for i in range(n_labeled)]
     pool = {"id": [f"u{i}" for i in range(n_pool)], "text": [f"pool {i}" for i in range(n_pool)],
             "text_pair": [None] * n_pool, "lang": ["de"] * n_pool, "gold": [LABELS[i % 3] for i in range(n_pool)]}
     task = Task(from_dict(TaskConfig, {**TINY_TASK, "labels": list(LABELS)}), None, {})
-    return (Prepared(task, labeled, {"de": n_pool}, {"text": [], "label": [], "lang": []}),
+    return (PreparedCotrain(task, labeled, {"de": n_pool}, {"text": [], "label": [], "lang": []}),
             {k: np.array(v, dtype=object) for k, v in pool.items()})
 
 

@@ -69,7 +69,7 @@ PRECISION_KEY = "pseudo-label/precision"
 
 
 @dataclass(frozen=True)
-class Prepared:
+class PreparedCotrain:
     """Labelled rows (``xlt.tasks.row``), the unlabelled pool's size per language (its rows stay
     out of the driver: ``xlt.cotrain.pool``; at most ``pool_limit`` per language, 0 = all) and
     evaluation rows (``text``, ``text_pair``, ``label``, ``lang``). ``block_rows``: rows per block of
@@ -101,7 +101,7 @@ class Prepared:
         return self.task.target_langs
 
 
-def prepare(cfg: CotrainConfig) -> Prepared:
+def prepare(cfg: CotrainConfig) -> PreparedCotrain:
     """The task's rows (see ``PoolData``), read and checked on the driver before any work starts,
     and each learner's precision against its device."""
     for name in LEARNERS:
@@ -109,7 +109,7 @@ def prepare(cfg: CotrainConfig) -> Prepared:
         check_device(learner.optim, learner.scaling, f"{name}.")
     task = load_task(cfg.task, cfg.data.data_dir)
     n = cfg.data.max_examples
-    return Prepared(task, [row(ex) for ex in labeled_examples(task, cfg.data)], count_pool(task, n),
+    return PreparedCotrain(task, [row(ex) for ex in labeled_examples(task, cfg.data)], count_pool(task, n),
                     eval_rows(task, cfg.data.eval_split, n), n, cfg.inference.batch_size)
 
 
@@ -127,7 +127,7 @@ def receiver(mode: str, selector: str) -> str:
     return LEARNERS[1 - LEARNERS.index(selector)]
 
 
-def selections(state: LoopState, cfg: CotrainConfig, data: Prepared, iteration: int) -> dict[str, Selection]:
+def selections(state: LoopState, cfg: CotrainConfig, data: PreparedCotrain, iteration: int) -> dict[str, Selection]:
     """Each learner's selection of ``iteration``: its policy and seed (seed, iteration, learner), over
     the rows it has not selected before (its pool U^k)."""
     size = cfg.selection.size or default_size(len(data.labeled))
@@ -159,7 +159,7 @@ def exchange(state: LoopState, chosen: dict[str, Selection], cfg: CotrainConfig,
     return stats
 
 
-def run_cotraining(cfg: CotrainConfig, *, data: Prepared | None = None, stop_after: int | None = None,
+def run_cotraining(cfg: CotrainConfig, *, data: PreparedCotrain | None = None, stop_after: int | None = None,
                    on_iteration: Callable[[int, list[dict[str, Any]]], None] | None = None,
                    phases: Phases | None = None, tracker: Tracker | None = None) -> LoopState:
     """Run (or resume) ``cfg`` to the end, or until iteration ``stop_after`` is saved; returns the state.
@@ -196,7 +196,7 @@ def run_cotraining(cfg: CotrainConfig, *, data: Prepared | None = None, stop_aft
             if iteration < cfg.iterations:
                 chosen = selections(state, cfg, data, iteration)
                 with phases("pseudo-label and select", iteration=iteration):
-                    labelled = predict(cfg, fits, data, chosen, labellers)
+                    labelled = label_pool(cfg, fits, data, chosen, labellers)
                 with phases("exchange", iteration=iteration):
                     for name, stats in exchange(state, chosen, cfg, iteration).items():
                         records[name].update(stats)
@@ -233,7 +233,7 @@ def warn_if_short(cfg: CotrainConfig) -> None:
                        ", ".join(f"{have.get(k, 0.0):g} {k}" for k in short))
 
 
-def start_learner(cfg: CotrainConfig, data: Prepared, name: str, tracker: Tracker | None) -> FitService:
+def start_learner(cfg: CotrainConfig, data: PreparedCotrain, name: str, tracker: Tracker | None) -> FitService:
     """Learner ``name``'s Ray Train run for the rest of the job; its epochs are tracked as
     ``<name>/epoch/...`` at step iteration × K + epoch."""
     epochs = cfg.learner(name).optim.epochs
@@ -242,7 +242,7 @@ def start_learner(cfg: CotrainConfig, data: Prepared, name: str, tracker: Tracke
                            cfg.data.metric_split, cfg.output, callbacks)
 
 
-def fit_learners(cfg: CotrainConfig, data: Prepared, state: LoopState, iteration: int,
+def fit_learners(cfg: CotrainConfig, data: PreparedCotrain, state: LoopState, iteration: int,
                  learners: dict[str, FitService], phases: Phases) -> dict[str, Fit]:
     """Both learners' fits of ``iteration``: a learner on Ray Train workers in a driver thread of its
     own (a fit blocks until its run has served it), side by side with the other; learners in
@@ -272,7 +272,7 @@ def _train_row(received: dict[str, Any]) -> dict[str, Any]:
     return {key: received.get(key) for key in ("id", "text", "text_pair", "label", "lang")}
 
 
-def predict(cfg: CotrainConfig, fits: dict[str, Fit], data: Prepared,
+def label_pool(cfg: CotrainConfig, fits: dict[str, Fit], data: PreparedCotrain,
             chosen: dict[str, Selection], labellers: Labellers) -> Pass:
     """Pseudo-label the whole pool with both learners' weights (``fits[name].state``: an ObjectRef to
     its fit's weights) in one pass of the job's ``labellers`` (actors that keep their models between

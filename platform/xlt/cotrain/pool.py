@@ -6,7 +6,7 @@ reads it again once Ray runs, one language at a time, and puts it into the objec
 blocks of one inference batch each (spilled to disk when the store is full; any node's actors can
 read them). A block is what a labelling actor labels in one task and what its restart labels again
 when its node is lost, so one batch a block keeps the pass streaming and a retry small. Each
-iteration the loop (``xlt.cotrain.loop.predict``) streams those blocks through the job's labellers,
+iteration the loop (``xlt.cotrain.loop.label_pool``) streams those blocks through the job's labellers,
 which predict with both learners (``xlt.inference.labellers``, a mapping of specs), and
 ``stream_selections`` hands every batch to both learners' ``Selection``: the driver keeps
 O(selection size) rows, not O(pool).

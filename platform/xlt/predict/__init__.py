@@ -28,14 +28,14 @@ from .writer import Written, write_shards
 
 
 @dataclass(frozen=True)
-class Prepared:
+class PreparedPredict:
     config: PredictConfig
     checkpoint: str
     spec: Any  # xlt.inference.ClassifierSpec
     input: Input
 
 
-def prepare(cfg: PredictConfig) -> Prepared:
+def prepare(cfg: PredictConfig) -> PreparedPredict:
     """The model resolved and the input opened (its files found, their formats known), before Ray starts."""
     checkpoint, spec = model_spec(cfg.model.path, cfg.model.learner)
     source = open_input(cfg.input, cfg.data.data_dir)
@@ -47,10 +47,10 @@ def prepare(cfg: PredictConfig) -> Prepared:
     if unknown:
         raise ValueError(f"model {checkpoint} centres each language on its own mean and has none for {unknown}, "
                          f"which input {source.name} holds; it knows {', '.join(spec.languages)}")
-    return Prepared(cfg, checkpoint, spec, source)
+    return PreparedPredict(cfg, checkpoint, spec, source)
 
 
-def predict(prepared: Prepared, done: Callable[[int], None] = lambda n: None, phases: Phases | None = None) -> Written:
+def predict(prepared: PreparedPredict, done: Callable[[int], None] = lambda n: None, phases: Phases | None = None) -> Written:
     """Every row of the input labelled and written, shard by shard (``xlt.predict.writer``); ``done(n)`` after each
     shard of ``n`` rows; ``phases``: where the time goes (the labellers' start, then labelling and writing). Needs
     Ray (``ray.init``) only for ``inference.num_actors`` > 0."""
@@ -65,6 +65,6 @@ def predict(prepared: Prepared, done: Callable[[int], None] = lambda n: None, ph
                                 prepared.spec.paired, cfg.output.dir, cfg.format, done)
 
 
-__all__ = ["Input", "InputConfig", "ModelRef", "PredictConfig", "PredictData", "Prepared", "Written", "classifier_spec",
+__all__ = ["Input", "InputConfig", "ModelRef", "PredictConfig", "PredictData", "PreparedPredict", "Written", "classifier_spec",
            "export_checkpoint", "model_card", "load_predict_config", "model_spec", "open_input", "predict", "prepare",
            "resolve_checkpoint", "write_shards"]

@@ -40,7 +40,7 @@ ANNOTATE_BATCH = 256  # pairs per annotation batch
 
 
 @dataclass(frozen=True)
-class Prepared:
+class PreparedPretrain:
     """A resolved config, its Ray datasets and how the training pairs were mixed."""
 
     config: PretrainConfig
@@ -55,7 +55,7 @@ def english_stop_words() -> frozenset[str]:
     return frozenset(ENGLISH_STOP_WORDS)
 
 
-def prepare(cfg: PretrainConfig) -> Prepared:
+def prepare(cfg: PretrainConfig) -> PreparedPretrain:
     """Read, mix and annotate the training pairs; resolve the config (see the module docstring).
 
     Needs Ray (the annotation runs as a Ray Data actor pool, or in this process: ``data.annotate_actors``).
@@ -93,14 +93,14 @@ def prepare(cfg: PretrainConfig) -> Prepared:
     datasets = {"train": ds}
     if cfg.data.eval_langs:
         datasets[HELD_APART] = ray.data.from_items(evaluation_rows(cfg.data, root))
-    return Prepared(cfg, datasets, mixture)
+    return PreparedPretrain(cfg, datasets, mixture)
 
 
-def build_trainer(cfg: PretrainConfig | Prepared, callbacks: Sequence[Any] = ()) -> Run:
+def build_trainer(cfg: PretrainConfig | PreparedPretrain, callbacks: Sequence[Any] = ()) -> Run:
     """The run of ``cfg`` (prepared here unless already); a run directory that already
     holds checkpoints of the same config is resumed. ``callbacks``: Ray Train ``UserCallback``s
     (experiment tracking)."""
-    prepared = cfg if isinstance(cfg, Prepared) else prepare(cfg)
+    prepared = cfg if isinstance(cfg, PreparedPretrain) else prepare(cfg)
     prepared.config.steps_per_epoch(prepared.config.scaling.num_workers)  # too few pairs fail here, not on workers
     return launch(PRETRAIN, prepared.config, prepared.datasets, callbacks=callbacks)
 

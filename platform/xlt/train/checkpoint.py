@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..engine import TrainState, read_state
-from ..models import Classifier, load_encoder, load_trained
+from ..inference import ClassifierSpec, build_classifier
+from ..models import Classifier, load_trained
 from .config import FinetuneConfig
 
 
@@ -17,7 +18,7 @@ def read_checkpoint(directory: str | Path) -> TrainState:
 def load_classifier(directory: str | Path) -> Classifier:
     """The fine-tuned classifier of a checkpoint directory (e.g. ``result.checkpoint.path``), in eval mode."""
     state = read_checkpoint(directory)
-    classifier = Classifier(load_encoder(state.config.model), state.config.task.labels,
-                            paired=state.config.task.paired)
+    task = state.config.task
+    classifier = build_classifier(ClassifierSpec(state.config.model, task.labels, paired=task.paired))
     load_trained(classifier, state.model, state.from_source)
-    return classifier.eval()
+    return classifier

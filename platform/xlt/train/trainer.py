@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     
 
 @dataclass(frozen=True)
-class Prepared:
+class PreparedFinetune:
     """A resolved config, its task and the rows it trains and evaluates on (see ``prepare``)."""
 
     config: FinetuneConfig
@@ -43,7 +43,7 @@ class Prepared:
     test: list[dict[str, Any]]
 
 
-def prepare(cfg: FinetuneConfig) -> Prepared:
+def prepare(cfg: FinetuneConfig) -> PreparedFinetune:
     """Load the task and every row of the run; fill the resolved fields (absolute storage path,
     target languages, labels, train size). Bad input fails here, naming file and line, and a
     precision the device cannot compute in, naming both."""
@@ -57,10 +57,10 @@ def prepare(cfg: FinetuneConfig) -> Prepared:
     resolved = dataclasses.replace(cfg, task=task.config, output=absolute_storage(cfg.output),
                                    data=dataclasses.replace(cfg.data, train_rows=len(train)))
     resolved.steps_per_epoch(cfg.scaling.num_workers)  # fails now, not on the workers, if there are too few rows
-    return Prepared(resolved, task, train, val, test)
+    return PreparedFinetune(resolved, task, train, val, test)
 
 
-def build_datasets(prepared: Prepared, train: ray.data.Dataset | None = None) -> dict[str, ray.data.Dataset]:
+def build_datasets(prepared: PreparedFinetune, train: ray.data.Dataset | None = None) -> dict[str, ray.data.Dataset]:
     """``train`` (the resolved rows, through the augmentation UDF if configured, or a ready
     dataset), ``val`` (dev) and ``test`` of the source and target languages."""
     import ray.data
@@ -77,7 +77,7 @@ def evaluated(cfg: FinetuneConfig, data: str) -> bool:
     return any(spec.data == data for spec in cfg.evals)
 
 
-def build_trainer(cfg: FinetuneConfig | Prepared, train_dataset: ray.data.Dataset | None = None, *,
+def build_trainer(cfg: FinetuneConfig | PreparedFinetune, train_dataset: ray.data.Dataset | None = None, *,
                   callbacks: Sequence[Any] = ()) -> Run:
     """The run of ``cfg`` (resolved here unless it already is); a run directory that
     already holds checkpoints is resumed.
@@ -86,7 +86,7 @@ def build_trainer(cfg: FinetuneConfig | Prepared, train_dataset: ray.data.Datase
     UDF: one row per original with ``views`` list columns); it is counted once for the schedule.
     ``callbacks``: Ray Train callbacks (a sweep trial passes Tune's ``TuneReportCallback``).
     """
-    prepared = cfg if isinstance(cfg, Prepared) else prepare(cfg)
+    prepared = cfg if isinstance(cfg, PreparedFinetune) else prepare(cfg)
     if train_dataset is None:  # the views are made below: refuse a changed run before, not after
         check_resumable(prepared.config)
     else:

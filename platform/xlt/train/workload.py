@@ -122,8 +122,11 @@ class FinetuneTraining(Training):
         return self.module  # type: ignore[return-value]
 
 
-def build_classifier(cfg: FinetuneConfig) -> Classifier:
-    """Encoder + head over the task's labels (pairs if the task has them); word embeddings frozen if configured."""
+def trainable_classifier(cfg: FinetuneConfig) -> Classifier:
+    """A classifier to fine-tune: encoder + a head drawn from torch's generator as the run seeded it
+    (``xlt.engine.start_training``), over the task's labels (pairs if the task has them), word
+    embeddings frozen if configured. A classifier described by a spec (trained weights, an export) is
+    ``xlt.inference.build_classifier``'s."""
     if not cfg.task.labels:
         raise ValueError("cfg.task.labels is empty: resolve the config first (xlt.train.trainer.prepare)")
     encoder = load_encoder(cfg.model)
@@ -167,7 +170,7 @@ class Finetuning(Workload):
 
     def build(self, cfg: FinetuneConfig, steps_per_epoch: int,
               prepare: Callable[[nn.Module], nn.Module]) -> FinetuneTraining:
-        classifier = build_classifier(cfg)
+        classifier = trainable_classifier(cfg)
         if CachedEncoder.accepts(classifier.encoder):  # a frozen USE: only the head learns
             classifier.encoder = CachedEncoder(classifier.encoder)
         objectives = build_objectives(cfg.objectives) if cfg.objectives else None
