@@ -28,14 +28,9 @@ instance.
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from xlt.cli import epilogue, init_ray, job_overrides, resumable_job_args, run_job
-
-if TYPE_CHECKING:  # annotations only: the modules load after the arguments
-    from xlt.tracking import Tracker
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 DEFAULT_PRESET = CONFIGS / "finetune_sib200.yaml"
@@ -46,6 +41,7 @@ def main() -> None:
     args = resumable_job_args(__doc__)
     # After the arguments: --help answers before torch and Ray are imported.
     from xlt.engine import run_dir
+    from xlt.finish import finish_finetune
     from xlt.logs import configure_logging, quiet_libraries
     from xlt.tracking import Tracker
     from xlt.train import build_trainer, load_finetune_config, prepare, resume_config
@@ -62,35 +58,11 @@ def main() -> None:
     init_ray(args.address, args.verbose)
     with Tracker("finetune", cfg.output.name, run_dir(cfg), enabled=args.tracking) as tracker:
         tracker.params(cfg)
-        trainer = build_trainer(prepared, callbacks=tracker.callbacks())
-        result = trainer.fit()
-        cfg = trainer.config  # resolved: absolute paths, target languages, labels
-        print_results(cfg, result, tracker)
-
-
-def print_results(cfg, result, tracker: Tracker) -> None:
-    from xlt.engine import RESULTS_FILE, final_metrics, run_dir
-    from xlt.predict.export import EXPORT_DIR, export_run
-    from xlt.report import markdown_table, write_results
-    from xlt.storage import join, staged
-    from xlt.train import results_rows
-
-    metrics = final_metrics(result)  # a finished run's rerun reports none: its last checkpoint's
-    rows = results_rows(metrics, cfg.task.source_lang)
-    print(f"\n## {cfg.output.name}: {cfg.task.name}, {cfg.model.source}, {cfg.data.setting}, "
-          f"objectives: {', '.join(['ce'] + [o.name for o in cfg.objectives])}\n")
-    print(markdown_table(rows))
-    with staged(run_dir(cfg)) as out:  # beside the checkpoints, local or on a store
-        tracker.artifacts(write_results(out / RESULTS_FILE, {
-            "rows": rows, "metrics": metrics, "checkpoint": result.checkpoint.path, "config": asdict(cfg)}))
-    path = join(run_dir(cfg), RESULTS_FILE)
-    tracker.tag("xlt.checkpoint", result.checkpoint.path)
-    outputs = {"results": path, "checkpoint": result.checkpoint.path}
-    if cfg.output.export:  # output.export: the classifier for use outside xlt, and the run's MLflow model
-        outputs |= export_run(result.checkpoint, join(run_dir(cfg), EXPORT_DIR), tracker)
-    print("\n" + epilogue(outputs,
-                          f"python jobs/finetune.py --resume {run_dir(cfg)}  (more epochs: --set optim.epochs=N)",
-                          tracker.how_to_look()))
+        run = build_trainer(prepared, callbacks=tracker.callbacks())
+        finished = finish_finetune(run.config, run.fit(), tracker)  # the resolved config: absolute paths, labels
+        print("\n" + finished.text)
+        print("\n" + epilogue(finished.outputs, f"python jobs/finetune.py --resume {run_dir(run.config)}  "
+                              "(more epochs: --set optim.epochs=N)", tracker.how_to_look()))
 
 
 if __name__ == "__main__":

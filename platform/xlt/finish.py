@@ -1,0 +1,96 @@
+"""What a training job does once its run has ended, so that the job itself only parses, runs and prints:
+its results written beside the run (``results.json``; co-training's tables and plot too), tracked
+(``xlt.tracking``), and its classifier exported where ``output.export`` asks (``xlt.predict.export``).
+Each returns the text the job prints and where everything went, for the job's epilogue."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .cotrain.config import LEARNERS
+from .cotrain.learner import LEARNERS_DIR, learner_run
+from .cotrain.state import STATE_FILE
+from .cotrain.tables import iteration_rows, language_rows, plot_iterations
+from .engine import RESULTS_FILE, final_metrics, run_dir
+from .engine.checkpoints import latest_checkpoint
+from .metrics import ACC, AVG_TARGET, F1
+from .models import EncoderConfig
+from .predict.export import EXPORT_DIR, export_run
+from .report import Phases, markdown_table, write_results
+from .storage import join, staged
+from .study.recipes import cotrain_rows, probe_scores
+from .train import results_rows
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A finished job's printout (markdown) and what it wrote where (``xlt.cli.epilogue``)."""
+
+    text: str
+    outputs: dict[str, str]
+
+
+def finish_finetune(cfg: Any, result: Any, tracker: Any) -> Finished:
+    """A fine-tuning run's per-language table (of its final metrics: a finished run's rerun reports
+    none, its last checkpoint's), ``results.json`` beside the checkpoints, its export."""
+    metrics = final_metrics(result)
+    rows = results_rows(metrics, cfg.task.source_lang)
+    text = (f"## {cfg.output.name}: {cfg.task.name}, {cfg.model.source}, {cfg.data.setting}, "
+            f"objectives: {', '.join(['ce'] + [o.name for o in cfg.objectives])}\n\n{markdown_table(rows)}")
+    with staged(run_dir(cfg)) as out:  # beside the checkpoints, local or on a store
+        tracker.artifacts(write_results(out / RESULTS_FILE, {
+            "rows": rows, "metrics": metrics, "checkpoint": result.checkpoint.path, "config": asdict(cfg)}))
+    tracker.tag("xlt.checkpoint", result.checkpoint.path)
+    outputs = {"results": join(run_dir(cfg), RESULTS_FILE), "checkpoint": result.checkpoint.path}
+    if cfg.output.export:  # the classifier for use outside xlt, and the run's MLflow model
+        outputs |= export_run(result.checkpoint, join(run_dir(cfg), EXPORT_DIR), tracker)
+    return Finished(text, outputs)
+
+
+def overlap(cfg: Any) -> str:
+    """How an iteration's two fits share the time (in-process fits take turns: ``xlt.engine.context``)."""
+    if cfg.lm.scaling.num_workers and cfg.emb.scaling.num_workers:
+        return "the two fits of an iteration run at the same time"
+    if cfg.lm.scaling.num_workers or cfg.emb.scaling.num_workers:
+        return "the two fits of an iteration run at the same time, one in this process"
+    return "both learners fit in this process, one after the other"
+
+
+def finish_cotrain(cfg: Any, data: Any, state: Any, phases: Phases, tracker: Any) -> Finished:
+    """A co-training run's tables (per iteration; per language, the learners and each frozen probe of
+    ``cfg.probes`` fitted and scored on the rows the learners saw), written with ``results.json`` and the
+    plot into ``output.dir``, and each learner exported as the run left it (``output.export``)."""
+    with phases("probes"):
+        rows = cotrain_rows(cfg, data.task) if cfg.probes else None  # the rows the learners saw, once
+        probes = {source: probe_scores(rows, EncoderConfig(source=source, max_length=cfg.lm.model.max_length))
+                  for source in cfg.probes}
+    split, source = cfg.data.metric_split, data.task.source_lang
+    label = "co-training" if cfg.mode == "cotrain" else "self-training"
+    langs = (source, *data.targets)
+
+    def language_table(score: str) -> str:
+        probe_rows = [{"model": f"frozen probe: {model}", **{lang: scores[score][lang] for lang in (*langs, AVG_TARGET)}}
+                      for model, scores in probes.items()]
+        return markdown_table(language_rows(state.history, split, langs, label, score=score) + probe_rows)
+
+    text = (f"## {label} on {data.task.config.name}: lm {cfg.lm.model.source}, emb {cfg.emb.model.source}, "
+            f"policy {cfg.selection.policy}, t = {cfg.selection.threshold}\n\n"
+            f"### Per iteration ({split} accuracy)\n\n{markdown_table(iteration_rows(state.history, split, source))}\n\n"
+            f"### Per language ({split} accuracy)\n\n{language_table(ACC)}\n\n"
+            f"### Per language ({split} macro-F1)\n\n{language_table(F1)}\n\n"
+            f"### Where the time went (this run; {overlap(cfg)})\n\n{phases.table()}\n")
+    with staged(cfg.output.dir) as out:  # a URI output gets these files when the block ends
+        (out / "results.md").write_text(text, encoding="utf-8")
+        plot = plot_iterations(state.history, split, out / "accuracy_per_iteration.png", label)
+        write_results(out / "results.json", {"history": state.history, "probes": probes, "config": asdict(cfg),
+                                             "phases": phases.rows()})
+        tracker.artifacts(out / "results.json", out / "results.md", plot)
+    outputs = {what: join(cfg.output.dir, name) for what, name in (
+        ("results", "results.json"), ("tables", "results.md"), ("plot", "accuracy_per_iteration.png"),
+        ("loop state", STATE_FILE), ("learner runs", LEARNERS_DIR))}
+    if cfg.output.export:  # each learner as it ended, for use outside xlt, and as an MLflow model
+        for learner in LEARNERS:
+            outputs |= export_run(latest_checkpoint(learner_run(cfg.output.dir, learner)),
+                                  join(cfg.output.dir, EXPORT_DIR, learner), tracker, name=learner)
+    return Finished(text, outputs)
