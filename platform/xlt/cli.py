@@ -26,8 +26,8 @@ from .logs import QUIET_ENV, VERBOSE_ENV
 USER_ERRORS = (ConfigError, DataError, FileExistsError, FileNotFoundError, LookupError, ValueError)
 # How often a Ray Train run's controller polls its workers (Ray's default: 2 s). A worker's report
 # waits until the controller has taken the previous one, so epochs shorter than the poll are
-# stretched to it: a co-training embedding learner's 10 epochs of a head on cached embeddings took
-# 20 s per fit instead of 2 (benchmarks/learner_fit.md).
+# stretched to it: a fit of short epochs (a head on cached embeddings) would be the poll's length
+# times its epochs (benchmarks/learner_fit.md).
 TRAIN_POLL_S = "0.25"
 
 

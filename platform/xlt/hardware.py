@@ -13,11 +13,9 @@ everywhere else (GPUs are left at fp32 until measured as below).
 
 ``auto`` is decided by the CPU's flags alone, the same on every start of every machine of a kind,
 never by timing: a matrix product timed at start-up lets the machine's load at that instant choose
-the precision of a whole run (``make demo`` twice on one machine once gave two tables). Where the flags are, bf16 pays: on the 2-core AMD EPYC with avx512_bf16 a bf16
-matrix product runs at 402 GFLOP/s against fp32's 156 and e5-small's pseudo-labels under bf16
-autocast agreed with fp32's on 99.5-100 % of SIB-200 test rows in each of 10 languages, at 1.90x
-the rows/s (``benchmarks/inference_precision.md``); on the Intel kind (AMX) a training step ran
-1.43-1.55x faster with the same accuracy (``benchmarks/train_precision.md``). A job's config
+the precision of a whole run. Where the flags are, bf16 pays: pseudo-labels under bf16 autocast
+agree with fp32's on nearly every row at a higher rate (``benchmarks/inference_precision.md``), and a
+training step is faster with the same accuracy (``benchmarks/train_precision.md``). A job's config
 records what ``auto`` became where it was made (``engine.settings.resolve_auto``).
 
 ``precisions(device)``: what ``device`` can run. A CUDA GPU: fp32 and fp16, and bf16 from compute

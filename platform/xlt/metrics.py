@@ -1,6 +1,6 @@
 """Metric names: one convention for every room, in a leaf module that any of them may import.
 
-``<split>/<metric>[/<lang>]`` (style.md, convention 7), e.g. ``val/acc/de``, ``val/acc/avg_target``,
+``<split>/<metric>[/<lang>]``, e.g. ``val/acc/de``, ``val/acc/avg_target``,
 ``val/transfer_gap``, ``train/loss/ce``. Build them with :func:`metric_name` or use the constants
 below, never by hand, so that a sweep's ``metric=``, a report's column and a tracker's key agree.
 The scores themselves are computed in ``xlt.eval.classification``; the training engine's own

@@ -1,6 +1,6 @@
 """The record types every reader produces, and their rows (``as_rows``; ``ray_data`` hands them to Ray Data).
 
-One schema for every source (design.md, "Records"): a classification ``Example`` and a
+One schema for every source: a classification ``Example`` and a
 ``ParallelPair``. Records are frozen so that an augmentation cannot edit an example in
 place and silently change the data another view was built from.
 """

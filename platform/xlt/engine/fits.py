@@ -2,7 +2,7 @@
 
 Co-training fits each learner once per iteration, every time from the pretrained model on a new
 labelled set. A Ray Train run per fit starts its controller, data actors and worker group again
-each time: 35–40 s of fixed cost per fit on two cores (``benchmarks/learner_fit.md``). A
+each time, a fixed cost larger than a small learner's fit (``benchmarks/learner_fit.md``). A
 ``FitService`` starts one run for the whole job instead, and its workers serve fit requests::
 
     driver      FitService.fit(index, cfg, rows)
@@ -140,7 +140,7 @@ def serve_fits(context: RunContext, run_cfg: Any, workload: Workload, requests: 
             if rank == 0 and state is not None:
                 logger.info(f"{cfg.output.name}: resuming after epoch {training.epoch} at global step {resumed_from}")
             # One block: the shard is in memory already, and an epoch of one block costs Ray Data
-            # ~0.01 s where its default 200 blocks cost ~0.13 s (ten epochs of a 1-second fit).
+            # a tenth of what its default 200 blocks cost, on every epoch.
             rows = ray.data.from_items(shard(ray.get(request.rows[0]), rank, world), override_num_blocks=1).materialize()
             name = train_epochs(context, training, workload, cfg, rows, resumed_from=resumed_from,
                                 extra={TRAIN_FIT: request.index}, prefix=f"{cfg.output.name}-")

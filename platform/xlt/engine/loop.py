@@ -24,6 +24,7 @@ or an in-process run's). On every worker it:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import time
@@ -42,8 +43,9 @@ from . import checkpoints
 from .context import RunContext
 from ..metrics import TRAIN_EPOCH, TRAIN_GLOBAL_STEP, TRAIN_LOSS, TRAIN_SAMPLES_PER_S
 from .. import placement
-from .training import (EpochStats, Training, accumulation_step, all_reduce_sums, end_epoch, epoch_metrics,
-                       epoch_seed, grouped, keep_probe)
+from ..hardware import autocast
+from .training import (EpochStats, LossFn, Training, all_reduce_sums, device_of, end_epoch, epoch_metrics,
+                       epoch_seed, keep_probe, trained_parameters)
 
 logger = logging.getLogger(__name__)
 
@@ -231,6 +233,68 @@ def run_epoch(training: Training, workload: Workload, batches: Iterable[Any], cf
     if bar is not None:
         bar.close()
     return stats, time.perf_counter() - start
+
+
+def accumulation_step(training: Training, loss: LossFn, micro_batches: Sequence[Any],
+                      max_grad_norm: float = 1.0) -> dict[str, float]:
+    """One optimizer step over ``micro_batches``: ``loss(training.model, micro_batch)`` each; returns
+    the mean over micro-batches of ``{"loss": total, <part>: ...}`` as floats.
+
+    Each micro-batch's loss is divided by the number of micro-batches of the step, so the gradient is
+    their mean; under DDP the gradients are all-reduced once, on the last micro-batch (the others
+    run inside ``no_sync``). Under ``optim.precision`` bf16 each micro-batch's forward pass and loss
+    run in their own ``torch.autocast`` context, backward after it: autocast keeps its bf16 copies of
+    the weights until the outermost context exits, so a context held across steps would compute
+    every step with the first step's weights (``benchmarks/train_precision.md``). Under fp16 the
+    step's losses are scaled before backward by a ``torch.amp.GradScaler`` (float16 gradients
+    underflow otherwise), unscaled before clipping; a step whose gradients overflowed is skipped and
+    the scale lowered. The scaler's state (scale, growth tracker) is part of ``TrainState``, so a
+    resumed run scales as the uninterrupted one would. The schedule advances on a skipped step too:
+    one LR step per optimizer step counted, which keeps a checkpoint's schedule and step counter in
+    agreement (as PyTorch's AMP examples do).
+    """
+    if not micro_batches:
+        raise ValueError("an optimizer step needs at least one micro-batch")
+    training.model.train()
+    training.optimizer.zero_grad(set_to_none=True)
+    k = len(micro_batches)
+    device = device_of(training.module).type
+    scaler = training.scaler
+    sums: dict[str, float] = {}
+    for i, batch in enumerate(micro_batches):
+        # DDP all-reduces gradients in backward; only the last micro-batch of the step needs it.
+        skip_sync = i < k - 1 and hasattr(training.model, "no_sync")
+        with training.model.no_sync() if skip_sync else contextlib.nullcontext():
+            with autocast(training.precision, device):
+                total, parts = loss(training.model, batch)
+            share = total / k
+            (share if scaler is None else scaler.scale(share)).backward()
+        for key, value in {"loss": total, **parts}.items():
+            sums[key] = sums.get(key, 0.0) + float(value.detach())
+    if scaler is not None:
+        scaler.unscale_(training.optimizer)  # clip the true gradients
+    if max_grad_norm > 0:
+        torch.nn.utils.clip_grad_norm_(trained_parameters(training.module, training.loss_modules), max_grad_norm)
+    if scaler is None:
+        training.optimizer.step()
+    else:
+        scaler.step(training.optimizer)  # skipped if a gradient is inf or nan
+        scaler.update()
+    training.scheduler.step()
+    training.global_step += 1
+    return {key: value / k for key, value in sums.items()}
+
+
+def grouped(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    """Consecutive lists of ``size`` items (the last one shorter)."""
+    group: list[Any] = []
+    for item in items:
+        group.append(item)
+        if len(group) == size:
+            yield group
+            group = []
+    if group:
+        yield group
 
 
 def step_inputs(batches: Iterable[Any], batcher: Batcher, stats: EpochStats) -> Iterator[tuple[Any, int]]:

@@ -111,8 +111,8 @@ class Run:
     def fit(self) -> Any:
         """Train: a Ray Train run (``scaling.num_workers`` ≥ 1; returns its ``ray.train.Result``), or the
         calling thread's (0; an ``InProcessResult``: the same train function, run directory, checkpoints
-        and callbacks, without Ray Train's controller and worker group, whose start-up costs 7-12 s per
-        run on two cores)."""
+        and callbacks, without Ray Train's controller and worker group, whose start-up is seconds a
+        run: most of a small model's fit)."""
         import ray.data
 
         ray.data.DataContext.get_current().enable_progress_bars = False

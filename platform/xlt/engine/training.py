@@ -1,4 +1,4 @@
-"""What a training step changes and how it changes it: module, AdamW, linear schedule, accumulation.
+"""What a training step changes: module, AdamW, linear schedule, counters, epoch statistics.
 
 Pieces, each usable without Ray (tests, ``benchmarks/train_overhead.py``):
 
@@ -10,36 +10,22 @@ Pieces, each usable without Ray (tests, ``benchmarks/train_overhead.py``):
   for the first ``optim.probe_epochs``: ``linear_factor``).
 - ``end_epoch``: an epoch's counter, and WiSE-FT's weights (``optim.wise_alpha``): the probe's kept as its epochs
   end (``keep_probe``), mixed into the fine-tuned weights after the last.
-- ``accumulation_step``: one optimizer step over ``grad_accum_steps`` micro-batches. Each
-  micro-batch's loss is divided by the number of micro-batches of the step, so the gradient is
-  their mean; under DDP the gradients are all-reduced once, on the last micro-batch (the others
-  run inside ``no_sync``). Under ``optim.precision`` bf16 each micro-batch's forward pass and loss
-  run in their own ``torch.autocast`` context, backward after it: autocast keeps its bf16 copies of
-  the weights until the outermost context exits, so a context held across steps would compute
-  every step with the first step's weights (``benchmarks/train_precision.md``). Under fp16 the
-  step's losses are scaled before backward by a ``torch.amp.GradScaler`` (float16 gradients
-  underflow otherwise), unscaled before clipping; a step whose gradients overflowed is skipped and
-  the scale lowered. The scaler's state (scale, growth tracker) is part of ``TrainState``, so a
-  resumed run scales as the uninterrupted one would. The schedule advances on a skipped step too:
-  one LR step per optimizer step counted, which keeps a checkpoint's schedule and step counter in
-  agreement (as PyTorch's AMP examples do).
 - ``EpochStats`` / ``all_reduce_sums`` / ``epoch_metrics``: an epoch's ``train/`` metrics summed
   over the workers.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 from functools import partial
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from torch import nn
 
-from ..hardware import autocast, check_precision, resolve_precision
+from ..hardware import check_precision, resolve_precision
 from ..metrics import (TRAIN_DATA_WAIT_S, TRAIN_EPOCH, TRAIN_EPOCH_TIME_S, TRAIN_GLOBAL_STEP, TRAIN_LOSS, TRAIN_LR,
                        TRAIN_RESUMED_FROM_STEP, TRAIN_SAMPLES_PER_S, loss_metric)
 from ..models import load_trained
@@ -146,8 +132,7 @@ def build_training(module: nn.Module, optim: OptimSettings, steps_per_epoch: int
         check_precision(optim.precision, device, "optim.precision")
     precision = resolve_precision(optim.precision, device)
     # Fused: one kernel per parameter group and step (CPU and CUDA) instead of a chain of for-each
-    # tensor operations: 5.5× faster on e5-small's 21.5 M trained weights on 2 cores, the same
-    # weights to float rounding (9e-8 after 21 steps; benchmarks/adamw_step.json).
+    # tensor operations, the same weights to float rounding (benchmarks/adamw_step.json).
     if optim.head_init != "random" and not isinstance(getattr(module, "head", None), nn.Module):
         raise ValueError(f"optim.head_init: a {type(module).__name__} has no head to fit a probe for")
     head = None
@@ -213,54 +198,6 @@ def linear_factor(step: int, start: int, warmup: int, total: int) -> float:
 def device_of(module: nn.Module) -> torch.device:
     """The device of ``module``'s first parameter (CPU for a module without any)."""
     return next(module.parameters(), torch.empty(0)).device
-
-
-def accumulation_step(training: Training, loss: LossFn, micro_batches: Sequence[Any],
-                      max_grad_norm: float = 1.0) -> dict[str, float]:
-    """One optimizer step over ``micro_batches``: ``loss(training.model, micro_batch)`` each; returns
-    the mean over micro-batches of ``{"loss": total, <part>: ...}`` as floats."""
-    if not micro_batches:
-        raise ValueError("an optimizer step needs at least one micro-batch")
-    training.model.train()
-    training.optimizer.zero_grad(set_to_none=True)
-    k = len(micro_batches)
-    device = device_of(training.module).type
-    scaler = training.scaler
-    sums: dict[str, float] = {}
-    for i, batch in enumerate(micro_batches):
-        # DDP all-reduces gradients in backward; only the last micro-batch of the step needs it.
-        skip_sync = i < k - 1 and hasattr(training.model, "no_sync")
-        with training.model.no_sync() if skip_sync else contextlib.nullcontext():
-            with autocast(training.precision, device):
-                total, parts = loss(training.model, batch)
-            share = total / k
-            (share if scaler is None else scaler.scale(share)).backward()
-        for key, value in {"loss": total, **parts}.items():
-            sums[key] = sums.get(key, 0.0) + float(value.detach())
-    if scaler is not None:
-        scaler.unscale_(training.optimizer)  # clip the true gradients
-    if max_grad_norm > 0:
-        torch.nn.utils.clip_grad_norm_(trained_parameters(training.module, training.loss_modules), max_grad_norm)
-    if scaler is None:
-        training.optimizer.step()
-    else:
-        scaler.step(training.optimizer)  # skipped if a gradient is inf or nan
-        scaler.update()
-    training.scheduler.step()
-    training.global_step += 1
-    return {key: value / k for key, value in sums.items()}
-
-
-def grouped(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
-    """Consecutive lists of ``size`` items (the last one shorter)."""
-    group: list[Any] = []
-    for item in items:
-        group.append(item)
-        if len(group) == size:
-            yield group
-            group = []
-    if group:
-        yield group
 
 
 @dataclass

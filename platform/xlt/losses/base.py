@@ -78,8 +78,8 @@ class WeightedObjectives(nn.Module):
     """``Σ_k λ_k · L_k(outputs)``; returns the total and each weighted-before part for logging.
 
     ``start_epochs[k]`` > 0 leaves term k out (not computed; its part logged as 0) while fewer epochs
-    than that have been completed: CE alone first, the term added once CE has left its plateau
-    (issue 52's diagnosis of SCL on PAWS-X)."""
+    than that have been completed: CE alone first, the term added once CE has left its plateau (an
+    auxiliary term from the first step can hold CE on its plateau: ``benchmarks/fidelity/scl-pawsx-diagnosis.md``)."""
 
     def __init__(self, objectives: Mapping[str, tuple[float, Objective]],
                  start_epochs: Mapping[str, int] | None = None) -> None:

@@ -91,7 +91,7 @@ class MultiViewAlignment(Objective):
       original's distribution to the view's. Gradients flow through both sides (no stop-gradient;
       the paper states none).
 
-    The paper chose cosine with λ = 10 (§5.2, design.md), hence the default. Measured here
+    The paper chose cosine with λ = 10 (§5.2), hence the default. Measured here
     (``benchmarks/studies/scl-xnli/results.md``, 600 XNLI pairs): cosine at λ = 10 maps every input to one
     class in two seeds of three, and KL at λ = 10 does not; at a small scale, pick λ on dev or use KL.
 

@@ -5,7 +5,7 @@ projection network g, an MLP on the encoder's representation Φ, and classify Φ
 projection is discarded after training. Wang et al. 2022, §3.3 contrast the [s] state "before the
 softmax projection" of XLM-R's classification head, which has a dense + tanh layer between the
 encoder and that projection. Without any layer in between, a contrastive loss and CE pull on the
-one vector the linear head reads (``benchmarks/fidelity/scl-pawsx-diagnosis.md``, issue 52).
+one vector the linear head reads (``benchmarks/fidelity/scl-pawsx-diagnosis.md``).
 
 ``params: {projection: {dims: [384, 128]}}`` on CL, SCL, LA or SA gives that objective its own g:
 Linear(D, 384) → ReLU → Linear(384, 128) (ReLU between layers, none after the last, as Khosla et

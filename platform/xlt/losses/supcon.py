@@ -34,14 +34,14 @@ class SupervisedContrastiveAlignment(Objective):
     ``labels``-restricted form): one term per (original, view) pair, averaged; the positive is
     that view alone; only views are contrasted, never other originals; the original's own other
     views are not negatives (they share its label, and 𝕀_{j≠i} of CL is kept). y_j is read from
-    the view's own row of ``labels`` (a view keeps the label of its original, design.md); a label
+    the view's own row of ``labels`` (a view keeps the label of its original); a label
     of ``-1`` (unknown) is never taken as different, so an unlabelled anchor or view is never
     contrasted. Same-class views of other originals appear neither in the numerator nor in the
     denominator (the retrieval variant of §5.4, which makes paraphrases positives, is not this
     loss).
 
     Args:
-        temperature: τ > 0. Default 1.0 (Wang et al. 2022, §5.3, Table 5; design.md).
+        temperature: τ > 0. Default 1.0 (Wang et al. 2022, §5.3, Table 5).
         projection: ``{dims: [...]}`` contrasts g(Φ), a projection head of the objective's own, instead
             of Φ, which the classifier keeps reading (``xlt.losses.projection``). Default ``None``: Φ.
 
@@ -96,7 +96,7 @@ class LabelAlignment(Objective):
     (as in Gunel et al., where CE is a mean and this term a sum), so λ_LA scales with the batch
     size; divide λ_LA by |B| for a per-anchor mean.
 
-    Edge cases (the objectives' contract, design.md): an anchor with no positive (a class seen
+    Edge cases (the objectives' contract, ``xlt.losses.base``): an anchor with no positive (a class seen
     once, N_{y_i} = 1, where Eq. 2 is 0/0) or with no negative (no row of another known class)
     contributes nothing; rows labelled ``-1`` are never anchors or positives but stay in the
     denominators (they are in B). If no anchor contributes (a batch of one, a batch of one

@@ -34,7 +34,7 @@ class PredictInference(InferenceSettings):
     # sorted by length together pad less than batch by batch, and several actors label several shards.
     batch_size: int = 10_000
     # fp32: the predictions are Classifier.predict's (bf16 or auto: faster, and labels agree on
-    # 99.5-100 % of rows: benchmarks/inference_precision.md).
+    # nearly every row: benchmarks/inference_precision.md).
     precision: str = "fp32"
 
 

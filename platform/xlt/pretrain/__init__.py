@@ -1,4 +1,4 @@
-"""Alignment pretraining on parallel text (design.md, "Alignment pretraining"; Chen et al. 2022, Li et al. 2021,
+"""Alignment pretraining on parallel text (Chen et al. 2022, Li et al. 2021,
 Zhang et al. 2023).
 
 - ``wps``: word-positioned samples from a dictionary (Chen et al. 2022, §2.1, Algorithm 1)

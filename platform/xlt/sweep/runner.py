@@ -55,9 +55,8 @@ class SweepSettings:
     how often a failed trial runs again (a lost node fails the trials it held: Tune starts them
     again, and each continues its own run from the trial directory; see ``trainables``). Three,
     not one: a trial started again at once can land on the lost node before Ray has declared it
-    dead (missed health checks: 15 s by Ray's defaults) and fail a second time (seen in
-    the sweep's two-node test before issue 70, both trials' processes on the killed node; the study's two-node
-    test carries that case now: tests/cluster/test_study_nodes.py)."""
+    dead (missed health checks: 15 s by Ray's defaults) and fail a second time
+    (tests/cluster/test_study_nodes.py kills a node under two trials)."""
 
     name: str
     storage_path: str = "results/sweeps"

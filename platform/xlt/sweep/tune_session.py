@@ -1,4 +1,4 @@
-"""The one module of ``xlt.sweep`` that talks to Ray Tune's session (style.md, convention 5).
+"""The one module of ``xlt.sweep`` that talks to Ray Tune's session, so that a change of Tune's API is one module's.
 
 Trials report once per epoch (fine-tuning) or per iteration (co-training) through ``report``,
 so that ASHA can stop a trial whose dev score lags at a rung. Trials write no Tune checkpoints:

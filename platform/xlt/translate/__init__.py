@@ -1,6 +1,6 @@
 """Translators: the text -> text half of the cross-lingual augmentations (Wang et al. 2022, §3.1, §4.2).
 
-``Translator`` (``translator``) is a protocol with three backends (design.md, "Augmentation"):
+``Translator`` (``translator``) is a protocol with three backends:
 
 - ``ProvidedTranslations`` (``provided``): translations that exist in the data, looked up by
   ``source_id`` (SIB-200 rows sharing a FLORES ``index_id`` are human translations of one another).
