@@ -51,4 +51,4 @@ def test_two_workers_accumulate_and_resume(ray_cluster, data_dir, tmp_path):
     with pytest.raises(ConfigError, match="differs in optim.lr"):
         build_trainer(changed)
     assert (build_trainer(dataclasses.replace(prepared, config=dataclasses.replace(
-        cfg, optim=dataclasses.replace(cfg.optim, epochs=3))))).optim.epochs == 3
+        cfg, optim=dataclasses.replace(cfg.optim, epochs=3))))).config.optim.epochs == 3
