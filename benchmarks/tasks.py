@@ -100,7 +100,7 @@ def views(task: str) -> str:
 
 
 def run_finetune(task: str, variant: str, seed: int) -> None:
-    from xlt.train import build_trainer, config_of, load_finetune_config, prepare, results_rows
+    from xlt.train import build_trainer, load_finetune_config, prepare, results_rows
 
     name = f"finetune-{task}-{variant}-seed{seed}"
     if _stored(name).is_file():
@@ -110,7 +110,7 @@ def run_finetune(task: str, variant: str, seed: int) -> None:
     start = time.perf_counter()
     trainer = build_trainer(prepare(load_finetune_config(REPO / "configs" / f"finetune_{task}.yaml", overrides)))
     result = trainer.fit()
-    cfg = config_of(trainer)
+    cfg = trainer.config
     _save(name, {"rows": results_rows(result.metrics, cfg.task.source_lang), "seconds": time.perf_counter() - start,
                  "overrides": overrides, "train_rows": cfg.data.train_rows})
     print(f"{name}: {time.perf_counter() - start:.0f}s", flush=True)

@@ -80,7 +80,7 @@ def check_resumable(cfg: Any, directory: str | None = None,
     else ``run_dir(cfg)``; local or URI) that holds a run whose ``config.yaml`` differs from ``cfg``
     in a key its config class declares fixed (``xlt.resume``), which would resume what is there under
     the new config.
-    ``instead`` tells the user what to do. ``torch_trainer`` checks; a workload whose datasets take
+    ``instead`` tells the user what to do. ``launch`` checks; a workload whose datasets take
     time to build checks first as well, and co-training before its first iteration."""
     directory = run_dir(cfg) if directory is None else directory
     previous = read_run_config(directory, type(cfg))
