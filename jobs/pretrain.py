@@ -28,14 +28,9 @@ else a new local instance.
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from xlt.cli import epilogue, init_ray, job_overrides, resumable_job_args, run_job
-
-if TYPE_CHECKING:  # annotations only: the modules load after the arguments
-    from xlt.tracking import Tracker
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 DEFAULT_PRESET = CONFIGS / "pretrain_veco2.yaml"
@@ -46,6 +41,7 @@ def main() -> None:
     args = resumable_job_args(__doc__)
     # After the arguments: --help answers before torch and Ray are imported.
     from xlt.engine import run_dir
+    from xlt.finish import finish_pretrain
     from xlt.logs import configure_logging, quiet_libraries
     from xlt.pretrain.config import load_pretrain_config
     from xlt.pretrain.trainer import build_trainer, prepare, resume_config
@@ -65,38 +61,10 @@ def main() -> None:
     cfg = prepared.config
     with Tracker("pretrain", cfg.output.name, run_dir(cfg), enabled=args.tracking) as tracker:
         tracker.params(cfg)
-        result = build_trainer(prepared, callbacks=tracker.callbacks()).fit()
-        print_results(prepared, result, tracker)
-
-
-def print_results(prepared, result, tracker: Tracker) -> None:
-    from xlt.engine import RESULTS_FILE, final_metrics, run_dir
-    from xlt.eval.evaluators import TATOEBA
-    from xlt.metrics import per_language
-    from xlt.pretrain.trainer import encoder_dir
-    from xlt.report import markdown_table, write_results
-    from xlt.storage import join, staged
-
-    cfg = prepared.config
-    metrics = final_metrics(result)  # a finished run's rerun reports none: its last checkpoint's
-    tatoeba = [{"lang": lang, "accuracy": value} for lang, value in per_language(metrics, "val", TATOEBA).items()]
-    encoder = encoder_dir(join(run_dir(cfg), Path(result.checkpoint.path).name))  # local, or on the store
-    print(f"\n## {cfg.output.name}: {cfg.recipe} ({', '.join(cfg.objective_names)}) from {cfg.model.source}\n")
-    print(f"### Training pairs (q_i ∝ p_i^{cfg.data.alpha}; {prepared.mixture.excluded} excluded as evaluation "
-          f"sentences; {cfg.data.train_rows} annotated)\n\n{markdown_table(prepared.mixture.rows())}\n")
-    if tatoeba:
-        print(f"### Tatoeba accuracy after epoch {cfg.optim.epochs} (held apart)\n\n{markdown_table(tatoeba)}\n")
-    with staged(run_dir(cfg)) as out:  # beside the checkpoints, local or on a store
-        tracker.artifacts(write_results(out / RESULTS_FILE, {
-            "mixture": prepared.mixture.rows(), "excluded": prepared.mixture.excluded, "tatoeba": tatoeba,
-            "metrics": metrics, "checkpoint": result.checkpoint.path, "encoder": str(encoder),
-            "config": asdict(cfg)}))
-    path = join(run_dir(cfg), RESULTS_FILE)
-    tracker.tag("xlt.checkpoint", result.checkpoint.path)
-    tracker.tag("xlt.encoder", f"local:{encoder}")
-    print(epilogue({"results": path, "checkpoint": result.checkpoint.path, "encoder": f"local:{encoder}"},
-                   f"python jobs/pretrain.py --resume {run_dir(cfg)}  (more epochs: --set optim.epochs=N)",
-                   tracker.how_to_look()))
+        finished = finish_pretrain(prepared, build_trainer(prepared, callbacks=tracker.callbacks()).fit(), tracker)
+        print("\n" + finished.text)
+        print(epilogue(finished.outputs, f"python jobs/pretrain.py --resume {run_dir(cfg)}  "
+                       "(more epochs: --set optim.epochs=N)", tracker.how_to_look()))
 
 
 if __name__ == "__main__":

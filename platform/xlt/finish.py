@@ -1,11 +1,13 @@
 """What a training job does once its run has ended, so that the job itself only parses, runs and prints:
-its results written beside the run (``results.json``; co-training's tables and plot too), tracked
+its results written beside the run (``results.json``; co-training's tables and plot too; pretraining's
+encoder tagged), tracked
 (``xlt.tracking``), and its classifier exported where ``output.export`` asks (``xlt.predict.export``).
 Each returns the text the job prints and where everything went, for the job's epilogue."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from .cotrain.config import LEARNERS
@@ -14,9 +16,11 @@ from .cotrain.state import STATE_FILE
 from .cotrain.tables import iteration_rows, language_rows, plot_iterations
 from .engine import RESULTS_FILE, final_metrics, run_dir
 from .engine.checkpoints import latest_checkpoint
-from .metrics import ACC, AVG_TARGET, F1
+from .eval.evaluators import TATOEBA
+from .metrics import ACC, AVG_TARGET, F1, per_language
 from .models import EncoderConfig
 from .predict.export import EXPORT_DIR, export_run
+from .pretrain.trainer import encoder_dir
 from .report import Phases, markdown_table, write_results
 from .storage import join, staged
 from .study.recipes import cotrain_rows, probe_scores
@@ -46,6 +50,29 @@ def finish_finetune(cfg: Any, result: Any, tracker: Any) -> Finished:
     if cfg.output.export:  # the classifier for use outside xlt, and the run's MLflow model
         outputs |= export_run(result.checkpoint, join(run_dir(cfg), EXPORT_DIR), tracker)
     return Finished(text, outputs)
+
+
+def finish_pretrain(prepared: Any, result: Any, tracker: Any) -> Finished:
+    """A pretraining run's mixture and held-apart retrieval tables, ``results.json`` beside the
+    checkpoints, and its last checkpoint's encoder (a ``local:`` model, local or on a store) tagged."""
+    cfg = prepared.config
+    metrics = final_metrics(result)
+    tatoeba = [{"lang": lang, "accuracy": value} for lang, value in per_language(metrics, "val", TATOEBA).items()]
+    encoder = encoder_dir(join(run_dir(cfg), Path(result.checkpoint.path).name))
+    text = (f"## {cfg.output.name}: {cfg.recipe} ({', '.join(cfg.objective_names)}) from {cfg.model.source}\n\n"
+            f"### Training pairs (q_i ∝ p_i^{cfg.data.alpha}; {prepared.mixture.excluded} excluded as evaluation "
+            f"sentences; {cfg.data.train_rows} annotated)\n\n{markdown_table(prepared.mixture.rows())}\n")
+    if tatoeba:
+        text += f"\n### Tatoeba accuracy after epoch {cfg.optim.epochs} (held apart)\n\n{markdown_table(tatoeba)}\n"
+    with staged(run_dir(cfg)) as out:  # beside the checkpoints, local or on a store
+        tracker.artifacts(write_results(out / RESULTS_FILE, {
+            "mixture": prepared.mixture.rows(), "excluded": prepared.mixture.excluded, "tatoeba": tatoeba,
+            "metrics": metrics, "checkpoint": result.checkpoint.path, "encoder": str(encoder),
+            "config": asdict(cfg)}))
+    tracker.tag("xlt.checkpoint", result.checkpoint.path)
+    tracker.tag("xlt.encoder", f"local:{encoder}")
+    return Finished(text, {"results": join(run_dir(cfg), RESULTS_FILE), "checkpoint": result.checkpoint.path,
+                           "encoder": f"local:{encoder}"})
 
 
 def overlap(cfg: Any) -> str:
