@@ -115,6 +115,12 @@ def paired_bootstrap(a: Sequence | np.ndarray, b: Sequence | np.ndarray, *, resa
     return percentile_interval(float(d.mean()), means, confidence)
 
 
+def item_counts(items: np.ndarray, n: int) -> np.ndarray:
+    """How often each of ``n`` items was drawn in each round of ``items`` (rounds, draws), as floats."""
+    k = len(items)
+    return np.bincount((items + n * np.arange(k)[:, None]).ravel(), minlength=k * n).reshape(k, n).astype(np.float64)
+
+
 def seed_item_bootstrap(a: Sequence | np.ndarray, b: Sequence | np.ndarray, *, matched: bool = False,
                         resamples: int = 10_000, confidence: float = 0.95, seed: int = 0) -> Interval:
     """The difference of mean correctness A − B, with the percentile interval of Owen's pigeonhole
@@ -141,7 +147,10 @@ def seed_item_bootstrap(a: Sequence | np.ndarray, b: Sequence | np.ndarray, *, m
         # counts twice; times each seed's accuracy on the round's items, (seeds, k).
         drawn_a = rng.multinomial(len(x), np.full(len(x), 1.0 / len(x)), size=k)
         drawn_b = drawn_a if matched else rng.multinomial(len(y), np.full(len(y), 1.0 / len(y)), size=k)
-        means[start:start + k] = ((drawn_a * x[:, items].mean(axis=2).T).sum(axis=1) / len(x)
-                                  - (drawn_b * y[:, items].mean(axis=2).T).sum(axis=1) / len(y))
+        # Each seed's accuracy on the round's items, (k, seeds): how often each item was drawn, times
+        # its correctness, over n (a product of counts instead of a (seeds, k, n) gather).
+        counts = item_counts(items, n)
+        means[start:start + k] = ((drawn_a * (counts @ x.T) / n).sum(axis=1) / len(x)
+                                  - (drawn_b * (counts @ y.T) / n).sum(axis=1) / len(y))
     # The difference as paired_bootstrap computes it (per item, then over items), to the same last bit.
     return percentile_interval(float((per_item(x) - per_item(y)).mean()), means, confidence)
