@@ -37,7 +37,8 @@ def main() -> None:
     from xlt.logs import configure_logging, quiet_libraries
     from xlt.predict import load_predict_config, predict, prepare
     from xlt.progress import progress
-    from xlt.report import Phases
+    from xlt.finish import finish_prediction
+    from xlt.report import Phases, command_line
 
     quiet_libraries()
     configure_logging(args.verbose)
@@ -52,34 +53,9 @@ def main() -> None:
     bar = progress(None, "predict", "row")  # a stream's total is known at its end: the bar shows the rate
     written = predict(prepared, done=bar.update, phases=phases)
     bar.close()
-    print_results(prepared, written, phases)
-
-
-def print_results(prepared, written, phases) -> None:
-    from xlt.config import save_config
-    from xlt.predict.writer import PREDICTIONS
-    from xlt.report import command_line, markdown_table, write_results
-    from xlt.storage import join, staged
-
-    cfg = prepared.config
-    langs = sorted({lang for lang, _ in written.labels})
-    table = [{"lang": lang, "rows": sum(n for (l, _), n in written.labels.items() if l == lang),
-              **{label: written.labels.get((lang, label), 0) for label in prepared.spec.labels}} for lang in langs]
-    print(f"\n## {written.rows} rows labelled by {prepared.checkpoint}"
-          + (f" ({written.skipped} shard(s) kept from an earlier run)" if written.skipped else "")
-          + (f"; {written.rejected} bad row(s) skipped: predictions/shard-*/_rejected.jsonl" if written.rejected else "")
-          + "\n")
-    print(markdown_table(table))
-    print(f"\n### Where the time went\n\n{phases.table()}")
-    with staged(cfg.output.dir) as out:
-        save_config(cfg, out / "config.yaml")
-        write_results(out / "results.json", {"model": prepared.checkpoint, "rows": written.rows,
-                                             "rejected": written.rejected, "by_language": table,
-                                             "phases": phases.rows(),
-                                             "format": cfg.format, "precision": cfg.inference.precision})
-    print("\n" + epilogue({"predictions": join(cfg.output.dir, PREDICTIONS, f"shard-*/ ({cfg.format})"),
-                           "results": join(cfg.output.dir, "results.json")},
-                          f"{command_line()}  (again after a stop: complete shards are kept)", ()))
+    finished = finish_prediction(prepared, written, phases)
+    print("\n" + finished.text)
+    print("\n" + epilogue(finished.outputs, f"{command_line()}  (again after a stop: complete shards are kept)", ()))
 
 
 if __name__ == "__main__":

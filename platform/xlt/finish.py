@@ -1,8 +1,9 @@
-"""What a training job does once its run has ended, so that the job itself only parses, runs and prints:
+"""What a job does once its work has ended, so that the job itself only parses, runs and prints:
 its results written beside the run (``results.json``; co-training's tables and plot too; pretraining's
 encoder tagged), tracked
 (``xlt.tracking``), and its classifier exported where ``output.export`` asks (``xlt.predict.export``).
-Each returns the text the job prints and where everything went, for the job's epilogue."""
+Evaluation and prediction likewise. Each returns the text the job prints and where everything went, for
+the job's epilogue."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from .config import save_config
 from .cotrain.config import LEARNERS
 from .cotrain.learner import LEARNERS_DIR, learner_run
 from .cotrain.state import STATE_FILE
@@ -19,7 +21,8 @@ from .engine.checkpoints import latest_checkpoint
 from .eval.evaluators import TATOEBA
 from .metrics import ACC, AVG_TARGET, F1, per_language
 from .models import EncoderConfig
-from .predict.export import EXPORT_DIR, export_run
+from .predict.export import EXPORT_DIR, export_run, probe_card
+from .predict.writer import PREDICTIONS
 from .pretrain.trainer import encoder_dir
 from .report import Phases, markdown_table, write_results
 from .storage import join, staged
@@ -121,3 +124,56 @@ def finish_cotrain(cfg: Any, data: Any, state: Any, phases: Phases, tracker: Any
             outputs |= export_run(latest_checkpoint(learner_run(cfg.output.dir, learner)),
                                   join(cfg.output.dir, EXPORT_DIR, learner), tracker, name=learner)
     return Finished(text, outputs)
+
+
+def finish_evaluation(cfg: Any, result: dict, tracker: Any) -> Finished:
+    """An evaluation's tables (one per model), ``<protocol>.json`` and ``config.yaml`` in ``output.dir``,
+    one tracked metric per model, language and score, and each frozen-linear probe exported with its
+    card where ``output.export`` asked (``result["classifiers"]``)."""
+    a = cfg.adapt
+    adapted = (f" (adapted to each target's unlabelled pool: {'centred, ' if a.center else ''}{a.rounds} "
+               f"self-training round{'s' * (a.rounds != 1)} of fraction {a.fraction:g})"
+               if cfg.protocol == "frozen-linear" and a.active else "")
+    parts = []
+    for source in dict.fromkeys(r["model"] for r in result["rows"]):
+        rows = [r for r in result["rows"] if r["model"] == source]
+        parts.append(f"## {cfg.protocol} on {result['task']}: {source}{adapted}\n\n"
+                     + markdown_table([{k: v for k, v in r.items() if k not in ("model", "protocol")} for r in rows])
+                     + "".join(f"\n\nProtocol: {protocol}"
+                               for protocol in dict.fromkeys(r["protocol"] for r in rows if "protocol" in r)))
+    out = Path(cfg.output.dir)
+    save_config(cfg, out / "config.yaml")
+    classifiers = result.pop("classifiers", {})
+    path = write_results(out / f"{cfg.protocol}.json", {**result, "config": cfg})
+    for row in result["rows"]:  # one metric per model, language and score, e.g. "tiny:bert/de/accuracy"
+        tracker.metrics(row, 0, prefix=f"{row['model']}/{row.get('lang', 'all')}/")
+    tracker.artifacts(path, out / "config.yaml")
+    outputs = {"results": path, "config": out / "config.yaml"}
+    for source, classifier in classifiers.items():
+        name = source.partition(":")[2].rstrip("/").rpartition("/")[2]  # hf:org/name, local:/dir/name -> name
+        card = probe_card(cfg, source, [r for r in result["rows"] if r["model"] == source])
+        outputs[f"export {name}"] = classifier.save_pretrained(out / EXPORT_DIR / name, card=card)
+        if (model := tracker.model(outputs[f"export {name}"], name)) is not None:
+            outputs[f"mlflow model {name}"] = model
+    return Finished("\n\n".join(parts), outputs)
+
+
+def finish_prediction(prepared: Any, written: Any, phases: Phases) -> Finished:
+    """A prediction's labels by language and its phases, ``results.json`` and ``config.yaml`` in
+    ``output.dir`` (local or on a store) beside the shards."""
+    cfg = prepared.config
+    langs = sorted({lang for lang, _ in written.labels})
+    table = [{"lang": lang, "rows": sum(n for (l, _), n in written.labels.items() if l == lang),
+              **{label: written.labels.get((lang, label), 0) for label in prepared.spec.labels}} for lang in langs]
+    text = (f"## {written.rows} rows labelled by {prepared.checkpoint}"
+            + (f" ({written.skipped} shard(s) kept from an earlier run)" if written.skipped else "")
+            + (f"; {written.rejected} bad row(s) skipped: predictions/shard-*/_rejected.jsonl" if written.rejected else "")
+            + f"\n\n{markdown_table(table)}\n\n### Where the time went\n\n{phases.table()}")
+    with staged(cfg.output.dir) as out:
+        save_config(cfg, out / "config.yaml")
+        write_results(out / "results.json", {"model": prepared.checkpoint, "rows": written.rows,
+                                             "rejected": written.rejected, "by_language": table,
+                                             "phases": phases.rows(),
+                                             "format": cfg.format, "precision": cfg.inference.precision})
+    return Finished(text, {"predictions": join(cfg.output.dir, PREDICTIONS, f"shard-*/ ({cfg.format})"),
+                           "results": join(cfg.output.dir, "results.json")})
