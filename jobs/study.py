@@ -31,7 +31,6 @@ from xlt.cli import epilogue, init_ray, job_parser, run_job
 
 REPO = Path(__file__).resolve().parents[1]
 SMOKE_STUDY = REPO / "studies" / "smoke.yaml"
-RESULTS, TABLE, PLOT = "results.json", "results.md", "results.png"
 
 
 def get_args():
@@ -66,12 +65,11 @@ def main() -> None:
     args = get_args()
     # After the arguments: --help answers before torch and Ray are imported.
     from xlt.logs import configure_logging, quiet_libraries
-    from xlt.report import markdown_table, write_results
-    from xlt.storage import join, staged
+    from xlt.finish import finish_study
+    from xlt.report import markdown_table
     from xlt.study import load_study
-    from xlt.study.report import build, markdown, plot
     from xlt.study.runner import check_units, data_overrides, local_output, plan, run_units
-    from xlt.study.units import UnitSetup, imported_records, read_record
+    from xlt.study.units import UnitSetup
     from xlt.tracking import Tracker
 
     quiet_libraries()
@@ -94,26 +92,12 @@ def main() -> None:
             ran = run_units(setup, pending, callbacks=tracker.tune_callbacks(),
                             max_failures=args.max_failures, limit=args.max_concurrent)
             errors = {name: error for name, error in ran.items() if error}
-        records = [r for r in (read_record(study.output, u.name) for u in study.units()) if r is not None]
-        records += imported_records(study.output)
-        if not records:
-            raise RuntimeError(f"no unit of {study.source} finished: {errors}")
-        missing = [u.name for u in study.units() if read_record(study.output, u.name) is None]
-        content = build(study, records)
-        reading = Path(study.reading).read_text(encoding="utf-8") if study.reading else None
-        text = markdown(study, content, run_command(args), PLOT, missing, errors, reading)
-        with staged(study.output) as local:
-            (local / TABLE).write_text(text, encoding="utf-8")
-            write_results(local / RESULTS, {**content, "missing": missing, "failed": errors})
-            plot(study, content, str(local / PLOT))
-            tracker.artifacts(local / TABLE, local / RESULTS, local / PLOT)
-        tracker.metrics({f"{arm}/avg_target": v["mean"] for arm, v in content["avg_target"].items()}, step=0)
-        print(text)
-        outputs = {name: join(study.output, file) for name, file in
-                   (("table", TABLE), ("results", RESULTS), ("plot", PLOT), ("units", "units"))}
+        finished = finish_study(study, run_command(args), errors, tracker)
+        print(finished.text)
+        missing = finished.missing
         resume = (f"{run_command(args)}  (runs the units not finished: {', '.join(missing)})" if missing
                   else "nothing to resume: every unit finished (more seeds or variants: add them to the file)")
-        print(epilogue(outputs, resume, tracker.how_to_look()))
+        print(epilogue(finished.outputs, resume, tracker.how_to_look()))
     if errors:
         raise SystemExit(1)
 

@@ -74,11 +74,8 @@ def main() -> None:
     # After the arguments: --help answers before torch and Ray are imported.
     from xlt.config import apply_overrides, merge_presets
     from xlt.logs import configure_logging, quiet_libraries
-    from xlt.predict.export import EXPORT_DIR, export_run
-    from xlt.predict.models import best_trial_checkpoint
-    from xlt.storage import join
+    from xlt.finish import finish_sweep
     from xlt.sweep import load_space
-    from xlt.sweep.results import BEST_CONFIG, PLOT, RESULTS, TABLE, write_outputs
     from xlt.sweep.runner import SweepSettings, prepare_sweep
     from xlt.tracking import Tracker
 
@@ -98,13 +95,9 @@ def main() -> None:
     with Tracker("sweep", name, settings.directory, enabled=args.tracking) as tracker:
         tracker.params({"space": asdict(space), "sweep": asdict(settings), "base": base})
         records = sweep.run(tracker.tune_callbacks())
-        print(write_outputs(sweep, records, tracker))
-        outputs = {"best config": BEST_CONFIG, "table": TABLE, "results": RESULTS, "plot": PLOT}
-        outputs = {name: join(settings.directory, file) for name, file in outputs.items()}
-        if args.export:
-            outputs |= export_run(best_trial_checkpoint(settings.directory), join(settings.directory, EXPORT_DIR),
-                                  tracker)
-        print(epilogue(outputs, resume_line(records, settings.resume), tracker.how_to_look()))
+        finished = finish_sweep(sweep, records, args.export, tracker)
+        print(finished.text)
+        print(epilogue(finished.outputs, resume_line(records, settings.resume), tracker.how_to_look()))
 
 
 def resume_line(records: list[TrialRecord], resumed: bool) -> str:

@@ -2,8 +2,8 @@
 its results written beside the run (``results.json``; co-training's tables and plot too; pretraining's
 encoder tagged), tracked
 (``xlt.tracking``), and its classifier exported where ``output.export`` asks (``xlt.predict.export``).
-Evaluation and prediction likewise. Each returns the text the job prints and where everything went, for
-the job's epilogue."""
+Evaluation, prediction, studies and sweeps likewise. Each returns the text the job prints and where
+everything went, for the job's epilogue."""
 
 from __future__ import annotations
 
@@ -22,11 +22,15 @@ from .eval.evaluators import TATOEBA
 from .metrics import ACC, AVG_TARGET, F1, per_language
 from .models import EncoderConfig
 from .predict.export import EXPORT_DIR, export_run, probe_card
+from .predict.models import best_trial_checkpoint
 from .predict.writer import PREDICTIONS
 from .pretrain.trainer import encoder_dir
 from .report import Phases, markdown_table, write_results
 from .storage import join, staged
+from .sweep.results import BEST_CONFIG, PLOT, RESULTS, TABLE, write_outputs
 from .study.recipes import cotrain_rows, probe_scores
+from .study.report import build, markdown, plot
+from .study.units import imported_records, read_record
 from .train import results_rows
 
 
@@ -177,3 +181,45 @@ def finish_prediction(prepared: Any, written: Any, phases: Phases) -> Finished:
                                              "format": cfg.format, "precision": cfg.inference.precision})
     return Finished(text, {"predictions": join(cfg.output.dir, PREDICTIONS, f"shard-*/ ({cfg.format})"),
                            "results": join(cfg.output.dir, "results.json")})
+
+
+STUDY_RESULTS, STUDY_TABLE, STUDY_PLOT = "results.json", "results.md", "results.png"
+
+
+@dataclass(frozen=True)
+class FinishedStudy(Finished):
+    missing: tuple[str, ...] = ()  # units without a record: what the same command runs again
+
+
+def finish_study(study: Any, command: str, errors: dict[str, str], tracker: Any) -> FinishedStudy:
+    """A study's report of the units finished (and imported) so far, ``command`` the line that made it:
+    ``results.md``, ``results.json`` and the plot in the study's output (local or on a store), tracked."""
+    records = [r for r in (read_record(study.output, u.name) for u in study.units()) if r is not None]
+    records += imported_records(study.output)
+    if not records:
+        raise RuntimeError(f"no unit of {study.source} finished: {errors}")
+    missing = tuple(u.name for u in study.units() if read_record(study.output, u.name) is None)
+    content = build(study, records)
+    reading = Path(study.reading).read_text(encoding="utf-8") if study.reading else None
+    text = markdown(study, content, command, STUDY_PLOT, list(missing), errors, reading)
+    with staged(study.output) as local:
+        (local / STUDY_TABLE).write_text(text, encoding="utf-8")
+        write_results(local / STUDY_RESULTS, {**content, "missing": list(missing), "failed": errors})
+        plot(study, content, str(local / STUDY_PLOT))
+        tracker.artifacts(local / STUDY_TABLE, local / STUDY_RESULTS, local / STUDY_PLOT)
+    tracker.metrics({f"{arm}/avg_target": v["mean"] for arm, v in content["avg_target"].items()}, step=0)
+    outputs = {name: join(study.output, file) for name, file in
+               (("table", STUDY_TABLE), ("results", STUDY_RESULTS), ("plot", STUDY_PLOT), ("units", "units"))}
+    return FinishedStudy(text, outputs, missing)
+
+
+def finish_sweep(sweep: Any, records: list, export: bool, tracker: Any) -> Finished:
+    """A sweep's table, best config, results and plot in its directory (``xlt.sweep.results``), and with
+    ``export`` its best trial's classifier exported as that trial left it."""
+    directory = sweep.settings.directory
+    text = write_outputs(sweep, records, tracker)
+    outputs = {name: join(directory, file) for name, file in
+               (("best config", BEST_CONFIG), ("table", TABLE), ("results", RESULTS), ("plot", PLOT))}
+    if export:
+        outputs |= export_run(best_trial_checkpoint(directory), join(directory, EXPORT_DIR), tracker)
+    return Finished(text, outputs)
