@@ -1,0 +1,47 @@
+"""What one Ray Train run costs around its work: a one-worker ``TorchTrainer`` of an empty train function, three
+runs in one driver, with Ray Train V2's own observability knobs as they are (``on``) or all off (``off``).
+
+    python benchmarks/ray_train_start.py on; python benchmarks/ray_train_start.py off   # alternate, twice
+
+Prints one line per run: the mode, the run's index, its wall seconds. Figures: ``benchmarks/test_time.md``
+(issue 73's section).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+
+KNOBS = ("RAY_TRAIN_ENABLE_PREEMPTION_WATCHER", "RAY_TRAIN_ENABLE_CONTROLLER_STRUCTURED_LOGGING",
+         "RAY_TRAIN_ENABLE_WORKER_STRUCTURED_LOGGING", "RAY_TRAIN_ENABLE_STATE_ACTOR_RECONCILIATION",
+         "RAY_TRAIN_METRICS_ENABLED")
+
+
+def report_once(config: dict) -> None:
+    import ray.train
+
+    ray.train.report({"x": 1})
+
+
+def main() -> None:
+    mode = sys.argv[1] if len(sys.argv) > 1 else "on"
+    if mode == "off":
+        os.environ.update({knob: "0" for knob in KNOBS})  # before Ray starts: its processes inherit them
+    from xlt.cli import init_ray
+
+    init_ray(num_cpus=2)
+    import ray.train
+    from ray.train.torch import TorchTrainer
+
+    with tempfile.TemporaryDirectory(prefix="ray-train-start-") as storage:
+        for i in range(3):
+            start = time.perf_counter()
+            TorchTrainer(report_once, scaling_config=ray.train.ScalingConfig(num_workers=1),
+                         run_config=ray.train.RunConfig(storage_path=storage, name=f"run{i}")).fit()
+            print(mode, i, round(time.perf_counter() - start, 2), flush=True)
+
+
+if __name__ == "__main__":
+    main()
