@@ -124,7 +124,8 @@ def shard(rows: Sequence[Any], rank: int, world: int) -> Sequence[Any]:
 
 
 def serve_fits(context: RunContext, run_cfg: Any, workload: Workload, requests: Any) -> None:
-    """The train function of a ``FitService`` run: serve ``requests`` until it closes (module docstring)."""
+    """The train function of a ``FitService`` run: serve ``requests`` until it closes (module docstring).
+    ``run_cfg`` named the run and set its workers (``launch``); each fit brings its own config."""
     import ray
     import ray.data
 
