@@ -30,29 +30,28 @@ RESUME = "resume"  # the metadata key
 KINDS = ("fixed", "free", "length", "refitted")
 
 
-def _declared(kind: str, default: Any, factory: Any, kw_only: bool) -> Any:
-    extra = {"kw_only": True} if kw_only else {}
-    return dataclasses.field(default=default, default_factory=factory, metadata={RESUME: kind}, **extra)
+def _declared(kind: str, default: Any, factory: Any) -> Any:
+    return dataclasses.field(default=default, default_factory=factory, metadata={RESUME: kind})
 
 
-def fixed(default: Any = dataclasses.MISSING, *, factory: Any = dataclasses.MISSING, kw_only: bool = False) -> Any:
+def fixed(default: Any = dataclasses.MISSING, *, factory: Any = dataclasses.MISSING) -> Any:
     """A field of what the run learns: a resumed run must keep it."""
-    return _declared("fixed", default, factory, kw_only)
+    return _declared("fixed", default, factory)
 
 
-def free(default: Any = dataclasses.MISSING, *, factory: Any = dataclasses.MISSING, kw_only: bool = False) -> Any:
+def free(default: Any = dataclasses.MISSING, *, factory: Any = dataclasses.MISSING) -> Any:
     """A field of how or where the run runs, or what it reports: a resumed run may change it."""
-    return _declared("free", default, factory, kw_only)
+    return _declared("free", default, factory)
 
 
-def length(default: Any = dataclasses.MISSING, *, factory: Any = dataclasses.MISSING, kw_only: bool = False) -> Any:
+def length(default: Any = dataclasses.MISSING, *, factory: Any = dataclasses.MISSING) -> Any:
     """How long the run trains: a resumed run may train on (not inside a ``refitted`` section)."""
-    return _declared("length", default, factory, kw_only)
+    return _declared("length", default, factory)
 
 
-def refitted(default: Any = dataclasses.MISSING, *, factory: Any = dataclasses.MISSING, kw_only: bool = False) -> Any:
+def refitted(default: Any = dataclasses.MISSING, *, factory: Any = dataclasses.MISSING) -> Any:
     """A section fitted anew again and again in one run: its ``length`` fields are fixed."""
-    return _declared("refitted", default, factory, kw_only)
+    return _declared("refitted", default, factory)
 
 
 def section(hint: Any) -> type | None:
