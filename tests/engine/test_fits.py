@@ -5,7 +5,6 @@ the mailbox's protocol and the split of a fit's rows without Ray."""
 
 # No `from __future__ import annotations`: Ray ships this module by value (see test_loop).
 
-import asyncio
 import dataclasses
 import os
 import signal
@@ -17,7 +16,7 @@ import torch
 from engine.test_loop import ROWS, Regression, ToyConfig, bare_loop, toy_rows, wait_for_snapshot
 from xlt.engine import FitService, ScalingSettings, read_state, launch
 from xlt.storage import OutputSettings
-from xlt.engine.fits import FitRequest, FitRequests, shard
+from xlt.engine.fits import shard
 
 
 def fit_config(cfg: ToyConfig, name: str, epochs: int) -> ToyConfig:
@@ -105,25 +104,6 @@ def test_a_failed_run_fails_the_fit_waiting_for_it(ray_cluster, tmp_path, worker
             served.fit(0, bad, [{"y": 1.0}] * 8)
     # Ray Train's error names the worker's; in process it is the worker's own.
     assert "KeyError" in f"{type(failure.value).__name__}: {failure.value}"
-
-
-def test_the_mailbox_hands_each_worker_the_pending_fit_once():
-    async def scenario():
-        box = FitRequests()
-        await box.post(FitRequest(0, {}, []))
-        assert (await box.next(-1)).index == 0  # a (re)started worker takes the pending fit
-        waiting = asyncio.ensure_future(box.next(0))  # a worker done with fit 0 waits for the next
-        assert await box.finished(0, timeout=0.01) is None
-        await box.finish(0, "fit0-epoch002")
-        assert await box.finished(0, timeout=0.01) == "fit0-epoch002"
-        await asyncio.sleep(0.01)
-        assert not waiting.done()
-        await box.post(FitRequest(1, {}, []))
-        assert (await waiting).index == 1
-        await box.close()
-        assert await box.next(1) is None
-
-    asyncio.run(scenario())
 
 
 def test_a_fits_rows_are_split_evenly():

@@ -6,7 +6,7 @@ each time, a fixed cost larger than a small learner's fit (``benchmarks/learner_
 ``FitService`` starts one run for the whole job instead, and its workers serve fit requests::
 
     driver      FitService.fit(index, cfg, rows)
-    actor       FitRequests: the pending request (index, config, a reference to the rows)
+    actor       FitRequests (``xlt.mailbox``): the pending request (index, config, a reference to the rows)
     workers     serve_fits: train it as a run of its own is trained (``loop.train_epochs``: the
                 same seeding, steps, evaluation, and a checkpoint per epoch named
                 <cfg.output.name>-epoch...), then rank 0 posts the last checkpoint's name
@@ -35,7 +35,6 @@ the driver while they train (two learners in process fit one after the other).
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import functools
 import logging
@@ -46,6 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import from_dict
+from ..mailbox import FitRequest, FitRequests
 from ..metrics import TRAIN_FIT
 from ..placement import this_node
 from . import checkpoints
@@ -61,60 +61,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 POLL_S = 1.0  # how often the driver checks that the run is alive while a fit trains (one actor call)
-
-
-@dataclass(frozen=True)
-class FitRequest:
-    """A fit to serve: its number, ``asdict`` of its config, and ``[ObjectRef]`` to its rows (a list, so
-    that Ray hands the reference on instead of the rows)."""
-
-    index: int
-    config: dict[str, Any]
-    rows: list[Any]
-
-
-class FitRequests:
-    """The mailbox between the driver and the workers (a Ray actor of no CPU, asyncio: waiting
-    calls do not block the others)."""
-
-    def __init__(self) -> None:
-        self._pending: FitRequest | None = None
-        self._finished: dict[int, str] = {}
-        self._closed = False
-        self._changed = asyncio.Condition()
-
-    async def post(self, request: FitRequest) -> None:
-        async with self._changed:
-            self._pending = request
-            self._changed.notify_all()
-
-    async def next(self, after: int) -> FitRequest | None:
-        """The pending request numbered above ``after`` once there is one; ``None`` once closed."""
-        async with self._changed:
-            await self._changed.wait_for(
-                lambda: self._closed or (self._pending is not None and self._pending.index > after))
-            return None if self._closed else self._pending
-
-    async def finish(self, index: int, checkpoint: str) -> None:
-        async with self._changed:
-            self._finished[index] = checkpoint
-            if self._pending is not None and self._pending.index == index:
-                self._pending = None
-            self._changed.notify_all()
-
-    async def finished(self, index: int, timeout: float) -> str | None:
-        """The name of fit ``index``'s last checkpoint, or ``None`` if it is not done within ``timeout`` s."""
-        async with self._changed:
-            try:
-                await asyncio.wait_for(self._changed.wait_for(lambda: index in self._finished), timeout)
-            except TimeoutError:
-                return None
-            return self._finished[index]
-
-    async def close(self) -> None:
-        async with self._changed:
-            self._closed = True
-            self._changed.notify_all()
 
 
 def shard(rows: Sequence[Any], rank: int, world: int) -> Sequence[Any]:
