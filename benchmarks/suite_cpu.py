@@ -116,7 +116,7 @@ def main() -> None:
           f"({busy_cores * wall:.0f} CPU s on the machine, {counted:.0f} s sampled), {summary['cpu']}\n")
     print("| processes | CPU s | count | share of sampled |\n|---|---|---|---|")
     for kind, entry in summary["kinds"].items():
-        print(f"| {kind} | {entry['cpu_s']:.0f} | {entry['processes']} | {entry['cpu_s'] / counted:.0%} |")
+        print(f"| {kind} | {entry['cpu_s']:.0f} | {entry['processes']} | {entry['cpu_s'] / max(counted, 1e-9):.0%} |")
     print("\n| Ray worker | CPU s | count |\n|---|---|---|")
     for title, entry in list(summary["ray_workers"].items())[:15]:
         print(f"| `{title}` | {entry['cpu_s']:.0f} | {entry['processes']} |")
