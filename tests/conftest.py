@@ -24,7 +24,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 # Fixtures that make the tests using them what a marker says.
-MARKED_BY_FIXTURE = {"ray_cluster": "ray", "xlmr_tokenizer": "slow"}
+MARKED_BY_FIXTURE = {"ray_cluster": "ray", "cotrain_smoke": "ray", "xlmr_tokenizer": "slow"}
 NOT_QUICK = ("ray", "slow", "cluster")
 # A resolved task (labels and languages explicit) for configs whose data is never read.
 TINY_TASK = {"type": "files", "name": "tiny", "path": "unused/{lang}/{split}.tsv", "labels": ["a", "b", "c"],
@@ -119,6 +119,14 @@ def ray_cluster():
         init_ray(num_cpus=2)
     yield ray
     ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def cotrain_smoke(data_dir, tmp_path_factory):
+    """The co-training smoke job, run once for the two files that read it (``cotrain_smoke.py``)."""
+    from cotrain_smoke import run_smoke
+
+    return run_smoke(data_dir, tmp_path_factory.mktemp("cotrain-smoke"))
 
 
 S3_BUCKET = "xlt"

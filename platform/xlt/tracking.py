@@ -36,6 +36,10 @@ from .storage import is_uri
 
 DEFAULT_STORE = Path("results") / "mlruns"
 OUTPUT_TAG = "xlt.output"
+# What serving a logged classifier needs (MLflow adds itself): xlt, which brings its dependencies, and the
+# reader of the pickled pyfunc. Stated rather than inferred: MLflow infers them by loading the model in a
+# subprocess, 6 s a model on a 2-core machine, and lists whatever that happened to import.
+SERVING_REQUIREMENTS = ("xlt", "cloudpickle")
 # MLflow refuses a parameter value longer than this, and more than 100 parameters per call.
 MAX_PARAM_LENGTH, PARAMS_PER_CALL, METRICS_PER_CALL = 6000, 100, 1000
 
@@ -186,12 +190,15 @@ class Tracker(Sink):
         the model's URI (``None`` with tracking off)."""
         if self.run_id is None:
             return None
+        from importlib.metadata import version
+
         import mlflow
 
         mlflow.set_tracking_uri(self.uri)
         with mlflow.start_run(run_id=self.run_id):  # the run's own status is set by finish()
             info = mlflow.pyfunc.log_model(name=name, python_model=exported_classifier(),
-                                           artifacts={"export": str(export)})
+                                           artifacts={"export": str(export)},
+                                           pip_requirements=[f"{p}=={version(p)}" for p in SERVING_REQUIREMENTS])
         return info.model_uri
 
     def callbacks(self, prefix: str = "", epochs_per_fit: int = 0) -> list[TrackingCallback]:

@@ -1,7 +1,7 @@
 """A co-training job on a multi-node cluster (``cluster.harness``): where its parts run, and losing
 two worker nodes and then its driver in the middle of it (one job carries all three). Resubmitted
 after losing its driver, from another working directory, it resumes from what is on the object
-store, and its final state equals an uninterrupted run's on a single-node Ray. (The co-training
+store, and its final state equals an uninterrupted run's on a single-node Ray (``cotrain_smoke``). (The co-training
 job's kill-and-resume test: this one; resuming in process, tests/cotrain/test_loop.py.)
 
 Jobs go in through ``ray job submit`` without an uploaded checkout (``--working-dir .``): on one
@@ -16,7 +16,6 @@ import os
 import re
 import shlex
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -24,18 +23,12 @@ import pytest
 
 from cluster.harness import Node
 from conftest import REPO
+from cotrain_smoke import JOB, state
 from xlt import placement
 from xlt.storage import join, read_text
 
 pytestmark = pytest.mark.cluster
 
-# 200 rows per language: pool of 400, pseudo-labelled one row per batch, a pass long enough to
-# lose a node in its middle; three LM epochs, so that a fit goes on for two after its first checkpoint.
-JOB = [sys.executable, str(REPO / "jobs" / "cotrain.py"), "--smoke", "--set", "task.target_langs=[de, zh]",
-       "--set", "iterations=1", "--set", "data.max_examples=200", "--set", "lm.optim.epochs=3",
-       "--set", "lm.scaling.threads=1", "--set", "emb.scaling.threads=1", "--set", "inference.threads=1",
-       "--set", "inference.batch_size=1", "--set", "inference.encode_batch_size=1"]
-POOL_ROWS = 400
 # On the cluster, each learner trains on a Ray Train worker (the smoke preset's learners train in
 # the driver, as the reference does: the final states must agree all the same). The LM learner's
 # worker needs a node offering ``lm_host`` (two hold one: the first, and a spare), the embedding
@@ -53,21 +46,11 @@ def env(data_dir) -> dict[str, str]:
     return {"XLT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1"}
 
 
-def state(out: Path | str) -> dict:
-    return json.loads(read_text(join(str(out), "state.json")))
-
-
 @pytest.fixture(scope="module")
-def reference(data_dir, tmp_path_factory) -> dict:
-    """The final loop state of the same job, uninterrupted, on a single-node Ray (run from a
-    directory of its own with a store of its own: a module fixture comes before the test's store,
-    and a job's local files default to ``./results``)."""
-    out = tmp_path_factory.mktemp("reference")
-    store = f"sqlite:///{out / 'mlflow.db'}"
-    proc = subprocess.run([*JOB, "--set", f"output.dir={out}"], capture_output=True, text=True, timeout=600,
-                          cwd=out, env={**os.environ, **env(data_dir), "RAY_ADDRESS": "", "MLFLOW_TRACKING_URI": store})
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return state(out)
+def reference(cotrain_smoke) -> dict:
+    """The final loop state of the same job, uninterrupted, on a single-node Ray (``cotrain_smoke``,
+    which also exports its learners at the end: nothing the state holds)."""
+    return state(cotrain_smoke.out)
 
 
 def assert_same_state(out: Path | str, reference: dict) -> None:

@@ -1,4 +1,4 @@
-"""jobs/cotrain.py --smoke end to end on a fresh local Ray: tables, files, progress and tracking. (A
+"""jobs/cotrain.py --smoke end to end on a local Ray of its own: tables, files, progress, tracking and exports. (A
 real kill of the job in the middle of an iteration, its output on an S3-compatible server, and the
 restart from another working directory that ends in the state of an uninterrupted run:
 tests/cluster/test_node_failure.py.)"""
@@ -6,51 +6,29 @@ tests/cluster/test_node_failure.py.)"""
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from cotrain_smoke import state
 from report.images import assert_a_drawn_png
 from tracking.readback import artifacts, event_scalars, metric_steps, mlflow_run
 from xlt.hardware import native_bf16
-from xlt.storage import read_text
 
 pytestmark = pytest.mark.ray
 
-JOB = [sys.executable, str(REPO / "jobs" / "cotrain.py"), "--smoke", "--set", "task.target_langs=[de, zh]"]
 
-
-def environment(data_dir: Path) -> dict[str, str]:
-    env = {**os.environ, "XLT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1"}
-    env.pop("RAY_ADDRESS", None)
-    return env
-
-
-def run(out: Path | str, data_dir: Path, *args: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run([*JOB, "--set", f"output.dir={out}", *args], capture_output=True, text=True,
-                          env=environment(data_dir), timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc
-
-
-def state(out: Path | str) -> dict:
-    return json.loads(read_text(f"{out}/state.json"))
-
-
-def test_smoke_writes_tables_plots_progress_tracking_and_exports(data_dir, tmp_path, mlflow_store):
-    out = tmp_path / "cotrain"
-    proc = run(out, data_dir, "--set", "output.export=true", "--set", "lm.optim.precision=auto")
-    assert "### Per iteration (test accuracy)" in proc.stdout and "| emb co-training (iteration 2) |" in proc.stdout
-    assert "iteration 2: lm test avg_target" in proc.stderr
+def test_smoke_writes_tables_plots_progress_tracking_and_exports(cotrain_smoke):
+    """The session's co-training smoke run (``cotrain_smoke.JOB``: two iterations, three LM epochs a fit,
+    the LM's precision auto, exported)."""
+    out, proc, mlflow_store = cotrain_smoke.out, cotrain_smoke.proc, cotrain_smoke.mlflow_store
+    assert "### Per iteration (test accuracy)" in proc.stdout and "| emb co-training (iteration 1) |" in proc.stdout
+    assert "iteration 1: lm test avg_target" in proc.stderr
     for name in ("results.json", "results.md", "accuracy_per_iteration.png", "config.yaml", "state.json"):
         assert (out / name).is_file(), name
     result = json.loads((out / "results.json").read_text())
-    assert "cotrain.py" in result["command"] and len(result["history"]) == 6
+    assert "cotrain.py" in result["command"] and len(result["history"]) == 4
     # The frozen probe of probes: on the job's own rows, beside the learners in both per-language tables.
     assert len(re.findall(r"\| frozen probe: tiny:bert +\|", proc.stdout)) == 2
     probe = result["probes"]["tiny:bert"]
@@ -67,7 +45,7 @@ def test_smoke_writes_tables_plots_progress_tracking_and_exports(data_dir, tmp_p
     assert "\nresume:  " in proc.stdout and "look:    MLflow: mlflow ui --backend-store-uri sqlite:///" in proc.stdout
     # Progress bars (rows, rate, ETA): the driver's pseudo-labelling, a learner's epochs and its evaluation
     # drawn from its Ray Train worker; Ray's own notices are off without --verbose.
-    for bar in ("pseudo-label", "lm-iteration0 epoch 1/1", "emb-iteration2 evaluate test"):  # the split by its own name
+    for bar in ("pseudo-label", "lm-iteration0 epoch 1/3", "emb-iteration1 evaluate test"):  # the split by its own name
         assert bar in proc.stderr, bar
     assert "row/s" in proc.stderr or "rows/s" in proc.stderr
     for noise in ("Started a local Ray instance", "Token authentication", "Failed to query Ray Train",
@@ -78,11 +56,12 @@ def test_smoke_writes_tables_plots_progress_tracking_and_exports(data_dir, tmp_p
     tracked = mlflow_run(mlflow_store, "cotrain")
     assert tracked.info.status == "FINISHED" and tracked.data.params["selection.threshold"] == "0.0"
     assert tracked.data.params["lm.optim.precision"] == tracked.data.params["inference.precision"] == ran
-    assert metric_steps(mlflow_store, tracked, "lm/test/acc/avg_target") == [0, 1, 2]  # one per iteration
-    assert metric_steps(mlflow_store, tracked, "emb/epoch/train/loss") == [1, 2, 3]  # each fit's epoch (K = 1)
+    assert metric_steps(mlflow_store, tracked, "lm/test/acc/avg_target") == [0, 1]  # one per iteration
+    assert metric_steps(mlflow_store, tracked, "emb/epoch/train/loss") == [1, 2]  # each fit's epoch (K = 1)
     assert artifacts(mlflow_store, tracked) == {"results.json", "results.md", "accuracy_per_iteration.png"}
     scalars = event_scalars(out / "tensorboard")
-    assert scalars["lm/test/acc/avg_target"] == [0, 1, 2] and scalars["lm/epoch/train/loss"] == [1, 2, 3]
+    assert scalars["lm/test/acc/avg_target"] == [0, 1]
+    assert scalars["lm/epoch/train/loss"] == [1, 2, 3, 4, 5, 6]  # fit × 3 epochs + epoch
 
     # output.export: each learner as the run left it (its last fit), as a classifier and an MLflow model
     import mlflow
@@ -95,7 +74,7 @@ def test_smoke_writes_tables_plots_progress_tracking_and_exports(data_dir, tmp_p
     texts = ["der rover fand wasser", "la finale s'est terminée"]
     for learner in ("lm", "emb"):
         last = resolve_checkpoint(out, learner)
-        assert last.name.startswith(f"{learner}-iteration2-")
+        assert last.name.startswith(f"{learner}-iteration1-")
         expected = load_classifier(last).predict(texts)
         assert Classifier.from_pretrained(out / "export" / learner).predict(texts).labels == expected.labels
         assert f"- Checkpoint: `{last}`" in (out / "export" / learner / "README.md").read_text()
@@ -105,6 +84,9 @@ def test_smoke_writes_tables_plots_progress_tracking_and_exports(data_dir, tmp_p
         (uri,) = [line.split()[-1] for line in proc.stdout.splitlines() if line.strip().startswith(f"mlflow model {learner}")]
         mlflow.set_tracking_uri(mlflow_store)
         assert list(mlflow.pyfunc.load_model(uri).predict(pd.DataFrame({"text": texts}))["label"]) == expected.labels
+        # What serving it needs, pinned: xlt (its dependencies with it), the pickle's reader, MLflow.
+        requirements = Path(mlflow.pyfunc.get_model_dependencies(uri)).read_text().split()
+        assert sorted(r.split("==")[0] for r in requirements) == ["cloudpickle", "mlflow", "xlt"], requirements
 
 
 def assert_pairs_exchanged(out: Path | str) -> None:
