@@ -19,7 +19,7 @@ from conftest import REPO
 
 pytestmark = pytest.mark.cluster
 
-IDLE_TIMEOUT_MIN = 0.25
+IDLE_TIMEOUT_MIN = 0.1
 
 
 def assert_no_worker_node_left(head, tmp_path) -> None:
