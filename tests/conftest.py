@@ -106,19 +106,32 @@ def data_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def ray_cluster():
+def ray_cluster(s3_server):
     """A local 2-CPU Ray for the whole session (the machine has 2 cores), started as the jobs start
     theirs (``xlt.cli.init_ray``): Ray Train's controllers poll their workers every 0.25 s, not
-    Ray's 2 s, which would stretch every short epoch of the tests' runs to 2 s."""
+    Ray's 2 s, which would stretch every short epoch of the tests' runs to 2 s. Jobs attach to it
+    (``job_env``), so its worker processes see the session's S3 server (``s3_server``), as those of a
+    job that starts its own Ray under the ``s3`` fixture do."""
     import ray
 
     from xlt.cli import init_ray
 
-    with mock.patch.dict(os.environ):
+    with mock.patch.dict(os.environ, s3_server):
         os.environ.pop("RAY_ADDRESS", None)  # never attach to another cluster left running on this machine
         init_ray(num_cpus=2)
     yield ray
     ray.shutdown()
+
+
+@pytest.fixture
+def job_env(ray_cluster, data_dir) -> dict[str, str]:
+    """The environment of a job process a test starts: the offline data, no hub, and the session's Ray
+    to attach to (``RAY_ADDRESS``, as a job on a cluster does) instead of starting one of its own, which
+    costs a job ~7 s here (benchmarks/test_time.md). Taken when the test runs, with the test's MLflow
+    store and S3 variables. Two jobs side by side (``background``) start their own: on the session's
+    two CPUs one would wait for the other's."""
+    return {**os.environ, "XLT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1",
+            "RAY_ADDRESS": ray_cluster.get_runtime_context().gcs_address, "RAY_AUTH_MODE": "token"}
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,6 @@ starts (run in process: the exit status and stderr of the process itself are tes
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,9 +17,7 @@ from jobs.inprocess import assert_one_error_line, run_in_process
 from tracking.readback import artifacts, event_scalars, metric_steps, mlflow_run
 
 
-def run_job(data_dir, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "XLT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1"}
-    env.pop("RAY_ADDRESS", None)
+def run_job(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(REPO / "jobs" / "finetune.py"), *args],
                           capture_output=True, text=True, env=env, timeout=600)
 
@@ -31,10 +28,10 @@ SMOKE_ARGS = ["--smoke", "--set", "task.target_langs=[de, zh]"]
 
 
 @pytest.mark.ray
-def test_smoke_on_sentence_pairs(data_dir, tmp_path, mlflow_store):
+def test_smoke_on_sentence_pairs(job_env, tmp_path, mlflow_store):
     """The smoke run, also exported (``output.export``): the export and the run's MLflow model
     predict what the classifier predicts."""
-    proc = run_job(data_dir, "--config", str(REPO / "configs" / "finetune_xnli.yaml"), *SMOKE_ARGS,
+    proc = run_job(job_env, "--config", str(REPO / "configs" / "finetune_xnli.yaml"), *SMOKE_ARGS,
                    "--set", f"output.dir={tmp_path / 'smoke'}", "--set", "output.export=true")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert_a_smoke_run(tmp_path / "smoke", "xnli", proc.stdout, proc.stderr, mlflow_store)

@@ -28,15 +28,16 @@ from xlt.storage import names, read_text
 pytestmark = pytest.mark.cluster
 
 
-def job_env(data_dir) -> dict[str, str]:
+def own_ray_env(data_dir) -> dict[str, str]:
+    """A job that starts a Ray of its own (the background sweep: beside the chain's jobs on the session's)."""
     env = {**os.environ, "XLT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1"}
     env.pop("RAY_ADDRESS", None)
     return env
 
 
-def run(job: str, *args: str, data_dir, cwd) -> subprocess.CompletedProcess:
+def run(job: str, *args: str, env: dict[str, str], cwd) -> subprocess.CompletedProcess:
     proc = subprocess.run([sys.executable, str(REPO / "jobs" / job), *args], capture_output=True, text=True,
-                          env=job_env(data_dir), timeout=600, cwd=cwd)
+                          env=env, timeout=600, cwd=cwd)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
 
@@ -59,17 +60,19 @@ def store_sweep(s3_server, data_dir, tmp_path_factory) -> Iterator[StoreSweep]:
     for it."""
     storage = f"s3://{S3_BUCKET}/sweep-{uuid.uuid4().hex[:8]}/sweeps"
     cwd, uri = tmp_path_factory.mktemp("sweep"), f"sqlite:///{tmp_path_factory.mktemp('sweep-mlruns') / 'mlflow.db'}"
-    env = {**job_env(data_dir), **s3_server, "MLFLOW_TRACKING_URI": uri}
+    env = {**own_ray_env(data_dir), **s3_server, "MLFLOW_TRACKING_URI": uri}
     command = [sys.executable, str(REPO / "jobs" / "sweep.py"), *SWEEP_ARGS, "--storage", storage]
     with started(command, tmp_path_factory.mktemp("sweep-logs"), env, cwd=cwd) as job:
         yield StoreSweep(storage, cwd, uri, job.result)
 
 
-def test_pretrain_then_finetune_and_resume_with_every_output_on_the_store(s3, data_dir, tmp_path, mlflow_store):
+def test_pretrain_then_finetune_and_resume_with_every_output_on_the_store(s3, job_env, tmp_path, mlflow_store):
+    """Three jobs, one after the other, attached to the session's Ray (``job_env``), whose workers see the
+    S3 server as the jobs do."""
     here, elsewhere = tmp_path / "here", tmp_path / "elsewhere"
     here.mkdir(), elsewhere.mkdir()
     proc = run("pretrain.py", "--smoke", "--set", f"output.dir={s3}/pretrain",
-               data_dir=data_dir, cwd=here)
+               env=job_env, cwd=here)
     assert "| pair " in proc.stdout and "| en-de " in proc.stdout and "| fr " in proc.stdout
     assert "epoch 2 | step 4 | loss" in proc.stderr and "tatoeba fr" in proc.stderr  # rank 0's epoch lines
     result = json.loads(read_text(f"{s3}/pretrain/results.json"))
@@ -96,14 +99,14 @@ def test_pretrain_then_finetune_and_resume_with_every_output_on_the_store(s3, da
     assert event_scalars(Path(log_dir))["val/tatoeba/fr"] == [1, 2]
 
     proc = run("finetune.py", "--smoke", "--set", f"model.source=local:{encoder}", "--set", f"output.dir={s3}/finetune",
-               data_dir=data_dir, cwd=here)
+               env=job_env, cwd=here)
     first = json.loads(read_text(f"{s3}/finetune/results.json"))
     assert first["config"]["model"]["source"] == f"local:{encoder}" and "| avg_target " in proc.stdout
     assert first["metrics"]["train/epoch"] == 2 and first["metrics"]["train/global_step"] == 4
     assert f"{s3}/finetune/results.json" in proc.stdout
 
     # Resumed from the store by a job in another directory: nothing local to either job is shared.
-    proc = run("finetune.py", "--resume", f"{s3}/finetune", "--set", "optim.epochs=3", data_dir=data_dir, cwd=elsewhere)
+    proc = run("finetune.py", "--resume", f"{s3}/finetune", "--set", "optim.epochs=3", env=job_env, cwd=elsewhere)
     resumed = json.loads(read_text(f"{s3}/finetune/results.json"))
     assert resumed["metrics"]["train/epoch"] == 3 and resumed["metrics"]["train/global_step"] == 6
     assert "resuming after epoch 2 at global step 4" in proc.stderr

@@ -20,13 +20,11 @@ from tracking.readback import artifacts, mlflow_run
 pytestmark = pytest.mark.ray
 
 
-def test_the_smoke_study_runs_the_baselines_as_trials_and_reports_them(data_dir, tmp_path, mlflow_store):
+def test_the_smoke_study_runs_the_baselines_as_trials_and_reports_them(job_env, tmp_path, mlflow_store):
     out = tmp_path / "study"
     command = [sys.executable, str(REPO / "jobs" / "study.py"), "--smoke", "--output", str(out)]
-    env = {**os.environ, "XLT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1"}
-    env.pop("RAY_ADDRESS", None)
     proc = subprocess.run([*command, "--only", "probe", "setfit", "--seeds", "0"], capture_output=True, text=True,
-                          env=env, timeout=600)
+                          env=job_env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     # Before launching: every unit, those --only / --seeds leave out marked, and no estimate yet.
     assert re.search(r"\| setfit-seed0 +\| to run +\| unknown +\|", proc.stdout)
@@ -60,7 +58,7 @@ def test_the_smoke_study_runs_the_baselines_as_trials_and_reports_them(data_dir,
 
     # The same selection again runs nothing, and says what the rest would cost.
     again = subprocess.run([*command, "--only", "probe", "setfit", "--seeds", "0", "--dry-run"], capture_output=True,
-                           text=True, env=env, timeout=300)
+                           text=True, env=job_env, timeout=300)
     assert again.returncode == 0, again.stderr[-3000:]
     assert re.search(r"\| probe-seed0 +\| finished +\|", again.stdout)
     assert "nothing selected is left to run; the rest of the study: 8 units unfinished: about" in again.stdout

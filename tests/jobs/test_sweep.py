@@ -37,8 +37,8 @@ def environment(data_dir: Path) -> dict[str, str]:
     return env
 
 
-def run(args: list[str], data_dir: Path, ok: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run([*JOB, *args], capture_output=True, text=True, env=environment(data_dir), timeout=600)
+def run(args: list[str], env: dict[str, str], ok: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run([*JOB, *args], capture_output=True, text=True, env=env, timeout=600)
     assert (proc.returncode == 0) == ok, proc.stderr[-3000:]
     return proc
 
@@ -98,22 +98,25 @@ def assert_the_smoke_sweep(proc: subprocess.CompletedProcess, out: Path, mlflow_
     assert event_scalars(out)  # Tune's TensorBoard logger, in the trial directories
 
 
-def test_killed_sweep_resumes(data_dir, tmp_path):
+def test_killed_sweep_resumes(job_env, tmp_path):
+    """Killed, and resumed by another process, each attached to the session's Ray (``job_env``): Ray ends
+    the killed driver's trials, as on a cluster."""
     args = ["--storage", str(tmp_path), "--max-concurrent", "1"]
+    env = {**job_env, "TUNE_GLOBAL_CHECKPOINT_S": "0"}  # as ``environment``'s
     out = tmp_path / "smoke-smoke"
     proc = subprocess.Popen([*JOB, *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env=environment(data_dir), start_new_session=True)
+                            env=env, start_new_session=True)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and "TERMINATED" not in statuses(out).values():
         time.sleep(0.2)
-    os.killpg(proc.pid, signal.SIGKILL)  # the job and the local Ray it started
+    os.killpg(proc.pid, signal.SIGKILL)  # the job's driver
     proc.wait()
     before = statuses(out)
     assert list(before.values()).count("TERMINATED") == 1 and not (out / "results.json").exists()
     finished = next(trial_id for trial_id, status in before.items() if status == "TERMINATED")
     lines = (out / f"trial_{finished}" / "result.json").read_text().splitlines()
 
-    proc = run([*args, "--resume", "--export"], data_dir)
+    proc = run([*args, "--resume", "--export"], env)
     result = json.loads((out / "results.json").read_text())
     assert (result["settings"]["searcher"], result["settings"]["scheduler"]) == ("optuna", "asha")
     assert len(result["trials"]) == 2 and all(t["status"] == "TERMINATED" for t in result["trials"])
