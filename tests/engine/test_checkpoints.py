@@ -1,5 +1,5 @@
 """``engine.checkpoints.latest_checkpoint``: a run directory's latest checkpoint as the run recorded it,
-on Ray Train and in process, without listing the directory."""
+in process (on Ray Train: tests/engine/test_loop.py), without listing the directory."""
 
 # No `from __future__ import annotations`: the toy workload's module (test_loop) is shipped to Ray's
 # workers by value, as there.
@@ -8,22 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from engine.test_loop import Regression, ToyConfig, engine_run, toy_rows
+from engine.test_loop import Regression, ToyConfig, assert_latest_checkpoint, engine_run, toy_rows
 from xlt.engine import ScalingSettings, run_dir
 from xlt.engine.checkpoints import latest_checkpoint
 from xlt.storage import OutputSettings
 
 
-@pytest.mark.parametrize("workers", [1, 0], ids=["ray-train", "in-process"])
-def test_the_latest_checkpoint_is_the_one_the_run_ended_with(ray_cluster, tmp_path, workers, monkeypatch):
-    """Also named by a path relative to the working directory, as a user types it (``results/...``)."""
-    cfg = ToyConfig(scaling=ScalingSettings(num_workers=workers),
-                    output=OutputSettings(str(tmp_path / "run"), num_to_keep=2))
+def test_the_latest_checkpoint_is_the_one_the_run_ended_with(ray_cluster, tmp_path, monkeypatch):
+    """In process (on Ray Train, with a restart: tests/engine/test_loop.py's killed worker)."""
+    cfg = ToyConfig(scaling=ScalingSettings(num_workers=0), output=OutputSettings(str(tmp_path / "run"), num_to_keep=2))
     result = engine_run(Regression(), cfg, toy_rows())
     assert Path(result.checkpoint.path).name == "epoch002-step0000006"  # two epochs: two checkpoints kept
-    monkeypatch.chdir(tmp_path)
-    for run in (run_dir(cfg), Path(run_dir(cfg)), f"{run_dir(cfg)}/", "run", "./run/"):
-        assert latest_checkpoint(run).path == result.checkpoint.path
+    assert_latest_checkpoint(result, run_dir(cfg), monkeypatch)
 
 
 def test_a_directory_without_a_run_records_no_checkpoint(tmp_path):

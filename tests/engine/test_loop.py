@@ -17,6 +17,7 @@ import signal
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -141,7 +142,10 @@ class KilledOnce(Regression):
         return batch
 
 
-def test_a_worker_killed_mid_epoch_resumes_from_its_checkpoint_to_the_same_weights(ray_cluster, tmp_path):
+def test_a_worker_killed_mid_epoch_resumes_from_its_checkpoint_to_the_same_weights(ray_cluster, tmp_path, monkeypatch):
+    """Also: the run directory's latest checkpoint (``latest_checkpoint``, as Ray Train's controller
+    recorded it, through the restart) is the one the run ended with, however the directory is named
+    (tests/engine/test_checkpoints.py: the same in process)."""
     rows = toy_rows()
     cfg = ToyConfig(scaling=ScalingSettings(max_failures=1),
                     output=OutputSettings(str(tmp_path / "killed")))
@@ -155,6 +159,18 @@ def test_a_worker_killed_mid_epoch_resumes_from_its_checkpoint_to_the_same_weigh
     for name, tensor in bare_loop(cfg, rows).items():
         assert torch.allclose(state.model[name], tensor, atol=1e-6), name
     assert result.metrics["train/loss/mse"] == pytest.approx(result.metrics["train/loss"])
+    assert_latest_checkpoint(result, run_dir(cfg), monkeypatch)
+
+
+def assert_latest_checkpoint(result, run: str, monkeypatch) -> None:
+    """``run``'s latest checkpoint is ``result``'s, also named relative to the working directory, as a
+    user types it (``results/...``)."""
+    from xlt.engine.checkpoints import latest_checkpoint
+
+    monkeypatch.chdir(os.path.dirname(run))
+    name = os.path.basename(run)
+    for form in (run, Path(run), f"{run}/", name, f"./{name}/"):
+        assert latest_checkpoint(form).path == result.checkpoint.path, form
 
 
 class Recorder:
