@@ -82,28 +82,31 @@ class KilledInFit(Regression):
         return batch
 
 
-def test_a_worker_killed_mid_fit_is_restored_into_that_fit(ray_cluster, tmp_path):
+def test_a_worker_killed_mid_fit_is_restored_into_that_fit_and_a_failed_run_fails_the_next(ray_cluster, tmp_path):
+    """One restart allowed (``max_failures: 1``), taken by the kill; a third fit then fails the run, and the
+    fit waiting for it fails with the worker's error (in process: ``test_a_failed_run_fails_the_fit_waiting_for_it``)."""
     cfg = ToyConfig(scaling=ScalingSettings(max_failures=1), output=OutputSettings(str(tmp_path / "served")))
     marker, rows = tmp_path / "worker-was-killed", toy_rows()
-    with service(KilledInFit(str(marker), str(tmp_path / "served"), "fit1"), cfg) as served:
-        first = served.fit(0, fit_config(cfg, "fit0", 2), rows)
-        second = served.fit(1, fit_config(cfg, "fit1", 2), rows[::-1])
+    with pytest.raises(Exception) as failure:
+        with service(KilledInFit(str(marker), str(tmp_path / "served"), "fit1"), cfg) as served:
+            first = served.fit(0, fit_config(cfg, "fit0", 2), rows)
+            second = served.fit(1, fit_config(cfg, "fit1", 2), rows[::-1])
+            served.fit(2, fit_config(cfg, "fit2", 1), [{"y": 1.0}] * 8)  # rows without the column the batcher reads
+    # Ray Train's error names the worker's.
+    assert "KeyError" in f"{type(failure.value).__name__}: {failure.value}"
     assert marker.exists()
     assert first.metrics["train/resumed_from_step"] == 0
     assert second.metrics["train/resumed_from_step"] == 3  # restarted from fit1's epoch-1 checkpoint
     assert_weights(second, fit_config(cfg, "fit1", 2), rows[::-1])
 
 
-@pytest.mark.parametrize("workers", [1, 0], ids=["ray-train", "in-process"])
-def test_a_failed_run_fails_the_fit_waiting_for_it(ray_cluster, tmp_path, workers):
-    cfg = ToyConfig(scaling=ScalingSettings(num_workers=workers),
-                    output=OutputSettings(str(tmp_path / "served")))
+def test_a_failed_run_fails_the_fit_waiting_for_it(ray_cluster, tmp_path):
+    """In process, the error is the worker's own (on Ray Train: the killed worker's test above)."""
+    cfg = ToyConfig(scaling=ScalingSettings(num_workers=0), output=OutputSettings(str(tmp_path / "served")))
     bad = fit_config(cfg, "fit0", 1)
-    with pytest.raises(Exception) as failure:  # a row without the column the batcher reads
+    with pytest.raises(KeyError):  # a row without the column the batcher reads
         with service(Regression(), cfg) as served:
             served.fit(0, bad, [{"y": 1.0}] * 8)
-    # Ray Train's error names the worker's; in process it is the worker's own.
-    assert "KeyError" in f"{type(failure.value).__name__}: {failure.value}"
 
 
 def test_a_fits_rows_are_split_evenly():
