@@ -24,8 +24,8 @@ PERIOD_S = 0.5
 # First match wins: (kind, pattern over the command line, or over Ray's process title "ray::<Class>.<method>").
 KINDS = [
     ("pip and the install", r"-m pip\b|/pip3? |-m venv\b|ensurepip"),
-    ("pytest (the test process)", r"-m pytest|/pytest\b"),
-    ("job drivers (jobs/*.py)", r"jobs/\w+\.py"),
+    ("job drivers (jobs/*.py)", r"jobs/\w+\.py"),  # before pytest: a job's arguments name pytest's tmp paths
+    ("pytest (the test process)", r"-m pytest\b|bin/pytest\b"),
     ("Ray Train workers", r"^ray::(RayTrainWorker|_RayTrainWorker)"),
     ("Ray Train's other actors (controller, ...)", r"^ray::(TrainController|PlacementGroupCleaner|DatasetManager|"
                                                    r"SynchronizationActor|PreemptionWatcher|TrainStateActor)"),
@@ -109,6 +109,8 @@ def main() -> None:
                "cpu": open("/proc/cpuinfo").read().split("model name")[1].split("\n")[0].strip(" :\t"),
                "kinds": {k: {"cpu_s": round(v["cpu_s"], 1), "processes": v["processes"]}
                          for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1]["cpu_s"])},
+               "largest": [{"cpu_s": round(r["cpu"], 1), "kind": r["kind"], "cmdline": r["cmdline"]}
+                           for r in sorted(seen.values(), key=lambda r: -r["cpu"])[:40]],
                "ray_workers": {k: {"cpu_s": round(v["cpu_s"], 1), "processes": v["processes"]}
                                for k, v in sorted(by_title.items(), key=lambda kv: -kv[1]["cpu_s"])}}
     Path(args.output).write_text(json.dumps(summary, indent=2) + "\n")

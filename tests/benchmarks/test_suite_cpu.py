@@ -15,7 +15,9 @@ def test_each_process_is_counted_under_its_kind():
     kind_of = load_benchmark("suite_cpu").kind_of
     assert kind_of(["/repo/.venv/bin/python", "-m", "pytest", "-q"]) == "pytest (the test process)"
     assert kind_of(["/repo/.venv/bin/python", "-m", "pip", "install", "-e", ".[test]"]) == "pip and the install"
-    assert kind_of(["python", "/repo/jobs/cotrain.py", "--smoke"]) == "job drivers (jobs/*.py)"
+    assert kind_of(["python", "/repo/jobs/cotrain.py", "--set", "output.dir=/tmp/pytest-of-root/pytest-3/x"]) == \
+        "job drivers (jobs/*.py)"
+    assert kind_of(["python", "-c", "print()", "/tmp/pytest-of-root/pytest-3"]) is None
     assert kind_of(["ray::RayTrainWorker.__init__"]) == "Ray Train workers"
     assert kind_of(["ray::TrainController.run"]) == "Ray Train's other actors (controller, ...)"
     assert kind_of(["ray::FitRequests.next"]) == "xlt's actors (mailbox, labellers, ...)"
