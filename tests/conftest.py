@@ -124,12 +124,14 @@ def ray_cluster(s3_server):
 
 
 @pytest.fixture
-def job_env(ray_cluster, data_dir) -> dict[str, str]:
+def job_env(ray_cluster, data_dir, request) -> dict[str, str]:
     """The environment of a job process a test starts: the offline data, no hub, and the session's Ray
     to attach to (``RAY_ADDRESS``, as a job on a cluster does) instead of starting one of its own, which
     costs a job ~7 s here (benchmarks/test_time.md). Taken when the test runs, with the test's MLflow
     store and S3 variables. Two jobs side by side (``background``) start their own: on the session's
     two CPUs one would wait for the other's."""
+    if "s3" in request.fixturenames:
+        request.getfixturevalue("s3")  # its variables in first, whichever the test names first
     return {**os.environ, "XLT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1",
             "RAY_ADDRESS": ray_cluster.get_runtime_context().gcs_address, "RAY_AUTH_MODE": "token"}
 

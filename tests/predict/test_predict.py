@@ -291,8 +291,8 @@ def test_a_language_a_centred_classifier_has_no_mean_for_is_refused_before_any_r
         ("en", "fr")
 
 
-def test_the_smoke_job_writes_a_task_split_to_the_s3_server(data_dir, tmp_path, s3):
-    """``jobs/predict.py --smoke`` end to end (its own Ray), the SIB-200 test rows of every
+def test_the_smoke_job_writes_a_task_split_to_the_s3_server(job_env, tmp_path, s3):
+    """``jobs/predict.py --smoke`` end to end (attached to the session's Ray), the SIB-200 test rows of every
     language, onto the local S3 server."""
     import pyarrow.dataset
 
@@ -300,7 +300,7 @@ def test_the_smoke_job_writes_a_task_split_to_the_s3_server(data_dir, tmp_path, 
     out = f"{s3}/predict"
     proc = subprocess.run([sys.executable, str(REPO / "jobs" / "predict.py"), "--smoke", "--set", f"model.path={model}",
                            "--set", f"output.dir={out}"], capture_output=True, text=True, timeout=300, cwd=tmp_path,
-                          env={**os.environ, "XLT_DATA_DIR": str(data_dir), "RAY_ADDRESS": "", "HF_HUB_OFFLINE": "1"})
+                          env=job_env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     table = pyarrow.dataset.dataset(f"{out.removeprefix('s3://')}/predictions", format="parquet",
                                     filesystem=pyarrow.fs.S3FileSystem(endpoint_override=os.environ["AWS_ENDPOINT_URL"])).to_table()
