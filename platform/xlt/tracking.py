@@ -23,6 +23,7 @@ TensorBoard event files go to ``<output>/tensorboard/`` (``tensorboard --logdir 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
 import os
@@ -215,7 +216,7 @@ class Tracker(Sink):
         if self.run_id is None:
             return []
         experiment = self.client.get_run(self.run_id).info.experiment_id
-        return [TrialRuns(tracking_uri=self.uri, experiment_name=self.client.get_experiment(experiment).name,
+        return [trial_runs_class()(tracking_uri=self.uri, experiment_name=self.client.get_experiment(experiment).name,
                           tags={"mlflow.parentRunId": self.run_id, OUTPUT_TAG: f"{self.output}/trial"})]
 
     def how_to_look(self) -> list[str]:
@@ -276,28 +277,30 @@ def mlflow_key(key: str) -> str:
     return re.sub(r"[^\w\-. :/]", "_", key)
 
 
-def _mlflow_logger_base() -> type:
+@functools.cache
+def trial_runs_class() -> type:
+    """``TrialRuns``, defined on first use: its base, Ray Tune's MLflow callback, imports MLflow (0.7 s of
+    a core), which every process importing this module would pay, Ray Train's controllers among them."""
     from ray.air.integrations.mlflow import MLflowLoggerCallback
 
-    return MLflowLoggerCallback
+    class TrialRuns(MLflowLoggerCallback):
+        """Ray Tune's ``MLflowLoggerCallback``, a run per trial, with the trial's config keys made valid
+        MLflow names (``mlflow_key``): a search space addresses list items as ``objectives[0]...``,
+        which MLflow refuses."""
 
+        def log_trial_start(self, trial) -> None:
+            if trial not in self._trial_runs:
+                run = self.mlflow_util.start_run(tags={**self.tags, "trial_name": str(trial)}, run_name=str(trial))
+                self._trial_runs[trial] = run.info.run_id
+            params = {mlflow_key(key): value for key, value in trial.config.items()}
+            self.mlflow_util.log_params(run_id=self._trial_runs[trial], params_to_log=params)
 
-class TrialRuns(_mlflow_logger_base()):  # type: ignore[misc]
-    """Ray Tune's ``MLflowLoggerCallback``, a run per trial, with the trial's config keys made valid
-    MLflow names (``mlflow_key``): a search space addresses list items as ``objectives[0]...``,
-    which MLflow refuses."""
+        def log_trial_result(self, iteration: int, trial, result) -> None:
+            """The reported metrics; not the config Tune repeats in every result (logged as params)."""
+            super().log_trial_result(iteration, trial, {mlflow_key(key): value for key, value in result.items()
+                                                        if key != "config"})
 
-    def log_trial_start(self, trial) -> None:
-        if trial not in self._trial_runs:
-            run = self.mlflow_util.start_run(tags={**self.tags, "trial_name": str(trial)}, run_name=str(trial))
-            self._trial_runs[trial] = run.info.run_id
-        params = {mlflow_key(key): value for key, value in trial.config.items()}
-        self.mlflow_util.log_params(run_id=self._trial_runs[trial], params_to_log=params)
-
-    def log_trial_result(self, iteration: int, trial, result) -> None:
-        """The reported metrics; not the config Tune repeats in every result (logged as params)."""
-        super().log_trial_result(iteration, trial, {mlflow_key(key): value for key, value in result.items()
-                                                    if key != "config"})
+    return TrialRuns
 
 
 def exported_classifier():
