@@ -123,6 +123,14 @@ def ray_cluster(s3_server):
     ray.shutdown()
 
 
+def own_ray_env(data_dir: Path) -> dict[str, str]:
+    """The environment of a job process that starts a Ray of its own: the offline data, no hub, and no
+    ``RAY_ADDRESS`` of another cluster left running on this machine."""
+    env = {**os.environ, "XLT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1"}
+    env.pop("RAY_ADDRESS", None)
+    return env
+
+
 @pytest.fixture
 def job_env(ray_cluster, data_dir, request) -> dict[str, str]:
     """The environment of a job process a test starts: the offline data, no hub, and the session's Ray
@@ -132,8 +140,8 @@ def job_env(ray_cluster, data_dir, request) -> dict[str, str]:
     two CPUs one would wait for the other's."""
     if "s3" in request.fixturenames:
         request.getfixturevalue("s3")  # its variables in first, whichever the test names first
-    return {**os.environ, "XLT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1",
-            "RAY_ADDRESS": ray_cluster.get_runtime_context().gcs_address, "RAY_AUTH_MODE": "token"}
+    return {**own_ray_env(data_dir), "RAY_ADDRESS": ray_cluster.get_runtime_context().gcs_address,
+            "RAY_AUTH_MODE": "token"}
 
 
 @pytest.fixture(scope="session")

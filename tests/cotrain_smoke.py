@@ -7,13 +7,12 @@ longest single-node one."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from conftest import REPO
+from conftest import REPO, own_ray_env
 from xlt.storage import join, read_text
 
 # 200 rows per language: pool of 400, pseudo-labelled one row per batch, a pass long enough to
@@ -24,7 +23,6 @@ JOB = [sys.executable, str(REPO / "jobs" / "cotrain.py"), "--smoke", "--set", "t
        "--set", "lm.optim.precision=auto",
        "--set", "lm.scaling.threads=1", "--set", "emb.scaling.threads=1", "--set", "inference.threads=1",
        "--set", "inference.batch_size=1", "--set", "inference.encode_batch_size=1"]
-POOL_ROWS = 400
 
 
 @dataclass(frozen=True)
@@ -43,8 +41,7 @@ def run_smoke(data_dir: Path, directory: Path) -> SmokeRun:
     """``JOB`` with ``output.export=true``, uninterrupted, from ``directory`` (a job's local files default
     to ``./results``) on a local Ray of its own, into ``directory/cotrain``."""
     out, store = directory / "cotrain", f"sqlite:///{directory / 'mlflow.db'}"
-    env = {**os.environ, "XLT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1", "MLFLOW_TRACKING_URI": store}
-    env.pop("RAY_ADDRESS", None)
+    env = {**own_ray_env(data_dir), "MLFLOW_TRACKING_URI": store}
     proc = subprocess.run([*JOB, "--set", f"output.dir={out}", "--set", "output.export=true"], capture_output=True,
                           text=True, timeout=600, cwd=directory, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]

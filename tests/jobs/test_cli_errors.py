@@ -5,13 +5,12 @@ a process of its own; they start together, and spend their seconds importing on 
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, own_ray_env
 from jobs.inprocess import assert_one_error_line
 
 CASES = {
@@ -27,8 +26,7 @@ DEBUG = ("cotrain.py", ["--smoke", "--set", "selection.policy=best", "--debug"])
 @pytest.fixture(scope="module")
 def finished(data_dir) -> dict[str, subprocess.CompletedProcess]:
     """Case (a job's name, or ``debug``) -> its finished process; all started at once."""
-    env = {**os.environ, "XLT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1"}
-    env.pop("RAY_ADDRESS", None)
+    env = own_ray_env(data_dir)
     commands = {job: args for job, (args, _) in CASES.items()} | {"debug": DEBUG[1]}
     started = {case: subprocess.Popen([sys.executable, str(REPO / "jobs" / (DEBUG[0] if case == "debug" else case)),
                                        *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,

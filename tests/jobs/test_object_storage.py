@@ -20,19 +20,12 @@ from pathlib import Path
 import pytest
 
 from background import started
-from conftest import REPO, S3_BUCKET
+from conftest import REPO, S3_BUCKET, own_ray_env
 from jobs.test_sweep import assert_the_smoke_sweep
 from tracking.readback import artifacts, event_scalars, metric_steps, mlflow_run
 from xlt.storage import names, read_text
 
 pytestmark = pytest.mark.cluster
-
-
-def own_ray_env(data_dir) -> dict[str, str]:
-    """A job that starts a Ray of its own (the background sweep: beside the chain's jobs on the session's)."""
-    env = {**os.environ, "XLT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1"}
-    env.pop("RAY_ADDRESS", None)
-    return env
 
 
 def run(job: str, *args: str, env: dict[str, str], cwd) -> subprocess.CompletedProcess:
@@ -60,7 +53,7 @@ def store_sweep(s3_server, data_dir, tmp_path_factory) -> Iterator[StoreSweep]:
     for it."""
     storage = f"s3://{S3_BUCKET}/sweep-{uuid.uuid4().hex[:8]}/sweeps"
     cwd, uri = tmp_path_factory.mktemp("sweep"), f"sqlite:///{tmp_path_factory.mktemp('sweep-mlruns') / 'mlflow.db'}"
-    env = {**own_ray_env(data_dir), **s3_server, "MLFLOW_TRACKING_URI": uri}
+    env = {**own_ray_env(data_dir), **s3_server, "MLFLOW_TRACKING_URI": uri}  # a Ray of its own: beside the chain's jobs
     command = [sys.executable, str(REPO / "jobs" / "sweep.py"), *SWEEP_ARGS, "--storage", storage]
     with started(command, tmp_path_factory.mktemp("sweep-logs"), env, cwd=cwd) as job:
         yield StoreSweep(storage, cwd, uri, job.result)

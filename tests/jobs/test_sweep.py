@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from background import started
-from conftest import REPO
+from conftest import REPO, own_ray_env
 from report.images import assert_a_drawn_png
 from tracking.readback import artifacts, event_scalars, metric_steps, mlflow_run
 from xlt.train import load_finetune_config
@@ -30,17 +30,8 @@ JOB = [sys.executable, str(REPO / "jobs" / "sweep.py"), "--smoke"]
 TEMPERATURE = "objectives[0].params.temperature"
 
 
-def environment(data_dir: Path) -> dict[str, str]:
-    env = {**os.environ, "XLT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1",
-           "TUNE_GLOBAL_CHECKPOINT_S": "0"}  # Tune saves its state at every step, so a kill loses nothing finished
-    env.pop("RAY_ADDRESS", None)
-    return env
-
-
-def run(args: list[str], env: dict[str, str], ok: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run([*JOB, *args], capture_output=True, text=True, env=env, timeout=600)
-    assert (proc.returncode == 0) == ok, proc.stderr[-3000:]
-    return proc
+# Tune saves its state at every step, so a kill loses nothing finished.
+EVERY_STEP = {"TUNE_GLOBAL_CHECKPOINT_S": "0"}
 
 
 def statuses(directory: Path) -> dict[str, str]:
@@ -102,7 +93,7 @@ def test_killed_sweep_resumes(job_env, tmp_path):
     """Killed, and resumed by another process, each attached to the session's Ray (``job_env``): Ray ends
     the killed driver's trials, as on a cluster."""
     args = ["--storage", str(tmp_path), "--max-concurrent", "1"]
-    env = {**job_env, "TUNE_GLOBAL_CHECKPOINT_S": "0"}  # as ``environment``'s
+    env = {**job_env, **EVERY_STEP}
     out = tmp_path / "smoke-smoke"
     proc = subprocess.Popen([*JOB, *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env=env, start_new_session=True)
@@ -116,7 +107,8 @@ def test_killed_sweep_resumes(job_env, tmp_path):
     finished = next(trial_id for trial_id, status in before.items() if status == "TERMINATED")
     lines = (out / f"trial_{finished}" / "result.json").read_text().splitlines()
 
-    proc = run([*args, "--resume", "--export"], env)
+    proc = subprocess.run([*JOB, *args, "--resume", "--export"], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads((out / "results.json").read_text())
     assert (result["settings"]["searcher"], result["settings"]["scheduler"]) == ("optuna", "asha")
     assert len(result["trials"]) == 2 and all(t["status"] == "TERMINATED" for t in result["trials"])
@@ -165,7 +157,7 @@ def interrupted_sweep(data_dir, tmp_path_factory) -> Iterator[Interrupted]:
 
     # Its own MLflow store: the per-test one (conftest's mlflow_store) is not set up yet for a module's fixture.
     mlruns = tmp_path_factory.mktemp("interrupted-mlruns")
-    env = {**environment(data_dir), "MLFLOW_TRACKING_URI": f"sqlite:///{mlruns / 'mlflow.db'}"}
+    env = {**own_ray_env(data_dir), **EVERY_STEP, "MLFLOW_TRACKING_URI": f"sqlite:///{mlruns / 'mlflow.db'}"}
     with started([*JOB, *args], tmp_path_factory.mktemp("interrupted-logs"), env) as job:
         def ctrl_c_once_one_of_two_finished() -> None:
             deadline = time.monotonic() + 300
