@@ -11,11 +11,9 @@ test that starts Ray or loads a bundled model anyway.
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from contextlib import ExitStack
@@ -24,13 +22,10 @@ from unittest import mock
 
 import pytest
 
-import lanes
-
 REPO = Path(__file__).resolve().parents[1]
 # Fixtures that make the tests using them what a marker says.
 MARKED_BY_FIXTURE = {"ray_cluster": "ray", "cotrain_smoke": "ray", "xlmr_tokenizer": "slow"}
 NOT_QUICK = ("ray", "slow", "cluster")
-LANE_FILE = pytest.StashKey[Path]()
 # A resolved task (labels and languages explicit) for configs whose data is never read.
 TINY_TASK = {"type": "files", "name": "tiny", "path": "unused/{lang}/{split}.tsv", "labels": ["a", "b", "c"],
              "target_langs": ["de"]}
@@ -40,8 +35,6 @@ TINY_TASK_OVERRIDE = "task={type: files, name: tiny, path: 'unused/{lang}/{split
 def pytest_addoption(parser) -> None:
     parser.addoption("--quick", action="store_true",
                      help="the inner loop: leave out the tests marked " + ", ".join(NOT_QUICK))
-    parser.addoption("--lanes", action="store_true",
-                     help="with -n 2: the tests that start Ray in one worker, the rest in the other (tests/lanes.py)")
 
 
 def pytest_configure(config) -> None:
@@ -54,36 +47,11 @@ def pytest_collection_modifyitems(config, items) -> None:
         for fixture, marker in MARKED_BY_FIXTURE.items():
             if fixture in item.fixturenames:
                 item.add_marker(marker)
-    if config.getoption("lanes") and hasattr(config, "workerinput"):  # a pytest-xdist worker
-        lanes.order_and_record(items, Path(config.workerinput["ray_lane_file"]))
     if config.getoption("quick"):
         left_out = [item for item in items if any(item.get_closest_marker(m) for m in NOT_QUICK)]
         if left_out:
             config.hook.pytest_deselected(items=left_out)
             items[:] = [item for item in items if item not in left_out]
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_configure_node(node) -> None:
-    """(pytest-xdist's controller, for each worker) Where the worker writes the Ray lane's tests (``lanes``)."""
-    if node.config.getoption("lanes"):
-        node.workerinput["ray_lane_file"] = str(_lane_file(node.config))
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_make_scheduler(config, log):
-    return lanes.TwoLanes(config, log, _lane_file(config)) if config.getoption("lanes") else None
-
-
-def pytest_unconfigure(config) -> None:
-    if LANE_FILE in config.stash:
-        shutil.rmtree(config.stash[LANE_FILE].parent, ignore_errors=True)
-
-
-def _lane_file(config) -> Path:
-    if LANE_FILE not in config.stash:
-        config.stash[LANE_FILE] = Path(tempfile.mkdtemp(prefix="xlt-lanes-")) / "ray.txt"
-    return config.stash[LANE_FILE]
 
 
 def _refuse_in_quick_runs() -> None:
