@@ -34,8 +34,9 @@ pytestmark = pytest.mark.cluster
 # worker needs a node offering ``lm_host`` (two hold one: the first, and a spare), the embedding
 # learner's one offering ``emb_host``; two CPUs for the LM worker keep the pseudo-labelling actor
 # off the LM's node. It may restart twice. The pool is labelled by an actor (the smoke preset's, as
-# the reference's, in the driver).
-ON_THE_CLUSTER = ["--set", "lm.scaling.num_workers=1", "--set", "emb.scaling.num_workers=1",
+# the reference's, in the driver). No probe table at the end: the driver's, not the loop state's
+# (tests/jobs/test_cotrain.py asserts it).
+ON_THE_CLUSTER = ["--set", "probes=[]", "--set", "lm.scaling.num_workers=1", "--set", "emb.scaling.num_workers=1",
                   "--set", "lm.scaling.cpus_per_worker=2", "--set", "lm.scaling.resources={lm_host: 1}",
                   "--set", "lm.scaling.max_failures=2", "--set", "emb.scaling.cpus_per_worker=1",
                   "--set", "emb.scaling.resources={emb_host: 1}", "--set", "inference.num_actors=1",
