@@ -74,6 +74,26 @@ def test_local_missing_checkpoint_says_what_is_expected(tmp_path):
         load_encoder(f"local:{tmp_path}")
 
 
+def test_a_random_source_is_the_shape_of_a_checkpoint_without_its_weights(tmp_path):
+    """``random:`` takes a checkpoint's config and tokenizer, no weights, and draws the weights from the seed."""
+    from xlt.models.sources import write_random_source
+
+    trained = load_encoder(EncoderConfig(source="tiny:xlm-roberta", pooling="mean"))
+    trained.save(tmp_path / "trained")
+    source = write_random_source(f"local:{tmp_path / 'trained'}", tmp_path / "shape")
+    assert source == f"random:{tmp_path / 'shape'}"
+    assert not [p.name for p in (tmp_path / "shape").iterdir() if p.suffix in (".safetensors", ".bin", ".pt")]
+    a, b, c = (load_encoder(EncoderConfig(source=source, pooling="mean", seed=seed)) for seed in (1, 1, 2))
+    shape = {k: v for k, v in a.backbone.config.to_dict().items() if k != "_name_or_path"}
+    assert shape == {k: v for k, v in trained.backbone.config.to_dict().items() if k != "_name_or_path"}
+    assert a.tokenizer("日本語 hello")["input_ids"] == trained.tokenizer("日本語 hello")["input_ids"]
+    texts = ["bonjour", "日本語"]
+    assert np.array_equal(a.encode(texts), b.encode(texts)) and not np.allclose(a.encode(texts), c.encode(texts))
+    assert not np.allclose(a.encode(texts), trained.encode(texts))  # drawn, not the checkpoint's
+    with pytest.raises(FileNotFoundError, match="random:.*no config.json.*tokenizer"):
+        load_encoder(f"random:{tmp_path / 'absent'}")
+
+
 def test_hf_unreachable_name_is_explained(monkeypatch):
     import huggingface_hub.constants
 

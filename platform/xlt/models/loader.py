@@ -30,7 +30,7 @@ class EncoderConfig:
     layer: int = -1
     max_length: int = 128
     prefix: str | None = None
-    seed: int = 0  # initialisation of tiny: models
+    seed: int = 0  # initialisation of random: and tiny: models
     # How a sentence pair becomes one vector (``xlt.models.encoder``): ``auto`` encodes pairs jointly
     # with a transformer and combines [u; v; |u-v|; u*v] with a fixed sentence encoder (USE).
     # ``combine`` uses a transformer such as LaBSE as a sentence encoder of each side.

