@@ -9,12 +9,13 @@ export HF_HUB_OFFLINE ?= 1
 
 .PHONY: demo test test-quick install clean
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml configs/install/dev.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# torch first and pinned: it resolves to the local CPU wheel, never the CUDA build.
 	$(PY) -m pip install --quiet --no-compile torch==2.13.0
-	$(PY) -m pip install --quiet --no-compile -e ".[test]"
+	# Every extra, at the exact versions of configs/install/dev.txt (pyproject.toml states ranges).
+	$(PY) -m pip install --quiet --no-compile -e ".[all,test]" -c configs/install/dev.txt
 	# The bytecode pip would compile one file at a time, on every core (make install 90 -> 60 s on 2 cores). Like pip,
 	# it skips the files written for a newer Python (torch's py312 test helpers): those make the exit 1.
 	$(PY) -m compileall -qq -j 0 "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" || true

@@ -18,12 +18,13 @@ from collections.abc import Callable, Mapping, Sequence
 
 from .config import ConfigError
 from .data.errors import DataError
+from .extras import MissingExtra
 from .data.ray_data import settle_on_driver_node
 from .logs import QUIET_ENV, VERBOSE_ENV
 
 # What bad input raises: a config value, a data file, a missing path. A user fixes these from the
 # message alone; anything else is a bug and keeps its traceback.
-USER_ERRORS = (ConfigError, DataError, FileExistsError, FileNotFoundError, LookupError, ValueError)
+USER_ERRORS = (ConfigError, DataError, FileExistsError, FileNotFoundError, LookupError, MissingExtra, ValueError)
 # How often a Ray Train run's controller polls its workers (Ray's default: 2 s). A worker's report
 # waits until the controller has taken the previous one, so epochs shorter than the poll are
 # stretched to it: a fit of short epochs (a head on cached embeddings) would be the poll's length

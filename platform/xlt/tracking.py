@@ -32,6 +32,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .extras import require
 from .metrics import TRAIN_EPOCH, TRAIN_FIT
 from .storage import is_uri
 
@@ -133,6 +134,8 @@ class Tracker(Sink):
         output = str(output) if is_uri(str(output)) else str(Path(output).resolve())
         log_dir = None if not enabled else (
             str(DEFAULT_STORE.resolve().parent / "tensorboard" / name) if is_uri(output) else f"{output}/tensorboard")
+        if enabled:
+            require("mlflow", "tracking", "or run the job with --no-tracking")
         super().__init__(tracking_uri() if enabled else None, None, log_dir)
         self.output = output
         if enabled:

