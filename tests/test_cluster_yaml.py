@@ -137,14 +137,16 @@ def test_versions_pinned_as_in_pyproject(config):
     assert not {"head_image", "worker_image"} & set(config["docker"]), "one image for every node"
 
     installed = [arg for c in commands(config) for arg in pip_install_args(c)]
-    assert f"torch=={pins['torch']}" in installed
+    assert f"torch=={re.search(r'torch==([0-9.]+)', (REPO / 'Makefile').read_text())[1]}" in installed  # the Makefile's
     for arg in installed:
-        assert "==" in arg or arg.startswith(("~/", "/", "./")), f"unpinned pip install argument {arg!r}"
-    # The project itself comes from the repo mounted at ~/xlt, bringing every other pin; then the
-    # gpu extra's faiss, as pinned there.
-    assert config["file_mounts"]["~/xlt"] == "." and "~/xlt" in installed
+        assert "==" in arg or arg.startswith(("~/", "/", "./", "$HOME/")), f"unpinned pip install argument {arg!r}"
+    # The project itself comes from the repo mounted at ~/xlt, with every extra at the exact versions make
+    # install takes (its -c file); then the gpu extra's faiss, as pinned there.
+    project = "$HOME/xlt[all]"
+    assert config["file_mounts"]["~/xlt"] == "." and project in installed
+    assert installed[installed.index(project) + 1] == "~/xlt/configs/install/dev.txt"
     (faiss_gpu,) = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["gpu"]
-    assert installed[-1] == faiss_gpu and installed.index("~/xlt") < len(installed) - 1
+    assert installed[-1] == faiss_gpu and installed.index(project) < len(installed) - 2
 
 
 def test_no_nightly_or_swallowed_failure(config):
