@@ -7,7 +7,7 @@ XLT_DATA_DIR ?= $(if $(wildcard ../shared/data),$(abspath ../shared/data),)
 export XLT_DATA_DIR
 export HF_HUB_OFFLINE ?= 1
 
-.PHONY: demo test test-quick install clean
+.PHONY: demo test test-quick install clean wheelhouse
 
 $(VENV)/.installed: pyproject.toml configs/install/dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,15 @@ test: install
 # The inner loop: no Ray, no real model, no cluster (tests/conftest.py: --quick); under 3 minutes.
 test-quick: install
 	$(PY) -m pytest -q --quick
+
+# For a node without a package index (README, "Air-gapped clusters"): the wheels xlt's core needs that the
+# node's Python (PYTHON_VERSION) lacks, given what it holds (TARGET_HAS: its pip freeze, or this list),
+# in parts of at most 60 MiB with their sha256 sums under dist/wheelhouse/.
+PYTHON_VERSION ?= 3.12
+TARGET_HAS ?= configs/install/gpu-node.txt
+wheelhouse: install
+	rm -rf dist/wheelhouse
+	$(PY) -m xlt.wheelhouse build --python-version $(PYTHON_VERSION) --target-has $(TARGET_HAS) --out dist/wheelhouse
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,101 @@
+"""A co-training learner's fits: one Ray Train run per learner for the whole job, serving a fit per iteration.
+
+``learner_service`` starts the run of learner ``name`` (``xlt.engine.FitService``, run directory
+``<output.dir>/learners/<name>``, the learner's own ``scaling``: workers, CPUs, GPUs, restarts);
+its worker group stays up for the whole job, so the start-up of a Ray Train run is paid once,
+not once per iteration. ``fit`` asks it for iteration i's fit: the fine-tuning workload
+(``xlt.train``: encoder + head, AdamW, linear schedule, word embeddings frozen if configured,
+CE + Σ λ·aux, K = ``optim.epochs`` epochs) on the learner's labelled rows, named
+``<name>-iteration<i>``, then an evaluation of every language's evaluation rows after the last
+epoch, on rank 0. The fitted weights go to pseudo-labelling through the object store
+(``Fit.state``, read from the fit's last checkpoint, wherever its storage is).
+
+Reading of Yu & Joty 2021, Alg. 1 ("fine-tune f on D" once per iteration): each fit starts again
+from the pretrained encoder and a fresh head (seeded), on the original labelled data plus every
+pseudo-label received so far — the paper's "merged into the original labeled data D ... to
+re-train the model with" (§3.1). So a learner's state between iterations is its labelled set
+alone, which is what the loop checkpoints. A job killed during a fit re-runs the same
+iteration: the learner's run continues that fit from its latest epoch checkpoint (or, if it had
+finished, hands on that checkpoint), so a resumed job fits exactly what an uninterrupted one would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .. import placement
+from ..engine import FitService
+from ..metrics import TRAIN_LOSS
+from ..engine.checkpoints import read_model
+from ..storage import OutputSettings, join
+from ..tasks import Task
+from ..eval.evaluators import EvalSpec
+from ..train.config import EVAL_DATA, DataSettings, FinetuneConfig
+from ..train.workload import FINETUNE
+from .config import LearnerConfig
+
+LEARNERS_DIR = "learners"
+
+
+@dataclass(frozen=True)
+class Fit:
+    """What one fit hands on: its metrics (``train/loss`` of the last epoch, ``train/rows``,
+    ``<split>/acc|f1/<lang>`` etc. on the evaluation rows, and where its workers trained,
+    ``placement/train``) and its weights."""
+
+    metrics: dict[str, Any]
+    state: Any  # an ObjectRef to the classifier's state dict (xlt.inference.ClassifierSpec.state)
+    from_source: tuple[str, ...] = ()  # the frozen weights ``state`` leaves out (ClassifierSpec.from_source)
+
+
+def learner_run(output_dir: str, name: str) -> str:
+    """Where learner ``name`` of the co-training run in ``output_dir`` keeps its run (its fits' checkpoints)."""
+    return join(output_dir, LEARNERS_DIR, name)
+
+
+def learner_config(name: str, cfg: LearnerConfig, task: Task, output: OutputSettings, rows: int) -> FinetuneConfig:
+    """The fine-tuning config named ``name`` (a learner's run, or one of its fits) on ``rows`` labelled rows,
+    its run in ``<output.dir>/learners/<name>``, keeping ``output.num_to_keep`` checkpoints."""
+    # Evaluated after a fit's last epoch, on the one split the run is given (``learner_service``).
+    return FinetuneConfig(task=task.config, model=cfg.model, objectives=cfg.objectives, optim=cfg.optim,
+                          scaling=cfg.scaling, data=DataSettings(train_rows=rows),
+                          output=OutputSettings(learner_run(output.dir, name), output.num_to_keep),
+                          evals=tuple(EvalSpec("classification", split) for split in EVAL_DATA))
+
+
+def fit_name(name: str, iteration: int) -> str:
+    return f"{name}-iteration{iteration}"
+
+
+def learner_service(name: str, cfg: LearnerConfig, task: Task, labeled: int, evaluation: Sequence[Mapping[str, Any]],
+                    split: str, output: OutputSettings, callbacks: Sequence[Any] = ()) -> FitService:
+    """Learner ``name``'s Ray Train run: ``evaluation`` rows (``text, text_pair, label, lang``) are
+    evaluated after each fit's last epoch as ``split`` (``val``: dev, or ``test``), so that its metrics,
+    predictions and tracked epochs carry the split's own name; ``labeled``: the size of the original
+    labelled set (the run's config, which a rerun job must match); ``callbacks``: Ray Train
+    ``UserCallback``s (experiment tracking)."""
+    import ray.data
+
+    config = learner_config(name, cfg, task, output, labeled)
+    return FitService(FINETUNE, config, {split: ray.data.from_items([dict(r) for r in evaluation])}, callbacks)
+
+
+def fit(service: FitService, name: str, cfg: LearnerConfig, task: Task, rows: Sequence[Mapping[str, Any]],
+        iteration: int, output: OutputSettings, split: str) -> Fit:
+    """Learner ``name``'s fit of ``iteration`` on ``rows`` (``id, text, text_pair, label, lang``),
+    evaluated on the service's ``split`` (``val`` or ``test``)."""
+    import ray
+
+    if not rows:
+        raise ValueError(f"learner {name!r} has no labelled rows to fit on")
+    config = learner_config(fit_name(name, iteration), cfg, task, output, len(rows))
+    config.steps_per_epoch(cfg.scaling.num_workers)  # too few rows for the workers fails here, not on them
+    outcome = service.fit(iteration, config, [dict(r) for r in rows])
+    metrics = outcome.metrics
+    with outcome.checkpoint.as_directory() as directory:
+        state, from_source = read_model(directory)
+    where = placement.key("train")
+    return Fit({"train/loss": metrics[TRAIN_LOSS], "train/rows": float(len(rows)), where: metrics[where],
+                **{k: v for k, v in metrics.items() if k.startswith(f"{split}/")}}, ray.put(state), from_source)

@@ -1,0 +1,54 @@
+"""Tables and the plot of a co-training run, from its ``LoopState.history``.
+
+- per iteration: each learner's train rows, evaluation (source, average over targets) and what
+  it selected (candidates, selected, pseudo-label accuracy);
+- per language: each learner alone (iteration 0) and at the last iteration;
+- a plot of average target accuracy per iteration and learner (Yu & Joty 2021, Fig. 3 analogue).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..metrics import ACC, AVG_TARGET, metric_name
+
+
+def iteration_rows(history: Sequence[Mapping[str, Any]], split: str, source_lang: str) -> list[dict[str, Any]]:
+    def count(value: float | None) -> int | None:
+        return None if value is None else int(value)
+
+    # The accuracy of no selected rows is undefined (NaN in the history): a dash, not "nan".
+    return [{"iteration": h["iteration"], "learner": h["learner"], "train rows": count(h["train/rows"]),
+             source_lang: h.get(metric_name(split, ACC, source_lang)),
+             AVG_TARGET: h.get(metric_name(split, ACC, AVG_TARGET)),
+             "candidates": count(h.get("pseudo/candidates")), "selected": count(h.get("pseudo/selected")),
+             "pseudo acc": h.get("pseudo/accuracy") if h.get("pseudo/selected") else None} for h in history]
+
+
+def language_rows(history: Sequence[Mapping[str, Any]], split: str, langs: Sequence[str],
+                  label: str, score: str = ACC) -> list[dict[str, Any]]:
+    """One row per (learner, first / last iteration): ``score`` (accuracy or macro-F1) per language
+    and the target average."""
+    last = max(h["iteration"] for h in history)
+    rows = []
+    for h in history:
+        if h["iteration"] not in (0, last):
+            continue
+        name = f"{h['learner']} alone" if h["iteration"] == 0 else f"{h['learner']} {label} (iteration {last})"
+        rows.append({"model": name, **{lang: h.get(metric_name(split, score, lang)) for lang in (*langs, AVG_TARGET)}})
+    return rows
+
+
+def plot_iterations(history: Sequence[Mapping[str, Any]], split: str, path: str | Path, title: str) -> Path:
+    """Average target accuracy against iteration, one line per learner; written to ``path`` (PNG)."""
+    from ..report.plots import new_figure, save_figure
+
+    fig, ax = new_figure()
+    for learner in dict.fromkeys(h["learner"] for h in history):
+        points = [(h["iteration"], h[metric_name(split, ACC, AVG_TARGET)]) for h in history if h["learner"] == learner]
+        ax.plot(*zip(*points), marker="o", label=learner)
+    ax.set_xticks(sorted({h["iteration"] for h in history}))  # iterations are whole numbers
+    return save_figure(fig, ax, path, xlabel="iteration", ylabel=f"{split} accuracy, average over targets",
+                       title=title)

@@ -1,0 +1,259 @@
+"""Pseudo-labelling an unlabelled pool with a trained classifier, as a Ray Data actor pool.
+
+Yu & Joty (2021, §3.1, Alg. 1) run, in every co-training iteration,
+each classifier over the unlabelled target-language pool::
+
+    for x_u in U:  (y_u, c_u) = f_θ(x_u)
+
+and then keeps the items whose confidence score c_u exceeds a threshold t. ``pseudo_label``
+is that loop: every row gets its pseudo label y_u and confidence c_u (selecting above t is a
+pure function of those columns, done downstream).
+
+Reading chosen: the paper says "confidence score" without defining it. We take c_u = the
+maximum softmax probability of the classifier's dense + softmax head (the probability of the
+predicted label), the usual reading and what ``Classifier.predict`` reports. The whole
+distribution is kept too (``probabilities``), so a different score (margin, entropy) can be
+computed later without running the model again.
+
+Why an actor pool: the pool U can be far larger than memory and the model is expensive to
+load, so each actor loads the classifier once (``PseudoLabelUDF.__init__``) and the rows
+stream through in batches; nothing is materialised until the caller consumes the dataset. A job
+labels with ``labellers.Labellers`` instead: one pool of actors for all its passes, or the driver.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..config import check
+from ..data.ray_data import map_with_udf
+from ..hardware import autocast, inference_device, precisions, resolve_precision
+from ..models import load_trained
+from ..placement import this_node, this_worker
+from ..ray_internals import autoscaler_max_resources
+from .settings import EXACT, InferenceSettings
+from .spec import ClassifierSpec, build_classifier, load_state
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import ray.data
+
+# The columns ``PseudoLabelUDF`` adds (replacing them if present, e.g. from an earlier iteration):
+#   pseudo_label   string          the predicted label name (y_u)
+#   confidence     float32         its probability, max_k p_k (c_u)
+#   probabilities  list<float32>   p_k for every label, in ``ClassifierSpec.labels`` order
+#   worker         dictionary<string>  the Ray actor that predicted the row (null in a driver or outside Ray)
+#   node           dictionary<string>  its Ray node (null outside Ray): with ``worker``, the pass's placement
+#   precision      dictionary<string>  what the actor computed in: fp32, bf16 or fp16 (``auto`` resolved on its
+#                                      machine, which the driver's configuration cannot tell)
+# With several classifiers (a mapping name -> spec) the first three come once per classifier,
+# named ``<name>_pseudo_label`` etc. (``prediction_column``); the last three once.
+logger = logging.getLogger(__name__)
+
+PREDICTION_COLUMNS: tuple[str, ...] = ("pseudo_label", "confidence", "probabilities")
+PLACEMENT_COLUMNS: tuple[str, ...] = ("worker", "node")
+OUTPUT_COLUMNS: tuple[str, ...] = (*PREDICTION_COLUMNS, *PLACEMENT_COLUMNS, "precision")
+LANG_COLUMN = "lang"  # each row's language: read by a classifier centred per language (``ClassifierSpec.languages``)
+
+
+def prediction_column(column: str, name: str | None = None) -> str:
+    """``column`` of classifier ``name``'s predictions (``None``: the only classifier)."""
+    return column if name is None else f"{name}_{column}"
+
+
+class PseudoLabelUDF:
+    """Ray Data batch UDF: ``pyarrow.Table`` -> the same table plus ``OUTPUT_COLUMNS``.
+
+    Loads the classifier once, in ``__init__`` (i.e. once per actor), and predicts each batch's
+    ``text_column`` with ``Classifier.predict`` in sub-batches of ``settings.encode_batch_size``. With
+    ``sort_by_length`` the texts of a batch are encoded in length order, so each sub-batch pads
+    to its own longest text (length bucketing; results are returned in input order either way).
+
+    ``settings.precision``: ``fp32``, ``bf16``, ``fp16`` or ``auto`` (bf16 autocast where the CPU has
+    native bf16: ``xlt.hardware``); the default settings are exact fp32 (``EXACT``), co-training's
+    ``inference.precision`` is ``auto``. A precision this actor's device cannot compute in (fp16 asked of a GPU actor that
+    landed on a CPU) runs as ``auto`` instead, with a warning.
+
+    ``settings.tokens_per_batch`` > 0: sub-batches of at most that many padded tokens as well as
+    ``encode_batch_size`` rows (``xlt.models.encoder.batch_bounds``): on a GPU, a budget that fills
+    its memory with short sentences and still fits the long ones. The same predictions.
+
+    ``num_threads``: torch intra-op threads of this actor; ``pseudo_label`` sets it from the
+    CPUs reserved per actor so that actors sharing a node do not oversubscribe its cores
+    (torch would otherwise start one thread per core in every actor). ``None`` leaves torch's
+    setting alone, which is what a caller in its own process wants.
+
+    Runs on the GPU when the process sees one (Ray makes a GPU visible to actors that reserve
+    ``num_gpus``), else on the CPU. Can be called by hand on a ``pyarrow.Table``.
+
+    A sentence-pair classifier (``ClassifierSpec.paired``) reads ``(text_column, pair_column)``.
+
+    ``spec`` may be a mapping ``name -> ClassifierSpec``: every actor then loads each classifier
+    once and every row gets each one's prediction (``prediction_column``) in one pass over the
+    pool, which is how co-training pseudo-labels with both learners and judges their agreement
+    row by row. They must agree on ``paired``: they read the same rows.
+    """
+
+    def __init__(self, spec: ClassifierSpec | Mapping[str, ClassifierSpec], settings: InferenceSettings = EXACT, *,
+                 sort_by_length: bool = True, text_column: str = "text", pair_column: str = "text_pair",
+                 num_threads: int | None = None) -> None:
+        import torch
+
+        specs = _named(spec)
+        precision = settings.precision
+        if num_threads is not None:
+            check(num_threads >= 1, "num_threads", num_threads, "an integer >= 1, or None")
+            torch.set_num_threads(num_threads)
+        device = inference_device()
+        self.specs = specs
+        self.classifiers = {name: build_classifier(s).to(device) for name, s in specs.items()}
+        if precision not in ("auto", *precisions(device)):
+            logger.warning(f"inference.precision {precision}: not something the {device} this actor runs on computes "
+                           "in; labelling at auto")
+            precision = "auto"
+        self.device, self.precision = device, resolve_precision(precision, device)
+        self.encode_batch_size, self.sort_by_length, self.text_column = settings.encode_batch_size, sort_by_length, text_column
+        self.tokens_per_batch = settings.tokens_per_batch
+        self.pair_column = pair_column if next(iter(specs.values())).paired else None
+        self.constants = {"worker": this_worker(), "node": this_node(), "precision": self.precision}
+
+    def load(self, spec: ClassifierSpec | Mapping[str, ClassifierSpec]) -> None:
+        """The classifiers of ``spec`` from now on: where one of the same name reads the same model, labels,
+        items and frozen weights, only its weights are loaded into what is built (``load_state``: from the object
+        store or a file), the encoder and tokenizer kept, as a co-training iteration's new fits need; the
+        predictions are those of a UDF built anew from ``spec`` (its frozen weights, ``from_source``, are the
+        model's own either way). Any other is built."""
+        specs = _named(spec)
+        for name, one in specs.items():
+            old = self.specs.get(name)
+            same = old is not None and replace(old, state=None) == replace(one, state=None)
+            if not same or one.state is None:
+                self.classifiers[name] = build_classifier(one).to(self.device)
+            else:
+                load_trained(self.classifiers[name], load_state(one), one.from_source)
+        self.classifiers = {name: self.classifiers[name] for name in specs}
+        self.specs = specs
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        import pyarrow as pa
+
+        if not isinstance(batch, pa.Table):
+            raise TypeError(f"PseudoLabelUDF takes pyarrow.Table batches, got {type(batch).__name__}; use "
+                            "map_batches(..., batch_format='pyarrow') (pseudo_label does)")
+        if self.text_column not in batch.column_names:
+            raise KeyError(f"the batch has no text column {self.text_column!r}; columns: {batch.column_names} "
+                           "(pass text_column= to name the column holding the texts)")
+        columns = [c for c in (self.text_column, self.pair_column) if c is not None]
+        for name in columns:
+            if name not in batch.column_names:
+                raise KeyError(f"the batch has no column {name!r} for the paired classifier; columns: "
+                               f"{batch.column_names}")
+            if batch.column(name).null_count:
+                raise ValueError(f"{batch.column(name).null_count} of {batch.num_rows} rows have a null {name!r}; "
+                                 "drop them before pseudo-labelling (a null has no prediction)")
+        sides = [batch.column(name).to_pylist() for name in columns]
+        items = sides[0] if len(sides) == 1 else list(zip(*sides))
+        added = {}
+        for name, classifier in self.classifiers.items():
+            langs = None
+            if classifier.languages:  # centred on each language's mean: it reads the rows' languages
+                if LANG_COLUMN not in batch.column_names:
+                    raise KeyError(f"the batch has no {LANG_COLUMN!r} column, which classifier {name or ''} reads: it "
+                                   f"centres each language on its own mean; columns: {batch.column_names}")
+                langs = batch.column(LANG_COLUMN).to_pylist()
+            with autocast(self.precision, self.device):
+                pred = classifier.predict(items, batch_size=self.encode_batch_size, sort_by_length=self.sort_by_length,
+                                          tokens_per_batch=self.tokens_per_batch, langs=langs)
+            probabilities = np.asarray(pred.probabilities, dtype=np.float32)  # (B, C)
+            n, c = probabilities.shape
+            added |= {
+                prediction_column("pseudo_label", name): pa.array(pred.labels, type=pa.string()),
+                prediction_column("confidence", name): pa.array(np.asarray(pred.confidence, dtype=np.float32),
+                                                                type=pa.float32()),
+                prediction_column("probabilities", name): pa.ListArray.from_arrays(
+                    pa.array(np.arange(0, n * c + 1, c, dtype=np.int32)),
+                    pa.array(probabilities.reshape(-1), type=pa.float32())),
+            }
+        for name, value in self.constants.items():
+            added[name] = pa.array([value] * batch.num_rows, type=pa.string()).dictionary_encode()
+        for name, values in added.items():
+            if name in batch.column_names:
+                batch = batch.set_column(batch.column_names.index(name), name, values)
+            else:
+                batch = batch.append_column(name, values)
+        return batch
+
+
+def pseudo_label(ds: ray.data.Dataset, spec: ClassifierSpec | Mapping[str, ClassifierSpec],
+                 settings: InferenceSettings = EXACT, *, text_column: str = "text",
+                 sort_by_length: bool = True) -> ray.data.Dataset:
+    """``ds`` with ``pseudo_label``, ``confidence``, ``probabilities`` per row (Yu & Joty 2021, Alg. 1).
+
+    Implements ``(y_u, c_u) = f_θ(x_u)`` for every x_u of the unlabelled pool: y_u is the
+    classifier's argmax label, c_u its softmax probability (our reading of the paper's undefined
+    "confidence score"; see the module docstring). Input columns pass through untouched; one
+    output row per input row, in no guaranteed order (join on an id column, not on position).
+
+    Lazy and streaming: returns at once, and rows flow through an actor pool of ``settings.num_actors``
+    in batches of ``settings.batch_size`` as the caller consumes the result (``iter_batches``,
+    ``filter``, ``write_parquet``), so pools larger than memory never exist in full anywhere. Each
+    actor loads ``spec`` once; it reserves ``num_cpus`` and ``num_gpus`` (a fraction shares a GPU
+    between actors; in a cluster that has no GPU and whose autoscaler cannot add one, none, with a
+    warning: ``gpus_or_none``) and runs ``settings.torch_threads`` torch threads. On a 2-CPU machine,
+    two actors need ``num_cpus=0.5`` each or the tasks producing the input get no CPU slot and the
+    pipeline stalls (see ``xlt.augment.build_augmented_dataset``).
+
+    ``sort_by_length`` buckets each batch's texts by token length (less padding; the same
+    predictions). Parallelism needs several input blocks: a single block is processed by one actor.
+    ``spec`` may name several classifiers (see ``PseudoLabelUDF``): each row then gets every one's
+    prediction.
+    """
+    _named(spec)
+    check(settings.num_actors >= 1, "inference.num_actors", settings.num_actors,
+          "an integer >= 1 for a Ray Data pool (0, the driver, is xlt.inference.labellers')")
+    schema = ds.schema(fetch_if_missing=False)  # known without running anything, or None
+    if schema is not None and text_column not in schema.names:
+        raise KeyError(f"the dataset has no text column {text_column!r}; columns: {list(schema.names)} "
+                       "(pass text_column= to name the column holding the texts)")
+    return map_with_udf(
+        ds, PseudoLabelUDF,
+        dict(spec=spec, settings=settings, sort_by_length=sort_by_length, text_column=text_column,
+             num_threads=settings.torch_threads),
+        batch_size=settings.batch_size, num_actors=settings.num_actors, num_cpus=settings.num_cpus,
+        num_gpus=gpus_or_none(settings.num_gpus),
+    )
+
+
+def gpus_or_none(num_gpus: float) -> float:
+    """``num_gpus`` if the Ray cluster has a GPU or its autoscaler can start a node with one, else 0
+    with one warning line: an actor reserving a GPU that can never exist would wait forever. (The
+    autoscaler's node types: ``xlt.ray_internals.autoscaler_max_resources``.)"""
+    if num_gpus <= 0:
+        return num_gpus
+    import ray
+
+    if ray.cluster_resources().get("GPU", 0) > 0 or autoscaler_max_resources().get("GPU", 0) > 0:
+        return num_gpus
+    logger.warning(f"inference.num_gpus {num_gpus:g}: this Ray cluster has no GPU and cannot start one; "
+                   "labelling on CPUs")
+    return 0.0
+
+
+def _named(spec: ClassifierSpec | Mapping[str, ClassifierSpec]) -> dict[str | None, ClassifierSpec]:
+    """``spec`` as ``{name: spec}`` (``None``: the only one), checked."""
+    specs: dict[str | None, ClassifierSpec] = dict(spec) if isinstance(spec, Mapping) else {None: spec}
+    if not specs:
+        raise ValueError("pseudo-labelling needs at least one classifier spec")
+    for name, one in specs.items():
+        if not isinstance(one, ClassifierSpec):
+            raise TypeError(f"spec{'' if name is None else f' {name!r}'} must be a ClassifierSpec (see "
+                            f"share_classifier), got {type(one).__name__}")
+    if len({one.paired for one in specs.values()}) > 1:
+        raise ValueError("the classifiers of one pass must all read single texts or all sentence pairs: "
+                         f"paired = {', '.join(f'{name}: {one.paired}' for name, one in specs.items())}")
+    return specs

@@ -1,0 +1,70 @@
+"""Batch prediction with a trained classifier over any input (``jobs/predict.py``).
+
+- ``config``: ``PredictConfig`` (model, input, output, format, shard size, the inference actor pool)
+- ``models``: a model path resolved to a checkpoint (a checkpoint, a fine-tuning run, a co-training
+  run's learner) and the ``ClassifierSpec`` the actors rebuild it from
+- ``corpus``: a corpus of files (a file, a directory, a glob; local or ``s3://``; compressed or not) read as a stream
+- ``inputs``: a corpus or a task's split as a stream of checked rows, in shards
+- ``writer``: shards labelled by the job's one pool of labellers (``xlt.inference.labellers``) and written, each
+  complete or absent (resumable)
+- ``export``: a model as a directory sentence-transformers and ``Classifier.from_pretrained`` load,
+  with a model card (``jobs/export.py``)
+
+``prepare`` checks what can fail before a row is read (the model, the input's files and formats, pairs against
+single texts); ``predict`` streams the rows, checking each as it passes, labels and writes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..report.phases import Phases
+from .export import export_checkpoint, model_card
+from .config import ModelRef, PredictConfig, PredictData, load_predict_config
+from .inputs import Input, InputConfig, open_input
+from .models import classifier_spec, model_spec, resolve_checkpoint
+from .writer import Written, write_shards
+
+
+@dataclass(frozen=True)
+class PreparedPredict:
+    config: PredictConfig
+    checkpoint: str
+    spec: Any  # xlt.inference.ClassifierSpec
+    input: Input
+
+
+def prepare(cfg: PredictConfig) -> PreparedPredict:
+    """The model resolved and the input opened (its files found, their formats known), before Ray starts."""
+    checkpoint, spec = model_spec(cfg.model.path, cfg.model.learner)
+    source = open_input(cfg.input, cfg.data.data_dir)
+    if source.paired != spec.paired:
+        reads = "sentence pairs" if spec.paired else "single texts"
+        given = "pairs" if source.paired else "single texts (set input.pair_field for a file's second text)"
+        raise ValueError(f"model {checkpoint} reads {reads}; input {cfg.input.path or cfg.input.split} holds {given}")
+    unknown = sorted(set(source.languages or ()) - set(spec.languages)) if spec.languages else []
+    if unknown:
+        raise ValueError(f"model {checkpoint} centres each language on its own mean and has none for {unknown}, "
+                         f"which input {source.name} holds; it knows {', '.join(spec.languages)}")
+    return PreparedPredict(cfg, checkpoint, spec, source)
+
+
+def predict(prepared: PreparedPredict, done: Callable[[int], None] = lambda n: None, phases: Phases | None = None) -> Written:
+    """Every row of the input labelled and written, shard by shard (``xlt.predict.writer``); ``done(n)`` after each
+    shard of ``n`` rows; ``phases``: where the time goes (the labellers' start, then labelling and writing). Needs
+    Ray (``ray.init``) only for ``inference.num_actors`` > 0."""
+    from ..inference.labellers import Labellers
+
+    cfg, phases = prepared.config, phases or Phases()
+    with Labellers(cfg.inference) as labellers:
+        with phases("load the model"):
+            labellers.load(prepared.spec)
+        with phases("label and write"):
+            return write_shards(prepared.input.shards(cfg.shard_rows), labellers, prepared.spec.labels,
+                                prepared.spec.paired, cfg.output.dir, cfg.format, done)
+
+
+__all__ = ["Input", "InputConfig", "ModelRef", "PredictConfig", "PredictData", "PreparedPredict", "Written", "classifier_spec",
+           "export_checkpoint", "model_card", "load_predict_config", "model_spec", "open_input", "predict", "prepare",
+           "resolve_checkpoint", "write_shards"]

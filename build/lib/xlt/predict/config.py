@@ -1,0 +1,68 @@
+"""What ``jobs/predict.py`` applies to what: ``PredictConfig``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from ..config import check, load_config
+from ..inference import InferenceSettings
+from ..storage import OutputSettings
+from .inputs import InputConfig
+
+Format = Literal["parquet", "csv", "jsonl"]
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """A trained classifier: ``path`` is a checkpoint, an export, a fine-tuning run's ``output.dir``, a
+    co-training run's, whose ``learner`` (``lm`` or ``emb``; default ``lm``) predicts, or a sweep's
+    directory, whose best trial predicts (of co-training, the learner it scored with unless ``learner``
+    is given): ``xlt.predict.models``."""
+
+    path: str
+    learner: str | None = None
+
+
+@dataclass(frozen=True)
+class PredictInference(InferenceSettings):
+    """The pseudo-labelling pool's settings with prediction's defaults (a subclass, so that a config
+    setting any ``inference`` key keeps the others' defaults)."""
+
+    # A shard (10,000 rows by default) whole to an actor, as the job's own process labels it: its texts
+    # sorted by length together pad less than batch by batch, and several actors label several shards.
+    batch_size: int = 10_000
+    # fp32: the predictions are Classifier.predict's (bf16 or auto: faster, and labels agree on
+    # nearly every row: benchmarks/inference_precision.md).
+    precision: str = "fp32"
+
+
+@dataclass(frozen=True)
+class PredictData:
+    data_dir: str | None = None  # a task input's data root (else $XLT_DATA_DIR; --data-dir)
+
+
+@dataclass(frozen=True)
+class PredictConfig:
+    """``model`` applied to every row of ``input``, written under ``output.dir`` as ``format`` in
+    shards of ``shard_rows`` rows (each complete or absent: a rerun skips the complete ones), by
+    the pseudo-labelling actor pool of ``inference`` (``num_actors: 0``: in this process)."""
+
+    model: ModelRef
+    input: InputConfig
+    output: OutputSettings = field(default_factory=lambda: OutputSettings(dir="results/predict"))
+    format: Format = "parquet"
+    shard_rows: int = 10_000
+    inference: PredictInference = field(default_factory=PredictInference)
+    data: PredictData = field(default_factory=PredictData)
+
+    def __post_init__(self) -> None:
+        check(self.format in ("parquet", "csv", "jsonl"), "format", self.format, "parquet, csv or jsonl")
+        check(self.shard_rows >= 1, "shard_rows", self.shard_rows, "an integer >= 1")
+        check(not self.output.export, "output.export", True, "false: predict trains nothing (export a model with "
+              "jobs/export.py)")
+
+
+def load_predict_config(path: str | Path | None, overrides=(), smoke: str | Path | None = None) -> PredictConfig:
+    return load_config(PredictConfig, path, overrides, smoke=smoke)

@@ -1,0 +1,129 @@
+"""A trained classifier exported for use outside xlt (``jobs/export.py``): a directory that
+sentence-transformers loads as the encoder and ``xlt.models.Classifier.from_pretrained`` as the whole
+classifier (``Classifier.save_pretrained``), with a model card (``README.md``) saying what it is:
+task, labels, languages, the scores its run reported per language, the objectives and the config.
+
+``export_checkpoint`` exports what a model path names (``jobs/export.py``); ``export_run`` a run's
+checkpoint where it lies, and logs the export as the run's MLflow model (``output.export`` of
+fine-tuning and co-training, ``jobs/sweep.py --export``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..config import config_text
+from ..cotrain.learner import LEARNERS_DIR
+from ..engine.checkpoints import read_config, read_metrics
+from ..eval.protocols import EvaluateConfig
+from ..metrics import per_language
+from ..report import markdown_table
+from ..storage import staged
+from ..train import FinetuneConfig, load_classifier
+from .models import resolve_checkpoint
+
+EXPORT_DIR = "export"  # a run's export: <output.dir>/export (a co-training run's: export/<learner>)
+
+# The papers (docs/references.md's short names) of the objectives a fine-tuned classifier trains with.
+PAPERS = {"multiview_alignment": "Wang et al. 2022, MVA", "contrastive_alignment": "Wang et al. 2022, CL",
+          "supervised_contrastive_alignment": "Wang et al. 2022, SCL", "label_alignment": "Yu & Joty 2021, LA",
+          "semantic_alignment": "Yu & Joty 2021, SA"}
+
+
+def export_checkpoint(model: str | Path, directory: str | Path, learner: str | None = None) -> Path:
+    """Export the classifier ``model`` names (``xlt.predict.models``) to ``directory``."""
+    checkpoint = resolve_checkpoint(model, learner)
+    classifier = load_classifier(checkpoint)
+    return classifier.save_pretrained(directory, card=model_card(checkpoint, classifier.encoder.pooling))
+
+
+def export_run(checkpoint: Any, directory: str, tracker: Any = None, name: str = "classifier") -> dict[str, str]:
+    """Export a run's ``checkpoint`` (a ``ray.train.Checkpoint``, local or on a store) to ``directory``
+    (local or URI) and log it as ``tracker``'s (an ``xlt.tracking.Tracker``) MLflow model ``name``;
+    returns where both went, for the job's epilogue."""
+    outputs = {f"export {name}": directory}
+    with checkpoint.as_directory() as local, staged(directory) as out:
+        classifier = load_classifier(local)
+        card = model_card(Path(local), classifier.encoder.pooling, origin=checkpoint.path)
+        classifier.save_pretrained(out, card=card)
+        if tracker is not None and (model := tracker.model(out, name)) is not None:
+            outputs[f"mlflow model {name}"] = model
+    return outputs
+
+
+def model_card(checkpoint: Path, pooling: str, origin: str | None = None) -> str:
+    """The card of the local ``checkpoint`` (its encoder pooled by ``pooling``), which came from ``origin`` (a
+    store's URI) if given; it opens with the metadata block a model hub indexes (library, pipeline, languages,
+    metrics)."""
+    origin = origin or str(checkpoint)
+    cfg = read_config(checkpoint, FinetuneConfig)
+    metrics = read_metrics(checkpoint) if (checkpoint / "metrics.json").is_file() else {}
+    scores = [{"split": split, **{lang: f"{value:.3f}" for lang, value in per_language(metrics, split).items()}}
+              for split in ("val", "test") if per_language(metrics, split)]
+    objectives = "".join(f" + {o.weight:g}·{o.name} ({PAPERS.get(o.name, 'xlt.losses')})" for o in cfg.objectives)
+    cotrain = f"/{LEARNERS_DIR}/" in origin  # a co-training run's learner (xlt.predict.models)
+    return "\n".join([
+        *_metadata([cfg.task.source_lang, *cfg.task.target_langs]),
+        f"# {cfg.task.name}: a cross-lingual classifier trained with xlt", "",
+        f"- Encoder: `{cfg.model.source}`, exported as a sentence-transformers model (pooling "
+        f"`{pooling}`, max length {cfg.model.max_length}).",
+        f"- Labels: {', '.join(cfg.task.labels)}{' (sentence pairs)' if cfg.task.paired else ''}.",
+        f"- Trained on `{cfg.task.source_lang}`; evaluated on {', '.join(cfg.task.target_langs)}.",
+        f"- Loss: cross-entropy{objectives}."
+        + (" A co-training learner: its fits on labelled and pseudo-labelled rows follow Yu & Joty 2021, Alg. 1."
+           if cotrain else ""),
+        f"- Checkpoint: `{origin}` (epoch {metrics.get('train/epoch', '?')}).", "",
+        "## Accuracy per language, as its run reported it", "",
+        markdown_table(scores) if scores else "No evaluation was recorded with this checkpoint.", "",
+        *_use("predict(texts)"),
+        "## The config that trained it", "",
+        "```yaml", config_text(cfg).rstrip(), "```", "",
+    ])
+
+
+def probe_card(cfg: EvaluateConfig, source: str, rows: list[dict[str, Any]]) -> str:
+    """The card of the frozen-linear probe of ``source`` that ``jobs/evaluate.py`` fitted as ``cfg`` says, with
+    its table ``rows`` (``lang``, ``accuracy``, ``f1``, ...)."""
+    assert cfg.task is not None
+    a = cfg.adapt
+    languages = [r["lang"] for r in rows if r["lang"] not in ("avg_target", "transfer_gap")]
+    adapted = (f" Adapted to each target language's unlabelled pool, without its labels (xlt.eval.adaptation): "
+               f"{'every language centred on its own mean, ' if a.center else ''}{a.rounds} round(s) of "
+               f"class-balanced self-training (fraction {a.fraction:g})." if a.active else "")
+    centred = " (each text's language is needed: the classifier centres it on that language's mean)" if a.center else ""
+    return "\n".join([
+        *_metadata(languages),
+        f"# {cfg.task.name}: a frozen-encoder probe trained with xlt", "",
+        f"- Encoder: `{source}`, frozen, exported as a sentence-transformers model.",
+        f"- Labels: {', '.join(cfg.task.labels)}{' (sentence pairs)' if cfg.task.paired else ''}.",
+        f"- Head: logistic regression on the {'L2-normalised ' if cfg.normalize else ''}embeddings of "
+        f"`{cfg.task.source_lang}` labelled rows, C = {rows[0]['probe_c']:g} chosen on its dev rows.{adapted}", "",
+        "## Accuracy and macro-F1 per language, as its evaluation reported them", "",
+        markdown_table([{k: (f"{v:.3f}" if isinstance(v, float) else v) for k, v in r.items() if k != "model"}
+                        for r in rows]), "",
+        *_use("predict(texts, langs=langs)" if a.center else "predict(texts)", centred),
+        "## The config that trained it", "",
+        "```yaml", config_text(cfg).rstrip(), "```", "",
+    ])
+
+
+def _metadata(languages: list[str]) -> list[str]:
+    """The card's opening block, which a model hub indexes."""
+    import yaml
+
+    metadata = {"library_name": "sentence-transformers", "pipeline_tag": "text-classification",
+                "language": list(dict.fromkeys(languages)),
+                "tags": ["xlt", "cross-lingual-transfer", "text-classification"], "metrics": ["accuracy", "f1"]}
+    return ["---", yaml.safe_dump(metadata, sort_keys=False, allow_unicode=True).rstrip(), "---", ""]
+
+
+def _use(call: str, note: str = "") -> list[str]:
+    """The card's "Use" section: ``Classifier.from_pretrained(DIR).<call>``."""
+    return ["## Use", "",
+            "```python",
+            "from sentence_transformers import SentenceTransformer",
+            "embeddings = SentenceTransformer(DIR).encode(texts)            # the encoder",
+            "from xlt.models import Classifier",
+            f"predictions = Classifier.from_pretrained(DIR).{call}   # labels, confidence, probabilities",
+            "```", *([note.strip(" ()").capitalize() + ".", ""] if note else [""])]

@@ -1,0 +1,233 @@
+"""Fine-tuning's workload for the engine: encoder → head, loss = CE + Σ λ_k·aux_k, evaluation per language.
+
+Pieces, each usable without Ray (tests, ``benchmarks/train_overhead.py``):
+
+- ``FeaturesAndLogits``: one encoder call over the N texts of a view batch (in length-sorted
+  passes with ``optim.encoder_pass_rows``), returning the sentence features (N, D) the alignment
+  objectives read, the head's logits (N, C) and the features through each objective's projection
+  head, if it has one (``xlt.losses.projection``).
+- ``compute_losses``: CE on the labelled originals (``is_anchor``; in translate-train the
+  translations are originals too) plus ``WeightedObjectives`` over the batch outputs; the step
+  never asks which objectives are configured.
+- ``finetune_training`` / ``train_step``: classifier, AdamW, linear schedule (``xlt.engine``); a step; with
+  ``optim.head_init: probe`` the head starts as the probe fitted on the training rows (``xlt.train.probe_head``).
+- evaluation: the config's evaluators (``xlt.eval.evaluators``: accuracy and macro-F1 per language,
+  averages over targets, transfer gaps); every checkpoint keeps the prediction of each classified
+  row (``predictions.json``: ``read_predictions``), for paired comparisons of two runs item by item
+  (``xlt.eval.stats``).
+
+``FINETUNE`` (a ``Finetuning`` workload) plugs them into the engine's per-worker loop
+(``xlt.engine.train_workload``: resume, sharded epochs, reporting and checkpoints).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import json
+import logging
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..engine import EvalRows, Evaluation, Workload, Training, accumulation_step, start_training
+from ..engine import build_training as build_engine_training
+from ..engine.loop import Batcher
+from ..eval.evaluators import Context, evaluate_all
+from ..metrics import ACC, AVG_TARGET, F1, gap_name, metric_name
+from ..losses import WeightedObjectives, build_objectives
+from ..losses.projection import Projection, ProjectionHead, projected_key
+from ..models import Classifier, TransformerEncoder, load_encoder
+from ..models.encoder import CachedEncoder, Item
+from .batches import UNKNOWN_LABEL, ViewBatch, flatten_batch, items_of
+from .config import FinetuneConfig
+from .probe_head import init_head_from_probe
+
+logger = logging.getLogger(__name__)
+
+CE = "ce"  # the loss part train/loss/ce
+PREDICTIONS_FILE = "predictions.json"  # in a checkpoint: {split: {id, lang, label, predicted}} of its evaluation
+
+
+class FeaturesAndLogits(nn.Module):
+    """``Classifier.forward`` that also returns the features: ``items -> (features (N, D), logits (N, C),
+    {projected/<objective>: (N, P)})``.
+
+    The alignment objectives need the sentence embeddings that the head reads, from the same
+    forward pass (one encoder call per step), and DDP must see that pass through its own
+    ``forward`` to synchronise gradients: hence a module rather than a second call. For the same
+    reason the objectives' projection heads (``projections``: name -> ``Projection``) live here,
+    beside the classifier and outside it. ``pass_rows`` > 0 splits the encoder call into
+    length-sorted passes (``optim.encoder_pass_rows``).
+    """
+
+    def __init__(self, classifier: Classifier, pass_rows: int = 0,
+                 projections: Mapping[str, Projection] | None = None) -> None:
+        super().__init__()
+        self.classifier, self.pass_rows = classifier, pass_rows
+        dim = classifier.head.in_features
+        self.projections = nn.ModuleDict({name: ProjectionHead(dim, p) for name, p in (projections or {}).items()})
+
+    def forward(self, texts: list[Item]) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+        encoder, head = self.classifier.encoder, self.classifier.head
+        with torch.set_grad_enabled(torch.is_grad_enabled() and encoder.trainable):
+            # (N, D)
+            features = encoder.embed_by_length(texts, self.pass_rows) if self.pass_rows else encoder.embed(texts)
+        features = features.to(head.weight.device)
+        logits = head(self.classifier.dropout(features))  # (N, C)
+        # g(Φ) of each objective that contrasts a projection (no dropout: Φ as the encoder gives it)
+        projected = {projected_key(name): g(features) for name, g in self.projections.items()}  # (N, P)
+        return features, logits, projected
+
+
+def supervised_ce(logits: torch.Tensor, labels: torch.Tensor, is_anchor: torch.Tensor) -> torch.Tensor:
+    """Mean CE over the labelled originals; views carry no CE (Wang et al. 2022, §3: CE on the training
+    data, the views enter through the alignment term). Zero (with gradient) if none is labelled."""
+    mask = is_anchor & (labels != UNKNOWN_LABEL)  # (N,)
+    if not bool(mask.any()):
+        return logits.sum() * 0
+    return F.cross_entropy(logits[mask].float(), labels[mask])
+
+
+def compute_losses(model: nn.Module, objectives: WeightedObjectives | None, batch: ViewBatch,
+                   epoch: int = 0) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """``loss = CE + Σ λ_k·aux_k`` over one view batch in an epoch after ``epoch`` completed ones (an
+    objective's ``start_epoch``); returns the total and the unweighted parts."""
+    features, logits, projected = model(batch.texts)
+    outputs = batch.outputs(features, logits) | projected
+    ce = supervised_ce(logits, outputs["labels"], outputs["is_anchor"])
+    parts = {CE: ce}
+    total = ce
+    if objectives is not None:
+        aux, aux_parts = objectives(outputs, epoch)
+        total = total + aux
+        parts.update(aux_parts)
+    return total, parts
+
+
+@dataclass
+class FinetuneTraining(Training):
+    """The engine's ``Training`` of a classifier (``module``), with the objectives the step adds
+    to CE and the label index that turns the task's labels into class ids."""
+
+    objectives: WeightedObjectives | None = None
+    label_index: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def classifier(self) -> Classifier:
+        return self.module  # type: ignore[return-value]
+
+
+def trainable_classifier(cfg: FinetuneConfig) -> Classifier:
+    """A classifier to fine-tune: encoder + a head drawn from torch's generator as the run seeded it
+    (``xlt.engine.start_training``), over the task's labels (pairs if the task has them), word
+    embeddings frozen if configured. A classifier described by a spec (trained weights, an export) is
+    ``xlt.inference.build_classifier``'s."""
+    if not cfg.task.labels:
+        raise ValueError("cfg.task.labels is empty: resolve the config first (xlt.train.trainer.prepare)")
+    encoder = load_encoder(cfg.model)
+    if cfg.optim.freeze_word_embeddings:
+        if not isinstance(encoder, TransformerEncoder):
+            raise ValueError(f"optim.freeze_word_embeddings: {cfg.model.source} has no word embeddings to freeze")
+        encoder.backbone.get_input_embeddings().weight.requires_grad_(False)
+    return Classifier(encoder, cfg.task.labels, paired=cfg.task.paired)
+
+
+def finetune_training(cfg: FinetuneConfig, steps_per_epoch: int,
+                   prepare: Callable[[nn.Module], nn.Module] = lambda m: m) -> FinetuneTraining:
+    """Classifier, its step module (through ``prepare``, e.g. ``ray.train.torch.prepare_model``),
+    the objectives, AdamW and the linear schedule (``xlt.engine.start_training`` with ``FINETUNE``)."""
+    return start_training(FINETUNE, cfg, steps_per_epoch, prepare)  # type: ignore[return-value]
+
+
+def train_step(training: FinetuneTraining, batch: ViewBatch, max_grad_norm: float = 1.0) -> dict[str, float]:
+    """One optimizer step on ``batch``; returns ``{"loss": total, "ce": ..., <objective>: ...}`` as floats."""
+    return accumulation_step(training, lambda model, b: FINETUNE.loss(training, model, b), [batch], max_grad_norm)
+
+
+def read_predictions(checkpoint: str | Path) -> dict[str, dict[str, list]]:
+    """A checkpoint's ``PREDICTIONS_FILE``: per evaluated split, the rows' ``id``, ``lang``, gold
+    ``label`` and ``predicted`` label, in one order."""
+    path = Path(checkpoint) / PREDICTIONS_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} does not exist: only checkpoints of an epoch that evaluated hold "
+                                "predictions")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+class Finetuning(Workload):
+    """Fine-tuning on the engine: encoder + head, ``flatten_batch`` of each micro-batch of rows with
+    their views, ``compute_losses``; rank 0 runs the config's evaluators (``evals``), each on the
+    dataset it names when the run was given it (a co-training learner gets the one it reports).
+    A frozen, parameter-free encoder (USE) is wrapped in ``CachedEncoder``: each text is embedded
+    once per run, not once per epoch."""
+
+    config_class = FinetuneConfig
+
+    def build(self, cfg: FinetuneConfig, steps_per_epoch: int,
+              prepare: Callable[[nn.Module], nn.Module]) -> FinetuneTraining:
+        classifier = trainable_classifier(cfg)
+        if CachedEncoder.accepts(classifier.encoder):  # a frozen USE: only the head learns
+            classifier.encoder = CachedEncoder(classifier.encoder)
+        objectives = build_objectives(cfg.objectives) if cfg.objectives else None
+        step = FeaturesAndLogits(classifier, cfg.optim.encoder_pass_rows, objectives and objectives.projections)
+        return build_engine_training(  # type: ignore[return-value]
+            classifier, cfg.optim, steps_per_epoch, prepare, step_module=step,
+            loss_modules=step.projections if len(step.projections) else None,
+            training_class=FinetuneTraining, objectives=objectives,
+            label_index={label: i for i, label in enumerate(cfg.task.labels)})
+
+    def batcher(self, cfg: FinetuneConfig, training: FinetuneTraining, epoch: int, rank: int) -> Batcher:
+        def batch(rows: Mapping[str, Any]) -> tuple[ViewBatch, int]:
+            view_batch = flatten_batch(rows, training.label_index)
+            return view_batch, view_batch.num_examples
+        return batch
+
+    def begin(self, cfg: FinetuneConfig, training: FinetuneTraining, data: Any) -> None:
+        """``optim.head_init: probe``: the head fitted on the frozen features of the training rows
+        (``xlt.train.probe_head``), before the first step."""
+        if cfg.optim.head_init != "probe":
+            return
+        optim = cfg.optim
+        rows = data.iter_batches(batch_size=optim.eval_batch_size, batch_format=self.batch_format)
+        n = init_head_from_probe(training.classifier, rows, training.label_index, optim.probe_c,
+                                 optim.eval_batch_size, optim.seed)
+        logger.info(f"{cfg.output.name}: the head starts as the probe fitted on {n} labelled rows (C = {optim.probe_c})")
+
+    def loss(self, training: FinetuneTraining, model: nn.Module,
+             inputs: ViewBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        return compute_losses(model, training.objectives, inputs, training.epoch)
+
+    def evaluate(self, cfg: FinetuneConfig, training: FinetuneTraining, last: bool, rows: EvalRows) -> Evaluation:
+        """The config's evaluators; the outputs are each evaluated row's prediction, by split."""
+        done = evaluate_all(cfg.evals, {"classifier": training.classifier, "encoder": training.classifier.encoder},
+                            rows, last=last,
+                            context=Context(cfg.task.source_lang, cfg.optim.eval_batch_size, cfg.output.name))
+        return Evaluation(done.metrics, done.predictions)
+
+    def write(self, directory: Path, training: FinetuneTraining, cfg: FinetuneConfig, evaluation: Evaluation) -> None:
+        """The predictions of this epoch's evaluation, if it evaluated (``PREDICTIONS_FILE``)."""
+        if evaluation.outputs:
+            (Path(directory) / PREDICTIONS_FILE).write_text(json.dumps(evaluation.outputs, ensure_ascii=False),
+                                                            encoding="utf-8")
+
+    def lengths(self, training: FinetuneTraining, batch: Mapping[str, Any]) -> list[int]:
+        """Tokens of each row's original (its views are not counted), as the encoder pads them."""
+        return training.classifier.encoder.lengths(items_of(batch))
+
+    def summary(self, metrics: Mapping[str, float]) -> list[str]:
+        """The transfer metrics of each evaluated split."""
+        parts = []
+        for split in ("val", "test"):
+            acc, f1 = metric_name(split, ACC, AVG_TARGET), metric_name(split, F1, AVG_TARGET)
+            if acc in metrics:
+                parts.append(f"{split} avg_target acc {metrics[acc]:.3f} f1 {metrics[f1]:.3f} "
+                             f"gap {metrics[gap_name(split)]:.3f}")
+        return parts
+
+
+FINETUNE = Finetuning()

@@ -1,0 +1,298 @@
+"""xlt for a machine with no package index: a wheelhouse built where the index is, installed where it is not.
+
+    make wheelhouse PYTHON_VERSION=3.12 TARGET_HAS=configs/install/gpu-node.txt     # a connected machine
+    PYTHONPATH=platform python3 -m xlt.wheelhouse install dist/wheelhouse            # the node, in the checkout
+
+``build`` resolves xlt (its core, or ``--extras``) for the target's Python and platform with pip's resolver,
+against the versions the target already holds (``--target-has``: lines of ``name==version``, or a bare
+``name`` trusted to satisfy xlt's range; a ``pip freeze`` of the target is best). It downloads every wheel of
+the resolution except those packages and everything they require (the target has them too), checks each
+against the index's sha256, and writes them as one tar cut into parts of at most ``--part-mib`` MiB, for
+transfers of a bounded size: ``SHA256SUMS`` (``sha256sum -c`` reads it) and ``wheelhouse.json`` (what was
+resolved for what, each wheel's sha256 and size) beside them.
+
+``install`` checks the parts' sums, reassembles and unpacks them, checks every wheel against
+``wheelhouse.json``, and runs ``pip install --no-index --find-links`` of xlt into the Python running it, or
+into ``--venv DIR``, a virtualenv that sees that Python's packages (its torch): nothing is fetched. It ends
+by importing xlt and printing the versions it runs with.
+
+Standard library only on the install side, which runs before xlt and its dependencies are there; ``build``
+also uses ``packaging`` (a dependency of transformers) to read requirement markers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import urllib.parse
+import urllib.request
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+MIB = 1024 * 1024
+PART_MIB = 60
+MANIFEST, SUMS = "wheelhouse.json", "SHA256SUMS"
+# manylinux tags a Linux x86_64 node with glibc >= 2.17 runs: every wheel on PyPI for it carries one of these.
+LINUX_X86_64 = (*(f"manylinux_2_{minor}_x86_64" for minor in range(39, 16, -1)), "manylinux2014_x86_64")
+CHUNK = 4 * MIB
+
+
+def normalized(name: str) -> str:
+    """A distribution's name as pip compares them (PEP 503)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(CHUNK), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def read_target_has(path: Path) -> dict[str, str | None]:
+    """What the target holds, ``name -> version`` (``None``: any), from a ``pip freeze`` or a list like it;
+    ``file:line`` of a line that is neither."""
+    has: dict[str, str | None] = {}
+    for number, raw in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        name, _, version = line.partition(" @ ")[0].partition("==")
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name.strip()) or (version and " @ " in line):
+            raise ValueError(f"{path}:{number}: expected name, name==version or name @ url, got {raw!r}")
+        has[normalized(name.strip())] = version.strip() or None
+    return has
+
+
+def target_environment(python_version: str) -> dict[str, str]:
+    """The marker environment of a CPython ``python_version`` on Linux x86_64."""
+    return {"python_version": python_version, "python_full_version": f"{python_version}.0",
+            "implementation_name": "cpython", "platform_python_implementation": "CPython",
+            "sys_platform": "linux", "platform_system": "Linux", "platform_machine": "x86_64", "os_name": "posix"}
+
+
+def already_there(report: dict, has: dict[str, str | None], python_version: str) -> set[str]:
+    """The resolved packages the target holds: those it lists and, transitively, what they require on the
+    target (with the extras each requirement names: torch's CUDA libraries are ``cuda-toolkit[cufft, ...]``)."""
+    from packaging.requirements import Requirement
+
+    environment = target_environment(python_version)
+    requires = {normalized(item["metadata"]["name"]): item["metadata"].get("requires_dist", [])
+                for item in report["install"]}
+    todo: list[tuple[str, frozenset[str]]] = [(name, frozenset()) for name in requires if name in has]
+    seen: set[tuple[str, frozenset[str]]] = set()
+    while todo:
+        name, extras = todo.pop()
+        if (name, extras) in seen:
+            continue
+        seen.add((name, extras))
+        for text in requires.get(name, []):
+            requirement = Requirement(text)
+            marker = requirement.marker
+            if marker is None or any(marker.evaluate({**environment, "extra": extra}) for extra in ("", *extras)):
+                todo.append((normalized(requirement.name), frozenset(requirement.extras)))
+    return {name for name, _ in seen} & set(requires)
+
+
+def resolve(requirement: str, python_version: str, has: dict[str, str | None], work: Path) -> dict:
+    """pip's resolution of ``requirement`` for the target (binary wheels only), with its versions pinned."""
+    constraints = work / "constraints.txt"
+    constraints.write_text("".join(f"{name}=={version}\n" for name, version in has.items() if version))
+    report = work / "report.json"
+    platforms = [arg for tag in LINUX_X86_64 for arg in ("--platform", tag)]
+    subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
+                    "--report", str(report), "--only-binary=:all:", "--python-version", python_version, *platforms,
+                    "-c", str(constraints), requirement], check=True)
+    return json.loads(report.read_text())
+
+
+def fetch(url: str, expected: str, into: Path) -> Path:
+    """The wheel at ``url`` in ``into``, its sha256 checked."""
+    path = into / urllib.parse.unquote(urllib.parse.urlsplit(url).path.rsplit("/", 1)[1])
+    with urllib.request.urlopen(url) as response, open(path, "wb") as out:
+        shutil.copyfileobj(response, out, CHUNK)
+    if sha256(path) != expected:
+        raise ValueError(f"{url}: sha256 {sha256(path)} is not the index's {expected}")
+    return path
+
+
+def write_parts(files: Iterable[Path], out: Path, stem: str, part_bytes: int) -> list[Path]:
+    """``files`` as one uncompressed tar (wheels are zips already) cut into ``stem.tar.000``, ``.001``, ...
+    of at most ``part_bytes`` each."""
+    parts: list[Path] = []
+
+    class Parts:  # a file object that starts the next part whenever the current one is full
+        def __init__(self) -> None:
+            self.current, self.left = None, 0
+
+        def write(self, data: bytes) -> int:
+            view = memoryview(data)
+            while view:
+                if self.left == 0:
+                    if self.current is not None:
+                        self.current.close()
+                    parts.append(out / f"{stem}.tar.{len(parts):03d}")
+                    self.current, self.left = open(parts[-1], "wb"), part_bytes
+                n = min(self.left, len(view))
+                self.current.write(view[:n])
+                view, self.left = view[n:], self.left - n
+            return len(data)
+
+        def close(self) -> None:
+            if self.current is not None:
+                self.current.close()
+
+    sink = Parts()
+    with tarfile.open(fileobj=sink, mode="w|", format=tarfile.PAX_FORMAT) as tar:
+        for path in files:
+            tar.add(path, arcname=path.name)
+    sink.close()
+    return parts
+
+
+def build(args: argparse.Namespace) -> None:
+    out, has = Path(args.out), read_target_has(args.target_has)
+    if out.exists() and any(out.iterdir()):
+        raise FileExistsError(f"{out} is not empty: remove it or name another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    repo = Path(__file__).resolve().parents[2]
+    with tempfile.TemporaryDirectory(prefix="xlt-wheelhouse-") as tmp:
+        work, wheels = Path(tmp), Path(tmp) / "wheels"
+        wheels.mkdir()
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(work),
+                        str(repo)], check=True)
+        (project,) = work.glob("xlt-*.whl")
+        requirement = f"xlt[{args.extras}] @ {project.as_uri()}" if args.extras else f"xlt @ {project.as_uri()}"
+        report = resolve(requirement, args.python_version, has, work)
+        there = already_there(report, has, args.python_version)
+        records = []
+        for item in report["install"]:
+            name, version = item["metadata"]["name"], item["metadata"]["version"]
+            if normalized(name) in there:
+                continue
+            url, expected = item["download_info"]["url"], item["download_info"]["archive_info"]["hashes"]["sha256"]
+            path = fetch(url, expected, wheels)
+            records.append({"name": name, "version": version, "file": path.name, "sha256": expected,
+                            "bytes": path.stat().st_size})
+            print(f"{path.name:<80} {path.stat().st_size / MIB:7.1f} MiB", flush=True)
+        manifest = {"requirement": f"xlt[{args.extras}]" if args.extras else "xlt",
+                    "python_version": args.python_version, "platforms": list(LINUX_X86_64),
+                    "target_has": {name: version for name, version in sorted(has.items())},
+                    "left_out": sorted(there), "wheels": records}
+        (wheels / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+        stem = f"xlt-wheelhouse-py{args.python_version.replace('.', '')}"
+        parts = write_parts([*(wheels / r["file"] for r in records), wheels / MANIFEST], out, stem,
+                            args.part_mib * MIB)
+    (out / MANIFEST).write_text(json.dumps({**manifest, "parts": [
+        {"file": p.name, "bytes": p.stat().st_size, "sha256": sha256(p)} for p in parts]}, indent=1) + "\n")
+    (out / SUMS).write_text("".join(f"{sha256(p)}  {p.name}\n" for p in parts))
+    total = sum(r["bytes"] for r in records)
+    print(f"{len(records)} wheels, {total / MIB:.1f} MiB, in {len(parts)} parts of at most {args.part_mib} MiB "
+          f"({', '.join(f'{p.name} {p.stat().st_size / MIB:.1f}' for p in parts)}); left out, the target has them: "
+          f"{len(there)} packages. {out}", flush=True)
+
+
+class Joined:
+    """The parts read one after the other as one file, for ``tarfile``'s stream mode."""
+
+    def __init__(self, paths: list[Path]) -> None:
+        self.paths: Iterator[Path] = iter(paths)
+        self.current = None
+
+    def read(self, size: int = -1) -> bytes:
+        while True:
+            if self.current is None:
+                path = next(self.paths, None)
+                if path is None:
+                    return b""
+                self.current = open(path, "rb")
+            data = self.current.read(size)
+            if data:
+                return data
+            self.current.close()
+            self.current = None
+
+
+def checked_parts(directory: Path) -> list[Path]:
+    """The parts ``SHA256SUMS`` lists, in order, each present with its sum; else which is not."""
+    sums = directory / SUMS
+    if not sums.is_file():
+        raise FileNotFoundError(f"{sums}: not found; expected the {SUMS} that `make wheelhouse` writes")
+    parts = []
+    for number, line in enumerate(sums.read_text().splitlines(), 1):
+        expected, _, name = line.partition("  ")
+        path = directory / name
+        if not path.is_file():
+            raise FileNotFoundError(f"{sums}:{number}: part {name} is missing from {directory}")
+        if sha256(path) != expected:
+            raise ValueError(f"{sums}:{number}: part {name} is damaged (sha256 {sha256(path)}); transfer it again")
+        parts.append(path)
+    return parts
+
+
+def unpack(directory: Path, into: Path) -> dict:
+    """The wheels of ``directory``'s parts in ``into``, each checked against the manifest; the manifest."""
+    with tarfile.open(fileobj=Joined(checked_parts(directory)), mode="r|") as tar:
+        for member in tar:
+            if not member.isfile() or Path(member.name).name != member.name:
+                raise ValueError(f"{directory}: unexpected entry {member.name!r} in the wheelhouse")
+            with tar.extractfile(member) as source, open(into / member.name, "wb") as target:
+                shutil.copyfileobj(source, target, CHUNK)
+    manifest = json.loads((into / MANIFEST).read_text())
+    for record in manifest["wheels"]:
+        if sha256(into / record["file"]) != record["sha256"]:
+            raise ValueError(f"{record['file']}: sha256 differs from {MANIFEST}'s")
+    return manifest
+
+
+def install(args: argparse.Namespace) -> None:
+    directory = Path(args.wheelhouse)
+    python = sys.executable
+    if args.venv:
+        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", args.venv], check=True)
+        python = str(Path(args.venv) / "bin" / "python")
+    with tempfile.TemporaryDirectory(prefix="xlt-wheels-") as tmp:
+        manifest = unpack(directory, Path(tmp))
+        print(f"{len(manifest['wheels'])} wheels checked; installing {manifest['requirement']} with {python}",
+              flush=True)
+        subprocess.run([python, "-m", "pip", "install", "--no-index", "--find-links", tmp,
+                        manifest["requirement"]], check=True)
+    versions = ("import importlib.metadata as m; print(', '.join(f'{p} {m.version(p)}' for p in "
+                "('xlt', 'torch', 'transformers', 'sentence-transformers', 'ray')))")
+    subprocess.run([python, "-c", f"import xlt; {versions}"], check=True, cwd=tempfile.gettempdir())
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m xlt.wheelhouse", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    b = commands.add_parser("build", help="on a machine with the index: the wheels xlt needs that the target lacks")
+    b.add_argument("--python-version", required=True, help="the target's Python, e.g. 3.12")
+    b.add_argument("--target-has", required=True, help="what the target holds: a pip freeze, or configs/install/gpu-node.txt")
+    b.add_argument("--extras", default="", help="xlt's extras to include, comma-separated (default: the core)")
+    b.add_argument("--out", default="dist/wheelhouse")
+    b.add_argument("--part-mib", type=int, default=PART_MIB, help="the largest part, in MiB")
+    i = commands.add_parser("install", help="on the target: check, unpack and pip install --no-index")
+    i.add_argument("wheelhouse", help="the directory of the parts and SHA256SUMS")
+    i.add_argument("--venv", help="create this virtualenv (seeing this Python's packages) and install there")
+    args = parser.parse_args(argv)
+    try:
+        (build if args.command == "build" else install)(args)
+    except (ValueError, FileNotFoundError, FileExistsError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    except subprocess.CalledProcessError as e:
+        print(f"error: {' '.join(map(str, e.cmd[:6]))} ... exited with {e.returncode}", file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
