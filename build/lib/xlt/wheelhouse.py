@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -158,6 +159,17 @@ def write_parts(files: Iterable[Path], out: Path, stem: str, part_bytes: int) ->
     return parts
 
 
+def pack(wheels: Path, manifest: dict, out: Path, stem: str, part_bytes: int) -> list[Path]:
+    """``manifest``'s wheels (in ``wheels``) and the manifest itself as parts in ``out``; beside them the
+    manifest with the parts' sizes and sums, and ``SHA256SUMS``."""
+    (wheels / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+    parts = write_parts([*(wheels / r["file"] for r in manifest["wheels"]), wheels / MANIFEST], out, stem, part_bytes)
+    (out / MANIFEST).write_text(json.dumps({**manifest, "parts": [
+        {"file": p.name, "bytes": p.stat().st_size, "sha256": sha256(p)} for p in parts]}, indent=1) + "\n")
+    (out / SUMS).write_text("".join(f"{sha256(p)}  {p.name}\n" for p in parts))
+    return parts
+
+
 def build(args: argparse.Namespace) -> None:
     out, has = Path(args.out), read_target_has(args.target_has)
     if out.exists() and any(out.iterdir()):
@@ -187,13 +199,8 @@ def build(args: argparse.Namespace) -> None:
                     "python_version": args.python_version, "platforms": list(LINUX_X86_64),
                     "target_has": {name: version for name, version in sorted(has.items())},
                     "left_out": sorted(there), "wheels": records}
-        (wheels / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
-        stem = f"xlt-wheelhouse-py{args.python_version.replace('.', '')}"
-        parts = write_parts([*(wheels / r["file"] for r in records), wheels / MANIFEST], out, stem,
-                            args.part_mib * MIB)
-    (out / MANIFEST).write_text(json.dumps({**manifest, "parts": [
-        {"file": p.name, "bytes": p.stat().st_size, "sha256": sha256(p)} for p in parts]}, indent=1) + "\n")
-    (out / SUMS).write_text("".join(f"{sha256(p)}  {p.name}\n" for p in parts))
+        parts = pack(wheels, manifest, out, f"xlt-wheelhouse-py{args.python_version.replace('.', '')}",
+                     args.part_mib * MIB)
     total = sum(r["bytes"] for r in records)
     print(f"{len(records)} wheels, {total / MIB:.1f} MiB, in {len(parts)} parts of at most {args.part_mib} MiB "
           f"({', '.join(f'{p.name} {p.stat().st_size / MIB:.1f}' for p in parts)}); left out, the target has them: "
@@ -267,7 +274,8 @@ def install(args: argparse.Namespace) -> None:
                         manifest["requirement"]], check=True)
     versions = ("import importlib.metadata as m; print(', '.join(f'{p} {m.version(p)}' for p in "
                 "('xlt', 'torch', 'transformers', 'sentence-transformers', 'ray')))")
-    subprocess.run([python, "-c", f"import xlt; {versions}"], check=True, cwd=tempfile.gettempdir())
+    installed = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the installed xlt, not a checkout's
+    subprocess.run([python, "-c", f"import xlt; {versions}"], check=True, cwd=tempfile.gettempdir(), env=installed)
 
 
 def main(argv: list[str] | None = None) -> None:
