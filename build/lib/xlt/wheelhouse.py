@@ -263,6 +263,9 @@ def unpack(directory: Path, into: Path) -> dict:
 def install(args: argparse.Namespace) -> None:
     directory = Path(args.wheelhouse)
     python = sys.executable
+    # Without the PYTHONPATH that may have found this module in a checkout: pip would take the checkout's
+    # xlt for an installed one, and the last check would import it instead of the installed package.
+    installed = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     if args.venv:
         subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", args.venv], check=True)
         python = str(Path(args.venv) / "bin" / "python")
@@ -271,10 +274,9 @@ def install(args: argparse.Namespace) -> None:
         print(f"{len(manifest['wheels'])} wheels checked; installing {manifest['requirement']} with {python}",
               flush=True)
         subprocess.run([python, "-m", "pip", "install", "--no-index", "--find-links", tmp,
-                        manifest["requirement"]], check=True)
+                        manifest["requirement"]], check=True, env=installed)
     versions = ("import importlib.metadata as m; print(', '.join(f'{p} {m.version(p)}' for p in "
                 "('xlt', 'torch', 'transformers', 'sentence-transformers', 'ray')))")
-    installed = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the installed xlt, not a checkout's
     subprocess.run([python, "-c", f"import xlt; {versions}"], check=True, cwd=tempfile.gettempdir(), env=installed)
 
 
