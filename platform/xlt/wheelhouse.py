@@ -179,8 +179,13 @@ def build(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="xlt-wheelhouse-") as tmp:
         work, wheels = Path(tmp), Path(tmp) / "wheels"
         wheels.mkdir()
+        # Built from a copy of what the wheel holds: setuptools leaves a build/ folder in the tree it builds.
+        source = work / "source"
+        shutil.copytree(repo / "platform", source / "platform", ignore=shutil.ignore_patterns("*.egg-info", "__pycache__"))
+        for name in ("pyproject.toml", "README.md"):
+            shutil.copy(repo / name, source / name)
         subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(work),
-                        str(repo)], check=True)
+                        str(source)], check=True)
         (project,) = work.glob("xlt-*.whl")
         requirement = f"xlt[{args.extras}] @ {project.as_uri()}" if args.extras else f"xlt @ {project.as_uri()}"
         report = resolve(requirement, args.python_version, has, work)
