@@ -12,8 +12,8 @@ transfers of a bounded size: ``SHA256SUMS`` (``sha256sum -c`` reads it) and ``wh
 resolved for what, each wheel's sha256 and size) beside them.
 
 ``install`` checks the parts' sums, reassembles and unpacks them, checks every wheel against
-``wheelhouse.json``, and runs ``pip install --no-index --find-links`` of xlt into the Python running it, or
-into ``--venv DIR``, a virtualenv that sees that Python's packages (its torch): nothing is fetched. It ends
+``wheelhouse.json``, and runs ``pip install --no-index --find-links`` of xlt into the Python running it (the
+node's, or a virtualenv made with ``--system-site-packages`` that sees its torch): nothing is fetched. It ends
 by importing xlt and printing the versions it runs with.
 
 Standard library only on the install side, which runs before xlt and its dependencies are there; ``build``
@@ -266,14 +266,10 @@ def unpack(directory: Path, into: Path) -> dict:
 
 
 def install(args: argparse.Namespace) -> None:
-    directory = Path(args.wheelhouse)
-    python = sys.executable
+    directory, python = Path(args.wheelhouse), sys.executable
     # Without the PYTHONPATH that may have found this module in a checkout: pip would take the checkout's
     # xlt for an installed one, and the last check would import it instead of the installed package.
     installed = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    if args.venv:
-        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", args.venv], check=True)
-        python = str(Path(args.venv) / "bin" / "python")
     with tempfile.TemporaryDirectory(prefix="xlt-wheels-") as tmp:
         manifest = unpack(directory, Path(tmp))
         print(f"{len(manifest['wheels'])} wheels checked; installing {manifest['requirement']} with {python}",
@@ -297,7 +293,6 @@ def main(argv: list[str] | None = None) -> None:
     b.add_argument("--part-mib", type=int, default=PART_MIB, help="the largest part, in MiB")
     i = commands.add_parser("install", help="on the target: check, unpack and pip install --no-index")
     i.add_argument("wheelhouse", help="the directory of the parts and SHA256SUMS")
-    i.add_argument("--venv", help="create this virtualenv (seeing this Python's packages) and install there")
     args = parser.parse_args(argv)
     try:
         (build if args.command == "build" else install)(args)
