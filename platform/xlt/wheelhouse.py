@@ -109,9 +109,15 @@ def resolve(requirement: str, python_version: str, has: dict[str, str | None], w
     constraints.write_text("".join(f"{name}=={version}\n" for name, version in has.items() if version))
     report = work / "report.json"
     platforms = [arg for tag in LINUX_X86_64 for arg in ("--platform", tag)]
-    subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
-                    "--report", str(report), "--only-binary=:all:", "--python-version", python_version, *platforms,
-                    "-c", str(constraints), requirement], check=True)
+    proc = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--report",
+                           str(report), "--only-binary=:all:", "--python-version", python_version, *platforms,
+                           "-c", str(constraints), requirement], capture_output=True, text=True)
+    if proc.returncode != 0:  # pip's own account of the conflict, e.g. an exact pin against the target's version
+        why = [line for line in proc.stdout.splitlines() + proc.stderr.splitlines()
+               if line.strip() and "━" not in line and not line.startswith(("WARNING", "Collecting", "  Using",
+                                                                                 "  Downloading"))]
+        raise ValueError(f"pip cannot resolve {requirement} for Python {python_version} against the target's "
+                         "versions:\n" + "\n".join(why[-15:]))
     return json.loads(report.read_text())
 
 
