@@ -11,8 +11,9 @@ check reads and the node lacks into ``.cache/gpu-check/`` (ignored by git; it tr
 the few data files the smokes and speeds read, and the bundled e5's config and tokenizer without its
 weights (``random:``; a speed depends on the shape, not on trained weights).
 
-Steps, each timed, bounded (a smoke by ``--smoke-timeout``, a speed by its count and ``--speed-budget``)
-and recorded as failed without stopping the rest; about 5 minutes on one GPU:
+Steps, each timed, bounded (a smoke by ``--smoke-timeout``, a speed by its count and ``--speed-budget``, and
+every step by what is left of ``--budget``: one that would start past it is skipped and said) and recorded as
+failed without stopping the rest; about 5 minutes on one GPU:
 1. every job's ``--smoke`` (``--no-tracking``): fine-tuning, pretraining, co-training (learners and the
    labelling on the GPU), evaluation, a sweep; what needs a package the node lacks is left out, and said;
 2. the e5-shaped fine-tuning step (``configs/finetune_sib200.yaml``'s, SIB-200 English rows, batch 16)
@@ -67,6 +68,8 @@ def get_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--keys", type=int, default=200_000, help="retrieval keys (random unit vectors)")
     parser.add_argument("--smoke-timeout", type=float, default=150, help="seconds a smoke may take")
     parser.add_argument("--speed-budget", type=float, default=45, help="seconds a timed loop may take")
+    parser.add_argument("--budget", type=float, default=480, help="seconds for the whole check (a step started "
+                        "before it ends runs to its own bound)")
     args = parser.parse_args(argv)
     if not args.prepare and not args.out:
         parser.error("--out is required (the folder for gpu.md and gpu_check.log)")
@@ -98,7 +101,8 @@ def speed_model() -> str:
         return E5
     if not (BUNDLE / "e5-shape" / "config.json").is_file():
         raise FileNotFoundError(f"{BUNDLE / 'e5-shape'}: absent, and the bundled e5 is not installed; run "
-                                "`python benchmarks/gpu_check.py --prepare` on a connected machine and bring .cache/gpu-check")
+                                "`python benchmarks/gpu_check.py --prepare` on a connected machine and bring "
+                                ".cache/gpu-check")
     return f"random:{BUNDLE / 'e5-shape'}"
 
 
@@ -120,7 +124,8 @@ def smoke_commands(out: Path, precision: str, use_gpu: bool) -> tuple[dict[str, 
         notes.append("optuna is not installed: the sweep with Tune's random search")
     commands = {
         "finetune": [*python, "jobs/finetune.py", "--smoke", *gpu, "--set", f"output.dir={out / 'finetune'}"],
-        "pretrain": [*python, "jobs/pretrain.py", "--smoke", *gpu, *pretrain, "--set", f"output.dir={out / 'pretrain'}"],
+        "pretrain": [*python, "jobs/pretrain.py", "--smoke", *gpu, *pretrain,
+                     "--set", f"output.dir={out / 'pretrain'}"],
         "cotrain": [*python, "jobs/cotrain.py", "--smoke", *learners, "--set", f"inference.precision={precision}",
                     "--set", f"output.dir={out / 'cotrain'}"],
         "evaluate": [*python, "jobs/evaluate.py", "--smoke", *evaluate, "--set", f"output.dir={out / 'evaluate'}"],
@@ -129,11 +134,16 @@ def smoke_commands(out: Path, precision: str, use_gpu: bool) -> tuple[dict[str, 
     return {job: [*command, "--no-tracking"] for job, command in commands.items()}, notes
 
 
-def run_smokes(commands: dict[str, list[str]], timeout: float, log: Log) -> list[dict]:
+def run_smokes(commands: dict[str, list[str]], timeout: float, deadline: float, log: Log) -> list[dict]:
     rows = []
     env = {**os.environ, "RAY_ADDRESS": "", "HF_HUB_OFFLINE": "1"}
     for job, command in commands.items():
         start = time.monotonic()
+        if start >= deadline:
+            rows.append({"job": job, "exit": "skipped", "seconds": "0", "last line": "the check's --budget ran out"})
+            log(f"{job} --smoke: skipped, the check's --budget ran out")
+            continue
+        timeout = min(timeout, deadline - start)
         try:
             proc = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
             code, output = proc.returncode, proc.stdout + proc.stderr
@@ -223,9 +233,14 @@ def retrieval(keys: int, queries: int, dim: int = 384, k: int = 4) -> dict:
             "same neighbours": f"{same:.3f}"}
 
 
-def step(name: str, log: Log, failures: list[str], fn, *args):
-    """``fn(*args)``, timed; a failure is logged with its traceback, recorded, and the check goes on."""
+def step(name: str, log: Log, failures: list[str], deadline: float, fn, *args):
+    """``fn(*args)``, timed; a failure is logged with its traceback, recorded, and the check goes on; past
+    ``deadline`` it is skipped, and that is recorded too."""
     start = time.monotonic()
+    if start >= deadline:
+        log(f"{name}: skipped, the check's --budget ran out")
+        failures.append(f"{name}: skipped, the check's --budget ran out")
+        return None
     try:
         result = fn(*args)
         log(f"{name}: {result} ({time.monotonic() - start:.0f} s)")
@@ -253,7 +268,8 @@ def report(args: argparse.Namespace, device: str, precision: str, model: str, sm
              f"Python {sys.version.split()[0]}; {versions}; CUDA {torch.version.cuda or 'none'}. "
              f"The whole check: {seconds:.0f} s.", ""]
     if args.rehearse:
-        lines += ["**A rehearsal on the CPU**: tiny sizes, use_gpu off. It shows the check runs, not what a GPU does.", ""]
+        lines += ["**A rehearsal on the CPU**: tiny sizes, use_gpu off. It shows the check runs, not what a GPU does.",
+                  ""]
     lines += [f"## Every job's --smoke with {'use_gpu and ' if device == 'cuda' else ''}{precision}", "",
               markdown_table(smokes), "", *[f"- {note}" for note in notes], "",
               f"## Speeds ({model})", "", markdown_table(speeds) if speeds else "none measured", "",
@@ -272,7 +288,8 @@ def main(argv: list[str] | None = None) -> None:
     import torch
 
     if not torch.cuda.is_available() and not args.rehearse:
-        print(f"gpu_check: no CUDA GPU visible (torch {torch.__version__}, CUDA build: {torch.version.cuda or 'none'}); "
+        print(f"gpu_check: no CUDA GPU visible (torch {torch.__version__}, "
+              f"CUDA build: {torch.version.cuda or 'none'}); "
               "nothing to check here. Run it on a GPU node (or --rehearse on this CPU).")
         return
     out = Path(args.out)
@@ -280,6 +297,7 @@ def main(argv: list[str] | None = None) -> None:
     if "XLT_DATA_DIR" not in os.environ and (BUNDLE / "data").is_dir():
         os.environ["XLT_DATA_DIR"] = str(BUNDLE / "data")  # the smokes' processes read it too
     log, failures, began = Log(out / "gpu_check.log"), [], time.monotonic()
+    deadline = began + args.budget
     from xlt.hardware import precisions
 
     device = "cpu" if args.rehearse else "cuda"
@@ -289,25 +307,26 @@ def main(argv: list[str] | None = None) -> None:
     log(f"gpu_check on {device} ({half}), data {os.environ.get('XLT_DATA_DIR', 'the default root')}")
 
     commands, notes = smoke_commands(out / "smokes", half, use_gpu=device == "cuda")
-    smokes = run_smokes(commands, args.smoke_timeout, log)
+    smokes = run_smokes(commands, args.smoke_timeout, deadline, log)
     failures += [f"{s['job']} --smoke: exit {s['exit']}: {s['last line']}" for s in smokes if s["exit"] != 0]
-    model = step("speed model", log, failures, speed_model) or E5
+    model = step("speed model", log, failures, deadline, speed_model) or E5
     speeds = []
     for precision in dict.fromkeys(("fp32", half)):
-        got = step(f"fine-tuning step at {precision}", log, failures, finetune_steps_per_s, model, device, precision,
-                   steps, args.speed_budget)
+        got = step(f"fine-tuning step at {precision}", log, failures, deadline, finetune_steps_per_s, model, device,
+                   precision, steps, args.speed_budget)
         if got:
             speeds.append({"measure": f"fine-tuning step (SIB-200, batch 16), {got[1]} steps", "precision": precision,
                            "per second": f"{got[0]:.2f} steps"})
     for precision in dict.fromkeys(("fp32", half)):
-        got = step(f"pseudo-labelling at {precision}", log, failures, pseudo_label_rows_per_s, model, precision,
-                   rows, 32_768)
+        got = step(f"pseudo-labelling at {precision}", log, failures, deadline, pseudo_label_rows_per_s, model,
+                   precision, rows, 32_768)
         if got:
             speeds.append({"measure": f"pseudo-labelling ({got[1]} SIB-200 texts, 32,768-token batches)",
                            "precision": precision, "per second": f"{got[0]:.0f} rows"})
     found: dict | str = "faiss was not carried to this node: not measured."
     if has("faiss"):
-        found = step("retrieval", log, failures, retrieval, keys, min(10_000, keys // 10)) or "failed (gpu_check.log)"
+        found = (step("retrieval", log, failures, deadline, retrieval, keys, min(10_000, keys // 10))
+                 or "failed or skipped (gpu_check.log)")
     text = report(args, device, half, model, smokes, notes, speeds, found, failures, time.monotonic() - began)
     (out / "gpu.md").write_text(text, encoding="utf-8")
     log(text)

@@ -187,7 +187,8 @@ def build(args: argparse.Namespace) -> None:
         wheels.mkdir()
         # Built from a copy of what the wheel holds: setuptools leaves a build/ folder in the tree it builds.
         source = work / "source"
-        shutil.copytree(repo / "platform", source / "platform", ignore=shutil.ignore_patterns("*.egg-info", "__pycache__"))
+        shutil.copytree(repo / "platform", source / "platform",
+                        ignore=shutil.ignore_patterns("*.egg-info", "__pycache__"))
         for name in ("pyproject.toml", "README.md"):
             shutil.copy(repo / name, source / name)
         subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(work),
@@ -293,7 +294,8 @@ def main(argv: list[str] | None = None) -> None:
     commands = parser.add_subparsers(dest="command", required=True)
     b = commands.add_parser("build", help="on a machine with the index: the wheels xlt needs that the target lacks")
     b.add_argument("--python-version", required=True, help="the target's Python, e.g. 3.12")
-    b.add_argument("--target-has", required=True, help="what the target holds: a pip freeze, or configs/install/gpu-node.txt")
+    b.add_argument("--target-has", required=True,
+                   help="what the target holds: its pip freeze, or a list such as configs/install/gpu-node.txt")
     b.add_argument("--extras", default="", help="xlt's extras to include, comma-separated (default: the core)")
     b.add_argument("--out", default="dist/wheelhouse")
     b.add_argument("--part-mib", type=int, default=PART_MIB, help="the largest part, in MiB")

@@ -17,3 +17,15 @@ def test_without_a_gpu_it_says_so_and_exits_0(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.startswith("gpu_check: no CUDA GPU visible") and "--rehearse" in proc.stdout
     assert not (tmp_path / "check").exists()
+
+
+def test_a_check_whose_budget_ran_out_skips_every_step_and_says_so(tmp_path):
+    """The report and log are written whatever happens; a skipped step fails the check."""
+    out = tmp_path / "check"
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "gpu_check.py"), "--rehearse", "--budget", "0",
+                           "--out", str(out)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    report = (out / "gpu.md").read_text()
+    for job in ("finetune", "pretrain", "cotrain", "evaluate", "sweep"):
+        assert f"| {job} " in report and f"{job} --smoke: skipped" in (out / "gpu_check.log").read_text()
+    assert "## Failed steps" in report and "fine-tuning step at fp32: skipped, the check's --budget ran out" in report
