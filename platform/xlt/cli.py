@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 from .config import ConfigError
 from .data.errors import DataError
-from .extras import MissingExtra
 from .data.ray_data import settle_on_driver_node
+from .extras import MissingExtra
 from .logs import QUIET_ENV, VERBOSE_ENV
 
 # What bad input raises: a config value, a data file, a missing path. A user fixes these from the

@@ -170,9 +170,9 @@ def pack(wheels: Path, manifest: dict, out: Path, stem: str, part_bytes: int) ->
     manifest with the parts' sizes and sums, and ``SHA256SUMS``."""
     (wheels / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
     parts = write_parts([*(wheels / r["file"] for r in manifest["wheels"]), wheels / MANIFEST], out, stem, part_bytes)
-    (out / MANIFEST).write_text(json.dumps({**manifest, "parts": [
-        {"file": p.name, "bytes": p.stat().st_size, "sha256": sha256(p)} for p in parts]}, indent=1) + "\n")
-    (out / SUMS).write_text("".join(f"{sha256(p)}  {p.name}\n" for p in parts))
+    summed = [{"file": p.name, "bytes": p.stat().st_size, "sha256": sha256(p)} for p in parts]  # each read once
+    (out / MANIFEST).write_text(json.dumps({**manifest, "parts": summed}, indent=1) + "\n")
+    (out / SUMS).write_text("".join(f"{part['sha256']}  {part['file']}\n" for part in summed))
     return parts
 
 

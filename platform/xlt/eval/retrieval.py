@@ -111,7 +111,8 @@ def faiss_gpus(faiss) -> int:
 def flat_index(dim: int):
     """An exact inner-product index of ``dim``: ``GpuIndexFlatIP`` on the first GPU when faiss has
     GPU support and a GPU (module docstring), else ``IndexFlatIP``."""
-    faiss = require("faiss", "retrieval", "on a GPU node, the gpu extra's faiss-gpu-cu12")  # heavy: only retrieval needs it
+    # Imported here: heavy, and only retrieval needs it.
+    faiss = require("faiss", "retrieval", "on a GPU node, the gpu extra's faiss-gpu-cu12")
     if faiss_gpus(faiss):
         return faiss.GpuIndexFlatIP(faiss.StandardGpuResources(), dim)
     return faiss.IndexFlatIP(dim)
