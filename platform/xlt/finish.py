@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import save_config
+from .cotrain.classifier import CLASSIFIER, kept_iteration
 from .cotrain.config import LEARNERS
 from .cotrain.learner import LEARNERS_DIR, learner_run
 from .cotrain.state import STATE_FILE
@@ -19,7 +20,7 @@ from .cotrain.tables import iteration_rows, language_rows, plot_iterations
 from .engine import RESULTS_FILE, final_metrics, run_dir
 from .engine.checkpoints import latest_checkpoint
 from .eval.evaluators import TATOEBA
-from .metrics import ACC, AVG_TARGET, F1, per_language
+from .metrics import ACC, AVG_TARGET, F1, metric_name, per_language
 from .models import EncoderConfig
 from .predict.export import EXPORT_DIR, export_run, probe_card
 from .predict.models import best_trial_checkpoint
@@ -103,13 +104,22 @@ def finish_cotrain(cfg: Any, data: Any, state: Any, phases: Phases, tracker: Any
     label = "co-training" if cfg.mode == "cotrain" else "self-training"
     langs = (source, *data.targets)
 
+    kept = kept_iteration(state.history, cfg.classifier.keep, source)
+    chosen = next(h for h in state.history if h["learner"] == CLASSIFIER and h["iteration"] == kept)
+
     def language_table(score: str) -> str:
         probe_rows = [{"model": f"frozen probe: {model}", **{lang: scores[score][lang] for lang in (*langs, AVG_TARGET)}}
                       for model, scores in probes.items()]
-        return markdown_table(language_rows(state.history, split, langs, label, score=score) + probe_rows)
+        return markdown_table(language_rows(state.history, split, langs, label, score=score, kept=kept) + probe_rows)
 
+    selection = cfg.selection
     text = (f"## {label} on {data.task.config.name}: lm {cfg.lm.model.source}, emb {cfg.emb.model.source}, "
-            f"policy {cfg.selection.policy}, t = {cfg.selection.threshold}\n\n"
+            f"policy {selection.policy}{' per language' if selection.per_language else ''}, t = {selection.threshold}"
+            f"{', by the classifier' if selection.confidence == 'classifier' else ''}\n\n"
+            f"The job's classifier: {cfg.classifier.name} (the product of their probabilities), iteration {kept} "
+            f"({'the last' if cfg.classifier.keep == 'last' else f'the best {source} dev accuracy, ties to the earliest'}"
+            f"): {split} average target accuracy {chosen.get(metric_name(split, ACC, AVG_TARGET), float('nan')):.3f}."
+            "\n\n"
             f"### Per iteration ({split} accuracy)\n\n{markdown_table(iteration_rows(state.history, split, source))}\n\n"
             f"### Per language ({split} accuracy)\n\n{language_table(ACC)}\n\n"
             f"### Per language ({split} macro-F1)\n\n{language_table(F1)}\n\n"
@@ -118,6 +128,8 @@ def finish_cotrain(cfg: Any, data: Any, state: Any, phases: Phases, tracker: Any
         (out / "results.md").write_text(text, encoding="utf-8")
         plot = plot_iterations(state.history, split, out / "accuracy_per_iteration.png", label)
         write_results(out / "results.json", {"history": state.history, "probes": probes, "config": asdict(cfg),
+                                             "classifier": {"learners": list(cfg.classifier.learners),
+                                                            "iteration": kept, "metrics": chosen},
                                              "phases": phases.rows()})
         tracker.artifacts(out / "results.json", out / "results.md", plot)
     outputs = {what: join(cfg.output.dir, name) for what, name in (

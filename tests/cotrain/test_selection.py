@@ -16,33 +16,67 @@ PRIOR = {"a": 5, "b": 3, "c": 2}
 def pool(n: int, seed: int = 0) -> dict[str, np.ndarray]:
     """Predictions of two learners over n rows: ids, labels, confidence, partner labels."""
     rng = np.random.default_rng(seed)
+    # Three languages, the easiest (sw) confident far more often: what a per-language selection must not follow.
+    langs = np.array(["ar", "ja", "sw"], dtype=object)[rng.integers(0, 3, n)]
+    confidence = np.where(langs == "sw", rng.uniform(0.6, 1.0, n), rng.uniform(0.3, 1.0, n))
     return {"id": np.array([f"u{i}" for i in range(n)], dtype=object), "label": LABELS[rng.integers(0, 3, n)],
-            "confidence": rng.uniform(0.3, 1.0, n), "partner": LABELS[rng.integers(0, 3, n)]}
+            "confidence": confidence, "partner": LABELS[rng.integers(0, 3, n)], "lang": langs}
 
 
-def reference(policy: str, p: dict[str, np.ndarray], *, threshold: float, size: int, seed, exclude=()) -> list[str]:
+def reference(policy: str, p: dict[str, np.ndarray], *, threshold: float, size: int, seed, exclude=(),
+              languages=()) -> list[str]:
     """The equations as written, on the whole pool at once: C = {u | c_u > t, u not selected before}
     (agreement: and both learners' labels equal); then min(size, |C|) of C with the smallest seeded
-    keys, per class with its quota for class-balanced. Returned in key order."""
+    keys, per class with its quota for class-balanced; with ``languages``, the size first split equally
+    over them and each share drawn from its language's candidates alone. Returned in key order."""
     keys = dict(zip(p["id"], draw_keys(p["id"], seed)))
     cands = [i for i in range(len(p["id"])) if p["confidence"][i] > threshold and p["id"][i] not in exclude
              and (policy != "agreement" or p["label"][i] == p["partner"][i])]
-    groups = ({label: [i for i in cands if p["label"][i] == label] for label in quotas(PRIOR, size)}
-              if policy == "class-balanced" else {None: cands})
-    limit = quotas(PRIOR, size) if policy == "class-balanced" else {None: size}
-    chosen = [i for g, members in groups.items() for i in sorted(members, key=lambda i: keys[p["id"][i]])[:limit[g]]]
+    shares = quotas(dict.fromkeys(languages, 1), size) if languages else {None: size}
+    chosen = []
+    for lang, share in shares.items():
+        in_lang = [i for i in cands if lang is None or p["lang"][i] == lang]
+        groups = ({label: [i for i in in_lang if p["label"][i] == label] for label in PRIOR}
+                  if policy == "class-balanced" else {None: in_lang})
+        limit = quotas(PRIOR, share) if policy == "class-balanced" else {None: share}
+        chosen += [i for g, members in groups.items() for i in sorted(members, key=lambda i: keys[p["id"][i]])[:limit[g]]]
     return sorted((p["id"][i] for i in chosen), key=keys.get)
 
 
 def stream(policy: str, p: dict[str, np.ndarray], *, threshold: float, size: int, seed, exclude=frozenset(),
-           order: np.ndarray | None = None, batch: int = 17) -> Selection:
-    sel = Selection(policy, threshold=threshold, size=size, seed=seed, class_prior=PRIOR, exclude=exclude)
+           order: np.ndarray | None = None, batch: int = 17, languages=()) -> Selection:
+    sel = Selection(policy, threshold=threshold, size=size, seed=seed, class_prior=PRIOR, exclude=exclude,
+                    languages=languages)
     order = np.arange(len(p["id"])) if order is None else order
     for start in range(0, len(order), batch):
         part = order[start:start + batch]
-        sel.offer({"id": p["id"][part], "gold": p["label"][part]}, p["label"][part], p["confidence"][part],
-                  p["partner"][part])
+        rows = {"id": p["id"][part], "gold": p["label"][part], **({"lang": p["lang"][part]} if "lang" in p else {})}
+        sel.offer(rows, p["label"][part], p["confidence"][part], p["partner"][part])
     return sel
+
+
+@pytest.mark.parametrize("policy", ["threshold-random", "class-balanced", "agreement"])
+@pytest.mark.parametrize("threshold,size", [(0.5, 30), (0.9, 7), (0.0, 1000)])
+def test_a_per_language_selection_is_the_reference_and_shares_the_size_over_languages(policy, threshold, size):
+    p = pool(300, 5)
+    langs = ("ar", "ja", "sw")
+    want = reference(policy, p, threshold=threshold, size=size, seed=[3, 0, 1], languages=langs)
+    for order, batch in [(None, 17), (np.random.default_rng(1).permutation(300), 64)]:
+        got = stream(policy, p, threshold=threshold, size=size, seed=[3, 0, 1], order=order, batch=batch,
+                     languages=langs).result()
+        assert got["id"].tolist() == want
+    by_lang = [got["lang"].tolist().count(lang) for lang in langs]
+    assert max(by_lang) <= -(-size // 3)  # no language above its share, however confident its learner
+    if policy == "threshold-random" and threshold == 0.5:
+        assert by_lang == [10, 10, 10]
+        whole = reference(policy, p, threshold=threshold, size=size, seed=[3, 0, 1])
+        assert sum(p["lang"][int(i[1:])] == "sw" for i in whole) > 10  # what the share prevents
+
+
+def test_a_per_language_selection_needs_the_rows_language():
+    sel = Selection("threshold-random", threshold=0.5, size=3, seed=0, languages=("de",))
+    with pytest.raises(ValueError, match="per-language selection needs each row's lang"):
+        sel.offer({"id": np.array(["a"], dtype=object)}, LABELS[:1], np.ones(1))
 
 
 @pytest.mark.parametrize("policy", ["threshold-random", "class-balanced", "agreement"])

@@ -20,13 +20,16 @@ LABELS = ("a", "b")
 class FirstLetter:
     """A classifier that predicts a text's first letter (``a`` or ``b``); pairs: the first text's."""
 
+    labels = list(LABELS)
+
     def __init__(self, paired: bool = False) -> None:
         self.paired, self.seen = paired, []
 
     def predict(self, items, batch_size=64, langs=None):
         self.seen.extend(items)
         texts = [item[0] if self.paired else item for item in items]
-        return SimpleNamespace(labels=[t[0] for t in texts])
+        return SimpleNamespace(labels=[t[0] for t in texts],
+                               probabilities=np.array([[0.9, 0.1] if t[0] == "a" else [0.2, 0.8] for t in texts]))
 
 
 def labelled_rows():
@@ -48,7 +51,8 @@ def test_classification_scores_each_language_as_a_naive_count_and_keeps_the_pred
     assert result.metrics["val/acc/avg_target"] == pytest.approx((naive["de"] + naive["sw"]) / 2)
     assert result.metrics["val/transfer_gap"] == pytest.approx(naive["en"] - (naive["de"] + naive["sw"]) / 2)
     assert result.predictions == {"id": rows["id"], "lang": rows["lang"], "label": rows["label"],
-                                  "predicted": predicted}
+                                  "predicted": predicted, "labels": list(LABELS),
+                                  "probabilities": [[0.9, 0.1] if p == "a" else [0.2, 0.8] for p in predicted]}
 
 
 def test_a_paired_classifier_is_given_text_and_text_pair():

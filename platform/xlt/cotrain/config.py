@@ -21,11 +21,27 @@ from ..tasks import TaskConfig
 from ..engine import OptimSettings, ScalingSettings, resolve_auto
 from ..inference import InferenceSettings
 from ..storage import OutputSettings
+from .classifier import ClassifierSettings
 from .selection import POLICIES
 from ..resume import fixed, free, length, refitted
 
 Mode = Literal["cotrain", "self-train"]
 LEARNERS: tuple[str, str] = ("lm", "emb")  # Yu & Joty (2021)'s f^lm and f^emb
+
+
+@dataclass(frozen=True)
+class ProbeSettings:
+    """A probe learner's regression (module docstring): each language centred on its mean or not, the C
+    values dev chooses among, the solver's iterations."""
+
+    center: bool = True
+    c_values: tuple[float, ...] = (0.1, 1.0, 10.0, 100.0)
+    max_iter: int = 2000
+
+    def __post_init__(self) -> None:
+        check(len(self.c_values) >= 1 and all(c > 0 for c in self.c_values), "probe.c_values", self.c_values,
+              "a list of positive numbers")
+        check(self.max_iter >= 1, "probe.max_iter", self.max_iter, "an integer >= 1")
 
 
 @dataclass(frozen=True)
@@ -41,9 +57,21 @@ class LearnerConfig:
     objectives: tuple[ObjectiveConfig, ...] = fixed(())
     optim: OptimSettings = field(default_factory=OptimSettings)
     scaling: ScalingSettings = field(default_factory=ScalingSettings)
+    # fine-tune: the encoder and a head (above); probe: the frozen encoder, centred per language, under a
+    # logistic regression fitted in the driver (xlt.cotrain.probe; optim, objectives and scaling unused).
+    kind: Literal["finetune", "probe"] = fixed("finetune")
+    probe: ProbeSettings = fixed(factory=ProbeSettings)
 
     def __post_init__(self) -> None:
+        check(self.kind in ("finetune", "probe"), "kind", self.kind, "finetune or probe")
         object.__setattr__(self, "optim", resolve_auto(self.optim, self.scaling))
+
+    def footprint(self) -> dict[str, float]:
+        """What the learner holds for the job: its worker group (none for a probe, fitted in the driver)."""
+        return {} if self.kind == "probe" else self.scaling.footprint()
+
+    def driver_share(self) -> dict[str, float]:
+        return {} if self.kind == "probe" else self.scaling.driver_share()
 
 
 @dataclass(frozen=True)
@@ -55,9 +83,16 @@ class SelectionSettings:
     threshold: float = 0.9
     size: int = 0
     seed: int = 0
+    # The size split equally over the target languages (largest remainder), each language's share drawn by
+    # the policy among that language's candidates: the easiest language cannot fill the selection.
+    per_language: bool = False
+    # Whose prediction a learner selects by: its own (Yu & Joty 2021), or the job's classifier's (label and
+    # confidence of the learners combined, xlt.cotrain.classifier).
+    confidence: Literal["own", "classifier"] = "own"
 
     def __post_init__(self) -> None:
         check(self.policy in POLICIES, "selection.policy", self.policy, "one of " + ", ".join(POLICIES))
+        check(self.confidence in ("own", "classifier"), "selection.confidence", self.confidence, "own or classifier")
         check(0.0 <= self.threshold < 1.0, "selection.threshold", self.threshold, "a probability in [0, 1)")
         check(self.size >= 0, "selection.size", self.size, "0 (n/3) or a positive integer")
 
@@ -102,6 +137,9 @@ class CotrainConfig:
     emb: LearnerConfig = refitted(factory=lambda: LearnerConfig(
         model=EncoderConfig(source="bundled:use-multilingual-v3")))
     selection: SelectionSettings = fixed(factory=SelectionSettings)
+    # The one classifier the job ends with (xlt.cotrain.classifier), scored from the learners' recorded
+    # predictions; fixed, as what selection.confidence: classifier selects by.
+    classifier: ClassifierSettings = fixed(factory=ClassifierSettings)
     data: PoolData = field(default_factory=PoolData)
     inference: InferenceSettings = field(default_factory=InferenceSettings)
     # Encoders (sources) whose frozen-linear probe (xlt.study.recipes) the job fits on its own labelled
@@ -134,14 +172,14 @@ class CotrainConfig:
         inf = self.inference
         total = Counter({"CPU": inf.num_actors * inf.num_cpus, "GPU": inf.num_actors * inf.num_gpus})
         for name in LEARNERS:
-            total.update(self.learner(name).scaling.footprint())
+            total.update(self.learner(name).footprint())
         return dict(total)
 
     def driver_share(self) -> dict[str, float]:
         """What the in-process learners (``scaling.num_workers: 0``) take of the driver's process."""
         total: Counter = Counter()
         for name in LEARNERS:
-            total.update(self.learner(name).scaling.driver_share())
+            total.update(self.learner(name).driver_share())
         return dict(total)
 
 

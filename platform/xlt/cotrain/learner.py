@@ -22,7 +22,7 @@ finished, hands on that checkpoint), so a resumed job fits exactly what an unint
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .. import placement
@@ -33,7 +33,8 @@ from ..storage import OutputSettings, join
 from ..tasks import Task
 from ..eval.evaluators import EvalSpec
 from ..train.config import EVAL_DATA, DataSettings, FinetuneConfig
-from ..train.workload import FINETUNE
+from ..train.workload import FINETUNE, read_predictions
+from .classifier import DEV
 from .config import LearnerConfig
 
 LEARNERS_DIR = "learners"
@@ -48,6 +49,11 @@ class Fit:
     metrics: dict[str, Any]
     state: Any  # an ObjectRef to the classifier's state dict (xlt.inference.ClassifierSpec.state)
     from_source: tuple[str, ...] = ()  # the frozen weights ``state`` leaves out (ClassifierSpec.from_source)
+    # Per evaluated split, every row's prediction and probabilities (xlt.eval.evaluators.classification)
+    predictions: dict[str, dict[str, list]] = field(default_factory=dict)
+    # A probe learner's classifier reads normalised features centred on these languages' means (ClassifierSpec)
+    normalize: bool = False
+    languages: tuple[str, ...] = ()
 
 
 def learner_run(output_dir: str, name: str) -> str:
@@ -70,16 +76,21 @@ def fit_name(name: str, iteration: int) -> str:
 
 
 def learner_service(name: str, cfg: LearnerConfig, task: Task, labeled: int, evaluation: Sequence[Mapping[str, Any]],
-                    split: str, output: OutputSettings, callbacks: Sequence[Any] = ()) -> FitService:
+                    split: str, output: OutputSettings, callbacks: Sequence[Any] = (),
+                    dev: Sequence[Mapping[str, Any]] = ()) -> FitService:
     """Learner ``name``'s Ray Train run: ``evaluation`` rows (``text, text_pair, label, lang``) are
     evaluated after each fit's last epoch as ``split`` (``val``: dev, or ``test``), so that its metrics,
-    predictions and tracked epochs carry the split's own name; ``labeled``: the size of the original
-    labelled set (the run's config, which a rerun job must match); ``callbacks``: Ray Train
-    ``UserCallback``s (experiment tracking)."""
+    predictions and tracked epochs carry the split's own name, and the source language's ``dev`` rows
+    as ``val`` beside a ``test`` split (what the job's classifier keeps its iteration by); ``labeled``:
+    the size of the original labelled set (the run's config, which a rerun job must match);
+    ``callbacks``: Ray Train ``UserCallback``s (experiment tracking)."""
     import ray.data
 
     config = learner_config(name, cfg, task, output, labeled)
-    return FitService(FINETUNE, config, {split: ray.data.from_items([dict(r) for r in evaluation])}, callbacks)
+    datasets = {split: ray.data.from_items([dict(r) for r in evaluation])}
+    if dev and split != DEV:
+        datasets[DEV] = ray.data.from_items([dict(r) for r in dev])
+    return FitService(FINETUNE, config, datasets, callbacks)
 
 
 def fit(service: FitService, name: str, cfg: LearnerConfig, task: Task, rows: Sequence[Mapping[str, Any]],
@@ -96,6 +107,8 @@ def fit(service: FitService, name: str, cfg: LearnerConfig, task: Task, rows: Se
     metrics = outcome.metrics
     with outcome.checkpoint.as_directory() as directory:
         state, from_source = read_model(directory)
+        predictions = read_predictions(directory)
     where = placement.key("train")
     return Fit({"train/loss": metrics[TRAIN_LOSS], "train/rows": float(len(rows)), where: metrics[where],
-                **{k: v for k, v in metrics.items() if k.startswith(f"{split}/")}}, ray.put(state), from_source)
+                **{k: v for k, v in metrics.items() if k.startswith((f"{split}/", f"{DEV}/"))}},
+               ray.put(state), from_source, predictions)

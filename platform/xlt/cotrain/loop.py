@@ -35,6 +35,7 @@ a pair is pseudo-labelled, selected and exchanged as one row.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import logging
 from collections import Counter
@@ -56,8 +57,10 @@ from ..tracking import Tracker
 from ..data import Example
 from ..tasks import Task, load_task, row
 from ..train.data import eval_rows
+from .classifier import CLASSIFIER, classifier_predictions, scores, write_predictions
 from .config import LEARNERS, CotrainConfig, PoolData
 from .learner import Fit, fit, learner_service
+from .probe import ProbeLearner
 from .pool import Pass, StoredPool, count_pool, put_pool, stream_selections
 from .selection import Selection, default_size
 from .state import LoopState
@@ -81,6 +84,7 @@ class PreparedCotrain:
     evaluation_rows: list[dict[str, Any]]
     pool_limit: int = 0
     block_rows: int = 256
+    dev_rows: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # the source language's dev
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -110,7 +114,8 @@ def prepare(cfg: CotrainConfig) -> PreparedCotrain:
     task = load_task(cfg.task, cfg.data.data_dir)
     n = cfg.data.max_examples
     return PreparedCotrain(task, [row(ex) for ex in labeled_examples(task, cfg.data)], count_pool(task, n),
-                    eval_rows(task, cfg.data.eval_split, n), n, cfg.inference.batch_size)
+                           eval_rows(task, cfg.data.eval_split, n), n, cfg.inference.batch_size,
+                           eval_rows(task, "dev", n, langs=[task.source_lang]))
 
 
 def labeled_examples(task: Task, data: PoolData) -> list[Example]:
@@ -134,7 +139,8 @@ def selections(state: LoopState, cfg: CotrainConfig, data: PreparedCotrain, iter
     prior = dict(Counter(row["label"] for row in data.labeled))
     return {name: Selection(cfg.selection.policy, threshold=cfg.selection.threshold, size=size,
                             seed=[cfg.selection.seed, iteration, k], class_prior=prior,
-                            exclude=state.selected(name))
+                            exclude=state.selected(name),
+                            languages=data.targets if cfg.selection.per_language else ())
             for k, name in enumerate(LEARNERS)}
 
 
@@ -193,6 +199,7 @@ def run_cotraining(cfg: CotrainConfig, *, data: PreparedCotrain | None = None, s
             fits = fit_learners(cfg, data, state, iteration, learners, phases)
             records = {name: {"iteration": iteration, "learner": name, "mode": cfg.mode, **fits[name].metrics}
                        for name in LEARNERS}
+            records[CLASSIFIER] = job_classifier(cfg, data, fits, iteration)
             if iteration < cfg.iterations:
                 chosen = selections(state, cfg, data, iteration)
                 with phases("pseudo-label and select", iteration=iteration):
@@ -202,20 +209,30 @@ def run_cotraining(cfg: CotrainConfig, *, data: PreparedCotrain | None = None, s
                         records[name].update(stats)
                         records[name][placement.key("pseudo-label")] = placement.as_text(labelled.placement())
                         records[name][PRECISION_KEY] = ",".join(labelled.precisions)
-            state.history.extend(records[name] for name in LEARNERS)
+            state.history.extend(records.values())
             state.iteration = iteration + 1
             state.save(out)
             if tracker is not None:
-                for name in LEARNERS:
-                    tracker.metrics(records[name], iteration, prefix=f"{name}/")
+                for name, record in records.items():
+                    tracker.metrics(record, iteration, prefix=f"{name}/")
             logger.info("iteration %d: %s", iteration, "; ".join(
-                f"{name} {cfg.data.eval_split} avg_target {records[name].get(_avg_key(cfg), float('nan')):.3f}"
-                for name in LEARNERS))
+                f"{name} {cfg.data.eval_split} avg_target {record.get(_avg_key(cfg), float('nan')):.3f}"
+                for name, record in records.items()))
             if on_iteration is not None:
-                on_iteration(iteration, [records[name] for name in LEARNERS])
+                on_iteration(iteration, list(records.values()))
             if stop_after is not None and iteration >= stop_after:
                 break
     return state
+
+
+def job_classifier(cfg: CotrainConfig, data: PreparedCotrain, fits: dict[str, Fit], iteration: int) -> dict[str, Any]:
+    """The job's classifier at ``iteration`` (``xlt.cotrain.classifier``): its metrics record, from the
+    learners' recorded predictions, which are written with its own to ``predictions/iteration<i>.json``."""
+    learners = {name: fit.predictions for name, fit in fits.items()}
+    combined = classifier_predictions(learners, cfg.classifier)
+    write_predictions(cfg.output.dir, iteration, {**learners, CLASSIFIER: combined})
+    return {"iteration": iteration, "learner": CLASSIFIER, "mode": cfg.mode, "combines": cfg.classifier.name,
+            **scores(combined, data.task.source_lang)}
 
 
 def warn_if_short(cfg: CotrainConfig) -> None:
@@ -233,13 +250,18 @@ def warn_if_short(cfg: CotrainConfig) -> None:
                        ", ".join(f"{have.get(k, 0.0):g} {k}" for k in short))
 
 
-def start_learner(cfg: CotrainConfig, data: PreparedCotrain, name: str, tracker: Tracker | None) -> FitService:
-    """Learner ``name``'s Ray Train run for the rest of the job; its epochs are tracked as
-    ``<name>/epoch/...`` at step iteration × K + epoch."""
-    epochs = cfg.learner(name).optim.epochs
+def start_learner(cfg: CotrainConfig, data: PreparedCotrain, name: str,
+                  tracker: Tracker | None) -> FitService | ProbeLearner:
+    """Learner ``name``'s Ray Train run for the rest of the job, its epochs tracked as ``<name>/epoch/...`` at
+    step iteration × K + epoch; or, for ``kind: probe``, its probe in the driver (``xlt.cotrain.probe``)."""
+    learner = cfg.learner(name)
+    if learner.kind == "probe":
+        return ProbeLearner(name, learner.model, learner.probe, data.task, data.labeled, data.evaluation_rows,
+                            data.dev_rows, cfg.data.metric_split, data.pool_limit, learner.optim.seed)
+    epochs = learner.optim.epochs
     callbacks = tracker.callbacks(f"{name}/epoch/", epochs) if tracker is not None else []
     return learner_service(name, cfg.learner(name), data.task, len(data.labeled), data.evaluation_rows,
-                           cfg.data.metric_split, cfg.output, callbacks)
+                           cfg.data.metric_split, cfg.output, callbacks, data.dev_rows)
 
 
 def fit_learners(cfg: CotrainConfig, data: PreparedCotrain, state: LoopState, iteration: int,
@@ -254,10 +276,12 @@ def fit_learners(cfg: CotrainConfig, data: PreparedCotrain, state: LoopState, it
     def fit_one(name: str) -> Fit:
         rows = data.labeled + [_train_row(r) for r in state.received[name]]
         with phases(f"fit {name}", iteration=iteration):
+            if isinstance(learners[name], ProbeLearner):
+                return learners[name].fit(rows, iteration)
             return fit(learners[name], name, cfg.learner(name), data.task, rows, iteration, cfg.output,
                        cfg.data.metric_split)
 
-    on_workers = [name for name in LEARNERS if cfg.learner(name).scaling.num_workers]
+    on_workers = [name for name in LEARNERS if cfg.learner(name).kind == "finetune" and cfg.learner(name).scaling.num_workers]
     with ThreadPoolExecutor(max_workers=len(LEARNERS), thread_name_prefix="learner") as pool:
         futures = {name: pool.submit(fit_one, name) for name in on_workers}
         here = {name: fit_one(name) for name in LEARNERS if name not in futures}
@@ -282,12 +306,14 @@ def label_pool(cfg: CotrainConfig, fits: dict[str, Fit], data: PreparedCotrain,
     from ..inference import ClassifierSpec
 
     specs = {name: ClassifierSpec(model=cfg.learner(name).model, labels=data.labels, state=fit.state,
-                                  paired=data.task.paired, from_source=fit.from_source) for name, fit in fits.items()}
+                                  paired=data.task.paired, from_source=fit.from_source, normalize=fit.normalize,
+                                  languages=fit.languages) for name, fit in fits.items()}
     labellers.load(specs)
     batches = labellers.stream(data.stored_pool.blocks)
     partners = {name: LEARNERS[1 - k] for k, name in enumerate(LEARNERS)} if cfg.mode == "cotrain" else None
+    by = cfg.classifier.learners if cfg.selection.confidence == "classifier" else ()
     bar = progress(data.pool_size, "pseudo-label", "row")
-    seen = stream_selections(batches, chosen, partners=partners, done=bar.update)
+    seen = stream_selections(batches, chosen, partners=partners, by=by, labels=data.labels, done=bar.update)
     bar.close()
     seen.check(data.stored_pool)
     return seen

@@ -18,7 +18,7 @@ sum of keyed 64-bit hashes of their ids, must equal the stored pool's.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -121,24 +121,36 @@ def put_pool(task: Task, limit: int, block_rows: int) -> StoredPool:
 
 
 def stream_selections(batches: Any, selections: Mapping[str, Selection], *, partners: Mapping[str, str] | None = None,
+                      by: Sequence[str] = (), labels: Sequence[str] = (),
                       done: Callable[[int], Any] = lambda n: None) -> Pass:
     """Feed every pseudo-labelled batch (``pyarrow.Table`` with ``POOL_COLUMNS``, each learner's
-    ``<name>_pseudo_label`` and ``<name>_confidence``, ``worker``, ``node`` and ``precision``) to each learner's selection;
-    ``partners[name]``: whose labels its agreement compares with; ``done(n)`` after each batch of
-    n rows. Returns what the pass saw (``Pass``), for ``Pass.check``.
+    ``<name>_pseudo_label``, ``<name>_confidence`` and ``<name>_probabilities``, ``worker``, ``node`` and
+    ``precision``) to each learner's selection; ``partners[name]``: whose labels its agreement compares
+    with; ``by``: the learners whose combined probabilities (``xlt.cotrain.classifier.combine``, over
+    ``labels``) every selection takes its label and confidence from, instead of its own learner's;
+    ``done(n)`` after each batch of n rows. Returns what the pass saw (``Pass``), for ``Pass.check``.
 
-    Only the columns used are converted from Arrow (not the probabilities), batch by batch."""
+    Only the columns used are converted from Arrow (the probabilities only with ``by``), batch by batch."""
     from ..inference import prediction_column
+    from .classifier import combine
 
     seen = Pass()
     for batch in batches:
         rows = {name: batch.column(name).to_numpy(zero_copy_only=False) for name in POOL_COLUMNS}
-        labels = {name: batch.column(prediction_column("pseudo_label", name)).to_numpy(zero_copy_only=False)
-                  for name in selections}
+        own = {name: batch.column(prediction_column("pseudo_label", name)).to_numpy(zero_copy_only=False)
+               for name in selections}
+        if by:
+            probabilities = combine([np.stack(batch.column(prediction_column("probabilities", name))
+                                              .to_numpy(zero_copy_only=False)) for name in by])
+            combined = (np.asarray(labels, dtype=object)[probabilities.argmax(axis=1)], probabilities.max(axis=1))
         for name, selection in selections.items():
-            confidence = batch.column(prediction_column("confidence", name)).to_numpy(zero_copy_only=False)
-            partner = labels[partners[name]] if partners and name in partners else None
-            selection.offer(rows, labels[name], np.asarray(confidence), partner)
+            if by:
+                label, confidence = combined
+            else:
+                label = own[name]
+                confidence = batch.column(prediction_column("confidence", name)).to_numpy(zero_copy_only=False)
+            partner = own[partners[name]] if partners and name in partners else None
+            selection.offer(rows, label, np.asarray(confidence), partner)
         seen.workers.update(dict.fromkeys(zip(batch.column("worker").to_pylist(), batch.column("node").to_pylist())))
         seen.precisions.update(dict.fromkeys(batch.column("precision").unique().to_pylist()))
         seen.rows += batch.num_rows

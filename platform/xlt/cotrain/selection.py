@@ -16,6 +16,11 @@ the pool may differ from that of the labelled data; two policies for that are he
   learners agree), then random as ``threshold-random``. With self-training there is no partner
   and the policy is refused.
 
+With ``languages`` (``selection.per_language``), any policy's size is first split equally over the
+target languages (largest remainder), and each language's share is drawn from that language's
+candidates only (class-balanced: its share split again over the classes): a selection taken over
+the whole pool fills with the language and the class a learner is surest of.
+
 Readings chosen: confidence is compared strictly (c > t, as Alg. 1 writes it); the size is
 ``floor(n / 3)`` unless set (``size``); "randomly choose" is a uniform draw without replacement.
 
@@ -32,7 +37,7 @@ would be ordered by arrival.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -53,12 +58,14 @@ class Selection:
     the selected rows (``id`` among them), ``labels`` and ``confidence`` this learner's
     predictions, ``partner`` the partner learner's labels (``agreement`` only). Rows whose id is
     in ``exclude`` (those this learner selected before: Alg. 1's U^k = U^k \\ S^k) are not
-    candidates. ``result()``: the selected rows' columns plus ``label`` and ``confidence``, in
-    key order; ``candidates``: how many rows passed the threshold (agreement not required).
+    candidates. ``languages``: the per-language shares (module docstring; ``rows`` then has ``lang``).
+    ``result()``: the selected rows' columns plus ``label`` and ``confidence``, in key order;
+    ``candidates``: how many rows passed the threshold (agreement not required).
     """
 
     def __init__(self, policy: str, *, threshold: float, size: int, seed: Seed,
-                 class_prior: Mapping[str, int] | None = None, exclude: Collection[str] = frozenset()) -> None:
+                 class_prior: Mapping[str, int] | None = None, exclude: Collection[str] = frozenset(),
+                 languages: Sequence[str] = ()) -> None:
         if policy not in POLICIES:
             raise ValueError(f"unknown selection policy {policy!r}; valid: {', '.join(POLICIES)}")
         if not 0.0 <= threshold < 1.0:
@@ -68,16 +75,21 @@ class Selection:
         if policy == "class-balanced" and not class_prior:
             raise ValueError("class-balanced selection needs class_prior: the labelled data's count per class")
         self.policy, self.threshold, self.seed = policy, threshold, seed
-        # One group per class with its quota (class-balanced), else one group of the whole size.
-        self.quota: dict[str | None, int] = quotas(class_prior, size) if policy == "class-balanced" else {None: size}
+        # One group per (language, class) with its quota; None: any language, or any class.
+        shares = quotas(dict.fromkeys(languages, 1), size) if languages else {None: size}
+        self.quota: dict[tuple[str | None, str | None], int] = {
+            (lang, label): n for lang, share in shares.items()
+            for label, n in (quotas(class_prior, share) if policy == "class-balanced" else {None: share}).items()}
         self.exclude = exclude if isinstance(exclude, (set, frozenset)) else frozenset(exclude)
         self.candidates = 0
-        self._kept: dict[str | None, dict[str, np.ndarray]] = {}
+        self._kept: dict[tuple[str | None, str | None], dict[str, np.ndarray]] = {}
         self._columns: tuple[str, ...] = ("id",)
 
     def offer(self, rows: Mapping[str, np.ndarray], labels: np.ndarray, confidence: np.ndarray,
               partner: np.ndarray | None = None) -> None:
         ids = np.asarray(rows["id"], dtype=object)
+        if self.quota and next(iter(self.quota))[0] is not None and "lang" not in rows:
+            raise ValueError("a per-language selection needs each row's lang")
         self._columns = tuple(rows)
         labels = np.asarray(labels, dtype=object)
         confidence = np.asarray(confidence, dtype=np.float64)
@@ -93,8 +105,13 @@ class Selection:
             return
         new = {name: np.asarray(values, dtype=object)[mask] for name, values in rows.items()}
         new |= {"label": labels[mask], "confidence": confidence[mask], "key": draw_keys(ids[mask], self.seed)}
-        for group, quota in self.quota.items():
-            part = new if group is None else {k: v[new["label"] == group] for k, v in new.items()}
+        for (lang, label), quota in self.quota.items():
+            part = new
+            if lang is not None:
+                part = {k: v[part["lang"] == lang] for k, v in part.items()}
+            if label is not None:
+                part = {k: v[part["label"] == label] for k, v in part.items()}
+            group = (lang, label)
             if quota and len(part["key"]):
                 self._kept[group] = _smallest(_concat(self._kept.get(group), part), quota)
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..metrics import ACC, AVG_TARGET, metric_name
+from .classifier import CLASSIFIER
 
 
 def iteration_rows(history: Sequence[Mapping[str, Any]], split: str, source_lang: str) -> list[dict[str, Any]]:
@@ -20,7 +21,8 @@ def iteration_rows(history: Sequence[Mapping[str, Any]], split: str, source_lang
         return None if value is None else int(value)
 
     # The accuracy of no selected rows is undefined (NaN in the history): a dash, not "nan".
-    return [{"iteration": h["iteration"], "learner": h["learner"], "train rows": count(h["train/rows"]),
+    return [{"iteration": h["iteration"], "learner": h["learner"], "train rows": count(h.get("train/rows")),
+             f"{source_lang} dev": h.get(metric_name("val", ACC, source_lang)),
              source_lang: h.get(metric_name(split, ACC, source_lang)),
              AVG_TARGET: h.get(metric_name(split, ACC, AVG_TARGET)),
              "candidates": count(h.get("pseudo/candidates")), "selected": count(h.get("pseudo/selected")),
@@ -28,16 +30,24 @@ def iteration_rows(history: Sequence[Mapping[str, Any]], split: str, source_lang
 
 
 def language_rows(history: Sequence[Mapping[str, Any]], split: str, langs: Sequence[str],
-                  label: str, score: str = ACC) -> list[dict[str, Any]]:
-    """One row per (learner, first / last iteration): ``score`` (accuracy or macro-F1) per language
-    and the target average."""
+                  label: str, score: str = ACC, kept: int | None = None) -> list[dict[str, Any]]:
+    """One row per (learner, first / last iteration), and the job's classifier at iteration ``kept``
+    first: ``score`` (accuracy or macro-F1) per language and the target average."""
     last = max(h["iteration"] for h in history)
+
+    def row(name: str, h: Mapping[str, Any]) -> dict[str, Any]:
+        return {"model": name, **{lang: h.get(metric_name(split, score, lang)) for lang in (*langs, AVG_TARGET)}}
+
     rows = []
+    if kept is not None:
+        h = next(h for h in history if h["learner"] == CLASSIFIER and h["iteration"] == kept)
+        rows.append(row(f"**the job's classifier** ({h.get('combines', CLASSIFIER)}, iteration {kept})", h))
     for h in history:
         if h["iteration"] not in (0, last):
             continue
-        name = f"{h['learner']} alone" if h["iteration"] == 0 else f"{h['learner']} {label} (iteration {last})"
-        rows.append({"model": name, **{lang: h.get(metric_name(split, score, lang)) for lang in (*langs, AVG_TARGET)}})
+        who = h.get("combines", h["learner"])  # the job's classifier by the learners it combines
+        name = f"{who} alone" if h["iteration"] == 0 else f"{who} {label} (iteration {last})"
+        rows.append(row(name, h))
     return rows
 
 

@@ -140,8 +140,12 @@ def to_metrics(summary: TransferSummary, split: str, score: str = ACC) -> dict[s
 
 def transfer_metrics(y_true: Sequence | np.ndarray, y_pred: Sequence | np.ndarray, langs: Sequence[str] | np.ndarray,
                      source_lang: str, split: str) -> dict[str, float]:
-    """Every score per language, its target average and its gap, as named metrics of ``split``."""
+    """Every score per language, its target average and its gap, as named metrics of ``split``; rows of
+    the source language alone (a co-training run's English dev) have no target: their scores only."""
     metrics: dict[str, float] = {}
     for score, per_lang in scores_by_language(y_true, y_pred, langs).items():
-        metrics.update(to_metrics(summarize_transfer(per_lang, source_lang), split, score))
+        if set(per_lang) == {source_lang}:
+            metrics[metric_name(split, score, source_lang)] = float(per_lang[source_lang])
+        else:
+            metrics.update(to_metrics(summarize_transfer(per_lang, source_lang), split, score))
     return metrics

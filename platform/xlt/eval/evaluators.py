@@ -9,8 +9,8 @@ runs a list: the engine's workloads call it, and never name an evaluation themse
 
 - ``classification``: a classifier's predictions on labelled rows (``id``, ``text``, ``text_pair``,
   ``label``, ``lang``): accuracy and macro-F1 per language, their target averages and transfer gaps
-  (``classification.transfer_metrics``); it keeps each row's prediction, which fine-tuning writes
-  beside the checkpoint for paired comparisons (``predictions.json``).
+  (``classification.transfer_metrics``); it keeps each row's prediction and probabilities, which
+  fine-tuning writes beside the checkpoint for paired comparisons and combinations (``predictions.json``).
 - ``retrieval``: an encoder's top-1 retrieval both ways on parallel rows (``lang``, ``src``,
   ``tgt``), Tatoeba's protocol (XTREME): ``<split>/tatoeba/<lang>``, the mean of both directions,
   and their ``avg``. ``jobs/evaluate.py``'s ``tatoeba`` protocol scores with the same function
@@ -82,30 +82,38 @@ class Context:
     label: str = ""
 
 
-def predict_rows(classifier: Any, rows: Rows, batch_size: int = 64, label: str = "evaluate") -> list[str]:
-    """The predicted label of every row (``text``, with ``text_pair`` for a paired classifier), with a
-    progress bar (``label``) advancing every ``EVAL_CHUNK`` batches."""
+def predict_rows(classifier: Any, rows: Rows, batch_size: int = 64,
+                 label: str = "evaluate") -> tuple[list[str], np.ndarray]:
+    """The predicted label of every row (``text``, with ``text_pair`` for a paired classifier) and its
+    probabilities (N, C) over the classifier's labels, with a progress bar (``label``) advancing every
+    ``EVAL_CHUNK`` batches."""
     texts = [str(t) for t in rows["text"]]
     items = list(zip(texts, (str(p) for p in rows["text_pair"]))) if classifier.paired else texts
     langs = [str(lang) for lang in rows["lang"]]
     predicted: list[str] = []
+    probabilities = [np.zeros((0, len(classifier.labels)), dtype=np.float32)]
     bar, chunk = progress(len(items), label, "row"), EVAL_CHUNK * batch_size
     for start in range(0, len(items), chunk):
-        predicted.extend(classifier.predict(items[start:start + chunk], batch_size=batch_size,
-                                            langs=langs[start:start + chunk]).labels)
+        out = classifier.predict(items[start:start + chunk], batch_size=batch_size, langs=langs[start:start + chunk])
+        predicted.extend(out.labels)
+        probabilities.append(np.asarray(out.probabilities, dtype=np.float32))
         bar.update(len(items[start:start + chunk]))
     bar.close()
-    return predicted
+    return predicted, np.concatenate(probabilities)
 
 
 def classification(classifier: Any, rows: Rows, spec: EvalSpec, context: Context) -> Evaluation:
     """The ``classification`` evaluator (module docstring)."""
-    predicted = predict_rows(classifier, rows, context.batch_size, f"{context.label} evaluate {spec.split}".strip())
+    predicted, probabilities = predict_rows(classifier, rows, context.batch_size,
+                                            f"{context.label} evaluate {spec.split}".strip())
     gold = [str(label) for label in rows["label"]]
     metrics = transfer_metrics(np.asarray(gold, dtype=str), np.asarray(predicted, dtype=str),
                                np.asarray(list(rows["lang"]), dtype=str), context.source_lang, spec.split)
+    # Probabilities to 4 decimals: what a combination of classifiers reads (xlt.cotrain.classifier), at a
+    # tenth of the digits JSON would write.
     return Evaluation(metrics, {"id": list(rows["id"]), "lang": list(rows["lang"]), "label": gold,
-                                "predicted": predicted})
+                                "predicted": predicted, "labels": list(classifier.labels),
+                                "probabilities": np.round(probabilities.astype(np.float64), 4).tolist()})
 
 
 def retrieval_by_language(encoder: Any, rows: Rows, batch_size: int = 64,

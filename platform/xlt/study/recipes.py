@@ -13,7 +13,8 @@ the form a checkpoint records them (``id``, ``lang``, ``label``, ``predicted``):
 - ``setfit``: SetFit (Tunstall et al. 2022) with the ``setfit`` package, offline: the body is the
   job's encoder as a ``SentenceTransformer`` (``xlt.models.classifier.sentence_transformer``), its
   prefix (e5's ``"query: "``) put before every text, as xlt's own encoder does, its word embeddings
-  frozen where the job freezes them (``optim.freeze_word_embeddings``); contrastive pairs of the
+  frozen where the job freezes them (``optim.freeze_word_embeddings``) unless the settings say otherwise
+  (``SetFitSettings.freeze_word_embeddings``); contrastive pairs of the
   English rows, then a logistic-regression head (with ``adapt``: the probe's, adapted to the target
   pools). SetFit has no sentence-pair input: pair tasks are refused (their baselines are the probes
   and CE).
@@ -166,7 +167,9 @@ def setfit_predictions(rows: JobRows, settings: SetFitSettings, seed: int, model
     with tempfile.TemporaryDirectory(prefix="xlt-setfit-") as body_dir:
         # The prefix goes before the texts here, not as a prompt: SetFit's contrastive pairs would not get it.
         body = sentence_transformer(encoder, body_dir, prompts=False)
-        if rows.freeze_word_embeddings:  # as the job fine-tunes the same body (AdamW skips frozen weights)
+        freeze = rows.freeze_word_embeddings if settings.freeze_word_embeddings is None \
+            else settings.freeze_word_embeddings
+        if freeze:  # as the job fine-tunes the same body (AdamW skips frozen weights)
             body[0].auto_model.get_input_embeddings().requires_grad_(False)
         setfit = SetFitModel(model_body=body, model_head=LogisticRegression(random_state=seed))
         trainer = Trainer(model=setfit, args=args, train_dataset=Dataset.from_dict(
@@ -183,6 +186,6 @@ def setfit_predictions(rows: JobRows, settings: SetFitSettings, seed: int, model
     return (rows.predictions(predicted),
             {"setfit": {**settings.__dict__, "train_rows": len(rows.train),
                         "pairs": 2 * settings.num_iterations * len(rows.train),
-                        "freeze_word_embeddings": rows.freeze_word_embeddings},
+                        "freeze_word_embeddings": freeze},
              **({"adapt": dataclasses.asdict(adapt)} if adapt.active else {})})
 

@@ -6,6 +6,7 @@
     set: [data.max_examples=100]           # overrides of every unit
     seeds: [0, 1, 2]
     split: test                            # the split scored (co-training: its data.metric_split)
+    arms: [classifier, lm, classifier@0]   # co-training only: what each unit scores (COTRAIN_ARMS; default: lm, emb)
     output: results/studies/nusax-scl      # default: results/studies/<file stem>; local or s3://
     notes: |                               # optional: what was run, for the report's reader (Markdown)
       - NusaX sentiment, 100 English training reviews ...
@@ -23,8 +24,9 @@
 A **unit** is one variant at one seed (``Unit``): one run of the job with the study's and the
 variant's overrides, seeded by ``SEED_KEYS``, or one run of a baseline recipe (``xlt.study.recipes``)
 on the rows the job's config draws. A probe is deterministic, so it runs at the first seed only.
-What a unit scores is an **arm**: the variant itself, or for a co-training variant each of its learners
-(``<variant>/lm``, ``<variant>/emb``), which comparisons name.
+What a unit scores is an **arm**: the variant itself, or for a co-training variant what its run left
+(``<variant>/lm``, ``<variant>/emb``, ``<variant>/classifier``, each also ``@0``: at iteration 0), which
+comparisons name.
 """
 
 from __future__ import annotations
@@ -40,7 +42,11 @@ from ..eval.adaptation import ProbeAdaptation
 Job = Literal["finetune", "cotrain"]
 Recipe = Literal["job", "probe", "setfit"]
 RECIPES: tuple[str, ...] = ("job", "probe", "setfit")
-LEARNERS = ("lm", "emb")  # a co-training run's arms (xlt.cotrain.learner.LEARNERS)
+LEARNERS = ("lm", "emb")  # a co-training run's learners (xlt.cotrain.learner.LEARNERS)
+CLASSIFIER_ARM = "classifier"  # the job's classifier (xlt.cotrain.classifier.CLASSIFIER)
+# What a co-training unit may score (``arms:``; default: the learners): each learner and the job's classifier as
+# the run left them (the classifier at the iteration it keeps), or at iteration 0 (``@0``: before any exchange).
+COTRAIN_ARMS = tuple(f"{name}{at}" for at in ("", "@0") for name in (*LEARNERS, CLASSIFIER_ARM))
 
 # How a unit's seed reaches each job: every source of randomness its runs draw from.
 SEED_KEYS: dict[str, tuple[str, ...]] = {
@@ -49,7 +55,7 @@ SEED_KEYS: dict[str, tuple[str, ...]] = {
 }
 AUGMENT_SEED = "data.augment.seed"  # fine-tuning with views: the views drawn per seed too
 TOP_LEVEL_KEYS = ("title", "job", "preset", "set", "seeds", "split", "output", "notes", "reading", "variants",
-                  "comparisons")
+                  "comparisons", "arms")
 VARIANT_KEYS = ("label", "set", "recipe", "model", "setfit", "adapt")
 COMPARISON_KEYS = ("a", "b", "paper", "source")
 
@@ -65,6 +71,9 @@ class SetFitSettings:
     num_epochs: int = 1
     batch_size: int = 16
     learning_rate: float = 2e-5
+    # The body's word embeddings frozen as the job freezes them (None: the job's optim.freeze_word_embeddings),
+    # or set here: false trains every weight, as the setfit package does.
+    freeze_word_embeddings: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -116,6 +125,7 @@ class Study:
     comparisons: tuple[Comparison, ...] = ()
     reading: str | None = None  # resolved path
     notes: str = ""
+    cotrain_arms: tuple[str, ...] = LEARNERS  # a co-training unit's arms (COTRAIN_ARMS)
 
     @property
     def name(self) -> str:
@@ -129,9 +139,9 @@ class Study:
         return [Unit(v.name, seed) for v in self.variants for seed in (self.seeds if v.seeded else self.seeds[:1])]
 
     def arms(self, variant: Variant) -> list[str]:
-        """What a unit of ``variant`` scores: itself, or each learner of a co-training run."""
+        """What a unit of ``variant`` scores: itself, or what a co-training run left (``cotrain_arms``)."""
         if variant.recipe == "job" and self.job == "cotrain":
-            return [f"{variant.name}/{learner}" for learner in LEARNERS]
+            return [f"{variant.name}/{arm}" for arm in self.cotrain_arms]
         return [variant.name]
 
     def all_arms(self) -> list[str]:
@@ -140,7 +150,11 @@ class Study:
     def label(self, arm: str) -> str:
         variant, _, learner = arm.partition("/")
         label = self.variant(variant).label
-        return f"{label} ({learner.upper()} learner)" if learner else label
+        if not learner:
+            return label
+        name, _, iteration = learner.partition("@")
+        what = "the job's classifier" if name == CLASSIFIER_ARM else f"{name.upper()} learner"
+        return f"{label} ({what}{f', iteration {iteration}' if iteration else ''})"
 
     def job_data(self, variant: Variant, extra: Sequence[str] = ()) -> dict[str, Any]:
         """The job's config mapping of ``variant``: the preset, the study's overrides, the variant's,
@@ -224,10 +238,13 @@ def load_study(path: str | Path) -> Study:
     reading = (path.parent / raw["reading"]).resolve() if raw.get("reading") else None
     if reading is not None and not reading.is_file():
         raise _fail(source, "reading", f"{raw['reading']!r} is not a file (resolved to {reading})")
+    cotrain_arms = tuple(raw.get("arms") or LEARNERS)
+    if raw.get("arms") is not None and (raw["job"] != "cotrain" or not set(cotrain_arms) <= set(COTRAIN_ARMS)):
+        raise _fail(source, "arms", f"{raw['arms']!r}: a co-training study's arms are some of {', '.join(COTRAIN_ARMS)}")
     study = Study(source, str(raw.get("title", path.stem)), raw["job"], str(preset),
                   _strings(source, "set", raw.get("set")), tuple(seeds), str(raw.get("split", "test")),
                   str(raw.get("output") or f"results/studies/{path.stem}"), variants, (), str(reading) if reading else None,
-                  str(raw.get("notes") or "").strip())
+                  str(raw.get("notes") or "").strip(), cotrain_arms)
     arms = study.all_arms()
     comparisons = []
     for i, spec in enumerate(raw.get("comparisons") or []):

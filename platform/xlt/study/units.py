@@ -155,7 +155,8 @@ def unit_identity(setup: UnitSetup, unit: Unit) -> dict[str, Any]:
     if variant.recipe != "job":
         recipe["model"] = variant.model
     if variant.recipe == "setfit":
-        recipe["setfit"] = dataclasses.asdict(variant.setfit)
+        # A setting at None (as the job) is left out: the identity of a unit recorded before the setting existed
+        recipe["setfit"] = {k: v for k, v in dataclasses.asdict(variant.setfit).items() if v is not None}
     if variant.adapt.active:  # a plain probe's identity is what it was before adaptation existed
         recipe["adapt"] = dataclasses.asdict(variant.adapt)
     return {**recipe, "job": comparable(unit_config(setup, unit))}
@@ -242,16 +243,15 @@ def finetune_arms(data: dict[str, Any], unit: Unit, study: Study) -> tuple[dict[
 
 
 def cotrain_arms(data: dict[str, Any], unit: Unit, study: Study) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Co-train, each iteration reported to Tune; each learner's last fit's predictions of the scored
-    split (its run's latest checkpoint), with its target average after every iteration."""
+    """Co-train, each iteration reported to Tune; each arm's predictions of the scored split, as the run
+    recorded them (``xlt.cotrain.classifier``: a learner's at its last iteration, the job's classifier's at
+    the iteration it keeps, either at iteration 0 with ``@0``), with its target average after every iteration."""
     from ..cotrain import run_cotraining
+    from ..cotrain.classifier import kept_iteration, read_predictions
     from ..cotrain.config import CotrainConfig
-    from ..cotrain.learner import LEARNERS_DIR
-    from ..engine.checkpoints import latest_checkpoint
     from ..metrics import ACC, metric_name
     from ..sweep.trainables import cotrain_metrics
     from ..sweep import tune_session
-    from ..train.workload import read_predictions
 
     cfg = from_dict(CotrainConfig, data)
     split = cfg.data.metric_split
@@ -264,13 +264,15 @@ def cotrain_arms(data: dict[str, Any], unit: Unit, study: Study) -> tuple[dict[s
 
     state = run_cotraining(cfg, on_iteration=on_iteration)
     arms = {}
+    source = cfg.task.source_lang
     for arm in study.arms(study.variant(unit.variant)):
-        learner = arm.split("/")[1]
+        learner, _, at = arm.split("/")[1].partition("@")
         history = [h for h in state.history if h["learner"] == learner]
-        with latest_checkpoint(join(cfg.output.dir, LEARNERS_DIR, learner)).as_directory() as last:
-            predictions = read_predictions(last)[split]
-        arms[arm] = {**scored_arm(predictions, cfg.task.source_lang), "labeled": history[-1].get("train/rows"),
-                     "iterations": [h[metric_name(split, ACC, AVG_TARGET)] for h in history]}
+        iteration = (int(at) if at else kept_iteration(state.history, cfg.classifier.keep, source)
+                     if learner == "classifier" else history[-1]["iteration"])
+        predictions = read_predictions(cfg.output.dir, iteration)[learner][split]
+        arms[arm] = {**scored_arm(predictions, source), "labeled": history[iteration].get("train/rows"),
+                     "iteration": iteration, "iterations": [h[metric_name(split, ACC, AVG_TARGET)] for h in history]}
     return arms, {}
 
 

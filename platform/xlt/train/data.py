@@ -104,10 +104,11 @@ def train_dataset(data: DataSettings, task: Task, rows: list[dict[str, Any]]) ->
     return augmented.union(ray.data.from_blocks([table]))  # built here: no task (xlt.data.ray_data.map_with_udf)
 
 
-def eval_rows(task: Task, split: str, max_examples: int = 0) -> list[dict[str, Any]]:
-    """``id, text, text_pair, label, lang`` of ``split`` (``dev`` / ``test``) for every language of the task."""
+def eval_rows(task: Task, split: str, max_examples: int = 0, langs: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """``id, text, text_pair, label, lang`` of ``split`` (``dev`` / ``test``) for every language of the task
+    (or of ``langs``)."""
     keys = ("id", "text", "text_pair", "label", "lang")
-    return [{k: r[k] for k in keys} for r in task.rows(split, task.langs, max_examples)]
+    return [{k: r[k] for k in keys} for r in task.rows(split, task.langs if langs is None else langs, max_examples)]
 
 
 def check_augment_languages(augment: AugmentConfig, task: Task, translator: str) -> None:

@@ -1,0 +1,133 @@
+"""The one classifier a co-training run ends with: a learner, or the learners combined, at the iteration it keeps.
+
+Co-training leaves two learners; a user wants one classifier. Blum & Mitchell (1998, §4) classify
+with both views: the product of the views' class probabilities, renormalised,
+p(y | x) ∝ Π_k p_k(y | x_k). Reading chosen: the product, not the mean (under the views'
+conditional independence given y the product over the prior is the posterior; the prior is left
+out, as their combined classifier leaves it out), computed in log space with every probability
+floored at ``FLOOR`` (the recorded ones are rounded to 4 decimals, so a 0 may stand for 4e-5).
+With one learner named, the job's classifier is that learner.
+
+Every fit scores the source language's dev rows beside the evaluation split (``xlt.cotrain.learner``),
+so the classifier has a dev score at each iteration without a target label. Which iteration it is
+(``ClassifierSettings.keep``): ``last``, or ``best-dev``, the iteration of the best source dev
+accuracy, ties to the earliest (the one trained on fewer pseudo-labels; iteration 0 is fine-tuning
+alone), as HF Trainer's ``load_best_model_at_end`` keeps the first best checkpoint.
+
+Each iteration's predictions of every learner and of the classifier (per split, with probabilities) are
+written to ``<output.dir>/predictions/iteration<i>.json`` (``write_predictions``): what a study pairs
+item by item, iteration 0 included.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from ..config import check
+from ..eval.classification import transfer_metrics
+from ..metrics import ACC, metric_name
+from ..storage import join, read_text, staged
+
+CLASSIFIER = "classifier"  # the job's classifier, as a learner's name in the history, the tables and the files
+PREDICTIONS_DIR = "predictions"
+FLOOR = 1e-6
+DEV = "val"  # the metric split of the source language's dev rows
+
+
+@dataclass(frozen=True)
+class ClassifierSettings:
+    """The job's classifier: the ``learners`` whose probabilities it multiplies (one: that learner), and
+    the iteration it ``keep``s (module docstring)."""
+
+    learners: tuple[str, ...] = ("lm",)
+    keep: Literal["last", "best-dev"] = "last"
+
+    def __post_init__(self) -> None:
+        check(bool(self.learners) and len(set(self.learners)) == len(self.learners)
+              and set(self.learners) <= {"lm", "emb"}, "classifier.learners", list(self.learners),
+              "[lm], [emb] or [lm, emb]")
+
+    @property
+    def name(self) -> str:
+        return " × ".join(self.learners)
+
+
+def combine(probabilities: Sequence[np.ndarray]) -> np.ndarray:
+    """The renormalised product of several classifiers' probabilities (N, C) of the same rows."""
+    log = sum(np.log(np.clip(np.asarray(p, dtype=np.float64), FLOOR, 1.0)) for p in probabilities)
+    log = log - log.max(axis=1, keepdims=True)
+    product = np.exp(log)
+    return product / product.sum(axis=1, keepdims=True)
+
+
+def combined_predictions(by_learner: Mapping[str, Mapping[str, Any]], learners: Sequence[str]) -> dict[str, Any]:
+    """One split's recorded predictions (``id, lang, label, predicted, labels, probabilities``) of the
+    classifier made of ``learners``, from each learner's predictions of the same rows."""
+    first = by_learner[learners[0]]
+    for name in learners[1:]:
+        other = by_learner[name]
+        if list(other["id"]) != list(first["id"]) or list(other["labels"]) != list(first["labels"]):
+            raise ValueError(f"learners {learners[0]!r} and {name!r} predicted different rows or labels: "
+                             "a combination needs both on the same rows")
+    probabilities = combine([by_learner[name]["probabilities"] for name in learners])
+    labels = list(first["labels"])
+    return {**{k: list(first[k]) for k in ("id", "lang", "label")}, "labels": labels,
+            "predicted": [labels[k] for k in probabilities.argmax(axis=1)],
+            "probabilities": np.round(probabilities, 4).tolist()}
+
+
+def classifier_predictions(by_learner: Mapping[str, Mapping[str, Mapping[str, Any]]],
+                           settings: ClassifierSettings) -> dict[str, dict[str, Any]]:
+    """Per split, the job's classifier's predictions from the learners' (``{learner: {split: predictions}}``)."""
+    splits = by_learner[settings.learners[0]]
+    return {split: combined_predictions({name: by_learner[name][split] for name in settings.learners},
+                                        settings.learners) for split in splits}
+
+
+def scores(predictions: Mapping[str, Mapping[str, Any]], source_lang: str) -> dict[str, float]:
+    """The named metrics (``<split>/acc/<lang>`` ...) of each split's predictions."""
+    out: dict[str, float] = {}
+    for split, p in predictions.items():
+        out |= transfer_metrics(np.asarray(p["label"], dtype=str), np.asarray(p["predicted"], dtype=str),
+                                np.asarray(p["lang"], dtype=str), source_lang, split)
+    return out
+
+
+def kept_iteration(history: Sequence[Mapping[str, Any]], keep: str, source_lang: str) -> int:
+    """The iteration whose classifier the run keeps: the last, or the best source dev accuracy (ties: the
+    earliest)."""
+    records = sorted((h for h in history if h["learner"] == CLASSIFIER), key=lambda h: h["iteration"])
+    if not records:
+        raise ValueError("the history holds no record of the job's classifier")
+    if keep == "last":
+        return int(records[-1]["iteration"])
+    dev = metric_name(DEV, ACC, source_lang)
+    best = max(records, key=lambda h: (h.get(dev, float("-inf")), -h["iteration"]))
+    return int(best["iteration"])
+
+
+def predictions_path(output_dir: str, iteration: int) -> str:
+    return join(output_dir, PREDICTIONS_DIR, f"iteration{iteration}.json")
+
+
+def write_predictions(output_dir: str, iteration: int, predictions: Mapping[str, Any]) -> str:
+    """``{learner: {split: predictions}}`` of ``iteration``, whole or not at all."""
+    with staged(join(output_dir, PREDICTIONS_DIR)) as local:
+        tmp = local / f"iteration{iteration}.json.tmp"
+        tmp.write_text(json.dumps(predictions, ensure_ascii=False), encoding="utf-8")
+        tmp.replace(local / f"iteration{iteration}.json")
+    return predictions_path(output_dir, iteration)
+
+
+def read_predictions(output_dir: str, iteration: int) -> dict[str, Any]:
+    """What ``write_predictions`` wrote for ``iteration``."""
+    text = read_text(predictions_path(output_dir, iteration))
+    if text is None:
+        raise FileNotFoundError(f"{predictions_path(output_dir, iteration)} does not exist: a co-training run "
+                                "records each iteration's predictions there")
+    return json.loads(text)

@@ -1,0 +1,73 @@
+"""The job's classifier (``xlt.cotrain.classifier``) against naive references: Blum & Mitchell's product of the
+views' probabilities, renormalised; the iteration kept by the source language's dev, ties to the earliest."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from xlt.config import ConfigError
+from xlt.cotrain.classifier import (CLASSIFIER, ClassifierSettings, classifier_predictions, combine,
+                                    combined_predictions, kept_iteration, read_predictions, scores, write_predictions)
+
+LABELS = ["a", "b", "c"]
+
+
+def predictions(probabilities, ids=("r0", "r1", "r2"), langs=("en", "de", "de"), gold=("a", "b", "c")):
+    probabilities = np.asarray(probabilities, dtype=float)
+    return {"id": list(ids), "lang": list(langs), "label": list(gold), "labels": LABELS,
+            "predicted": [LABELS[k] for k in probabilities.argmax(1)], "probabilities": probabilities.tolist()}
+
+
+def test_combine_is_the_renormalised_product_of_the_probabilities():
+    rng = np.random.default_rng(0)
+    p, q = rng.dirichlet(np.ones(3), 5), rng.dirichlet(np.ones(3), 5)
+    naive = [[p[i, k] * q[i, k] / sum(p[i, j] * q[i, j] for j in range(3)) for k in range(3)] for i in range(5)]
+    assert combine([p, q]) == pytest.approx(np.array(naive))
+    assert combine([p]) == pytest.approx(p)
+    # A probability of 0 (rounded) is floored, so one learner's 0 does not veto the other's certainty.
+    assert combine([[[0.0, 1.0, 0.0]], [[1.0, 0.0, 0.0]]]).sum() == pytest.approx(1.0)
+
+
+def test_the_combination_can_disagree_with_both_learners_alone():
+    lm = predictions([[0.5, 0.45, 0.05], [0.1, 0.6, 0.3], [0.3, 0.3, 0.4]])
+    emb = predictions([[0.05, 0.45, 0.5], [0.1, 0.6, 0.3], [0.4, 0.2, 0.4]])
+    both = combined_predictions({"lm": lm, "emb": emb}, ["lm", "emb"])
+    assert both["predicted"] == ["b", "b", "c"]  # row 0: a (lm), c (emb), b together
+    assert both["id"] == lm["id"] and both["labels"] == LABELS
+    with pytest.raises(ValueError, match="different rows"):
+        combined_predictions({"lm": lm, "emb": predictions(np.eye(3), ids=("r0", "r2", "r1"))}, ["lm", "emb"])
+
+
+def test_a_single_learner_is_itself_and_scores_name_each_split():
+    lm = predictions([[0.9, 0.05, 0.05], [0.1, 0.2, 0.7], [0.1, 0.2, 0.7]])
+    out = classifier_predictions({"lm": {"test": lm, "val": lm}, "emb": {"test": lm, "val": lm}},
+                                 ClassifierSettings(("lm",)))
+    assert out["test"]["predicted"] == lm["predicted"]
+    metrics = scores(out, "en")
+    assert metrics["test/acc/en"] == 1.0 and metrics["test/acc/de"] == 0.5 and metrics["test/acc/avg_target"] == 0.5
+    # A split of the source language alone (the English dev) has its own scores, no target average.
+    dev = scores({"val": predictions([[1, 0, 0]], ids=("d0",), langs=("en",), gold=("a",))}, "en")
+    assert dev == {"val/acc/en": 1.0, "val/f1/en": 1.0}
+
+
+def test_the_kept_iteration_is_the_last_or_the_first_best_on_source_dev():
+    history = [{"learner": "lm", "iteration": 0, "val/acc/en": 0.99}]
+    history += [{"learner": CLASSIFIER, "iteration": i, "val/acc/en": dev} for i, dev in enumerate([0.7, 0.8, 0.8, 0.6])]
+    assert kept_iteration(history, "last", "en") == 3
+    assert kept_iteration(history, "best-dev", "en") == 1  # 1 and 2 tie: the earliest
+    with pytest.raises(ValueError, match="no record of the job's classifier"):
+        kept_iteration(history[:1], "last", "en")
+
+
+def test_settings_refuse_an_unknown_learner_and_predictions_round_trip(tmp_path):
+    with pytest.raises(ConfigError, match="classifier.learners"):
+        ClassifierSettings(("lm", "lm"))
+    with pytest.raises(ConfigError, match="classifier.learners"):
+        ClassifierSettings(("xlmr",))
+    assert ClassifierSettings(("lm", "emb")).name == "lm × emb"
+    written = {"lm": {"test": predictions(np.eye(3))}}
+    write_predictions(str(tmp_path), 2, written)
+    assert read_predictions(str(tmp_path), 2) == written
+    with pytest.raises(FileNotFoundError, match="iteration3.json does not exist"):
+        read_predictions(str(tmp_path), 3)
