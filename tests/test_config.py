@@ -113,6 +113,21 @@ def test_every_job_preset_loads_with_its_task_and_with_smoke():
             assert cfg.task.name == name and cfg.task.paired == (name in ("xnli", "pawsx"))
 
 
+def test_the_declared_co_training_block_is_the_same_in_the_demo_sib200_and_nusax_presets():
+    """Issue 92: one declared recipe, not tuned per dataset: the probe learner's kind, encoder and settings, the
+    selection, the job's classifier and the rounds are equal (each preset keeps its lengths and its LM's batches)."""
+    from xlt.cotrain import load_cotrain_config
+
+    def block(name: str) -> dict:
+        cfg = load_cotrain_config(REPO / "configs" / f"{name}.yaml")
+        return {"iterations": cfg.iterations, "mode": cfg.mode, "selection": cfg.selection,
+                "classifier": cfg.classifier, "emb": (cfg.emb.kind, cfg.emb.model.source, cfg.emb.probe)}
+
+    demo = block("cotrain_demo")
+    assert block("cotrain_sib200") == demo and block("cotrain_nusax") == demo
+    assert demo["emb"][0] == "probe" and demo["classifier"].learners == ("lm", "emb")
+
+
 @pytest.mark.parametrize("job, presets, smoke", [
     ("finetune", ("finetune_sib200", "finetune_xnli"), "smoke"),
     ("pretrain", ("pretrain_veco2", "pretrain_mgc"), "pretrain_smoke"),

@@ -13,16 +13,14 @@ from typing import Any
 
 from .config import save_config
 from .cotrain.classifier import CLASSIFIER, kept_iteration
-from .cotrain.config import LEARNERS
-from .cotrain.learner import LEARNERS_DIR, learner_run
+from .cotrain.learner import LEARNERS_DIR
 from .cotrain.state import STATE_FILE
 from .cotrain.tables import iteration_rows, language_rows, plot_iterations
 from .engine import RESULTS_FILE, final_metrics, run_dir
-from .engine.checkpoints import latest_checkpoint
 from .eval.evaluators import TATOEBA
 from .metrics import ACC, AVG_TARGET, F1, metric_name, per_language
 from .models import EncoderConfig
-from .predict.export import EXPORT_DIR, export_run, probe_card
+from .predict.export import EXPORT_DIR, export_cotrain, export_run, probe_card
 from .predict.models import best_trial_checkpoint
 from .predict.writer import PREDICTIONS
 from .pretrain.trainer import encoder_dir
@@ -135,10 +133,8 @@ def finish_cotrain(cfg: Any, data: Any, state: Any, phases: Phases, tracker: Any
     outputs = {what: join(cfg.output.dir, name) for what, name in (
         ("results", "results.json"), ("tables", "results.md"), ("plot", "accuracy_per_iteration.png"),
         ("loop state", STATE_FILE), ("learner runs", LEARNERS_DIR))}
-    if cfg.output.export:  # each learner as it ended, for use outside xlt, and as an MLflow model
-        for learner in LEARNERS:
-            outputs |= export_run(latest_checkpoint(learner_run(cfg.output.dir, learner)),
-                                  join(cfg.output.dir, EXPORT_DIR, learner), tracker, name=learner)
+    if cfg.output.export:  # each learner as it ended and the job's classifier, for use outside xlt, as MLflow models
+        outputs |= export_cotrain(cfg, data.task, state.history, tracker)
     return Finished(text, outputs)
 
 

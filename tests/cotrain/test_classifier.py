@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from xlt.config import ConfigError
-from xlt.cotrain.classifier import (CLASSIFIER, ClassifierSettings, classifier_predictions, combine,
-                                    combined_predictions, kept_iteration, read_predictions, scores, write_predictions)
+from xlt.cotrain.classifier import (CLASSIFIER, ClassifierSettings, classifier_predictions, combined_predictions,
+                                    kept_iteration, read_predictions, scores, write_predictions)
+from xlt.models.classifier import combine
 
 LABELS = ["a", "b", "c"]
 

@@ -29,9 +29,12 @@ def test_cotrain_score_is_the_better_learners():
     records = [{"iteration": 1, "learner": "lm", "mode": "cotrain", "train/rows": 30.0, "val/acc/en": 0.9,
                 "val/acc/avg_target": 0.6, "pseudo/selected": 10.0},
                {"iteration": 1, "learner": "emb", "mode": "cotrain", "train/rows": 32.0, "val/acc/en": 0.8,
-                "val/acc/avg_target": 0.7}]
+                "val/acc/avg_target": 0.7},
+               {"iteration": 1, "learner": "classifier", "mode": "cotrain", "val/acc/avg_target": 0.75}]
     metrics = cotrain_metrics(1, records, "val")
+    # The job's classifier is reported beside the learners, never taken for one (a trial's checkpoints are theirs)
     assert metrics["train/iteration"] == 2 and metrics["best_learner"] == "emb"
+    assert metrics["classifier/val/acc/avg_target"] == 0.75
     assert metrics["val/acc/avg_target"] == 0.7 and metrics["val/acc/en"] == 0.8
     assert metrics["lm/val/acc/avg_target"] == 0.6 and metrics["lm/pseudo/selected"] == 10.0
     assert "lm/mode" not in metrics and "lm/iteration" not in metrics

@@ -5,7 +5,8 @@ with both views: the product of the views' class probabilities, renormalised,
 p(y | x) ∝ Π_k p_k(y | x_k). Reading chosen: the product, not the mean (under the views'
 conditional independence given y the product over the prior is the posterior; the prior is left
 out, as their combined classifier leaves it out), computed in log space with every probability
-floored at ``FLOOR`` (the recorded ones are rounded to 4 decimals, so a 0 may stand for 4e-5).
+floored (the recorded ones are rounded to 4 decimals, so a 0 may stand for 4e-5): ``xlt.models.combine``,
+what the exported ``CombinedClassifier`` predicts with.
 With one learner named, the job's classifier is that learner.
 
 Every fit scores the source language's dev rows beside the evaluation split (``xlt.cotrain.learner``),
@@ -31,11 +32,11 @@ import numpy as np
 from ..config import check
 from ..eval.classification import transfer_metrics
 from ..metrics import ACC, metric_name
+from ..models.classifier import combine
 from ..storage import join, read_text, staged
 
 CLASSIFIER = "classifier"  # the job's classifier, as a learner's name in the history, the tables and the files
 PREDICTIONS_DIR = "predictions"
-FLOOR = 1e-6
 DEV = "val"  # the metric split of the source language's dev rows
 
 
@@ -55,14 +56,6 @@ class ClassifierSettings:
     @property
     def name(self) -> str:
         return " × ".join(self.learners)
-
-
-def combine(probabilities: Sequence[np.ndarray]) -> np.ndarray:
-    """The renormalised product of several classifiers' probabilities (N, C) of the same rows."""
-    log = sum(np.log(np.clip(np.asarray(p, dtype=np.float64), FLOOR, 1.0)) for p in probabilities)
-    log = log - log.max(axis=1, keepdims=True)
-    product = np.exp(log)
-    return product / product.sum(axis=1, keepdims=True)
 
 
 def combined_predictions(by_learner: Mapping[str, Mapping[str, Any]], learners: Sequence[str]) -> dict[str, Any]:

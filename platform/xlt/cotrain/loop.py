@@ -59,7 +59,7 @@ from ..tasks import Task, load_task, row
 from ..train.data import eval_rows
 from .classifier import CLASSIFIER, classifier_predictions, scores, write_predictions
 from .config import LEARNERS, CotrainConfig, PoolData
-from .learner import Fit, fit, learner_service
+from .learner import Fit, fit, learner_run, learner_service
 from .probe import ProbeLearner
 from .pool import Pass, StoredPool, count_pool, put_pool, stream_selections
 from .selection import Selection, default_size
@@ -257,7 +257,8 @@ def start_learner(cfg: CotrainConfig, data: PreparedCotrain, name: str,
     learner = cfg.learner(name)
     if learner.kind == "probe":
         return ProbeLearner(name, learner.model, learner.probe, data.task, data.labeled, data.evaluation_rows,
-                            data.dev_rows, cfg.data.metric_split, data.pool_limit, learner.optim.seed)
+                            data.dev_rows, cfg.data.metric_split, data.pool_limit, learner.optim.seed,
+                            learner_run(cfg.output.dir, name))
     epochs = learner.optim.epochs
     callbacks = tracker.callbacks(f"{name}/epoch/", epochs) if tracker is not None else []
     return learner_service(name, cfg.learner(name), data.task, len(data.labeled), data.evaluation_rows,

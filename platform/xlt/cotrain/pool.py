@@ -132,7 +132,7 @@ def stream_selections(batches: Any, selections: Mapping[str, Selection], *, part
 
     Only the columns used are converted from Arrow (the probabilities only with ``by``), batch by batch."""
     from ..inference import prediction_column
-    from .classifier import combine
+    from ..models.classifier import combine
 
     seen = Pass()
     for batch in batches:

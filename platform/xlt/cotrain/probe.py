@@ -27,6 +27,7 @@ from .. import placement
 from ..eval.adaptation import Probe, centred, fit_probe
 from ..metrics import TRAIN_LOSS
 from ..placement import this_node
+from ..storage import fetched, join, read_text, staged
 from ..tasks import Task
 from .classifier import DEV, scores
 from .config import ProbeSettings
@@ -41,10 +42,11 @@ class ProbeLearner:
 
     def __init__(self, name: str, model: Any, settings: ProbeSettings, task: Task, labeled: Sequence[Mapping[str, Any]],
                  evaluation: Sequence[Mapping[str, Any]], dev: Sequence[Mapping[str, Any]], split: str,
-                 pool_limit: int, seed: int = 0) -> None:
+                 pool_limit: int, seed: int = 0, directory: str | None = None) -> None:
         from ..models import load_encoder
 
         self.name, self.model, self.settings, self.task, self.split, self.seed = name, model, settings, task, split, seed
+        self.directory = directory  # where each fit's probe is kept (``probe_path``), for the job's exports
         self.encoder = load_encoder(model)
         self.evaluation = {split: list(evaluation)}
         if split != DEV:
@@ -123,8 +125,10 @@ class ProbeLearner:
         probe, metrics, predictions = self.fitted(rows)
         state = probe.classifier(self.encoder, list(self.task.labels), self.task.paired, normalize=True).state_dict()
         from_source = tuple(k for k in state if k.startswith("encoder."))
-        return Fit(metrics, ray.put({k: v for k, v in state.items() if k not in from_source}), from_source,
-                   predictions, normalize=True, languages=tuple(self.means))
+        head = {k: v for k, v in state.items() if k not in from_source}
+        if self.directory is not None:
+            save_probe(self.directory, iteration, head, tuple(self.means), from_source)
+        return Fit(metrics, ray.put(head), from_source, predictions, normalize=True, languages=tuple(self.means))
 
     def _predictions(self, model: Any, rows: Sequence[Mapping[str, Any]]) -> dict[str, list]:
         labels = list(self.task.labels)
@@ -139,3 +143,36 @@ def _full(model: Any, x: np.ndarray, num_labels: int) -> np.ndarray:
     out = np.zeros((len(x), num_labels))
     out[:, model.classes_.astype(int)] = model.predict_proba(x)
     return out
+
+
+def probe_path(directory: str, iteration: int, suffix: str = ".pt") -> str:
+    """Where a probe learner's run directory keeps the probe of ``iteration``: its head and language means as a
+    state dict (``.pt``, what ``xlt.inference.ClassifierSpec.state`` reads), and beside it (``.json``) the
+    languages of the means and the encoder's names the state leaves out (``from_source``)."""
+    return join(directory, f"probe-iteration{iteration}{suffix}")
+
+
+def save_probe(directory: str, iteration: int, head: Mapping[str, Any], languages: tuple[str, ...],
+               from_source: tuple[str, ...]) -> None:
+    import json
+
+    import torch
+
+    with staged(directory) as local:
+        torch.save(dict(head), local / f"probe-iteration{iteration}.pt")
+        (local / f"probe-iteration{iteration}.json").write_text(
+            json.dumps({"languages": list(languages), "from_source": list(from_source)}), encoding="utf-8")
+
+
+def load_probe(directory: str, iteration: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What ``save_probe`` kept: the head's state, and its settings (``languages``, ``from_source``)."""
+    import json
+
+    import torch
+
+    settings = read_text(probe_path(directory, iteration, ".json"))
+    with fetched(probe_path(directory, iteration)) as local:
+        if local is None or settings is None:
+            raise FileNotFoundError(f"{probe_path(directory, iteration)} does not exist: the probe learner's run "
+                                    "keeps each iteration's probe there")
+        return torch.load(local, map_location="cpu", weights_only=True), json.loads(settings)

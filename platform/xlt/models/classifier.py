@@ -20,6 +20,10 @@ A classifier may read its features as a frozen probe reads them (``xlt.eval.adap
 (``normalize``) and, for each language of ``languages``, centred on that language's mean and L2-normalised
 (``language_means``, a buffer saved with the head; ``classifier.json`` names the languages in its rows' order).
 Such a classifier predicts a text only with its language: ``predict(texts, langs)``.
+
+``CombinedClassifier``: classifiers of the same labels as one, by the renormalised product of their
+probabilities (``combine``; Blum & Mitchell 1998's co-training classifier, ``xlt.cotrain.classifier``). Its
+export is a directory of its members' exports, one sub-directory each, and ``combination.json`` naming them.
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ from .loader import EncoderConfig, load_encoder
 from .state import load_trained
 
 CLASSIFIER_FILE, HEAD_FILE = "classifier.json", "head.safetensors"
+COMBINATION_FILE = "combination.json"  # a CombinedClassifier's export: its members, each a Classifier's export
+FLOOR = 1e-6  # the least probability a combination reads (a rounded 0 does not veto the other members)
 
 
 @dataclass(frozen=True)
@@ -189,3 +195,57 @@ def check_exportable(encoder: TextEncoder) -> None:
         raise ValueError(f"only a transformer encoder pooled by cls or mean of its last layer has a "
                          f"sentence-transformers form; this one is {type(encoder).__name__} with pooling "
                          f"{getattr(encoder, 'pooling', None)!r}, layer {getattr(encoder, 'layer', None)}")
+
+
+def combine(probabilities: Sequence[np.ndarray]) -> np.ndarray:
+    """The renormalised product of several classifiers' probabilities (N, C) of the same rows, in log space,
+    each probability floored at ``FLOOR``."""
+    log = sum(np.log(np.clip(np.asarray(p, dtype=np.float64), FLOOR, 1.0)) for p in probabilities)
+    log = log - log.max(axis=1, keepdims=True)
+    product = np.exp(log)
+    return product / product.sum(axis=1, keepdims=True)
+
+
+class CombinedClassifier:
+    """Classifiers of the same labels and input (``members``, by name) as one: the product of their
+    probabilities, renormalised (``combine``)."""
+
+    def __init__(self, members: dict[str, Classifier]) -> None:
+        first = next(iter(members.values()))
+        for name, member in members.items():
+            if member.labels != first.labels or member.paired != first.paired:
+                raise ValueError(f"member {name!r} has labels {member.labels} (paired {member.paired}); a combination "
+                                 f"needs every member's to be {first.labels} (paired {first.paired})")
+        self.members, self.labels, self.paired = dict(members), list(first.labels), first.paired
+        self.languages = sorted({lang for m in members.values() for lang in m.languages})
+
+    def predict(self, texts: Sequence[Item], batch_size: int = 64, sort_by_length: bool = True,
+                tokens_per_batch: int = 0, langs: Sequence[str] | None = None) -> Predictions:
+        probs = combine([m.predict(texts, batch_size, sort_by_length, tokens_per_batch, langs).probabilities
+                         for m in self.members.values()])
+        best = probs.argmax(1)
+        return Predictions([self.labels[i] for i in best], probs.max(1), probs)
+
+    def save_pretrained(self, directory: str | Path, card: str = "") -> Path:
+        """Each member's export in ``directory/<name>``, and ``combination.json``."""
+        directory = Path(directory)
+        for name, member in self.members.items():
+            member.save_pretrained(directory / name)
+        (directory / COMBINATION_FILE).write_text(json.dumps(
+            {"members": list(self.members), "rule": "product of the members' probabilities, renormalised",
+             "labels": self.labels}, indent=2), encoding="utf-8")
+        if card:
+            (directory / "README.md").write_text(card, encoding="utf-8")
+        return directory
+
+    @classmethod
+    def from_pretrained(cls, directory: str | Path) -> "CombinedClassifier":
+        settings = json.loads((Path(directory) / COMBINATION_FILE).read_text(encoding="utf-8"))
+        return cls({name: Classifier.from_pretrained(Path(directory) / name) for name in settings["members"]})
+
+
+def load_pretrained(directory: str | Path) -> "Classifier | CombinedClassifier":
+    """Whichever export ``directory`` holds: a classifier's, or a combination's."""
+    if (Path(directory) / COMBINATION_FILE).is_file():
+        return CombinedClassifier.from_pretrained(directory)
+    return Classifier.from_pretrained(directory)

@@ -23,7 +23,7 @@ from ..report.phases import Phases
 from .export import export_checkpoint, model_card
 from .config import ModelRef, PredictConfig, PredictData, load_predict_config
 from .inputs import Input, InputConfig, open_input
-from .models import classifier_spec, model_spec, resolve_checkpoint
+from .models import Combination, classifier_spec, model_spec, resolve_checkpoint
 from .writer import Written, write_shards
 
 
@@ -31,7 +31,7 @@ from .writer import Written, write_shards
 class PreparedPredict:
     config: PredictConfig
     checkpoint: str
-    spec: Any  # xlt.inference.ClassifierSpec
+    spec: Any  # xlt.inference.ClassifierSpec, or a Combination of them (xlt.predict.models)
     input: Input
 
 
@@ -58,11 +58,12 @@ def predict(prepared: PreparedPredict, done: Callable[[int], None] = lambda n: N
 
     cfg, phases = prepared.config, phases or Phases()
     with Labellers(cfg.inference) as labellers:
+        members = tuple(prepared.spec.members) if isinstance(prepared.spec, Combination) else ()
         with phases("load the model"):
-            labellers.load(prepared.spec)
+            labellers.load(prepared.spec.members if members else prepared.spec)
         with phases("label and write"):
             return write_shards(prepared.input.shards(cfg.shard_rows), labellers, prepared.spec.labels,
-                                prepared.spec.paired, cfg.output.dir, cfg.format, done)
+                                prepared.spec.paired, cfg.output.dir, cfg.format, done, members)
 
 
 __all__ = ["Input", "InputConfig", "ModelRef", "PredictConfig", "PredictData", "PreparedPredict", "Written", "classifier_spec",

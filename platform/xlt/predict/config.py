@@ -17,7 +17,8 @@ Format = Literal["parquet", "csv", "jsonl"]
 @dataclass(frozen=True)
 class ModelRef:
     """A trained classifier: ``path`` is a checkpoint, an export, a fine-tuning run's ``output.dir``, a
-    co-training run's, whose ``learner`` (``lm`` or ``emb``; default ``lm``) predicts, or a sweep's
+    co-training run's, whose ``learner`` (``lm`` or ``emb``; default ``lm``; ``classifier``: the job's classifier)
+    predicts, or a sweep's
     directory, whose best trial predicts (of co-training, the learner it scored with unless ``learner``
     is given): ``xlt.predict.models``."""
 

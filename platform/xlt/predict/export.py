@@ -5,7 +5,10 @@ task, labels, languages, the scores its run reported per language, the objective
 
 ``export_checkpoint`` exports what a model path names (``jobs/export.py``); ``export_run`` a run's
 checkpoint where it lies, and logs the export as the run's MLflow model (``output.export`` of
-fine-tuning and co-training, ``jobs/sweep.py --export``).
+fine-tuning and co-training, ``jobs/sweep.py --export``). ``export_cotrain`` exports a co-training run:
+each learner as the run left it (a probe learner from its kept probe: ``xlt.cotrain.probe``), and the
+job's classifier (``xlt.cotrain.classifier``) to ``export/classifier``: the learner it is, or the
+``CombinedClassifier`` of the learners it combines, whose card says how it is rebuilt.
 """
 
 from __future__ import annotations
@@ -14,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from ..config import config_text
-from ..cotrain.learner import LEARNERS_DIR
+from ..cotrain.learner import LEARNERS_DIR, learner_run
 from ..engine.checkpoints import read_config, read_metrics
 from ..eval.protocols import EvaluateConfig
 from ..metrics import per_language
 from ..report import markdown_table
-from ..storage import staged
+from ..storage import join, staged
 from ..train import FinetuneConfig, load_classifier
 from .models import resolve_checkpoint
 
@@ -127,3 +130,102 @@ def _use(call: str, note: str = "") -> list[str]:
             "from xlt.models import Classifier",
             f"predictions = Classifier.from_pretrained(DIR).{call}   # labels, confidence, probabilities",
             "```", *([note.strip(" ()").capitalize() + ".", ""] if note else [""])]
+
+
+def export_cotrain(cfg: Any, task: Any, history: list[dict[str, Any]], tracker: Any = None) -> dict[str, str]:
+    """Export the co-training run of ``cfg`` (``xlt.cotrain.CotrainConfig``) on ``task``, whose loop ``history``
+    says which iteration its classifier keeps: ``export/<learner>`` for each learner at its last fit, and
+    ``export/classifier``. Every learner the classifier needs is checked for an export form first, so a
+    refusal writes nothing."""
+    from ..cotrain.classifier import kept_iteration
+    from ..cotrain.config import LEARNERS
+    from ..engine.checkpoints import latest_checkpoint
+    from ..models.classifier import CombinedClassifier, check_exportable
+    from ..models import load_encoder
+
+    kept = kept_iteration(history, cfg.classifier.keep, task.source_lang)
+    last = max(h["iteration"] for h in history)
+    if kept != last:
+        raise ValueError(f"the job's classifier keeps iteration {kept} (classifier.keep: {cfg.classifier.keep}); "
+                         f"its learners' runs keep their last fit's weights (iteration {last}), so it cannot be "
+                         "exported: export with classifier.keep: last")
+    for name in cfg.classifier.learners:
+        try:
+            check_exportable(load_encoder(cfg.learner(name).model))
+        except ValueError as e:
+            raise ValueError(f"the job's classifier combines learner {name!r} ({cfg.learner(name).model.source}), "
+                             f"which has no export form: {e}") from e
+    outputs: dict[str, str] = {}
+    classifiers = {}
+    for name in LEARNERS:
+        directory = join(cfg.output.dir, EXPORT_DIR, name)
+        run = learner_run(cfg.output.dir, name)
+        if cfg.learner(name).kind == "probe":
+            classifiers[name] = probe_classifier(cfg.learner(name).model, task, run, last)
+            with staged(directory) as out:
+                classifiers[name].save_pretrained(out, card=cotrain_card(cfg, task, name, history, last))
+                if tracker is not None and (model := tracker.model(out, name)) is not None:
+                    outputs[f"mlflow model {name}"] = model
+            outputs[f"export {name}"] = directory
+        else:
+            outputs |= export_run(latest_checkpoint(run), directory, tracker, name=name)
+            if name in cfg.classifier.learners:
+                with latest_checkpoint(run).as_directory() as local:
+                    classifiers[name] = load_classifier(local)
+    members = {name: classifiers[name] for name in cfg.classifier.learners}
+    job = members[cfg.classifier.learners[0]] if len(members) == 1 else CombinedClassifier(members)
+    directory = join(cfg.output.dir, EXPORT_DIR, CLASSIFIER_NAME)
+    with staged(directory) as out:
+        job.save_pretrained(out, card=cotrain_card(cfg, task, CLASSIFIER_NAME, history, last))
+    outputs[f"export {CLASSIFIER_NAME}"] = directory
+    return outputs
+
+
+CLASSIFIER_NAME = "classifier"  # export/classifier: the job's classifier (xlt.cotrain.classifier.CLASSIFIER)
+
+
+def probe_classifier(model: Any, task: Any, run: str, iteration: int) -> Any:
+    """A probe learner's classifier of ``iteration``, from what its run kept (``xlt.cotrain.probe``)."""
+    from ..cotrain.probe import load_probe
+    from ..models import Classifier, load_encoder, load_trained
+
+    state, settings = load_probe(run, iteration)
+    classifier = Classifier(load_encoder(model), task.labels, paired=task.paired, normalize=True,
+                            languages=settings["languages"])
+    load_trained(classifier, state, settings["from_source"])
+    return classifier.eval()
+
+
+def cotrain_card(cfg: Any, task: Any, name: str, history: list[dict[str, Any]], iteration: int) -> str:
+    """The card of a co-training run's learner ``name`` (or of its classifier) as iteration ``iteration`` left it."""
+    record = next(h for h in history if h["learner"] == name and h["iteration"] == iteration)
+    scores = [{"split": split, **{lang: f"{value:.3f}" for lang, value in per_language(record, split).items()}}
+              for split in ("val", "test") if per_language(record, split)]
+    if name == CLASSIFIER_NAME:
+        what = (f"The co-training job's classifier: the product of the probabilities of its learners "
+                f"{', '.join(cfg.classifier.learners)} (each in its own sub-directory, a classifier's export), "
+                "renormalised (Blum & Mitchell 1998). Rebuilt by `xlt.models.CombinedClassifier.from_pretrained(DIR)`"
+                if len(cfg.classifier.learners) > 1 else f"The co-training job's classifier: its learner "
+                f"{cfg.classifier.learners[0]}")
+        loader = "CombinedClassifier" if len(cfg.classifier.learners) > 1 else "Classifier"
+    else:
+        learner = cfg.learner(name)
+        what = (f"A co-training learner ({'a frozen-encoder probe, each language centred on its mean' if learner.kind == 'probe' else 'fine-tuned'}) "
+                f"on `{learner.model.source}`")
+        loader = "Classifier"
+    centred = any(cfg.learner(n).kind == "probe" and cfg.learner(n).probe.center
+                  for n in (cfg.classifier.learners if name == CLASSIFIER_NAME else (name,)))
+    call = "predict(texts, langs=langs)" if centred else "predict(texts)"
+    return "\n".join([
+        *_metadata([task.source_lang, *task.target_langs]),
+        f"# {task.config.name}: a cross-lingual classifier co-trained with xlt", "",
+        f"- {what}, as iteration {iteration} of Yu & Joty 2021, Alg. 1 left it.",
+        f"- Labels: {', '.join(task.labels)}{' (sentence pairs)' if task.paired else ''}.",
+        f"- Labelled `{task.source_lang}`; unlabelled {', '.join(task.target_langs)}.", "",
+        "## Accuracy per language, as its run reported it", "",
+        markdown_table(scores) if scores else "No evaluation was recorded.", "",
+        "## Use", "", "```python", f"from xlt.models import {loader}",
+        f"predictions = {loader}.from_pretrained(DIR).{call}   # labels, confidence, probabilities", "```", "",
+        "## The config that trained it", "",
+        "```yaml", config_text(cfg).rstrip(), "```", "",
+    ])

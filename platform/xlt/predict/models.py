@@ -6,37 +6,79 @@ A model path is any of:
 - a checkpoint directory (``config.yaml``, ``model.pt``, ...: ``xlt.engine.checkpoints``);
 - a fine-tuning run's ``output.dir``: its latest checkpoint, as the run records it;
 - a co-training run's ``output.dir``: the latest fit of ``learner`` (``lm`` or ``emb``; ``lm`` if
-  not given), i.e. the learner as the run last left it (finished or stopped), under ``learners/<learner>``;
+  not given), i.e. the learner as the run last left it (finished or stopped), under ``learners/<learner>``
+  (a probe learner: its last probe, ``xlt.cotrain.probe``); ``classifier``: the job's classifier
+  (``xlt.cotrain.classifier``), the learners it combines as the run last left them (a ``Combination``);
 - a sweep's directory (``jobs/sweep.py``): its best trial's run, as the sweep's ``results.json`` names
   it (``xlt.sweep.results.best_run``), and of a co-training trial the learner it scored with unless
   ``learner`` names the other;
-- an export (``jobs/export.py``, ``Classifier.save_pretrained``): its ``local:`` encoder and its head.
+- an export (``jobs/export.py``, ``Classifier.save_pretrained``): its ``local:`` encoder and its head;
+  a combination's export (``CombinedClassifier.save_pretrained``): each member's.
 """
 
 from __future__ import annotations
 
+import json
+
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..cotrain import LEARNERS
+from ..cotrain.classifier import CLASSIFIER
+from ..cotrain.config import load_cotrain_config
 from ..cotrain.learner import LEARNERS_DIR, learner_run
-from ..engine.checkpoints import MODEL_FILE, check_checkpoint, latest_checkpoint, left_out, read_config
+from ..cotrain.probe import probe_path
+from ..engine.checkpoints import CONFIG_FILE, MODEL_FILE, check_checkpoint, latest_checkpoint, left_out, read_config
 from ..inference import ClassifierSpec
-from ..models.classifier import CLASSIFIER_FILE, HEAD_FILE, exported
+from ..models.classifier import CLASSIFIER_FILE, COMBINATION_FILE, HEAD_FILE, exported
 from ..sweep.results import best_run
 from ..train import FinetuneConfig
 
 
-def model_spec(path: str | Path, learner: str | None = None) -> tuple[str, ClassifierSpec]:
+@dataclass(frozen=True)
+class Combination:
+    """Classifiers predicting as one (``xlt.models.CombinedClassifier``): the specs of its members, by name, which
+    the labellers load together; the rows' prediction is the product of the members' probabilities."""
+
+    members: dict[str, ClassifierSpec]
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return next(iter(self.members.values())).labels
+
+    @property
+    def paired(self) -> bool:
+        return next(iter(self.members.values())).paired
+
+    @property
+    def languages(self) -> tuple[str, ...]:
+        """The languages every member can predict (a centred member knows only its own)."""
+        known = [set(spec.languages) for spec in self.members.values() if spec.languages]
+        return tuple(sorted(set.intersection(*known))) if known else ()
+
+
+def model_spec(path: str | Path, learner: str | None = None) -> tuple[str, ClassifierSpec | Combination]:
     """What ``path`` names (module docstring) and the spec inference actors rebuild it from."""
+    if (Path(path) / COMBINATION_FILE).is_file():
+        members = json.loads((Path(path) / COMBINATION_FILE).read_text(encoding="utf-8"))["members"]
+        return str(path), Combination({name: export_spec(Path(path) / name) for name in members})
     if (Path(path) / CLASSIFIER_FILE).is_file():
-        encoder, settings = exported(path)
-        return str(path), ClassifierSpec(model=encoder, labels=tuple(settings["labels"]),
-                                         state=str(Path(path) / HEAD_FILE), paired=settings["paired"],
-                                         from_source=tuple(settings["from_source"]),
-                                         normalize=settings.get("normalize", False),
-                                         languages=tuple(settings.get("languages", ())))
+        return str(path), export_spec(path)
+    if learner == CLASSIFIER and (Path(path) / LEARNERS_DIR).is_dir():
+        return str(path), run_classifier(Path(path))
+    if learner is not None and learner != CLASSIFIER and (Path(path) / LEARNERS_DIR).is_dir() \
+            and probe_learner(Path(path), learner) is not None:
+        return probe_learner(Path(path), learner)
     checkpoint = resolve_checkpoint(path, learner)
     return str(checkpoint), classifier_spec(checkpoint)
+
+
+def export_spec(path: str | Path) -> ClassifierSpec:
+    """The spec of a classifier's export (``Classifier.save_pretrained``)."""
+    encoder, settings = exported(path)
+    return ClassifierSpec(model=encoder, labels=tuple(settings["labels"]), state=str(Path(path) / HEAD_FILE),
+                          paired=settings["paired"], from_source=tuple(settings["from_source"]),
+                          normalize=settings.get("normalize", False), languages=tuple(settings.get("languages", ())))
 
 
 def best_trial_checkpoint(directory: str):
@@ -60,7 +102,8 @@ def resolve_checkpoint(path: str | Path, learner: str | None = None) -> Path:
     if (path / LEARNERS_DIR).is_dir():
         learner = learner or LEARNERS[0]
         if learner not in LEARNERS:
-            raise ValueError(f"model.learner={learner!r} is not valid: expected one of {', '.join(LEARNERS)}")
+            raise ValueError(f"model.learner={learner!r} is not valid: expected one of "
+                             f"{', '.join((*LEARNERS, CLASSIFIER))}")
         path = Path(learner_run(str(path), learner))
     elif learner is not None:
         raise ValueError(f"model.learner={learner!r}: {path} is not a co-training run, whose learners it would name")
@@ -77,3 +120,30 @@ def classifier_spec(checkpoint: str | Path) -> ClassifierSpec:
     cfg = read_config(checkpoint, FinetuneConfig)
     return ClassifierSpec(model=cfg.model, labels=cfg.task.labels, state=str(Path(checkpoint) / MODEL_FILE),
                           paired=cfg.task.paired, from_source=left_out(checkpoint))
+
+
+def run_classifier(run: Path) -> ClassifierSpec | Combination:
+    """A co-training run's classifier as the run last left its learners: the one learner it is, or the combination."""
+    cfg = load_cotrain_config(run / CONFIG_FILE)
+    members = {}
+    for name in cfg.classifier.learners:
+        found = probe_learner(run, name)
+        members[name] = found[1] if found is not None else classifier_spec(resolve_checkpoint(run, name))
+    return next(iter(members.values())) if len(members) == 1 else Combination(members)
+
+
+def probe_learner(run: Path, name: str) -> tuple[str, ClassifierSpec] | None:
+    """A co-training run's probe learner ``name`` as its last probe left it, or ``None`` if ``name`` is no probe."""
+    cfg = load_cotrain_config(run / CONFIG_FILE)
+    learner = cfg.learner(name)
+    if learner.kind != "probe":
+        return None
+    directory = learner_run(str(run), name)
+    kept = sorted((int(p.stem.removeprefix("probe-iteration")) for p in Path(directory).glob("probe-iteration*.pt")))
+    if not kept:
+        raise FileNotFoundError(f"model {run}: probe learner {name!r} has no fitted probe yet (no probe-iteration*.pt "
+                                f"under {directory})")
+    settings = json.loads(Path(probe_path(directory, kept[-1], ".json")).read_text(encoding="utf-8"))
+    return probe_path(directory, kept[-1]), ClassifierSpec(
+        model=learner.model, labels=cfg.task.labels, state=probe_path(directory, kept[-1]), paired=cfg.task.paired,
+        from_source=tuple(settings["from_source"]), normalize=True, languages=tuple(settings["languages"]))

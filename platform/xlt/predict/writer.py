@@ -45,14 +45,17 @@ class Written:
         self.rejected += record.get("rejected", 0)
 
 
-def output_columns(batch, labels: Sequence[str], paired: bool):
-    """The actor pool's output (a pyarrow batch) as the written columns (module docstring)."""
+def output_columns(batch, labels: Sequence[str], paired: bool, members: Sequence[str] = ()):
+    """The actor pool's output (a pyarrow batch) as the written columns (module docstring); ``members``: the
+    classifiers of a combination, whose probabilities the pool gave per member and whose product is written."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     columns = {"id": batch.column("id"), "lang": batch.column("lang"), "text": batch.column("text")}
     if paired:
         columns["text_pair"] = batch.column("text_pair")
+    if members:
+        batch = combined(batch, labels, members)
     columns |= {"label": batch.column("pseudo_label"), "confidence": batch.column("confidence")}
     probabilities = batch.column("probabilities")
     for k, label in enumerate(labels):
@@ -60,8 +63,26 @@ def output_columns(batch, labels: Sequence[str], paired: bool):
     return pa.table(columns)
 
 
+def combined(batch, labels: Sequence[str], members: Sequence[str]):
+    """``batch`` with ``pseudo_label``, ``confidence`` and ``probabilities`` of the members' combination
+    (``xlt.models.combine``) from each member's ``<name>_probabilities``."""
+    import numpy as np
+    import pyarrow as pa
+
+    from ..inference import prediction_column
+    from ..models.classifier import combine
+
+    probabilities = combine([np.stack(batch.column(prediction_column("probabilities", name)).to_numpy(
+        zero_copy_only=False)) for name in members]).astype(np.float32)
+    n, c = probabilities.shape
+    return (batch.append_column("pseudo_label", pa.array([labels[k] for k in probabilities.argmax(axis=1)]))
+            .append_column("confidence", pa.array(probabilities.max(axis=1)))
+            .append_column("probabilities", pa.ListArray.from_arrays(pa.array(np.arange(0, n * c + 1, c, dtype=np.int32)),
+                                                                     pa.array(probabilities.reshape(-1)))))
+
+
 def write_shards(shards: Iterable[Shard], labellers: Labellers, labels: Sequence[str], paired: bool, out: str,
-                 fmt: str, done: Callable[[int], None] = lambda n: None) -> Written:
+                 fmt: str, done: Callable[[int], None] = lambda n: None, members: Sequence[str] = ()) -> Written:
     """Label each shard with ``labellers`` and write it under ``<out>/predictions`` (module docstring); ``done(n)``
     after each shard, complete or kept, of ``n`` rows and rejected rows. The shards to label go to the labellers as
     they ask for work (``Labellers.in_order``): the next shard is read, and its batches labelled, while one is
@@ -95,20 +116,21 @@ def write_shards(shards: Iterable[Shard], labellers: Labellers, labels: Sequence
 
     for labelled in labellers.in_order(to_label()):
         shard, directory = queued.popleft()
-        written.add(write_shard(shard, directory, labelled, labels, paired, fmt))
+        written.add(write_shard(shard, directory, labelled, labels, paired, fmt, members))
         done(len(shard.rows) + len(shard.rejected))
     if failed:
         raise failed[0]
     return written
 
 
-def write_shard(shard: Shard, directory: str, labelled, labels: Sequence[str], paired: bool, fmt: str) -> dict:
+def write_shard(shard: Shard, directory: str, labelled, labels: Sequence[str], paired: bool, fmt: str,
+                members: Sequence[str] = ()) -> dict:
     """One shard's files (``labelled``: its rows with their predictions, ``None`` if it has none), then its
     ``_SUCCESS``; returns what that holds."""
     counts: Counter = Counter()
     with staged(directory) as local:
         if labelled is not None:
-            table = output_columns(labelled, labels, paired)
+            table = output_columns(labelled, labels, paired, members)
             counts = Counter(zip(table.column("lang").to_pylist(), table.column("label").to_pylist()))
             write_table(table, local / f"part-00000.{fmt}", fmt)
         if shard.rejected:

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import check, from_dict
-from ..cotrain.config import CotrainConfig
+from ..cotrain.config import LEARNERS, CotrainConfig
 from ..train.config import FinetuneConfig
 from ..metrics import ACC, AVG_TARGET, TRAIN_EPOCH, metric_name
 from ..storage import join
@@ -115,7 +115,9 @@ def cotrain_metrics(iteration: int, records: Sequence[Mapping[str, Any]], split:
     numbers as ``<learner>/<name>``, and the ``<split>/…`` metrics of the learner with the better
     average target accuracy unprefixed (the score), with ``best_learner`` naming it."""
     avg = metric_name(split, ACC, AVG_TARGET)
-    best = max(records, key=lambda r: r[avg])
+    # The better learner (a run's learners are what a trial's checkpoints hold); the job's classifier is reported
+    # beside them as classifier/<name>.
+    best = max((r for r in records if r["learner"] in LEARNERS), key=lambda r: r[avg])
     out: dict[str, Any] = {TRAIN_ITERATION: iteration + 1, "best_learner": best["learner"]}
     for record in records:
         out.update({f"{record['learner']}/{k}": v for k, v in record.items()
