@@ -17,10 +17,14 @@ exchanges, and saves the loop state to ``<output.dir>/state.json``: running the 
 resumes at the next iteration (a finished run only prints its results). Prints one line per iteration on stderr, then the
 per-iteration and per-language tables on stdout; writes ``results.json``, ``results.md`` and
 ``accuracy_per_iteration.png`` into ``output.dir``. ``output.dir`` may be a URI (``s3://bucket/run``; see
-``xlt.storage``): a job resubmitted on another node resumes from what is there. ``--set output.export=true``
-exports each learner as the run left it to ``<output.dir>/export/<learner>`` (sentence-transformers and
-``Classifier.from_pretrained``; ``xlt.predict.export``) and logs it as the run's MLflow model
-``lm`` / ``emb``; the same command on a finished run exports it without training.
+``xlt.storage``): a job resubmitted on another node resumes from what is there. The job ends with one
+classifier (``classifier:``, ``xlt.cotrain.classifier``: in the presets the product of both learners'
+probabilities), printed first in the per-language tables beside each learner alone and the probes.
+``--set output.export=true`` exports each learner as the run left it to ``<output.dir>/export/<learner>``
+(sentence-transformers and ``Classifier.from_pretrained``; ``xlt.predict.export``), logged as the run's
+MLflow model ``lm`` / ``emb``, and the job's classifier to ``<output.dir>/export/classifier``
+(``xlt.models.load_pretrained``; ``jobs/predict.py --set model.learner=classifier`` labels with it from the
+run); the same command on a finished run exports it without training.
 """
 
 from __future__ import annotations

@@ -118,3 +118,10 @@ def test_the_baselines_summary_finds_the_best_baseline_and_its_interval(tmp_path
     assert f"{declared} − best baseline (probe-e5)" in section and f"{other} − best baseline (probe-e5)" in section
     measured, above, table = module.recipe_table([overview], "other")
     assert (measured, above) == (1, 0) and "| other − best (interval over items) |" in table
+
+
+def test_source_dev_is_the_accuracy_of_the_source_languages_dev_rows_only():
+    from xlt.study.units import source_dev
+
+    dev = {"label": ["a", "b", "a", "b"], "predicted": ["a", "a", "a", "a"], "lang": ["en", "en", "de", "de"]}
+    assert source_dev(dev, "en") == {"dev": 0.5} and source_dev(None, "en") == {} and source_dev(dev, "sw") == {}

@@ -66,9 +66,8 @@ def model_spec(path: str | Path, learner: str | None = None) -> tuple[str, Class
         return str(path), export_spec(path)
     if learner == CLASSIFIER and (Path(path) / LEARNERS_DIR).is_dir():
         return str(path), run_classifier(Path(path))
-    if learner is not None and learner != CLASSIFIER and (Path(path) / LEARNERS_DIR).is_dir() \
-            and probe_learner(Path(path), learner) is not None:
-        return probe_learner(Path(path), learner)
+    if learner in LEARNERS and (Path(path) / LEARNERS_DIR).is_dir() and (probe := probe_learner(Path(path), learner)):
+        return probe
     checkpoint = resolve_checkpoint(path, learner)
     return str(checkpoint), classifier_spec(checkpoint)
 
@@ -133,16 +132,14 @@ def run_classifier(run: Path) -> ClassifierSpec | Combination:
 
 
 def probe_learner(run: Path, name: str) -> tuple[str, ClassifierSpec] | None:
-    """A co-training run's probe learner ``name`` as its last probe left it, or ``None`` if ``name`` is no probe."""
-    cfg = load_cotrain_config(run / CONFIG_FILE)
-    learner = cfg.learner(name)
-    if learner.kind != "probe":
-        return None
+    """A co-training run's probe learner ``name`` as its last probe left it (``xlt.cotrain.probe``), or ``None`` if
+    the learner kept no probe (a fine-tuned learner keeps checkpoints)."""
     directory = learner_run(str(run), name)
     kept = sorted((int(p.stem.removeprefix("probe-iteration")) for p in Path(directory).glob("probe-iteration*.pt")))
     if not kept:
-        raise FileNotFoundError(f"model {run}: probe learner {name!r} has no fitted probe yet (no probe-iteration*.pt "
-                                f"under {directory})")
+        return None
+    cfg = load_cotrain_config(run / CONFIG_FILE)
+    learner = cfg.learner(name)
     settings = json.loads(Path(probe_path(directory, kept[-1], ".json")).read_text(encoding="utf-8"))
     return probe_path(directory, kept[-1]), ClassifierSpec(
         model=learner.model, labels=cfg.task.labels, state=probe_path(directory, kept[-1]), paired=cfg.task.paired,

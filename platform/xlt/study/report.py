@@ -1,7 +1,8 @@
 """A study's report, from its units' records: tables, the comparisons with their intervals, a plot.
 
 - accuracy and macro-F1 per language and over the target languages, mean ± std over seeds, one row per
-  arm (and per kind of rows, where imported units were scored on other rows than the study draws now);
+  arm (and per kind of rows, where imported units were scored on other rows than the study draws now), with
+  the source language's dev accuracy first where the units recorded it (what a choice may read);
 - for a co-training study, each learner's target average after every iteration;
 - each comparison A − B: the difference of target-language accuracy with its paired bootstrap 95%
   interval over test items (``xlt.eval.stats.paired_bootstrap``: each item's correctness averaged over
@@ -27,6 +28,7 @@ from .spec import Study
 from .units import ROWS
 
 Runs = list[dict[str, Any]]  # one arm's runs: {"seed", "rows", "minutes", ...scored arm}
+SOURCE_DEV = "source dev"  # the column of an arm's accuracy on the source language's dev rows (what may choose)
 
 
 def arm_runs(study: Study, records: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], Runs]:
@@ -112,8 +114,10 @@ def build(study: Study, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     several = len({rows for _, rows in runs}) > 1
     langs = sorted({lang for arm_list in runs.values() for r in arm_list for lang in r["acc"]} - {AVG_TARGET},
                    key=lambda lang: (lang != source_lang, lang))
+    dev = [SOURCE_DEV] if any("dev" in r for arm_list in runs.values() for r in arm_list) else []
     tables = {"Accuracy on the scored split (mean ± std over seeds)":
-              spread(study, runs, lambda r: r["acc"], [*langs, AVG_TARGET], several)}
+              spread(study, runs, lambda r: {**r["acc"], **({SOURCE_DEV: r["dev"]} if "dev" in r else {})},
+                     [*dev, *langs, AVG_TARGET], several)}
     if any("f1" in r for arm_list in runs.values() for r in arm_list):  # records before macro-F1 was kept have none
         tables["Macro-F1 on the scored split (mean ± std over seeds)"] = spread(
             study, runs, lambda r: r.get("f1", {}), [*langs, AVG_TARGET], several)

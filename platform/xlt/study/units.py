@@ -5,6 +5,8 @@ study continues from its latest checkpoint when the study runs again) and, once 
 writes its record to ``<output>/units/<unit>.json``, whole, after everything else: a record is what
 makes a unit finished. The record keeps, per arm (``xlt.study.spec``):
 
+- ``dev``: accuracy on the source language's dev rows, where the run scored them (fine-tuning, co-training):
+  what a choice among arms may read;
 - ``acc`` and ``f1``: accuracy and macro-F1 per language of the scored split, and ``avg_target`` over
   the targets, computed from the predictions the run recorded for that split (a fine-tuning run's
   final checkpoint, a co-training learner's last fit; a baseline's own) and equal to what the run
@@ -91,6 +93,16 @@ def scored_arm(predictions: Mapping[str, Sequence], source: str) -> dict[str, An
     return {"acc": acc, "f1": f1, "source": source, "items": "".join("1" if hit else "0" for _, hit in items),
             "items_digest": hashlib.sha256("\n".join(i for i, _ in items).encode()).hexdigest()[:16],
             "classes_predicted": len(predicted), "classes": len(set(predictions["label"]) | predicted)}
+
+
+def source_dev(predictions: Mapping[str, Sequence] | None, source: str) -> dict[str, float]:
+    """``{"dev": accuracy}`` on the source language's rows of a run's dev predictions: what a choice among arms may
+    read (the zero-shot protocol); empty where the run recorded none."""
+    if not predictions:
+        return {}
+    hits = [gold == predicted for gold, predicted, lang in zip(predictions["label"], predictions["predicted"],
+                                                               predictions["lang"]) if lang == source]
+    return {"dev": sum(hits) / len(hits)} if hits else {}
 
 
 @dataclass(frozen=True)
@@ -235,9 +247,10 @@ def finetune_arms(data: dict[str, Any], unit: Unit, study: Study) -> tuple[dict[
     trainer = build_trainer(cfg, callbacks=[TuneReportCallback() if cfg.scaling.num_workers else InProcessReports()])
     result = trainer.fit()
     with result.checkpoint.as_directory() as directory:  # also when a rerun finds the run complete
-        predictions = read_predictions(directory)[study.split]
+        recorded = read_predictions(directory)
     resolved = trainer.config
-    return ({unit.variant: scored_arm(predictions, resolved.task.source_lang)},
+    source = resolved.task.source_lang
+    return ({unit.variant: {**scored_arm(recorded[study.split], source), **source_dev(recorded.get("val"), source)}},
             {"train_rows": resolved.data.train_rows, "epochs": resolved.optim.epochs,
              "trained_on": (result.metrics or {}).get(placement.key("train"))})
 
@@ -270,8 +283,9 @@ def cotrain_arms(data: dict[str, Any], unit: Unit, study: Study) -> tuple[dict[s
         history = [h for h in state.history if h["learner"] == learner]
         iteration = (int(at) if at else kept_iteration(state.history, cfg.classifier.keep, source)
                      if learner == "classifier" else history[-1]["iteration"])
-        predictions = read_predictions(cfg.output.dir, iteration)[learner][split]
-        arms[arm] = {**scored_arm(predictions, source), "labeled": history[iteration].get("train/rows"),
+        recorded = read_predictions(cfg.output.dir, iteration)[learner]
+        arms[arm] = {**scored_arm(recorded[split], source), **source_dev(recorded.get("val"), source),
+                     "labeled": history[iteration].get("train/rows"),
                      "iteration": iteration, "iterations": [h[metric_name(split, ACC, AVG_TARGET)] for h in history]}
     return arms, {}
 

@@ -1,0 +1,73 @@
+"""What a co-training study's runs chose and exchanged, from what they recorded (issue 92; benchmarks/cotrain_value.md).
+
+For each co-training unit of a study (its run under ``<output>/runs/<unit>``):
+
+- per iteration, the job's classifier's accuracy on the source language's dev rows (what ``classifier.keep:
+  best-dev`` reads) beside its average target accuracy on the scored split (what no choice may read), and which
+  iteration ``best-dev`` would keep, against the ``last`` the presets keep;
+- what the exchange handed over: rows received by each learner, the share of the largest class and of the
+  largest language among them, and the pseudo-labels' accuracy against the pool's gold labels.
+
+    python benchmarks/cotrain_value.py --study studies/cotrain-value-sib200-150.yaml
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+from pathlib import Path
+
+from xlt.cotrain.classifier import CLASSIFIER, DEV, kept_iteration
+from xlt.metrics import ACC, AVG_TARGET, metric_name
+from xlt.report import markdown_table
+from xlt.study.spec import load_study
+from xlt.study.units import run_dir
+
+
+def unit_rows(run: Path, unit: str, split: str) -> tuple[list[dict], list[dict]]:
+    state = json.loads((run / "state.json").read_text())
+    history = state["history"]
+    source = json.loads((run / "predictions" / "iteration0.json").read_text())["lm"][DEV]["lang"][0]
+    dev = metric_name(DEV, ACC, source)
+    records = [h for h in history if h["learner"] == CLASSIFIER]
+    best = kept_iteration(history, "best-dev", source)
+    chosen = [{"unit": unit, "iteration": h["iteration"], f"{source} dev": h.get(dev),
+               "avg_target": h.get(metric_name(split, ACC, AVG_TARGET)),
+               "best-dev keeps": "←" if h["iteration"] == best else ""} for h in records]
+    exchanged = []
+    for learner, rows in state["received"].items():
+        if not rows:
+            continue
+        labels, langs = Counter(r["label"] for r in rows), Counter(r["lang"] for r in rows)
+        accuracy = [h["pseudo/accuracy"] for h in history
+                    if h["learner"] != learner and h["learner"] != CLASSIFIER and "pseudo/accuracy" in h]
+        top_label, top_lang = labels.most_common(1)[0], langs.most_common(1)[0]
+        exchanged.append({"unit": unit, "received by": learner, "rows": len(rows),
+                          "largest class": f"{top_label[0]} {top_label[1] / len(rows):.0%}",
+                          "largest language": f"{top_lang[0]} {top_lang[1] / len(rows):.0%}",
+                          "pseudo acc by round": ", ".join(f"{a:.2f}" for a in accuracy)})
+    return chosen, exchanged
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--study", required=True)
+    args = parser.parse_args()
+    study = load_study(args.study)
+    chosen, exchanged = [], []
+    for unit in study.units():
+        variant = study.variant(unit.variant)
+        run = Path(run_dir(study.output, unit))
+        if variant.recipe != "job" or not (run / "state.json").is_file():
+            continue
+        c, e = unit_rows(run, unit.name, study.split)
+        chosen += c
+        exchanged += e
+    print(f"## What dev would choose ({study.title})\n\n{markdown_table(chosen)}\n\n"
+          f"## What the exchange handed over\n\n{markdown_table(exchanged)}\n\n"
+          f"Made by `python benchmarks/cotrain_value.py --study {args.study}`.")
+
+
+if __name__ == "__main__":
+    main()
