@@ -9,6 +9,7 @@ import pytest
 from eval.test_stats import naive_bootstrap
 from conftest import REPO
 from study.test_spec import write
+from xlt.config import ConfigError
 from xlt.study import load_study
 from xlt.study.report import build, markdown
 from xlt.study.units import ROWS, scored_arm
@@ -123,5 +124,36 @@ def test_the_baselines_summary_finds_the_best_baseline_and_its_interval(tmp_path
 def test_source_dev_is_the_accuracy_of_the_source_languages_dev_rows_only():
     from xlt.study.units import source_dev
 
-    dev = {"label": ["a", "b", "a", "b"], "predicted": ["a", "a", "a", "a"], "lang": ["en", "en", "de", "de"]}
-    assert source_dev(dev, "en") == {"dev": 0.5} and source_dev(None, "en") == {} and source_dev(dev, "sw") == {}
+    dev = {"id": ["y", "x", "z", "w"], "label": ["a", "b", "a", "b"], "predicted": ["a", "a", "a", "a"],
+           "lang": ["en", "en", "de", "de"]}
+    assert source_dev(dev, "en") == {"dev": 0.5, "dev_items": "01"}  # x wrong, y right: in id order
+    assert source_dev(None, "en") == {} and source_dev(dev, "sw") == {}
+
+
+def dev_record(variant: str, seed: int, dev_hits: list[int]) -> dict:
+    """``record`` of a variant with 10 de test items, and its English dev rows right as ``dev_hits`` says."""
+    out = record(variant, seed, [1, 0] * 5)
+    out["arms"][variant] |= {"dev": sum(dev_hits) / len(dev_hits), "dev_items": "".join(map(str, dev_hits))}
+    return out
+
+
+def test_choose_declares_the_simplest_unless_dev_separates_another(tmp_path):
+    spec = dict(variants={"a": {"label": "A"}, "b": {"label": "B"}, "c": {"label": "C"}},
+                comparisons=[{"a": "b", "b": "a", "picked_on": "test"}], choose={"on": "dev", "among": ["a", "b", "c"]})
+    chooser = load_study(write(tmp_path, **spec))
+    tied = [dev_record(v, seed, [1] * 30 + [0] * 10) for v in "abc" for seed in (0, 1, 2)]
+    content = build(chooser, tied)
+    assert content["choice"]["chosen"] == "a" and "does not separate" in content["choice"]["why"]
+    text = markdown(chooser, content, "cmd", "p.png", [], {}, None)
+    assert "Chosen on the source language's dev: **A**" in text and "(an arm picked on test)" in text
+    assert "source dev" in content["tables"]["Accuracy on the scored split (mean ± std over seeds)"][0]
+    # c right on 38 of 40 dev rows against a's 30 in every seed: separated, chosen; b as a, not
+    better = [dev_record("c", seed, [1] * 38 + [0] * 2) for seed in (0, 1, 2)]
+    content = build(chooser, [r for r in tied if r["variant"] != "c"] + better)
+    assert content["choice"]["chosen"] == "c" and "beyond noise" in content["choice"]["why"]
+    # No dev recorded (a probe, a record from before): no choice, said
+    assert build(chooser, [record(v, s, [1, 0]) for v in "abc" for s in (0, 1, 2)])["choice"]["chosen"] is None
+    with pytest.raises(ConfigError, match="never test"):
+        load_study(write(tmp_path, **{**spec, "choose": {"on": "test", "among": ["a", "b"]}}))
+    with pytest.raises(ConfigError, match="choose.among"):
+        load_study(write(tmp_path, **{**spec, "choose": {"among": ["a", "zz"]}}))

@@ -4,7 +4,9 @@
   arm (and per kind of rows, where imported units were scored on other rows than the study draws now), with
   the source language's dev accuracy first where the units recorded it (what a choice may read);
 - for a co-training study, each learner's target average after every iteration;
-- each comparison A − B: the difference of target-language accuracy with its paired bootstrap 95%
+- ``choose``: the arm the source language's dev picks among candidates, simplest first (``chosen``);
+- each comparison A − B (marked where an arm was picked on test): the difference of target-language accuracy with
+  its paired bootstrap 95%
   interval over test items (``xlt.eval.stats.paired_bootstrap``: each item's correctness averaged over
   seeds), called a gain or a loss only when the interval excludes 0; beside it the interval of Owen's
   pigeonhole bootstrap over seeds and items (``seed_item_bootstrap``; seeds drawn together when both
@@ -100,7 +102,8 @@ def comparisons(study: Study, runs: dict[tuple[str, str], Runs]) -> list[dict[st
                         "paper": f"{c.paper} ({c.source})" if c.source else c.paper, "rows": rows,
                         "measured (interval over items)": str(items),
                         "verdict": items.verdict + (f" (provisional: {min(short)} seed{'s' if min(short) > 1 else ''})"
-                                                    if short else ""),
+                                                    if short else "")
+                        + (" (an arm picked on test)" if c.picked_on == "test" else ""),
                         "over seeds and items": f"{crossed} {crossed.verdict}", "items": len(xa[0]), "seeds": seeds,
                         "interval": [items.difference, items.low, items.high],
                         "seed_item_interval": [crossed.difference, crossed.low, crossed.high]})
@@ -136,7 +139,39 @@ def build(study: Study, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return {"title": study.title, "study": study.source, "output": study.output, "seeds": list(study.seeds),
             "split": study.split, "tables": tables, "comparisons": comparisons(study, runs), "units": units,
             "avg_target": {arm: {"mean": m, "std": s} for arm, (m, s) in means.items()},
-            "arms": summary(records)}
+            "arms": summary(records), **({"choice": chosen(study, runs)} if study.choose else {})}
+
+
+def chosen(study: Study, runs: dict[tuple[str, str], Runs]) -> dict[str, Any]:
+    """The arm ``study.choose`` picks on the source language's dev: the first of ``among`` (the simplest) unless
+    another's dev accuracy is above it with a seeds-and-items interval wholly above 0, then the highest of those;
+    with each candidate's dev and scored-split target average beside it. Test is shown, never read."""
+    assert study.choose is not None
+    among = study.choose.among
+    missing = [arm for arm in among if (arm, ROWS) not in runs or any("dev_items" not in r for r in runs[(arm, ROWS)])]
+    if missing:
+        return {"chosen": None, "why": f"no choice: {', '.join(missing)} recorded no source dev", "rows": []}
+    simplest = runs[(among[0], ROWS)]
+    rows, above = [], []
+    for arm in among:
+        arm_runs = runs[(arm, ROWS)]
+        dev_mean, dev_std = mean_std([r["dev"] for r in arm_runs])
+        test_mean, test_std = mean_std([r["acc"][AVG_TARGET] for r in arm_runs])
+        row = {"arm": study.label(arm), "seeds": len(arm_runs), "source dev": f"{dev_mean:.3f} ± {dev_std:.3f}",
+               f"{study.split} avg_target": f"{test_mean:.3f} ± {test_std:.3f}"}
+        if arm != among[0]:
+            a, b = paired_runs(study, arm, among[0], arm_runs, simplest)
+            matched = [r["seed"] for r in a] == [r["seed"] for r in b]
+            interval = seed_item_bootstrap([[int(c) for c in r["dev_items"]] for r in a],
+                                           [[int(c) for c in r["dev_items"]] for r in b], matched=matched, seed=0)
+            row["dev − the simplest, over seeds and items"] = str(interval)
+            if interval.low > 0:
+                above.append((dev_mean, arm))
+        rows.append(row)
+    pick = max(above)[1] if above else among[0]
+    why = (f"its source dev is above the simplest's ({study.label(among[0])}) beyond noise" if above else
+           "dev does not separate the candidates from the simplest, which is declared")
+    return {"chosen": pick, "why": why, "rows": rows}
 
 
 def summary(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -181,6 +216,13 @@ def markdown(study: Study, content: Mapping[str, Any], command: str, plot_name: 
     for heading, table in content["tables"].items():
         columns = list(dict.fromkeys(key for row in table for key in row))
         parts += [f"## {heading}", markdown_table(table, columns)]
+    if content.get("choice"):
+        choice = content["choice"]
+        verdict = (f"Chosen on the source language's dev: **{study.label(choice['chosen'])}** ({choice['why']})."
+                   if choice["chosen"] else choice["why"].capitalize() + ".")
+        parts += ["## Chosen on the source language's dev (never on test)", verdict]
+        if choice["rows"]:
+            parts.append(markdown_table(choice["rows"], list(dict.fromkeys(k for row in choice["rows"] for k in row))))
     if content["comparisons"]:
         shown = ["difference", "paper", "measured (interval over items)", "verdict", "over seeds and items", "items",
                  "seeds"]

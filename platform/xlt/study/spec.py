@@ -20,6 +20,8 @@
       setfit: {recipe: setfit, setfit: {num_iterations: 20}}
     comparisons:
       - {a: scl, b: ce, paper: "+4.1 (79.6 vs 75.5 avg)", source: wang2022}
+      - {a: scl, b: probe, picked_on: test}   # an arm chosen by its test score: the report says so
+    choose: {on: dev, among: [ce, scl]}        # the arm the source language's dev chooses, simplest first
 
 A **unit** is one variant at one seed (``Unit``): one run of the job with the study's and the
 variant's overrides, seeded by ``SEED_KEYS``, or one run of a baseline recipe (``xlt.study.recipes``)
@@ -55,9 +57,9 @@ SEED_KEYS: dict[str, tuple[str, ...]] = {
 }
 AUGMENT_SEED = "data.augment.seed"  # fine-tuning with views: the views drawn per seed too
 TOP_LEVEL_KEYS = ("title", "job", "preset", "set", "seeds", "split", "output", "notes", "reading", "variants",
-                  "comparisons", "arms")
+                  "comparisons", "arms", "choose")
 VARIANT_KEYS = ("label", "set", "recipe", "model", "setfit", "adapt")
-COMPARISON_KEYS = ("a", "b", "paper", "source")
+COMPARISON_KEYS = ("a", "b", "paper", "source", "picked_on")
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,16 @@ class Comparison:
     b: str
     paper: str = ""
     source: str = ""
+    picked_on: str = ""  # "test": an arm was chosen by its test score, which the report says beside the difference
+
+
+@dataclass(frozen=True)
+class Choice:
+    """``choose: {on: dev, among: [arms]}``: the arm the source language's dev chooses among ``among``, listed
+    simplest first (``xlt.study.report.chosen``)."""
+
+    among: tuple[str, ...]
+    on: str = "dev"
 
 
 @dataclass(frozen=True)
@@ -126,6 +138,7 @@ class Study:
     reading: str | None = None  # resolved path
     notes: str = ""
     cotrain_arms: tuple[str, ...] = LEARNERS  # a co-training unit's arms (COTRAIN_ARMS)
+    choose: Choice | None = None
 
     @property
     def name(self) -> str:
@@ -255,5 +268,18 @@ def load_study(path: str | Path) -> Study:
             if spec[side] not in arms:
                 raise _fail(source, f"comparisons[{i}].{side}", f"{spec[side]!r} is not one of the study's arms "
                                                                 f"({', '.join(arms)})")
-        comparisons.append(Comparison(spec["a"], spec["b"], str(spec.get("paper", "")), str(spec.get("source", ""))))
-    return Study(**{**study.__dict__, "comparisons": tuple(comparisons)})
+        if spec.get("picked_on", "") not in ("", "dev", "test"):
+            raise _fail(source, f"comparisons[{i}].picked_on", f"{spec['picked_on']!r}: dev or test")
+        comparisons.append(Comparison(spec["a"], spec["b"], str(spec.get("paper", "")), str(spec.get("source", "")),
+                                      str(spec.get("picked_on", ""))))
+    choose = raw.get("choose")
+    if choose is not None:
+        if not isinstance(choose, Mapping) or set(choose) - {"on", "among"} or choose.get("on", "dev") != "dev" \
+                or not isinstance(choose.get("among"), list) or len(choose["among"]) < 2:
+            raise _fail(source, "choose", f"expected {{on: dev, among: [two or more arms, simplest first]}}, got "
+                                          f"{choose!r} (a choice reads the source language's dev, never test)")
+        unknown = [arm for arm in choose["among"] if arm not in arms]
+        if unknown:
+            raise _fail(source, "choose.among", f"{unknown} are not arms of the study ({', '.join(arms)})")
+        choose = Choice(tuple(choose["among"]))
+    return Study(**{**study.__dict__, "comparisons": tuple(comparisons), "choose": choose})

@@ -96,13 +96,15 @@ def scored_arm(predictions: Mapping[str, Sequence], source: str) -> dict[str, An
 
 
 def source_dev(predictions: Mapping[str, Sequence] | None, source: str) -> dict[str, float]:
-    """``{"dev": accuracy}`` on the source language's rows of a run's dev predictions: what a choice among arms may
-    read (the zero-shot protocol); empty where the run recorded none."""
+    """``{"dev": accuracy, "dev_items": each row right or not, in id order}`` on the source language's rows of a
+    run's dev predictions: what a choice among arms may read (the zero-shot protocol); empty where it has none."""
     if not predictions:
         return {}
-    hits = [gold == predicted for gold, predicted, lang in zip(predictions["label"], predictions["predicted"],
-                                                               predictions["lang"]) if lang == source]
-    return {"dev": sum(hits) / len(hits)} if hits else {}
+    hits = sorted((row_id, gold == predicted) for row_id, gold, predicted, lang in zip(
+        predictions["id"], predictions["label"], predictions["predicted"], predictions["lang"]) if lang == source)
+    if not hits:
+        return {}
+    return {"dev": sum(hit for _, hit in hits) / len(hits), "dev_items": "".join("1" if hit else "0" for _, hit in hits)}
 
 
 @dataclass(frozen=True)
