@@ -6,13 +6,16 @@ One iteration i = 0 .. s (s = ``cfg.iterations``):
    for the whole job, serves its fit; learners in process, ``scaling.num_workers: 0``, take turns
    in the driver): the original labelled data D plus every pseudo-label
    received so far (``xlt.cotrain.learner``);
-2. both are evaluated on every language (``<split>/acc/<lang>``); iteration 0 is each learner
-   alone, the zero-shot baseline;
+2. both are evaluated on every language (``<split>/acc/<lang>``) and on the source language's dev,
+   each row's probabilities recorded, from which the job's classifier (``xlt.cotrain.classifier``: a
+   learner, or the product of both learners' probabilities) is scored as a third record; iteration 0
+   is each learner alone, the zero-shot baseline, and their combination without any exchange;
 3. if i < s: both learners pseudo-label the unlabelled pool U in one pass of the job's
    labellers (``xlt.inference.labellers``: actors kept for the job, each pass sending them the
    iteration's weights; Alg. 1 predicts every x_u in U; ``xlt.cotrain.pool``); from the
    rows still in its own pool U^k, each learner's selection policy picks confident ones as the
-   predictions stream past (``xlt.cotrain.selection``); co-training gives
+   predictions stream past (``xlt.cotrain.selection``: by its own prediction, or the job's
+   classifier's; over the whole pool, or in equal shares per target language); co-training gives
    them to the *other* learner's labelled set (§3.1: "the items selected by f^lm [are] merged
    into the original labeled data D for f^emb", and vice versa), self-training to the learner
    itself; either way they leave the selecting learner's pool (Alg. 1: U^k = U^k \\ S^k), so no
