@@ -139,7 +139,7 @@ def dev_record(variant: str, seed: int, dev_hits: list[int]) -> dict:
 
 def test_choose_declares_the_simplest_unless_dev_separates_another(tmp_path):
     spec = dict(variants={"a": {"label": "A"}, "b": {"label": "B"}, "c": {"label": "C"}},
-                comparisons=[{"a": "b", "b": "a", "picked_on": "test"}], choose={"on": "dev", "among": ["a", "b", "c"]})
+                comparisons=[{"a": "b", "b": "a", "picked_on": "test"}], choose={"by": "dev", "among": ["a", "b", "c"]})
     chooser = load_study(write(tmp_path, **spec))
     tied = [dev_record(v, seed, [1] * 30 + [0] * 10) for v in "abc" for seed in (0, 1, 2)]
     content = build(chooser, tied)
@@ -154,6 +154,6 @@ def test_choose_declares_the_simplest_unless_dev_separates_another(tmp_path):
     # No dev recorded (a probe, a record from before): no choice, said
     assert build(chooser, [record(v, s, [1, 0]) for v in "abc" for s in (0, 1, 2)])["choice"]["chosen"] is None
     with pytest.raises(ConfigError, match="never test"):
-        load_study(write(tmp_path, **{**spec, "choose": {"on": "test", "among": ["a", "b"]}}))
+        load_study(write(tmp_path, **{**spec, "choose": {"by": "test", "among": ["a", "b"]}}))
     with pytest.raises(ConfigError, match="choose.among"):
         load_study(write(tmp_path, **{**spec, "choose": {"among": ["a", "zz"]}}))

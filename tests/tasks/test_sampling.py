@@ -61,3 +61,25 @@ def test_a_parallel_task_draws_the_same_ids_in_every_language(data_dir: Path) ->
     assert all(ids == pools["de"] for ids in pools.values())
     test_ids = {ex.source_id for ex in sib.examples("test", "en")}
     assert not pools["de"] & test_ids
+
+
+def test_a_disjoint_pool_holds_no_translation_of_the_train_draw(tmp_path: Path) -> None:
+    import pytest
+
+    from xlt.config import ConfigError
+    from xlt.data.sample import sample
+
+    cyc = cyclic_task(tmp_path)
+    taught = {ex.source_id for ex in cyc.examples("train", "en", 600)}
+    assert len({ex.source_id for ex in cyc.pool("de", 600)} & taught) > 100  # the task's pool: the same sentences
+    disjoint = cyc.pool("de", 600, disjoint=True)
+    assert len(disjoint) == 600 and not {ex.source_id for ex in disjoint} & taught
+    # the naive reference: the pool without them, then the seeded draw of any n rows
+    rest = [ex for ex in cyc.examples("pool", "de") if ex.source_id not in taught]
+    assert disjoint == sample(rest, 600, key=lambda ex: ex.source_id, seed=0)
+    assert cyc.pool("de", 600) == cyc.examples("pool", "de", 600)
+    import dataclasses
+
+    unlinked = load_task(dataclasses.replace(cyc.config, link="none"), tmp_path)
+    with pytest.raises(ConfigError, match="no translations"):
+        unlinked.pool("de", 10, disjoint=True)

@@ -111,10 +111,18 @@ class PoolData:
     eval_split: Literal["dev", "test"] = fixed("test")
     max_examples: int = fixed(0)
     labeled_fraction: float = fixed(1.0)
+    # task: the task's pool split as it is; disjoint: without the translations of the English train rows drawn
+    # (D among them: xlt.tasks.Task.pool), as an unlabelled corpus of a parallel task's languages would be
+    pool: Literal["task", "disjoint"] = fixed("task")
 
     def __post_init__(self) -> None:
         check(self.max_examples >= 0, "data.max_examples", self.max_examples, "0 (all) or a positive integer")
         check(0.0 < self.labeled_fraction <= 1.0, "data.labeled_fraction", self.labeled_fraction, "a number in (0, 1]")
+        check(self.pool in ("task", "disjoint"), "data.pool", self.pool, "task or disjoint")
+
+    @property
+    def disjoint(self) -> bool:
+        return self.pool == "disjoint"
 
     @property
     def metric_split(self) -> str:

@@ -88,6 +88,7 @@ class PreparedCotrain:
     pool_limit: int = 0
     block_rows: int = 256
     dev_rows: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # the source language's dev
+    disjoint: bool = False  # the pool without translations of the source's train draw (PoolData.pool)
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -101,7 +102,7 @@ class PreparedCotrain:
     def stored_pool(self) -> StoredPool:
         """The pool in Ray's object store (``put_pool``), put there on first use (Ray must be running)
         and kept for the job: one read of the pool per job, not per pass."""
-        return put_pool(self.task, self.pool_limit, self.block_rows)
+        return put_pool(self.task, self.pool_limit, self.block_rows, self.disjoint)
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -116,9 +117,10 @@ def prepare(cfg: CotrainConfig) -> PreparedCotrain:
         check_device(learner.optim, learner.scaling, f"{name}.")
     task = load_task(cfg.task, cfg.data.data_dir)
     n = cfg.data.max_examples
-    return PreparedCotrain(task, [row(ex) for ex in labeled_examples(task, cfg.data)], count_pool(task, n),
-                           eval_rows(task, cfg.data.eval_split, n), n, cfg.inference.batch_size,
-                           eval_rows(task, "dev", n, langs=[task.source_lang]))
+    return PreparedCotrain(task, [row(ex) for ex in labeled_examples(task, cfg.data)],
+                           count_pool(task, n, cfg.data.disjoint), eval_rows(task, cfg.data.eval_split, n), n,
+                           cfg.inference.batch_size, eval_rows(task, "dev", n, langs=[task.source_lang]),
+                           cfg.data.disjoint)
 
 
 def labeled_examples(task: Task, data: PoolData) -> list[Example]:
@@ -261,7 +263,7 @@ def start_learner(cfg: CotrainConfig, data: PreparedCotrain, name: str,
     if learner.kind == "probe":
         return ProbeLearner(name, learner.model, learner.probe, data.task, data.labeled, data.evaluation_rows,
                             data.dev_rows, cfg.data.metric_split, data.pool_limit, learner.optim.seed,
-                            learner_run(cfg.output.dir, name))
+                            learner_run(cfg.output.dir, name), data.disjoint)
     epochs = learner.optim.epochs
     callbacks = tracker.callbacks(f"{name}/epoch/", epochs) if tracker is not None else []
     return learner_service(name, cfg.learner(name), data.task, len(data.labeled), data.evaluation_rows,

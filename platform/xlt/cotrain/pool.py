@@ -85,15 +85,16 @@ class Pass:
                                + ": a row was lost or predicted twice; no selection is made from such a pass")
 
 
-def pool_rows(task: Task, lang: str, limit: int) -> list[dict[str, Any]]:
-    """The pool rows of one target language (at most ``limit``, 0 = all), read without caching them."""
+def pool_rows(task: Task, lang: str, limit: int, disjoint: bool = False) -> list[dict[str, Any]]:
+    """The pool rows of one target language (at most ``limit``, 0 = all; ``disjoint``: ``xlt.tasks.Task.pool``),
+    read without caching them."""
     return [{"id": ex.id, "text": ex.text, "text_pair": ex.text_pair, "lang": ex.lang, "gold": ex.label}
-            for ex in task.examples("pool", lang, limit, keep=False)]
+            for ex in task.pool(lang, limit, disjoint=disjoint, keep=False)]
 
 
-def count_pool(task: Task, limit: int) -> dict[str, int]:
+def count_pool(task: Task, limit: int, disjoint: bool = False) -> dict[str, int]:
     """Rows per target language, every row read and checked; nothing kept but the counts."""
-    return {lang: len(pool_rows(task, lang, limit)) for lang in task.target_langs}
+    return {lang: len(pool_rows(task, lang, limit, disjoint)) for lang in task.target_langs}
 
 
 def pool_schema() -> pa.Schema:
@@ -102,7 +103,7 @@ def pool_schema() -> pa.Schema:
     return pa.schema([(name, pa.string()) for name in POOL_COLUMNS])
 
 
-def put_pool(task: Task, limit: int, block_rows: int) -> StoredPool:
+def put_pool(task: Task, limit: int, block_rows: int, disjoint: bool = False) -> StoredPool:
     """The pool as Arrow tables of at most ``block_rows`` rows in the object store, language by language."""
     import pyarrow as pa
     import ray
@@ -110,7 +111,7 @@ def put_pool(task: Task, limit: int, block_rows: int) -> StoredPool:
 
     blocks, metadata, rows, total = [], [], 0, 0
     for lang in task.target_langs:
-        lang_rows = pool_rows(task, lang, limit)
+        lang_rows = pool_rows(task, lang, limit, disjoint)
         for start in range(0, len(lang_rows), block_rows):
             table = pa.Table.from_pylist(lang_rows[start:start + block_rows], schema=pool_schema())
             blocks.append(ray.put(table))

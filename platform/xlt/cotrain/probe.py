@@ -42,7 +42,7 @@ class ProbeLearner:
 
     def __init__(self, name: str, model: Any, settings: ProbeSettings, task: Task, labeled: Sequence[Mapping[str, Any]],
                  evaluation: Sequence[Mapping[str, Any]], dev: Sequence[Mapping[str, Any]], split: str,
-                 pool_limit: int, seed: int = 0, directory: str | None = None) -> None:
+                 pool_limit: int, seed: int = 0, directory: str | None = None, disjoint: bool = False) -> None:
         from ..models import load_encoder
 
         self.name, self.model, self.settings, self.task, self.split, self.seed = name, model, settings, task, split, seed
@@ -58,7 +58,7 @@ class ProbeLearner:
             source = task.source_lang
             self.means[source] = self.embed([r for r in labeled if r["lang"] == source]).mean(axis=0)
             for lang in task.target_langs:
-                self.means[lang] = self._pool_mean(lang, pool_limit)
+                self.means[lang] = self._pool_mean(lang, pool_limit, disjoint)
 
     def __enter__(self) -> ProbeLearner:
         return self
@@ -79,9 +79,9 @@ class ProbeLearner:
         dim = self.encoder.feature_dim(self.task.paired)
         return np.stack([self._cache[i] for i in items]) if items else np.empty((0, dim), dtype=np.float32)
 
-    def _pool_mean(self, lang: str, limit: int) -> np.ndarray:
-        """The mean normalised embedding of ``lang``'s pool, streamed (nothing cached)."""
-        examples = self.task.examples("pool", lang, limit, keep=False)
+    def _pool_mean(self, lang: str, limit: int, disjoint: bool) -> np.ndarray:
+        """The mean normalised embedding of ``lang``'s pool (the job's: ``Task.pool``), streamed (nothing cached)."""
+        examples = self.task.pool(lang, limit, disjoint=disjoint, keep=False)
         if not examples:
             raise ValueError(f"a probe learner centres {lang} on its unlabelled pool, which has no rows")
         total = None

@@ -58,10 +58,11 @@ class JobRows:
     model: EncoderConfig
     freeze_word_embeddings: bool
     limit: int = 0
+    disjoint: bool = False  # the job's pool leaves out the translations of its train draw (xlt.tasks.Task.pool)
 
     def pools(self) -> dict[str, list[Example]]:
         """Each target language's unlabelled pool: the draw of its ``pool`` split co-training reads."""
-        return {lang: self.task.examples("pool", lang, self.limit) for lang in self.task.target_langs}
+        return {lang: self.task.pool(lang, self.limit, disjoint=self.disjoint) for lang in self.task.target_langs}
 
     def predictions(self, predicted: Mapping[str, list[int]]) -> Predictions:
         """The record form of label indices predicted per language of ``scored``."""
@@ -100,12 +101,13 @@ def cotrain_rows(cfg: Any, task: Task | None = None) -> JobRows:
 
     task = task or load_task(cfg.task, cfg.data.data_dir)
     return _rows(task, labeled_examples(task, cfg.data), cfg.data.max_examples, cfg.data.eval_split,
-                 cfg.lm.model, cfg.lm.optim.freeze_word_embeddings)
+                 cfg.lm.model, cfg.lm.optim.freeze_word_embeddings, cfg.data.disjoint)
 
 
-def _rows(task: Task, train: list[Example], n: int, role: str, model: EncoderConfig, freeze: bool) -> JobRows:
+def _rows(task: Task, train: list[Example], n: int, role: str, model: EncoderConfig, freeze: bool,
+          disjoint: bool = False) -> JobRows:
     return JobRows(task, train, task.examples("dev", task.source_lang, n),
-                   {lang: task.examples(role, lang, n) for lang in task.langs}, model, freeze, n)
+                   {lang: task.examples(role, lang, n) for lang in task.langs}, model, freeze, n, disjoint)
 
 
 def probe_predictions(rows: JobRows, model: EncoderConfig,

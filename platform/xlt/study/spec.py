@@ -21,7 +21,7 @@
     comparisons:
       - {a: scl, b: ce, paper: "+4.1 (79.6 vs 75.5 avg)", source: wang2022}
       - {a: scl, b: probe, picked_on: test}   # an arm chosen by its test score: the report says so
-    choose: {on: dev, among: [ce, scl]}        # the arm the source language's dev chooses, simplest first
+    choose: {by: dev, among: [ce, scl]}        # the arm the source language's dev chooses, simplest first
 
 A **unit** is one variant at one seed (``Unit``): one run of the job with the study's and the
 variant's overrides, seeded by ``SEED_KEYS``, or one run of a baseline recipe (``xlt.study.recipes``)
@@ -106,11 +106,11 @@ class Comparison:
 
 @dataclass(frozen=True)
 class Choice:
-    """``choose: {on: dev, among: [arms]}``: the arm the source language's dev chooses among ``among``, listed
+    """``choose: {by: dev, among: [arms]}``: the arm the source language's dev chooses among ``among``, listed
     simplest first (``xlt.study.report.chosen``)."""
 
     among: tuple[str, ...]
-    on: str = "dev"
+    by: str = "dev"
 
 
 @dataclass(frozen=True)
@@ -274,9 +274,10 @@ def load_study(path: str | Path) -> Study:
                                       str(spec.get("picked_on", ""))))
     choose = raw.get("choose")
     if choose is not None:
-        if not isinstance(choose, Mapping) or set(choose) - {"on", "among"} or choose.get("on", "dev") != "dev" \
+        # "by", not "on": YAML reads an unquoted on as true
+        if not isinstance(choose, Mapping) or set(choose) - {"by", "among"} or choose.get("by", "dev") != "dev" \
                 or not isinstance(choose.get("among"), list) or len(choose["among"]) < 2:
-            raise _fail(source, "choose", f"expected {{on: dev, among: [two or more arms, simplest first]}}, got "
+            raise _fail(source, "choose", f"expected {{by: dev, among: [two or more arms, simplest first]}}, got "
                                           f"{choose!r} (a choice reads the source language's dev, never test)")
         unknown = [arm for arm in choose["among"] if arm not in arms]
         if unknown:

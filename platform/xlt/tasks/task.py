@@ -81,6 +81,19 @@ class Task:
         return sample(examples, limit, key=lambda ex: ex.source_id if ex.source_id is not None else ex.id,
                       label=None if role == "pool" else (lambda ex: ex.label), seed=self.config.sample_seed)
 
+    def pool(self, lang: str, limit: int = 0, *, disjoint: bool = False, keep: bool = True) -> list[Example]:
+        """``lang``'s unlabelled pool: ``examples("pool", ...)``; ``disjoint``: without the translations of the
+        source language's train draw of the same ``limit`` (what a job learns its labels from), drawn after they
+        are left out, so that a pool holds none of the sentences the labelled rows translate. Needs a ``link``."""
+        if not disjoint:
+            return self.examples("pool", lang, limit, keep=keep)
+        if self.config.link == "none":
+            raise ConfigError(f"task {self.config.name!r} has no translations, so no pool disjoint from them: set "
+                              "task.link (id, line or source_id), or data.pool: task")
+        taught = {ex.source_id for ex in self.examples("train", self.source_lang, limit)}
+        return self.draw("pool", [ex for ex in self.examples("pool", lang, keep=keep) if ex.source_id not in taught],
+                         limit)
+
     def rows(self, role: str, langs: Iterable[str], limit: int = 0) -> list[dict[str, Any]]:
         """``examples`` of every language in ``langs`` as row dicts, language by language."""
         return [row(ex) for lang in langs for ex in self.examples(role, lang, limit)]
