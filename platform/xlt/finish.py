@@ -91,13 +91,20 @@ def overlap(cfg: Any) -> str:
 
 
 def finish_cotrain(cfg: Any, data: Any, state: Any, phases: Phases, tracker: Any) -> Finished:
-    """A co-training run's tables (per iteration; per language, the learners and each frozen probe of
-    ``cfg.probes`` fitted and scored on the rows the learners saw), written with ``results.json`` and the
+    """A co-training run's tables (per iteration; per language, the job's classifier, the learners and each probe
+    of ``cfg.probes``, frozen, and of ``cfg.adapted_probes``, adapted to the job's pools, fitted and scored on the
+    rows the learners saw), written with ``results.json`` and the
     plot into ``output.dir``, and each learner exported as the run left it (``output.export``)."""
     with phases("probes"):
-        rows = cotrain_rows(cfg, data.task) if cfg.probes else None  # the rows the learners saw, once
-        probes = {source: probe_scores(rows, EncoderConfig(source=source, max_length=cfg.lm.model.max_length))
+        # the rows the learners saw, once
+        rows = cotrain_rows(cfg, data.task) if cfg.probes or cfg.adapted_probes else None
+        probes = {f"frozen probe: {source}": probe_scores(rows, EncoderConfig(source=source,
+                                                                              max_length=cfg.lm.model.max_length))
                   for source in cfg.probes}
+        probes |= {f"adapted probe: {source}": probe_scores(rows, EncoderConfig(source=source,
+                                                                                max_length=cfg.lm.model.max_length),
+                                                            cfg.probe_adapt)
+                   for source in cfg.adapted_probes}
     split, source = cfg.data.metric_split, data.task.source_lang
     label = "co-training" if cfg.mode == "cotrain" else "self-training"
     langs = (source, *data.targets)
@@ -106,7 +113,7 @@ def finish_cotrain(cfg: Any, data: Any, state: Any, phases: Phases, tracker: Any
     chosen = next(h for h in state.history if h["learner"] == CLASSIFIER and h["iteration"] == kept)
 
     def language_table(score: str) -> str:
-        probe_rows = [{"model": f"frozen probe: {model}", **{lang: scores[score][lang] for lang in (*langs, AVG_TARGET)}}
+        probe_rows = [{"model": model, **{lang: scores[score][lang] for lang in (*langs, AVG_TARGET)}}
                       for model, scores in probes.items()]
         return markdown_table(language_rows(state.history, split, langs, label, score=score, kept=kept) + probe_rows)
 

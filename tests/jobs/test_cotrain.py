@@ -33,7 +33,7 @@ def test_smoke_writes_tables_plots_progress_tracking_and_exports(cotrain_smoke):
     assert result["classifier"]["learners"] == ["lm", "emb"] and result["classifier"]["iteration"] == 1
     # The frozen probe of probes: on the job's own rows, beside the learners in both per-language tables.
     assert len(re.findall(r"\| frozen probe: tiny:bert +\|", proc.stdout)) == 2
-    probe = result["probes"]["tiny:bert"]
+    probe = result["probes"]["frozen probe: tiny:bert"]
     assert set(probe) == {"acc", "f1"} and set(probe["acc"]) == {"en", "de", "zh", "avg_target"}
     assert probe["acc"]["avg_target"] == pytest.approx((probe["acc"]["de"] + probe["acc"]["zh"]) / 2)
     # auto as this machine resolves it (its CPU's flags), recorded where the run's config is: results,
@@ -120,6 +120,7 @@ def test_the_declared_recipe_smokes_and_exports_the_jobs_classifier_as_it_scored
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "The job's classifier: lm × emb (the product of their probabilities), iteration 2" in proc.stdout
     assert "| **the job's classifier** (lm × emb, iteration 2) |" in proc.stdout
+    assert "| adapted probe: tiny:bert " in proc.stdout  # the declared single-text recipe beside it (adapted_probes)
     assert (out / "learners" / "emb" / "probe-iteration2.pt").is_file()  # a probe learner keeps each fit's probe
     recorded = json.loads((out / "predictions" / "iteration2.json").read_text())
     assert set(recorded) == {"lm", "emb", "classifier"} and set(recorded["classifier"]) == {"test", "val"}

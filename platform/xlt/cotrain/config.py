@@ -16,6 +16,7 @@ from typing import Iterable, Literal
 
 from ..config import check, load_config
 from ..losses import ObjectiveConfig
+from ..eval.adaptation import ProbeAdaptation
 from ..models import EncoderConfig
 from ..tasks import TaskConfig
 from ..engine import OptimSettings, ScalingSettings, resolve_auto
@@ -153,6 +154,10 @@ class CotrainConfig:
     # Encoders (sources) whose frozen-linear probe (xlt.study.recipes) the job fits on its own labelled
     # rows and scores on its own evaluation rows, printed beside its tables: what co-training adds.
     probes: tuple[str, ...] = free(())
+    # Encoders whose probe, adapted to the job's own pools as probe_adapt says (xlt.eval.adaptation; the declared
+    # single-text recipe's: centred, 3 class-balanced self-training rounds), the job prints beside the probes.
+    adapted_probes: tuple[str, ...] = free(())
+    probe_adapt: ProbeAdaptation = free(factory=lambda: ProbeAdaptation(center=True, rounds=3))
     # The loop state, metrics, table and plot; the learners' runs under learners/, each keeping
     # num_to_keep checkpoints.
     output: OutputSettings = field(default_factory=lambda: OutputSettings(dir="results/cotrain", num_to_keep=1))
@@ -162,7 +167,7 @@ class CotrainConfig:
         check(not (self.mode == "self-train" and self.selection.policy == "agreement"), "selection.policy",
               self.selection.policy, "threshold-random or class-balanced with self-training (agreement needs "
               "a partner learner)")
-        for source in self.probes:
+        for source in (*self.probes, *self.adapted_probes):
             EncoderConfig(source=source)  # raises naming the valid forms of a source
         for name in LEARNERS:
             learner: LearnerConfig = getattr(self, name)

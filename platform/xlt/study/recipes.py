@@ -131,12 +131,14 @@ def _probe(rows: JobRows, embed: Embed, cfg: EvaluateConfig) -> tuple[dict[str, 
     return {lang: p.predicted[np.asarray(p.langs) == lang].tolist() for lang in rows.scored}, p.c
 
 
-def probe_scores(rows: JobRows, model: EncoderConfig) -> dict[str, dict[str, float]]:
-    """The frozen-linear probe of ``model`` on ``rows``: ``{score: {lang: value}}`` for accuracy and
-    macro-F1 (``xlt.eval.classification``), with the average over the targets (``avg_target``)."""
+def probe_scores(rows: JobRows, model: EncoderConfig,
+                 adapt: ProbeAdaptation = ProbeAdaptation()) -> dict[str, dict[str, float]]:
+    """The frozen-linear probe of ``model`` on ``rows`` (adapted to the job's pools as ``adapt`` says):
+    ``{score: {lang: value}}`` for accuracy and macro-F1 (``xlt.eval.classification``), with the average over
+    the targets (``avg_target``)."""
     from ..eval.classification import scores_by_language, summarize_transfer
 
-    p, _ = probe_predictions(rows, model)
+    p, _ = probe_predictions(rows, model, adapt)
     scores = scores_by_language(np.asarray(p["label"]), np.asarray(p["predicted"]), np.asarray(p["lang"]))
     return {score: {**per_lang, AVG_TARGET: summarize_transfer(per_lang, rows.task.source_lang).avg_target}
             for score, per_lang in scores.items()}
