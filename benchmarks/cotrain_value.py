@@ -6,7 +6,8 @@ For each co-training unit of a study (its run under ``<output>/runs/<unit>``):
   best-dev`` reads) beside its average target accuracy on the scored split (what no choice may read), and which
   iteration ``best-dev`` would keep, against the ``last`` the presets keep;
 - what the exchange handed over: rows received by each learner, the share of the largest class and of the
-  largest language among them, and the pseudo-labels' accuracy against the pool's gold labels.
+  largest language among them, and the accuracy of the selecting learner's pseudo-labels against the pool's
+  gold labels, round by round.
 
     python benchmarks/cotrain_value.py --study studies/cotrain-value-sib200-150.yaml
 """
@@ -40,8 +41,8 @@ def unit_rows(run: Path, unit: str, split: str) -> tuple[list[dict], list[dict]]
         if not rows:
             continue
         labels, langs = Counter(r["label"] for r in rows), Counter(r["lang"] for r in rows)
-        accuracy = [h["pseudo/accuracy"] for h in history
-                    if h["learner"] != learner and h["learner"] != CLASSIFIER and "pseudo/accuracy" in h]
+        selectors = {r["selected_by"] for r in rows}  # the other learner (co-training) or itself (self-training)
+        accuracy = [h["pseudo/accuracy"] for h in history if h["learner"] in selectors and "pseudo/accuracy" in h]
         top_label, top_lang = labels.most_common(1)[0], langs.most_common(1)[0]
         exchanged.append({"unit": unit, "received by": learner, "rows": len(rows),
                           "largest class": f"{top_label[0]} {top_label[1] / len(rows):.0%}",

@@ -287,8 +287,9 @@ def cotrain_arms(data: dict[str, Any], unit: Unit, study: Study) -> tuple[dict[s
                      if learner == "classifier" else history[-1]["iteration"])
         recorded = read_predictions(cfg.output.dir, iteration)[learner]
         arms[arm] = {**scored_arm(recorded[split], source), **source_dev(recorded.get("val"), source),
-                     "labeled": history[iteration].get("train/rows"),
-                     "iteration": iteration, "iterations": [h[metric_name(split, ACC, AVG_TARGET)] for h in history]}
+                     "labeled": history[iteration].get("train/rows"), "iteration": iteration}
+        if not at:  # the learner's target average after every iteration, once (not again for its @0 arm)
+            arms[arm]["iterations"] = [h[metric_name(split, ACC, AVG_TARGET)] for h in history]
     return arms, {}
 
 
