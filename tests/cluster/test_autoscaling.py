@@ -39,13 +39,15 @@ def test_a_cotraining_job_scales_the_cluster_up_from_zero_and_down_after(data_di
     out = tmp_path / "cotrain"
     with ray_cluster_head(cpus=0, autoscaling=autoscaling_config(IDLE_TIMEOUT_MIN)) as head:
         assert_no_worker_node_left(head, tmp_path)
-        # Both learners ask for a gpu_worker node (cluster.yaml's type; one each), the actor for a CPU.
-        job = [sys.executable, str(REPO / "jobs" / "cotrain.py"), "--smoke", "--set", "task.target_langs=[de, zh]",
+        # Both learners ask for a gpu_worker node (cluster.yaml's type; one each), the actor for a CPU: the embedding
+        # learner fine-tuned on Ray Train (emb.kind=finetune; the declared probe learner fits in the driver).
+        job = [sys.executable, str(REPO / "jobs" / "cotrain.py"), "--smoke", "--set", "emb.kind=finetune",
+               "--set", "task.target_langs=[de, zh]",
                "--set", "iterations=1", "--set", f"output.dir={out}",
                "--set", "lm.scaling={num_workers: 1, cpus_per_worker: 1, resources: {gpu_worker: 1}}",
                "--set", "emb.scaling={num_workers: 1, cpus_per_worker: 1, resources: {gpu_worker: 1}}",
                "--set", "inference.num_actors=1", "--set", "inference.num_cpus=1",
-               "--set", "probes=[]"]  # the driver's probe table: tests/jobs/test_cotrain.py asserts it
+               "--set", "probes=[]", "--set", "adapted_probes=[]"]  # the driver's: tests/jobs/test_cotrain.py
         command = head.submit_command({"env_vars": {"XLT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1",
                                                     "MLFLOW_TRACKING_URI": os.environ["MLFLOW_TRACKING_URI"]}},
                                       job, "xlt-test-autoscaling", working_dir=False)
