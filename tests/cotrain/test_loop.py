@@ -108,17 +108,20 @@ def test_an_iteration_completes_with_every_cpu_reserved(iteration0, data_dir):
     assert state.iteration == 1 and all(state.received[name] for name in LEARNERS)
     # What the pass computed in, as the actor resolved the preset's inference.precision on this machine.
     resolved = resolve_precision(config(data_dir, iteration0.out).inference.precision, "cpu")
-    assert [h[PRECISION_KEY] for h in state.history if h["iteration"] == 0] == [resolved] * len(LEARNERS)
+    assert [h[PRECISION_KEY] for h in state.history if h["iteration"] == 0 and h["learner"] in LEARNERS] == \
+        [resolved] * len(LEARNERS)
 
 
 def test_resume_after_a_stop_equals_an_uninterrupted_run(iteration0, killed, data_dir):
     # The resumed run re-fits iteration 1 on the pseudo-labels that iteration 0 saved. The run it
     # must equal is ``killed``: its worker's loss in iteration 0 changed nothing (the next test).
     whole = killed
-    assert whole.iteration == 2 and [h["iteration"] for h in whole.history] == [0, 0, 1, 1]
+    # each iteration: both learners' records, then the job's classifier's
+    assert whole.iteration == 2 and [(h["iteration"], h["learner"]) for h in whole.history] == \
+        [(i, name) for i in (0, 1) for name in (*LEARNERS, "classifier")]
 
     first = iteration0.state
-    assert first.iteration == 1 and len(first.history) == 2
+    assert first.iteration == 1 and len(first.history) == 3
     resumed = run_cotraining(config(data_dir, iteration0.out, *SHARED))
     assert resumed.received == whole.received  # no pseudo-label lost or doubled, so the same pools
     assert_same_history(resumed.history, whole.history)
