@@ -77,7 +77,7 @@ def test_a_cotraining_job_on_sentence_pairs_succeeds_and_exchanges_pairs(ray_hea
     pseudo-labelled and exchanged whole."""
     proc = cotraining_on_pairs.finished()
     assert_succeeded_with_a_table(ray_head, cotraining_on_pairs.submission_id, proc, [
-        "## co-training on xnli", "### Per iteration (test accuracy)", "| emb co-training (iteration 1) |"])
+        "## co-training on xnli", "### Per iteration (test accuracy)", "| emb co-training (iteration 1) "])
     assert_pairs_exchanged(cotraining_on_pairs.out)
 
 

@@ -43,7 +43,8 @@ def language_rows(history: Sequence[Mapping[str, Any]], split: str, langs: Seque
         h = next(h for h in history if h["learner"] == CLASSIFIER and h["iteration"] == kept)
         rows.append(row(f"**the job's classifier** ({h.get('combines', CLASSIFIER)}, iteration {kept})", h))
     for h in history:
-        if h["iteration"] not in (0, last):
+        # the job's classifier at the first and last iteration only where it combines learners (else it is one)
+        if h["iteration"] not in (0, last) or (h["learner"] == CLASSIFIER and " × " not in h.get("combines", "")):
             continue
         who = h.get("combines", h["learner"])  # the job's classifier by the learners it combines
         name = f"{who} alone" if h["iteration"] == 0 else f"{who} {label} (iteration {last})"
