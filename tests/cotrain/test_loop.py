@@ -87,7 +87,7 @@ def kill_training_workers_after_a_checkpoint(run: Path, killed: list[int]) -> No
 
 
 @pytest.fixture(scope="module")
-def killed(iteration0, data_dir, tmp_path_factory) -> LoopState:
+def killed(iteration0, data_dir, tmp_path_factory) -> Stopped:
     """``SHARED`` run to its end while the LM learner's Ray Train worker is killed in iteration 0,
     after its first checkpoint. Its iteration 0 must equal ``iteration0``'s (the kill's test asserts
     it), so it is also the uninterrupted run that a stopped and resumed run must equal."""
@@ -98,7 +98,7 @@ def killed(iteration0, data_dir, tmp_path_factory) -> LoopState:
     state = run_cotraining(config(data_dir, out, *SHARED))
     killer.join()
     assert pids, "no Ray Train worker was alive after the LM learner's first checkpoint"
-    return state
+    return Stopped(out, state)
 
 
 @pytest.mark.timeout(300)
@@ -115,7 +115,7 @@ def test_an_iteration_completes_with_every_cpu_reserved(iteration0, data_dir):
 def test_resume_after_a_stop_equals_an_uninterrupted_run(iteration0, killed, data_dir):
     # The resumed run re-fits iteration 1 on the pseudo-labels that iteration 0 saved. The run it
     # must equal is ``killed``: its worker's loss in iteration 0 changed nothing (the next test).
-    whole = killed
+    whole = killed.state
     # each iteration: both learners' records, then the job's classifier's
     assert whole.iteration == 2 and [(h["iteration"], h["learner"]) for h in whole.history] == \
         [(i, name) for i in (0, 1) for name in (*LEARNERS, "classifier")]
@@ -139,8 +139,51 @@ def test_a_learner_worker_killed_mid_fit_is_restored_and_the_state_equals_an_uni
     # Iteration 0 of the killed run is the uninterrupted one's: the same pseudo-labels (so the same
     # pools; with one exchange round nothing is received after it) and the same records.
     whole = iteration0.state
-    assert killed.received == whole.received
-    assert_same_history(killed.history[:len(whole.history)], whole.history)
+    assert killed.state.received == whole.received
+    assert_same_history(killed.state.history[:len(whole.history)], whole.history)
+
+
+def test_the_declared_recipe_exports_the_jobs_classifier_as_it_scored(killed, data_dir, tmp_path):
+    """The declared recipe's run (a probe learner, the job's classifier lm × emb) exported as the job's
+    ``output.export`` does: the exported combination predicts the probabilities the run recorded for its last
+    iteration, and ``jobs/predict.py``'s ``model.learner=classifier`` finds it in the run and labels as the export."""
+    import json
+
+    import numpy as np
+    import pandas as pd
+
+    from xlt.inference import InferenceSettings
+    from xlt.models import CombinedClassifier, load_pretrained
+    from xlt.predict import InputConfig, ModelRef, PredictConfig, PredictData, predict, prepare as prepare_predict
+    from xlt.predict.export import export_cotrain
+    from xlt.storage import OutputSettings
+    from xlt.tasks import load_task
+
+    cfg = config(data_dir, killed.out, *SHARED)
+    task = load_task(cfg.task, cfg.data.data_dir)
+    assert (killed.out / "learners" / "emb" / "probe-iteration1.pt").is_file()  # a probe learner keeps each fit's probe
+    recorded = json.loads((killed.out / "predictions" / "iteration1.json").read_text())
+    assert set(recorded) == {"lm", "emb", "classifier"} and set(recorded["classifier"]) == {"test", "val"}
+    export_cotrain(cfg, task, killed.state.history)
+    exported = load_pretrained(killed.out / "export" / "classifier")
+    assert isinstance(exported, CombinedClassifier) and set(exported.members) == {"lm", "emb"}
+    assert "CombinedClassifier.from_pretrained(DIR).predict(texts, langs=langs)" in \
+        (killed.out / "export" / "classifier" / "README.md").read_text()
+    rows = {r["id"]: r for r in task.rows("test", task.langs, cfg.data.max_examples)}
+    test = recorded["classifier"]["test"]
+    got = exported.predict([rows[i]["text"] for i in test["id"]], langs=test["lang"]).probabilities
+    assert np.asarray(got) == pytest.approx(np.asarray(test["probabilities"]), abs=2e-3)
+
+    for name, model in (("run", ModelRef(str(killed.out), learner="classifier")),
+                        ("export", ModelRef(str(killed.out / "export" / "classifier")))):
+        predict(prepare_predict(PredictConfig(
+            model=model, input=InputConfig(task=cfg.task, split="test", max_rows=4),
+            output=OutputSettings(str(tmp_path / name)), data=PredictData(data_dir=cfg.data.data_dir),
+            inference=InferenceSettings(num_actors=0, batch_size=8, precision="fp32"))))
+    by_run, by_export = (pd.read_parquet(tmp_path / name / "predictions").sort_values("id") for name in ("run", "export"))
+    assert list(by_run["label"]) == list(by_export["label"]) and len(by_run) == 4 * len(task.langs)
+    columns = [f"p_{label}" for label in task.labels]
+    assert np.abs(by_run[columns].to_numpy() - by_export[columns].to_numpy()).max() < 1e-5
 
 
 def test_a_learners_run_serves_fits_that_evaluate_and_hand_on_their_weights(ray_cluster, data_dir, tmp_path):

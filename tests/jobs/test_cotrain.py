@@ -32,6 +32,9 @@ def test_smoke_writes_tables_plots_progress_tracking_and_exports(cotrain_smoke):
     # Two iterations of both learners and of the job's classifier (the preset's: lm × emb)
     assert "cotrain.py" in result["command"] and len(result["history"]) == 6
     assert result["classifier"]["learners"] == ["lm", "emb"] and result["classifier"]["iteration"] == 1
+    assert "The job's classifier: lm × emb (the product of their probabilities), iteration 1" in proc.stdout
+    assert "| **the job's classifier** (lm × emb, iteration 1) |" in proc.stdout
+    assert "| adapted probe: tiny:bert " in proc.stdout  # the declared single-text recipe beside it (adapted_probes)
     # The frozen probe of probes: on the job's own rows, beside the learners in both per-language tables.
     assert len(re.findall(r"\| frozen probe: tiny:bert +\|", proc.stdout)) == 2
     probe = result["probes"]["frozen probe: tiny:bert"]
@@ -100,57 +103,3 @@ def assert_pairs_exchanged(out: Path | str) -> None:
     assert rows and all(r["text_pair"] and r["id"].startswith("xnli/") for r in rows)  # pairs travel whole
     assert {r["lang"] for r in rows} <= {"de", "zh"}
 
-
-def test_the_declared_recipe_smokes_and_exports_the_jobs_classifier_as_it_scored(job_env, tmp_path):
-    """``jobs/cotrain.py --smoke`` as typed: the declared recipe (a probe learner, the job's classifier lm × emb),
-    exported; the exported combination predicts the probabilities the run recorded for its last iteration."""
-    import subprocess
-    import sys
-
-    import numpy as np
-
-    from conftest import REPO
-    from xlt.models import CombinedClassifier, load_pretrained
-    from xlt.tasks import load_task
-    from xlt.cotrain import load_cotrain_config
-
-    out = tmp_path / "cotrain"
-    proc = subprocess.run([sys.executable, str(REPO / "jobs" / "cotrain.py"), "--smoke", "--no-tracking", "--set",
-                           f"output.dir={out}", "--set", "output.export=true"], capture_output=True, text=True,
-                          timeout=600, cwd=tmp_path, env=job_env)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "The job's classifier: lm × emb (the product of their probabilities), iteration 2" in proc.stdout
-    assert "| **the job's classifier** (lm × emb, iteration 2) |" in proc.stdout
-    assert "| adapted probe: tiny:bert " in proc.stdout  # the declared single-text recipe beside it (adapted_probes)
-    assert (out / "learners" / "emb" / "probe-iteration2.pt").is_file()  # a probe learner keeps each fit's probe
-    recorded = json.loads((out / "predictions" / "iteration2.json").read_text())
-    assert set(recorded) == {"lm", "emb", "classifier"} and set(recorded["classifier"]) == {"test", "val"}
-    exported = load_pretrained(out / "export" / "classifier")
-    assert isinstance(exported, CombinedClassifier) and set(exported.members) == {"lm", "emb"}
-    assert "CombinedClassifier.from_pretrained(DIR).predict(texts, langs=langs)" in \
-        (out / "export" / "classifier" / "README.md").read_text()
-    cfg = load_cotrain_config(out / "config.yaml")
-    task = load_task(cfg.task, cfg.data.data_dir)
-    rows = {r["id"]: r for r in task.rows("test", task.langs, cfg.data.max_examples)}
-    test = recorded["classifier"]["test"]
-    got = exported.predict([rows[i]["text"] for i in test["id"]], langs=test["lang"]).probabilities
-    assert np.asarray(got) == pytest.approx(np.asarray(test["probabilities"]), abs=2e-3)
-
-    # jobs/predict.py's model.learner=classifier finds it in the run as it finds a learner (its learners as the run
-    # last left them: lm's checkpoint, emb's probe) and labels as the export does.
-    import pandas as pd
-
-    from xlt.inference import InferenceSettings
-    from xlt.predict import InputConfig, ModelRef, PredictConfig, PredictData, predict, prepare
-    from xlt.storage import OutputSettings
-
-    for name, model in (("run", ModelRef(str(out), learner="classifier")), ("export", ModelRef(str(out / "export" /
-                                                                                                  "classifier")))):
-        predict(prepare(PredictConfig(model=model, input=InputConfig(task=cfg.task, split="test", max_rows=4),
-                                      output=OutputSettings(str(tmp_path / name)),
-                                      data=PredictData(data_dir=cfg.data.data_dir),
-                                      inference=InferenceSettings(num_actors=0, batch_size=8, precision="fp32"))))
-    by_run, by_export = (pd.read_parquet(tmp_path / name / "predictions").sort_values("id") for name in ("run", "export"))
-    assert list(by_run["label"]) == list(by_export["label"]) and len(by_run) == 4 * len(task.langs)
-    columns = [f"p_{label}" for label in task.labels]
-    assert np.abs(by_run[columns].to_numpy() - by_export[columns].to_numpy()).max() < 1e-5

@@ -45,6 +45,12 @@ def export_run(checkpoint: Any, directory: str, tracker: Any = None, name: str =
     """Export a run's ``checkpoint`` (a ``ray.train.Checkpoint``, local or on a store) to ``directory``
     (local or URI) and log it as ``tracker``'s (an ``xlt.tracking.Tracker``) MLflow model ``name``;
     returns where both went, for the job's epilogue."""
+    return exported_run(checkpoint, directory, tracker, name)[0]
+
+
+def exported_run(checkpoint: Any, directory: str, tracker: Any = None,
+                 name: str = "classifier") -> tuple[dict[str, str], Any]:
+    """``export_run``, and the classifier it loaded from the checkpoint (read once)."""
     outputs = {f"export {name}": directory}
     with checkpoint.as_directory() as local, staged(directory) as out:
         classifier = load_classifier(local)
@@ -52,7 +58,7 @@ def export_run(checkpoint: Any, directory: str, tracker: Any = None, name: str =
         classifier.save_pretrained(out, card=card)
         if tracker is not None and (model := tracker.model(out, name)) is not None:
             outputs[f"mlflow model {name}"] = model
-    return outputs
+    return outputs, classifier
 
 
 def model_card(checkpoint: Path, pooling: str, origin: str | None = None) -> str:
@@ -168,10 +174,8 @@ def export_cotrain(cfg: Any, task: Any, history: list[dict[str, Any]], tracker: 
                     outputs[f"mlflow model {name}"] = model
             outputs[f"export {name}"] = directory
         else:
-            outputs |= export_run(latest_checkpoint(run), directory, tracker, name=name)
-            if name in cfg.classifier.learners:
-                with latest_checkpoint(run).as_directory() as local:
-                    classifiers[name] = load_classifier(local)
+            exported, classifiers[name] = exported_run(latest_checkpoint(run), directory, tracker, name=name)
+            outputs |= exported
     members = {name: classifiers[name] for name in cfg.classifier.learners}
     job = members[cfg.classifier.learners[0]] if len(members) == 1 else CombinedClassifier(members)
     directory = join(cfg.output.dir, EXPORT_DIR, CLASSIFIER_NAME)
