@@ -102,3 +102,12 @@ def test_the_module_state_check_finds_a_session(tmp_path):
     source.write_text("import threading\n_current = threading.local()\nRUNS = {}\nLOCK = threading.Lock()\n"
                       "def start(run):\n    global _run\n    _run = run\n")
     assert [line.split(":")[1] for line in module_state(source)] == ["6", "2", "3", "4"]
+
+
+def test_torch_threads_are_set_inside_and_restored_after():
+    import torch
+
+    before = torch.get_num_threads()
+    with context.torch_threads(before + 1):
+        assert torch.get_num_threads() == before + 1 and context.TORCH_STATE.locked()
+    assert torch.get_num_threads() == before and not context.TORCH_STATE.locked()

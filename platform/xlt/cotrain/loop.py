@@ -263,7 +263,7 @@ def start_learner(cfg: CotrainConfig, data: PreparedCotrain, name: str,
     if learner.kind == "probe":
         return ProbeLearner(name, learner.model, learner.probe, data.task, data.labeled, data.evaluation_rows,
                             data.dev_rows, cfg.data.metric_split, data.pool_limit, learner.optim.seed,
-                            learner_run(cfg.output.dir, name), data.disjoint)
+                            learner_run(cfg.output.dir, name), data.disjoint, cfg.inference.torch_threads)
     epochs = learner.optim.epochs
     callbacks = tracker.callbacks(f"{name}/epoch/", epochs) if tracker is not None else []
     return learner_service(name, cfg.learner(name), data.task, len(data.labeled), data.evaluation_rows,

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from .. import placement
+from ..engine.context import torch_threads
 from ..eval.adaptation import Probe, centred, fit_probe
 from ..metrics import TRAIN_LOSS
 from ..placement import this_node
@@ -42,10 +43,12 @@ class ProbeLearner:
 
     def __init__(self, name: str, model: Any, settings: ProbeSettings, task: Task, labeled: Sequence[Mapping[str, Any]],
                  evaluation: Sequence[Mapping[str, Any]], dev: Sequence[Mapping[str, Any]], split: str,
-                 pool_limit: int, seed: int = 0, directory: str | None = None, disjoint: bool = False) -> None:
+                 pool_limit: int, seed: int = 0, directory: str | None = None, disjoint: bool = False,
+                 threads: int = 1) -> None:
         from ..models import load_encoder
 
         self.name, self.model, self.settings, self.task, self.split, self.seed = name, model, settings, task, split, seed
+        self.threads = threads  # torch's, while it encodes (the job's inference.threads)
         self.directory = directory  # where each fit's probe is kept (``probe_path``), for the job's exports
         self.encoder = load_encoder(model)
         self.evaluation = {split: list(evaluation)}
@@ -74,10 +77,15 @@ class ProbeLearner:
         items = [self.item(r) for r in rows]
         new = list(dict.fromkeys(i for i in items if i not in self._cache))
         if new:
-            for item, vector in zip(new, self.encoder.encode(new, batch_size=ENCODE_BATCH, normalize=True)):
+            for item, vector in zip(new, self.encode(new)):
                 self._cache[item] = vector
         dim = self.encoder.feature_dim(self.task.paired)
         return np.stack([self._cache[i] for i in items]) if items else np.empty((0, dim), dtype=np.float32)
+
+    def encode(self, items: Sequence[Any]) -> np.ndarray:
+        """The encoder's normalised embeddings of ``items`` on ``threads`` torch threads."""
+        with torch_threads(self.threads):
+            return self.encoder.encode(items, batch_size=ENCODE_BATCH, normalize=True)
 
     def _pool_mean(self, lang: str, limit: int, disjoint: bool) -> np.ndarray:
         """The mean normalised embedding of ``lang``'s pool (the job's: ``Task.pool``), streamed (nothing cached)."""
@@ -87,7 +95,7 @@ class ProbeLearner:
         total = None
         for start in range(0, len(examples), 1024):
             chunk = [(ex.text, ex.text_pair) if self.task.paired else ex.text for ex in examples[start:start + 1024]]
-            part = self.encoder.encode(chunk, batch_size=ENCODE_BATCH, normalize=True).sum(axis=0, dtype=np.float64)
+            part = self.encode(chunk).sum(axis=0, dtype=np.float64)
             total = part if total is None else total + part
         return (total / len(examples)).astype(np.float32)
 

@@ -51,6 +51,19 @@ CHECKPOINTS_FILE = "xlt_checkpoints.json"  # an in-process run's checkpoint name
 TORCH_STATE = threading.Lock()  # torch's generator and threads: held by the in-process run that trains now
 
 
+@contextlib.contextmanager
+def torch_threads(threads: int) -> Iterator[None]:
+    """Torch's intra-op threads at ``threads`` inside, as they were after: work in a process whose threads Ray
+    set for the task it runs (a Tune trial of no CPU gets 1), under ``TORCH_STATE`` as an in-process run's."""
+    with TORCH_STATE:
+        before = torch.get_num_threads()
+        torch.set_num_threads(threads)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)
+
+
 class RunContext(ABC):
     """What a train function may ask of its run (module docstring)."""
 
