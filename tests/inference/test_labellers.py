@@ -106,3 +106,30 @@ def shards_then_a_bad_row():
     yield Shard(0, rows[:3])
     yield Shard(1, rows[3:])
     raise ValueError("corpus.jsonl:9: a bad row")
+
+
+def test_a_pool_started_inside_a_placement_group_of_no_cpu_reserves_its_own(ray_cluster, tmp_path):
+    """A study's Tune trial runs the job's driver in a bundle of no CPU, which captures what the driver starts; the
+    pool's actors (0.5 CPU each) reserve theirs outside it and label as in the driver."""
+    import ray
+    from ray.util.placement_group import placement_group, remove_placement_group
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+    @ray.remote(num_cpus=0)
+    def label(spec, table) -> list:  # what it reads comes with it: a worker cannot import the tests' modules
+        from xlt.inference import InferenceSettings
+        from xlt.inference.labellers import Labellers
+
+        inference = InferenceSettings(num_actors=1, num_cpus=0.5, batch_size=4, threads=1, precision="fp32")
+        with Labellers(inference) as labellers:
+            labellers.load(spec)
+            return labellers(table).column("probabilities").to_pylist()
+
+    group = placement_group([{"memory": 1}])  # what a study's trial reserves
+    ray.get(group.ready(), timeout=60)
+    try:
+        inside = PlacementGroupSchedulingStrategy(group, placement_group_capture_child_tasks=True)
+        got = ray.get(label.options(scheduling_strategy=inside).remote(spec_of(1, tmp_path), batch_of(TEXTS)), timeout=180)
+    finally:
+        remove_placement_group(group)
+    assert got == PseudoLabelUDF(spec_of(1, tmp_path))(batch_of(TEXTS)).column("probabilities").to_pylist()

@@ -90,9 +90,11 @@ class Labellers:
         if not self.actors:
             # Restarted when lost, and the tasks they were running retried on the restart, as Ray Data restarts
             # its pools' actors (-1: without limit); a restarted actor loads the current spec (Labeller.label).
+            # Their own CPUs from the cluster, not the caller's placement group: a study's Tune trial reserves a
+            # bundle of no CPU for the job's driver, into which an actor of 0.5 CPU would not fit.
             actor = ray.remote(Labeller).options(num_cpus=self.inference.num_cpus,
                                                    num_gpus=gpus_or_none(self.inference.num_gpus),
-                                                   max_restarts=-1, max_task_retries=-1)
+                                                   max_restarts=-1, max_task_retries=-1, scheduling_strategy="DEFAULT")
             self.actors = [actor.remote(self.inference) for _ in range(self.inference.num_actors)]
         self.spec = ray.put(spec)
         ray.get([a.load.remote(self.spec, self.loads) for a in self.actors])
