@@ -157,8 +157,7 @@ class InProcessContext(RunContext):
 
     @contextlib.contextmanager
     def exclusive(self, threads: int) -> Iterator[None]:
-        with TORCH_STATE:
-            torch.set_num_threads(threads)
+        with torch_threads(threads):
             yield
 
     def report(self, metrics: dict[str, Any], checkpoint: Checkpoint | None = None, name: str | None = None) -> None:
