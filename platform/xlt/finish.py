@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import save_config
-from .cotrain.classifier import CLASSIFIER, kept_iteration
+from .cotrain.classifier import CLASSIFIER, describe, kept_iteration, members
 from .cotrain.learner import LEARNERS_DIR
 from .cotrain.state import STATE_FILE
 from .cotrain.tables import iteration_rows, language_rows, plot_iterations
@@ -121,7 +121,7 @@ def finish_cotrain(cfg: Any, data: Any, state: Any, phases: Phases, tracker: Any
     text = (f"## {label} on {data.task.config.name}: lm {cfg.lm.model.source}, emb {cfg.emb.model.source}, "
             f"policy {selection.policy}{' per language' if selection.per_language else ''}, t = {selection.threshold}"
             f"{', by the classifier' if selection.confidence == 'classifier' else ''}\n\n"
-            f"The job's classifier: {cfg.classifier.name} (the product of their probabilities), iteration {kept} "
+            f"The job's classifier: {describe(cfg.classifier, members(chosen), source)}, iteration {kept} "
             f"({'the last' if cfg.classifier.keep == 'last' else f'the best {source} dev accuracy, ties to the earliest'}"
             f"): {split} average target accuracy {chosen.get(metric_name(split, ACC, AVG_TARGET), float('nan')):.3f}."
             "\n\n"
@@ -133,7 +133,7 @@ def finish_cotrain(cfg: Any, data: Any, state: Any, phases: Phases, tracker: Any
         (out / "results.md").write_text(text, encoding="utf-8")
         plot = plot_iterations(state.history, split, out / "accuracy_per_iteration.png", label)
         write_results(out / "results.json", {"history": state.history, "probes": probes, "config": asdict(cfg),
-                                             "classifier": {"learners": list(cfg.classifier.learners),
+                                             "classifier": {"learners": list(members(chosen)),
                                                             "iteration": kept, "metrics": chosen},
                                              "phases": phases.rows()})
         tracker.artifacts(out / "results.json", out / "results.md", plot)

@@ -8,7 +8,7 @@ import pytest
 
 from xlt.config import ConfigError
 from xlt.cotrain.classifier import (CLASSIFIER, ClassifierSettings, classifier_predictions, combined_predictions,
-                                    kept_iteration, read_predictions, scores, write_predictions)
+                                    kept_iteration, members, read_predictions, rescore, scores, write_predictions)
 from xlt.models.classifier import combine
 
 LABELS = ["a", "b", "c"]
@@ -42,8 +42,9 @@ def test_the_combination_can_disagree_with_both_learners_alone():
 
 def test_a_single_learner_is_itself_and_scores_name_each_split():
     lm = predictions([[0.9, 0.05, 0.05], [0.1, 0.2, 0.7], [0.1, 0.2, 0.7]])
-    out = classifier_predictions({"lm": {"test": lm, "val": lm}, "emb": {"test": lm, "val": lm}},
-                                 ClassifierSettings(("lm",)))
+    chosen, out = classifier_predictions({"lm": {"test": lm, "val": lm}, "emb": {"test": lm, "val": lm}},
+                                         ClassifierSettings(("lm",)), "en")
+    assert chosen == ("lm",)
     assert out["test"]["predicted"] == lm["predicted"]
     metrics = scores(out, "en")
     assert metrics["test/acc/en"] == 1.0 and metrics["test/acc/de"] == 0.5 and metrics["test/acc/avg_target"] == 0.5
@@ -72,3 +73,66 @@ def test_settings_refuse_an_unknown_learner_and_predictions_round_trip(tmp_path)
     assert read_predictions(str(tmp_path), 2) == written
     with pytest.raises(FileNotFoundError, match="iteration3.json does not exist"):
         read_predictions(str(tmp_path), 3)
+
+
+def dev_and_test(dev_probabilities, test_probabilities):
+    """A learner's recorded predictions: three English dev rows (gold a, b, c) and three test rows."""
+    return {"val": predictions(dev_probabilities, ids=("d0", "d1", "d2"), langs=("en",) * 3),
+            "test": predictions(test_probabilities, ids=("t0", "t1", "t2"))}
+
+
+def naive_dev_choice(by_learner, candidates):
+    """The candidate of the best English dev accuracy, the first of equals: each candidate's dev predictions are
+    the argmax of its learners' renormalised product, written out."""
+    def accuracy(learners):
+        dev = [by_learner[n]["val"] for n in learners]
+        right = 0
+        for i, gold in enumerate(dev[0]["label"]):
+            product = [np.prod([p["probabilities"][i][k] for p in dev]) for k in range(3)]
+            right += LABELS[int(np.argmax(product))] == gold
+        return right
+    best = candidates[0]
+    for c in candidates[1:]:
+        best = c if accuracy(c) > accuracy(best) else best
+    return best
+
+
+def test_choosing_on_dev_keeps_the_best_candidate_ties_to_the_declared_combination():
+    settings = ClassifierSettings(("lm", "emb"), choose="dev")
+    assert settings.candidates == (("lm", "emb"), ("lm",), ("emb",))
+    right, wrong = np.eye(3) * 0.4 + 0.2, np.roll(np.eye(3), 1, axis=1) * 0.4 + 0.2
+    # emb right on all of dev; lm wrong on two rows, and so sure there that the product is wrong on them too
+    sure_and_wrong = [[0.05, 0.9, 0.05], [0.05, 0.05, 0.9], [0.1, 0.1, 0.8]]
+    weak_lm = {"lm": dev_and_test(sure_and_wrong, wrong), "emb": dev_and_test(right, right)}
+    chosen, out = classifier_predictions(weak_lm, settings, "en")
+    assert chosen == ("emb",) == naive_dev_choice(weak_lm, settings.candidates)
+    assert out["test"]["predicted"] == weak_lm["emb"]["test"]["predicted"]
+    # level on dev: the declared combination
+    level = {"lm": dev_and_test(right, wrong), "emb": dev_and_test(right, right)}
+    assert classifier_predictions(level, settings, "en")[0] == ("lm", "emb") == naive_dev_choice(
+        level, settings.candidates)
+    # the declared classifier is kept whatever dev says
+    assert classifier_predictions(weak_lm, ClassifierSettings(("lm", "emb")), "en")[0] == ("lm", "emb")
+    with pytest.raises(ConfigError, match="classifier.choose"):
+        ClassifierSettings(("lm",), choose="dev")
+    with pytest.raises(ValueError, match="dev rows"):
+        classifier_predictions({n: {"test": p["test"]} for n, p in weak_lm.items()}, settings, "en")
+
+
+def test_a_finished_runs_classifier_is_scored_again_from_its_recorded_predictions(tmp_path):
+    right, wrong = np.eye(3) * 0.4 + 0.2, np.roll(np.eye(3), 1, axis=1) * 0.4 + 0.2
+    learners = {"lm": dev_and_test([[0.05, 0.9, 0.05], [0.05, 0.05, 0.9], [0.1, 0.1, 0.8]], wrong),
+                "emb": dev_and_test(right, right)}
+    declared = ClassifierSettings(("lm", "emb"))
+    history = [{"iteration": 0, "learner": "lm", "mode": "cotrain", "val/acc/en": 0.0}]
+    chosen, out = classifier_predictions(learners, declared, "en")
+    write_predictions(str(tmp_path), 0, {**learners, CLASSIFIER: out})
+    history.append({"iteration": 0, "learner": CLASSIFIER, "mode": "cotrain", "combines": "lm × emb",
+                    **scores(out, "en")})
+    rescore(str(tmp_path), history, ClassifierSettings(("lm", "emb"), choose="dev"), "en")
+    assert history[0] == {"iteration": 0, "learner": "lm", "mode": "cotrain", "val/acc/en": 0.0}
+    assert members(history[1]) == ("emb",) and history[1]["test/acc/de"] == 1.0 and history[1]["val/acc/en"] == 1.0
+    assert read_predictions(str(tmp_path), 0)[CLASSIFIER]["test"]["predicted"] == ["a", "b", "c"]  # the file follows
+    rescore(str(tmp_path), history, declared, "en")  # and back: the same settings give the same record
+    assert history[1] == {"iteration": 0, "learner": CLASSIFIER, "mode": "cotrain", "combines": "lm × emb",
+                          **scores(out, "en")}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 import signal
 import threading
 import time
@@ -21,6 +22,7 @@ from xlt.config import ConfigError
 from xlt.hardware import resolve_precision
 from xlt.cotrain import LEARNERS, load_cotrain_config, prepare, run_cotraining
 from xlt.cotrain.learner import fit, learner_service
+from xlt.cotrain.classifier import members
 from xlt.cotrain.loop import PRECISION_KEY
 from xlt.cotrain.state import LoopState
 from xlt.models.encoder import CachedEncoder, TextEncoder
@@ -144,9 +146,11 @@ def test_a_learner_worker_killed_mid_fit_is_restored_and_the_state_equals_an_uni
 
 
 def test_the_declared_recipe_exports_the_jobs_classifier_as_it_scored(killed, data_dir, tmp_path):
-    """The declared recipe's run (a probe learner, the job's classifier lm × emb) exported as the job's
-    ``output.export`` does: the exported combination predicts the probabilities the run recorded for its last
-    iteration, and ``jobs/predict.py``'s ``model.learner=classifier`` finds it in the run and labels as the export."""
+    """The declared recipe's run (a probe learner; the job's classifier lm × emb or either learner alone, chosen on
+    English dev) exported as the job's ``output.export`` does: the classifier is the candidate of the best dev
+    accuracy and its export predicts the probabilities the run recorded for its last iteration. Resumed with the
+    product declared, the finished run's classifier is scored again from the recorded predictions (no training),
+    its export is the combination, and ``jobs/predict.py``'s ``model.learner=classifier`` labels as the export."""
     import json
 
     import numpy as np
@@ -160,22 +164,53 @@ def test_the_declared_recipe_exports_the_jobs_classifier_as_it_scored(killed, da
     from xlt.tasks import load_task
 
     cfg = config(data_dir, killed.out, *SHARED)
+    assert cfg.classifier.choose == "dev"
     task = load_task(cfg.task, cfg.data.data_dir)
-    assert (killed.out / "learners" / "emb" / "probe-iteration1.pt").is_file()  # a probe learner keeps each fit's probe
-    recorded = json.loads((killed.out / "predictions" / "iteration1.json").read_text())
-    assert set(recorded) == {"lm", "emb", "classifier"} and set(recorded["classifier"]) == {"test", "val"}
-    export_cotrain(cfg, task, killed.state.history)
-    exported = load_pretrained(killed.out / "export" / "classifier")
-    assert isinstance(exported, CombinedClassifier) and set(exported.members) == {"lm", "emb"}
-    assert "CombinedClassifier.from_pretrained(DIR).predict(texts, langs=langs)" in \
-        (killed.out / "export" / "classifier" / "README.md").read_text()
     rows = {r["id"]: r for r in task.rows("test", task.langs, cfg.data.max_examples)}
-    test = recorded["classifier"]["test"]
-    got = exported.predict([rows[i]["text"] for i in test["id"]], langs=test["lang"]).probabilities
-    assert np.asarray(got) == pytest.approx(np.asarray(test["probabilities"]), abs=2e-3)
+    assert (killed.out / "learners" / "emb" / "probe-iteration1.pt").is_file()  # a probe learner keeps each fit's probe
 
-    for name, model in (("run", ModelRef(str(killed.out), learner="classifier")),
-                        ("export", ModelRef(str(killed.out / "export" / "classifier")))):
+    def exported_as_recorded(out: Path, history: list[dict]) -> tuple[str, ...]:
+        """Export the run in ``out``; the classifier's learners, after checking that its export predicts the test
+        probabilities recorded for the last iteration."""
+        recorded = json.loads((out / "predictions" / "iteration1.json").read_text())
+        assert set(recorded) == {"lm", "emb", "classifier"} and set(recorded["classifier"]) == {"test", "val"}
+        export_cotrain(config(data_dir, out, *SHARED), task, history)
+        exported = load_pretrained(out / "export" / "classifier")
+        chosen = members([h for h in history if h["learner"] == "classifier"][-1])
+        assert isinstance(exported, CombinedClassifier) == (len(chosen) == 2)
+        test = recorded["classifier"]["test"]
+        got = exported.predict([rows[i]["text"] for i in test["id"]], langs=test["lang"]).probabilities
+        assert np.asarray(got) == pytest.approx(np.asarray(test["probabilities"]), abs=2e-3)
+        return chosen
+
+    recorded = json.loads((killed.out / "predictions" / "iteration1.json").read_text())
+    dev = {learners: accuracy(recorded, learners, "val", "en") for learners in (("lm", "emb"), ("lm",), ("emb",))}
+    chosen = exported_as_recorded(killed.out, killed.state.history)
+    assert chosen == max(dev, key=dev.get)  # the first of equals: the declared product
+    assert [h for h in killed.state.history if h["learner"] == "classifier"][-1]["val/acc/en"] == \
+        pytest.approx(max(dev.values()))
+
+    declared = tmp_path / "declared"
+    shutil.copytree(killed.out, declared)
+    history = run_cotraining(config(data_dir, declared, *SHARED, "classifier.choose=declared")).history
+    assert [h for h in history if h["learner"] != "classifier"] == \
+        [h for h in killed.state.history if h["learner"] != "classifier"]
+    assert {h["combines"] for h in history if h["learner"] == "classifier"} == {"lm × emb"}
+    assert exported_as_recorded(declared, history) == ("lm", "emb")
+    assert "CombinedClassifier.from_pretrained(DIR).predict(texts, langs=langs)" in \
+        (declared / "export" / "classifier" / "README.md").read_text()
+    # Learners that selected by the job's classifier cannot have it changed under them.
+    selected_by = tmp_path / "selected-by-the-classifier"
+    shutil.copytree(killed.out, selected_by)
+    saved = (selected_by / "config.yaml").read_text()
+    assert saved.count("confidence: own") == 1
+    (selected_by / "config.yaml").write_text(saved.replace("confidence: own", "confidence: classifier"))
+    with pytest.raises(ConfigError, match="selected by the job's classifier"):
+        run_cotraining(config(data_dir, selected_by, *SHARED, "selection.confidence=classifier",
+                              "classifier.choose=declared"))
+
+    for name, model in (("run", ModelRef(str(declared), learner="classifier")),
+                        ("export", ModelRef(str(declared / "export" / "classifier")))):
         predict(prepare_predict(PredictConfig(
             model=model, input=InputConfig(task=cfg.task, split="test", max_rows=4),
             output=OutputSettings(str(tmp_path / name)), data=PredictData(data_dir=cfg.data.data_dir),
@@ -184,6 +219,19 @@ def test_the_declared_recipe_exports_the_jobs_classifier_as_it_scored(killed, da
     assert list(by_run["label"]) == list(by_export["label"]) and len(by_run) == 4 * len(task.langs)
     columns = [f"p_{label}" for label in task.labels]
     assert np.abs(by_run[columns].to_numpy() - by_export[columns].to_numpy()).max() < 1e-5
+
+
+def accuracy(recorded: dict, learners: tuple[str, ...], split: str, lang: str) -> float:
+    """The accuracy on ``lang``'s rows of ``split`` of the product of ``learners``' recorded probabilities, written out."""
+    import numpy as np
+
+    first = recorded[learners[0]][split]
+    right = []
+    for i, row_lang in enumerate(first["lang"]):
+        if row_lang == lang:
+            product = np.prod([recorded[name][split]["probabilities"][i] for name in learners], axis=0)
+            right.append(first["labels"][int(np.argmax(product))] == first["label"][i])
+    return sum(right) / len(right)
 
 
 def test_a_learners_run_serves_fits_that_evaluate_and_hand_on_their_weights(ray_cluster, data_dir, tmp_path):

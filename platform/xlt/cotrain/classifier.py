@@ -9,6 +9,13 @@ floored (the recorded ones are rounded to 4 decimals, so a 0 may stand for 4e-5)
 what the exported ``CombinedClassifier`` predicts with.
 With one learner named, the job's classifier is that learner.
 
+Which classifier (``ClassifierSettings.choose``): ``declared``, the ``learners`` named; or ``dev``, at every
+iteration whichever of the declared combination and each of its learners alone scores the best source dev
+accuracy, ties to the declared one (then the learners in the order named). A product is only as good as its
+weaker factor allows: where one learner is far the weaker (NusaX at 50 labels, an LM fine-tuned on 50 rows),
+multiplying its probabilities in costs what English dev shows; where the two are level, the product is above
+both there too. The choice needs no target label. Each iteration's record says which it is (``combines``).
+
 Every fit scores the source language's dev rows beside the evaluation split (``xlt.cotrain.learner``),
 so the classifier has a dev score at each iteration without a target label. Which iteration it is
 (``ClassifierSettings.keep``): ``last``, or ``best-dev``, the iteration of the best source dev
@@ -42,20 +49,51 @@ DEV = "val"  # the metric split of the source language's dev rows
 
 @dataclass(frozen=True)
 class ClassifierSettings:
-    """The job's classifier: the ``learners`` whose probabilities it multiplies (one: that learner), and
-    the iteration it ``keep``s (module docstring)."""
+    """The job's classifier: the ``learners`` whose probabilities it multiplies (one: that learner), whether
+    it is that or ``choose``s on dev among it and its learners alone, and the iteration it ``keep``s (module
+    docstring)."""
 
     learners: tuple[str, ...] = ("lm",)
     keep: Literal["last", "best-dev"] = "last"
+    choose: Literal["declared", "dev"] = "declared"
 
     def __post_init__(self) -> None:
         check(bool(self.learners) and len(set(self.learners)) == len(self.learners)
               and set(self.learners) <= {"lm", "emb"}, "classifier.learners", list(self.learners),
               "[lm], [emb] or [lm, emb]")
+        check(self.choose == "declared" or len(self.learners) > 1, "classifier.choose", self.choose,
+              "declared where one learner is named (dev chooses among a combination and its learners)")
 
     @property
     def name(self) -> str:
-        return " × ".join(self.learners)
+        return classifier_name(self.learners)
+
+    @property
+    def candidates(self) -> tuple[tuple[str, ...], ...]:
+        """The classifiers a run may end with, the declared first (what a tie on dev keeps)."""
+        if self.choose == "declared":
+            return (self.learners,)
+        return (self.learners, *((learner,) for learner in self.learners))
+
+
+def classifier_name(learners: Sequence[str]) -> str:
+    """A classifier's name in records, tables and cards: its learners joined by ``×``."""
+    return " × ".join(learners)
+
+
+def describe(settings: ClassifierSettings, learners: Sequence[str], source_lang: str) -> str:
+    """What the job's classifier made of ``learners`` is, in words, and how it was chosen."""
+    what = (f"{classifier_name(learners)} (the product of their probabilities)" if len(learners) > 1
+            else f"learner {learners[0]} alone")
+    if settings.choose == "dev":
+        what += (f", chosen on {source_lang} dev among "
+                 f"{', '.join(classifier_name(c) for c in settings.candidates)} (ties to the first)")
+    return what
+
+
+def members(record: Mapping[str, Any]) -> tuple[str, ...]:
+    """The learners of the job's classifier that an iteration's record describes (its ``combines``)."""
+    return tuple(record["combines"].split(" × "))
 
 
 def combined_predictions(by_learner: Mapping[str, Mapping[str, Any]], learners: Sequence[str]) -> dict[str, Any]:
@@ -74,12 +112,48 @@ def combined_predictions(by_learner: Mapping[str, Mapping[str, Any]], learners: 
             "probabilities": np.round(probabilities, 4).tolist()}
 
 
-def classifier_predictions(by_learner: Mapping[str, Mapping[str, Mapping[str, Any]]],
-                           settings: ClassifierSettings) -> dict[str, dict[str, Any]]:
-    """Per split, the job's classifier's predictions from the learners' (``{learner: {split: predictions}}``)."""
-    splits = by_learner[settings.learners[0]]
-    return {split: combined_predictions({name: by_learner[name][split] for name in settings.learners},
-                                        settings.learners) for split in splits}
+def classifier_predictions(by_learner: Mapping[str, Mapping[str, Mapping[str, Any]]], settings: ClassifierSettings,
+                           source_lang: str) -> tuple[tuple[str, ...], dict[str, dict[str, Any]]]:
+    """The job's classifier from the learners' predictions (``{learner: {split: predictions}}``): its learners,
+    and per split its predictions. ``choose: dev`` compares the candidates on the ``DEV`` split's
+    ``source_lang`` rows."""
+    made = {}
+    for learners in settings.candidates:
+        splits = by_learner[learners[0]]
+        made[learners] = {split: combined_predictions({n: by_learner[n][split] for n in learners}, learners)
+                          for split in splits}
+    if len(made) == 1:
+        return next(iter(made.items()))
+    dev = metric_name(DEV, ACC, source_lang)
+    scored = {learners: scores({DEV: p[DEV]}, source_lang) if DEV in p else {} for learners, p in made.items()}
+    if any(dev not in s for s in scored.values()):
+        raise ValueError(f"classifier.choose: dev needs every learner's predictions of the {source_lang} dev rows "
+                         f"(split {DEV!r}); the run recorded splits {sorted(next(iter(made.values())))}")
+    best = max(made, key=lambda learners: scored[learners][dev])  # max keeps the first of equals: the declared
+    return best, made[best]
+
+
+def rescore(output_dir: str, history: list[dict[str, Any]], settings: ClassifierSettings,
+            source_lang: str) -> None:
+    """Rebuild the job's classifier of every recorded iteration under ``settings``, from the learners'
+    recorded predictions: its records in ``history`` (in place) and its predictions files. A finished run's
+    classifier can so be changed without training; the same settings give the same records."""
+    for k, record in enumerate(history):
+        if record["learner"] != CLASSIFIER:
+            continue
+        recorded = read_predictions(output_dir, record["iteration"])
+        learners = {n: p for n, p in recorded.items() if n != CLASSIFIER}
+        chosen, predictions = classifier_predictions(learners, settings, source_lang)
+        write_predictions(output_dir, record["iteration"], {**learners, CLASSIFIER: predictions})
+        history[k] = classifier_record(record, chosen, predictions, source_lang)
+
+
+def classifier_record(base: Mapping[str, Any], learners: Sequence[str], predictions: Mapping[str, Any],
+                      source_lang: str) -> dict[str, Any]:
+    """The job's classifier's metrics record of an iteration: ``base``'s keys (iteration, learner, mode), which
+    learners it ``combines``, and its scores."""
+    keep = {k: base[k] for k in ("iteration", "learner", "mode")}
+    return {**keep, "combines": classifier_name(learners), **scores(predictions, source_lang)}
 
 
 def scores(predictions: Mapping[str, Mapping[str, Any]], source_lang: str) -> dict[str, float]:

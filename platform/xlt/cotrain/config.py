@@ -147,8 +147,9 @@ class CotrainConfig:
         model=EncoderConfig(source="bundled:use-multilingual-v3")))
     selection: SelectionSettings = fixed(factory=SelectionSettings)
     # The one classifier the job ends with (xlt.cotrain.classifier), scored from the learners' recorded
-    # predictions; fixed, as what selection.confidence: classifier selects by.
-    classifier: ClassifierSettings = fixed(factory=ClassifierSettings)
+    # predictions: a finished run resumed with other settings is scored again without training, unless
+    # selection.confidence: classifier selected by it (run_cotraining refuses that).
+    classifier: ClassifierSettings = free(factory=ClassifierSettings)
     data: PoolData = field(default_factory=PoolData)
     inference: InferenceSettings = field(default_factory=InferenceSettings)
     # Encoders (sources) whose frozen-linear probe (xlt.study.recipes) the job fits on its own labelled

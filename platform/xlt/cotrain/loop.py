@@ -49,8 +49,8 @@ from typing import Any
 import numpy as np
 
 from .. import placement
-from ..config import save_config
-from ..engine import FitService, check_device, check_resumable
+from ..config import ConfigError, save_config
+from ..engine import FitService, check_device, check_resumable, read_run_config
 from ..engine.checkpoints import CONFIG_FILE
 from ..inference.labellers import Labellers
 from ..progress import progress
@@ -60,7 +60,7 @@ from ..tracking import Tracker
 from ..data import Example
 from ..tasks import Task, load_task, row
 from ..train.data import eval_rows
-from .classifier import CLASSIFIER, classifier_predictions, scores, write_predictions
+from .classifier import CLASSIFIER, classifier_predictions, classifier_record, members, rescore, write_predictions
 from .config import LEARNERS, CotrainConfig, PoolData
 from .learner import Fit, fit, learner_run, learner_service
 from .probe import ProbeLearner
@@ -188,6 +188,9 @@ def run_cotraining(cfg: CotrainConfig, *, data: PreparedCotrain | None = None, s
     check_resumable(cfg, out, instead="choose another output.dir, or resume it unchanged")
     data = prepare(cfg) if data is None else data
     state = LoopState.load(out) or LoopState.fresh(LEARNERS)
+    previous = read_run_config(out, CotrainConfig)
+    if state.history and previous is not None and previous.classifier != cfg.classifier:
+        score_again(cfg, previous, state, data.task.source_lang)
     with staged(out) as local:
         save_config(cfg, local / CONFIG_FILE)
     if state.iteration > cfg.iterations:
@@ -208,7 +211,7 @@ def run_cotraining(cfg: CotrainConfig, *, data: PreparedCotrain | None = None, s
             if iteration < cfg.iterations:
                 chosen = selections(state, cfg, data, iteration)
                 with phases("pseudo-label and select", iteration=iteration):
-                    labelled = label_pool(cfg, fits, data, chosen, labellers)
+                    labelled = label_pool(cfg, fits, data, chosen, labellers, members(records[CLASSIFIER]))
                 with phases("exchange", iteration=iteration):
                     for name, stats in exchange(state, chosen, cfg, iteration).items():
                         records[name].update(stats)
@@ -230,14 +233,28 @@ def run_cotraining(cfg: CotrainConfig, *, data: PreparedCotrain | None = None, s
     return state
 
 
+def score_again(cfg: CotrainConfig, previous: CotrainConfig, state: LoopState, source_lang: str) -> None:
+    """The run's recorded iterations with the job's classifier as ``cfg.classifier`` now says, where ``previous``
+    (the run's config) said otherwise: from the learners' recorded predictions, no training; the state saved
+    before the new config is. Refused where the learners selected by the job's classifier."""
+    if "classifier" in (previous.selection.confidence, cfg.selection.confidence):
+        raise ConfigError(f"{cfg.output.dir} holds a run whose learners selected by the job's classifier "
+                          "(selection.confidence: classifier), which classifier now changes; resume it with its "
+                          "classifier unchanged, or choose another output.dir")
+    logger.info("the job's classifier changed (%s to %s): its recorded iterations are scored again",
+                previous.classifier, cfg.classifier)
+    rescore(cfg.output.dir, state.history, cfg.classifier, source_lang)
+    state.save(cfg.output.dir)
+
+
 def job_classifier(cfg: CotrainConfig, data: PreparedCotrain, fits: dict[str, Fit], iteration: int) -> dict[str, Any]:
     """The job's classifier at ``iteration`` (``xlt.cotrain.classifier``): its metrics record, from the
     learners' recorded predictions, which are written with its own to ``predictions/iteration<i>.json``."""
     learners = {name: fit.predictions for name, fit in fits.items()}
-    combined = classifier_predictions(learners, cfg.classifier)
+    chosen, combined = classifier_predictions(learners, cfg.classifier, data.task.source_lang)
     write_predictions(cfg.output.dir, iteration, {**learners, CLASSIFIER: combined})
-    return {"iteration": iteration, "learner": CLASSIFIER, "mode": cfg.mode, "combines": cfg.classifier.name,
-            **scores(combined, data.task.source_lang)}
+    return classifier_record({"iteration": iteration, "learner": CLASSIFIER, "mode": cfg.mode}, chosen, combined,
+                             data.task.source_lang)
 
 
 def warn_if_short(cfg: CotrainConfig) -> None:
@@ -303,11 +320,12 @@ def _train_row(received: dict[str, Any]) -> dict[str, Any]:
 
 
 def label_pool(cfg: CotrainConfig, fits: dict[str, Fit], data: PreparedCotrain,
-            chosen: dict[str, Selection], labellers: Labellers) -> Pass:
+               chosen: dict[str, Selection], labellers: Labellers, classifier: tuple[str, ...]) -> Pass:
     """Pseudo-label the whole pool with both learners' weights (``fits[name].state``: an ObjectRef to
     its fit's weights) in one pass of the job's ``labellers`` (actors that keep their models between
     passes and load each iteration's weights, or this process: ``inference.num_actors: 0``), feeding
-    each learner's selection as the stored pool's blocks come back labelled; returns what the pass saw:
+    each learner's selection as the stored pool's blocks come back labelled (by the job's ``classifier``,
+    its learners at this iteration, with ``selection.confidence: classifier``); returns what the pass saw:
     where it ran (``xlt.placement``) and in what precision."""
     from ..inference import ClassifierSpec
 
@@ -317,7 +335,7 @@ def label_pool(cfg: CotrainConfig, fits: dict[str, Fit], data: PreparedCotrain,
     labellers.load(specs)
     batches = labellers.stream(data.stored_pool.blocks)
     partners = {name: LEARNERS[1 - k] for k, name in enumerate(LEARNERS)} if cfg.mode == "cotrain" else None
-    by = cfg.classifier.learners if cfg.selection.confidence == "classifier" else ()
+    by = classifier if cfg.selection.confidence == "classifier" else ()
     bar = progress(data.pool_size, "pseudo-label", "row")
     seen = stream_selections(batches, chosen, partners=partners, by=by, labels=data.labels, done=bar.update)
     bar.close()

@@ -143,7 +143,7 @@ def export_cotrain(cfg: Any, task: Any, history: list[dict[str, Any]], tracker: 
     says which iteration its classifier keeps: ``export/<learner>`` for each learner at its last fit, and
     ``export/classifier``. Every learner the classifier needs is checked for an export form first, so a
     refusal writes nothing."""
-    from ..cotrain.classifier import kept_iteration
+    from ..cotrain.classifier import CLASSIFIER, kept_iteration, members
     from ..cotrain.config import LEARNERS
     from ..engine.checkpoints import latest_checkpoint
     from ..models.classifier import CombinedClassifier, check_exportable
@@ -155,7 +155,8 @@ def export_cotrain(cfg: Any, task: Any, history: list[dict[str, Any]], tracker: 
         raise ValueError(f"the job's classifier keeps iteration {kept} (classifier.keep: {cfg.classifier.keep}); "
                          f"its learners' runs keep their last fit's weights (iteration {last}), so it cannot be "
                          "exported: export with classifier.keep: last")
-    for name in cfg.classifier.learners:
+    combined = members(next(h for h in history if h["learner"] == CLASSIFIER and h["iteration"] == kept))
+    for name in combined:
         try:
             check_exportable(load_encoder(cfg.learner(name).model))
         except ValueError as e:
@@ -176,8 +177,8 @@ def export_cotrain(cfg: Any, task: Any, history: list[dict[str, Any]], tracker: 
         else:
             exported, classifiers[name] = exported_run(latest_checkpoint(run), directory, tracker, name=name)
             outputs |= exported
-    members = {name: classifiers[name] for name in cfg.classifier.learners}
-    job = members[cfg.classifier.learners[0]] if len(members) == 1 else CombinedClassifier(members)
+    job = (classifiers[combined[0]] if len(combined) == 1
+           else CombinedClassifier({name: classifiers[name] for name in combined}))
     directory = join(cfg.output.dir, EXPORT_DIR, CLASSIFIER_NAME)
     with staged(directory) as out:
         job.save_pretrained(out, card=cotrain_card(cfg, task, CLASSIFIER_NAME, history, last))
@@ -202,23 +203,24 @@ def probe_classifier(model: Any, task: Any, run: str, iteration: int) -> Any:
 
 def cotrain_card(cfg: Any, task: Any, name: str, history: list[dict[str, Any]], iteration: int) -> str:
     """The card of a co-training run's learner ``name`` (or of its classifier) as iteration ``iteration`` left it."""
+    from ..cotrain.classifier import describe, members
+
     record = next(h for h in history if h["learner"] == name and h["iteration"] == iteration)
     scores = [{"split": split, **{lang: f"{value:.3f}" for lang, value in per_language(record, split).items()}}
               for split in ("val", "test") if per_language(record, split)]
+    combined = members(record) if name == CLASSIFIER_NAME else (name,)
     if name == CLASSIFIER_NAME:
-        what = (f"The co-training job's classifier: the product of the probabilities of its learners "
-                f"{', '.join(cfg.classifier.learners)} (each in its own sub-directory, a classifier's export), "
-                "renormalised (Blum & Mitchell 1998). Rebuilt by `xlt.models.CombinedClassifier.from_pretrained(DIR)`"
-                if len(cfg.classifier.learners) > 1 else f"The co-training job's classifier: its learner "
-                f"{cfg.classifier.learners[0]}")
-        loader = "CombinedClassifier" if len(cfg.classifier.learners) > 1 else "Classifier"
+        what = (f"The co-training job's classifier: {describe(cfg.classifier, combined, task.source_lang)}"
+                + (" (each learner in its own sub-directory, a classifier's export; renormalised, Blum & Mitchell "
+                   "1998). Rebuilt by `xlt.models.CombinedClassifier.from_pretrained(DIR)`" if len(combined) > 1 else ""))
+        loader = "CombinedClassifier" if len(combined) > 1 else "Classifier"
     else:
         learner = cfg.learner(name)
         what = (f"A co-training learner ({'a frozen-encoder probe, each language centred on its mean' if learner.kind == 'probe' else 'fine-tuned'}) "
                 f"on `{learner.model.source}`")
         loader = "Classifier"
     centred = any(cfg.learner(n).kind == "probe" and cfg.learner(n).probe.center
-                  for n in (cfg.classifier.learners if name == CLASSIFIER_NAME else (name,)))
+                  for n in combined)
     call = "predict(texts, langs=langs)" if centred else "predict(texts)"
     return "\n".join([
         *_metadata([task.source_lang, *task.target_langs]),

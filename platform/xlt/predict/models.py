@@ -24,10 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..cotrain import LEARNERS
-from ..cotrain.classifier import CLASSIFIER
+from ..cotrain.classifier import CLASSIFIER, members
 from ..cotrain.config import load_cotrain_config
 from ..cotrain.learner import LEARNERS_DIR, learner_run
 from ..cotrain.probe import probe_path
+from ..cotrain.state import STATE_FILE, LoopState
 from ..engine.checkpoints import CONFIG_FILE, MODEL_FILE, check_checkpoint, latest_checkpoint, left_out, read_config
 from ..inference import ClassifierSpec
 from ..models.classifier import CLASSIFIER_FILE, COMBINATION_FILE, HEAD_FILE, exported
@@ -122,13 +123,18 @@ def classifier_spec(checkpoint: str | Path) -> ClassifierSpec:
 
 
 def run_classifier(run: Path) -> ClassifierSpec | Combination:
-    """A co-training run's classifier as the run last left its learners: the one learner it is, or the combination."""
-    cfg = load_cotrain_config(run / CONFIG_FILE)
-    members = {}
-    for name in cfg.classifier.learners:
+    """A co-training run's classifier as the run last left its learners: the one learner it is, or the combination
+    (the learners its last iteration's record names: ``classifier.choose: dev`` may have chosen one alone)."""
+    state = LoopState.load(run)
+    if state is None or not any(h["learner"] == CLASSIFIER for h in state.history):
+        raise FileNotFoundError(f"{run} is a co-training run without a finished iteration ({run / STATE_FILE}): "
+                                "it has no classifier yet")
+    last = max((h for h in state.history if h["learner"] == CLASSIFIER), key=lambda h: h["iteration"])
+    specs = {}
+    for name in members(last):
         found = probe_learner(run, name)
-        members[name] = found[1] if found is not None else classifier_spec(resolve_checkpoint(run, name))
-    return next(iter(members.values())) if len(members) == 1 else Combination(members)
+        specs[name] = found[1] if found is not None else classifier_spec(resolve_checkpoint(run, name))
+    return next(iter(specs.values())) if len(specs) == 1 else Combination(specs)
 
 
 def probe_learner(run: Path, name: str) -> tuple[str, ClassifierSpec] | None:
