@@ -59,3 +59,20 @@ def test_a_setting_a_record_lacks_counts_as_its_default_and_nothing_else():
     assert not same_unit(old, {**old, "job": {**old["job"], "optim": {"lr": 5e-5}}}, FinetuneConfig)
     assert not same_unit(old, {**old, "job": {**old["job"], "evals": "x"}}, FinetuneConfig)  # not its default
     assert not same_unit(old, {**old, "model": "tiny:bert"}, FinetuneConfig)  # outside the job's config: no default
+
+
+def test_a_baseline_unit_is_compared_on_the_job_settings_it_reads():
+    from xlt.cotrain.config import CotrainConfig
+    from xlt.study.recipes import ROWS_SETTINGS
+    from xlt.study.units import same_unit
+
+    reads = ROWS_SETTINGS["cotrain"]
+    probe = {"recipe": "probe", "model": "bundled:e5", "job": {"task": {"name": "t"}, "data": {"max_examples": 200},
+                                                               "lm": {"model": {"max_length": 64}, "optim": {"lr": 1e-4}}}}
+    changed = {**probe, "job": {**probe["job"], "classifier": {"choose": "dev"}, "lm": {**probe["job"]["lm"],
+                                                                                         "optim": {"lr": 5e-5}}}}
+    assert same_unit(probe, changed, CotrainConfig, reads)  # the learners' rate, the classifier: not its rows
+    assert not same_unit(probe, changed, CotrainConfig)  # a job unit reads them all
+    for rows in ({"data": {"max_examples": 100}}, {"lm": {"model": {"max_length": 128}}}, {"task": {"name": "u"}}):
+        assert not same_unit(probe, {**probe, "job": {**probe["job"], **rows}}, CotrainConfig, reads), rows
+    assert not same_unit(probe, {**probe, "model": "bundled:use"}, CotrainConfig, reads)  # its own settings

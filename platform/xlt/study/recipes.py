@@ -75,6 +75,13 @@ class JobRows:
         return out
 
 
+# What a baseline reads of its job's config (``job_rows``): the rows and the encoder the job trains. A change
+# elsewhere in the preset (a learner's optimiser, the exchange, the job's classifier) leaves a baseline's unit the same.
+ROWS_SETTINGS: dict[str, tuple[str, ...]] = {
+    "finetune": ("task", "data", "model", "optim.freeze_word_embeddings"),
+    "cotrain": ("task", "data", "lm.model", "lm.optim.freeze_word_embeddings")}
+
+
 def job_rows(job: str, data: Mapping[str, Any], split: str) -> JobRows:
     """The rows of a ``finetune`` or ``cotrain`` config mapping, scored on ``split`` (a metric split:
     ``val`` or ``test``; a co-training config scores its own ``data.eval_split``)."""

@@ -35,6 +35,7 @@ from ..sweep.runner import to_record
 from ..sweep.trainables import JOBS, max_concurrent
 from ..tasks import load_task
 from .spec import Unit
+from .recipes import ROWS_SETTINGS
 from .units import UnitSetup, imported_records, read_record, run_unit, same_unit, unit_config, unit_identity
 
 STUDY_FILE = "study.json"  # the invocations of the study: when, which units, which failed
@@ -118,8 +119,9 @@ def plan(setup: UnitSetup) -> Plan:
     records = {u.name: read_record(output, u.name) for u in study.units()}
     for unit in study.units():
         record = records[unit.name]
+        reads = None if study.variant(unit.variant).recipe == "job" else ROWS_SETTINGS[study.job]
         if record is not None and not same_unit(record.get("config") or {}, unit_identity(setup, unit),
-                                                JOBS[study.job].config_class):
+                                                JOBS[study.job].config_class, reads):
             raise ConfigError(f"{output}/units/{unit.name}.json was run with another config than {study.source} "
                               f"now gives variant {unit.variant!r}; give the study another output, or remove the "
                               "unit's record to run it again")

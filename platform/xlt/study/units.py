@@ -176,13 +176,19 @@ def unit_identity(setup: UnitSetup, unit: Unit) -> dict[str, Any]:
     return {**recipe, "job": comparable(unit_config(setup, unit))}
 
 
-def same_unit(recorded: Mapping[str, Any], now: Mapping[str, Any], config_class: type) -> bool:
+def same_unit(recorded: Mapping[str, Any], now: Mapping[str, Any], config_class: type,
+              reads: Sequence[str] | None = None) -> bool:
     """Whether a record's ``unit_identity`` is the unit's now. A job setting one side lacks counts as its
     default in ``config_class``: a setting added to xlt after the record was written, at its default,
     leaves the record the same unit (a preset that sets it to something else must set it back in the
-    study's ``set``)."""
+    study's ``set``). ``reads``: the job settings the unit reads (a baseline's: ``recipes.ROWS_SETTINGS``),
+    the only ones compared; ``None``: all."""
     a, b = _leaves(recorded), _leaves(now)
     for key in a.keys() | b.keys():
+        setting = key.removeprefix("job.")
+        if reads is not None and key.startswith("job.") and not any(
+                setting == r or setting.startswith(r + ".") for r in reads):
+            continue
         if a.get(key, _ABSENT) == b.get(key, _ABSENT):
             continue
         one_sided = (key in a) != (key in b)
