@@ -2,9 +2,10 @@
 
 For each co-training unit of a study (its run under ``<output>/runs/<unit>``):
 
-- per iteration, the job's classifier's accuracy on the source language's dev rows (what ``classifier.keep:
-  best-dev`` reads) beside its average target accuracy on the scored split (what no choice may read), and which
-  iteration ``best-dev`` would keep, against the ``last`` the presets keep;
+- per iteration, each learner's and the job's classifier's accuracy on the source language's dev rows (what
+  ``classifier.choose: dev`` and ``keep: best-dev`` read), which classifier the run chose, its average target
+  accuracy on the scored split (what no choice may read) beside the learners' product's, and which iteration
+  ``best-dev`` would keep, against the ``last`` the presets keep;
 - what the exchange handed over: rows received by each learner, the share of the largest class and of the
   largest language among them, and the accuracy of the selecting learner's pseudo-labels against the pool's
   gold labels, round by round.
@@ -19,7 +20,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from xlt.cotrain.classifier import CLASSIFIER, DEV, kept_iteration
+from xlt.cotrain.classifier import CLASSIFIER, DEV, combined_predictions, kept_iteration, scores
 from xlt.metrics import ACC, AVG_TARGET, metric_name
 from xlt.report import markdown_table
 from xlt.study.spec import load_study
@@ -33,8 +34,20 @@ def unit_rows(run: Path, unit: str, split: str) -> tuple[list[dict], list[dict]]
     dev = metric_name(DEV, ACC, source)
     records = [h for h in history if h["learner"] == CLASSIFIER]
     best = kept_iteration(history, "best-dev", source)
-    chosen = [{"unit": unit, "iteration": h["iteration"], f"{source} dev": h.get(dev),
-               "avg_target": h.get(metric_name(split, ACC, AVG_TARGET)),
+    avg = metric_name(split, ACC, AVG_TARGET)
+
+    def learner_dev(learner: str, iteration: int) -> float | None:
+        return next(h.get(dev) for h in history if h["learner"] == learner and h["iteration"] == iteration)
+
+    def product_avg(iteration: int) -> float:
+        recorded = json.loads((run / "predictions" / f"iteration{iteration}.json").read_text())
+        both = combined_predictions({name: recorded[name][split] for name in ("lm", "emb")}, ("lm", "emb"))
+        return scores({split: both}, source)[avg]
+
+    chosen = [{"unit": unit, "iteration": h["iteration"], f"lm {source} dev": learner_dev("lm", h["iteration"]),
+               f"emb {source} dev": learner_dev("emb", h["iteration"]), "classifier": h.get("combines"),
+               f"its {source} dev": h.get(dev), "its avg_target": h.get(avg),
+               "lm × emb avg_target": product_avg(h["iteration"]),
                "best-dev keeps": "←" if h["iteration"] == best else ""} for h in records]
     exchanged = []
     for learner, rows in state["received"].items():

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from xlt.config import ConfigError
-from xlt.cotrain.classifier import (CLASSIFIER, ClassifierSettings, classifier_predictions, combined_predictions,
-                                    kept_iteration, members, read_predictions, rescore, scores, write_predictions)
+from xlt.cotrain.classifier import (CLASSIFIER, ClassifierSettings, classifier_name, classifier_predictions,
+                                    combined_predictions, kept_iteration, members, read_predictions, rescore, scores,
+                                    write_predictions)
 from xlt.models.classifier import combine
 
 LABELS = ["a", "b", "c"]
@@ -67,7 +68,7 @@ def test_settings_refuse_an_unknown_learner_and_predictions_round_trip(tmp_path)
         ClassifierSettings(("lm", "lm"))
     with pytest.raises(ConfigError, match="classifier.learners"):
         ClassifierSettings(("xlmr",))
-    assert ClassifierSettings(("lm", "emb")).name == "lm × emb"
+    assert classifier_name(("lm", "emb")) == "lm × emb"
     written = {"lm": {"test": predictions(np.eye(3))}}
     write_predictions(str(tmp_path), 2, written)
     assert read_predictions(str(tmp_path), 2) == written

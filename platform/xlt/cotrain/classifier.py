@@ -65,10 +65,6 @@ class ClassifierSettings:
               "declared where one learner is named (dev chooses among a combination and its learners)")
 
     @property
-    def name(self) -> str:
-        return classifier_name(self.learners)
-
-    @property
     def candidates(self) -> tuple[tuple[str, ...], ...]:
         """The classifiers a run may end with, the declared first (what a tie on dev keeps)."""
         if self.choose == "declared":
