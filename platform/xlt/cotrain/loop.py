@@ -237,7 +237,7 @@ def score_again(cfg: CotrainConfig, previous: CotrainConfig, state: LoopState, s
     """The run's recorded iterations with the job's classifier as ``cfg.classifier`` now says, where ``previous``
     (the run's config) said otherwise: from the learners' recorded predictions, no training; the state saved
     before the new config is. Refused where the learners selected by the job's classifier."""
-    if "classifier" in (previous.selection.confidence, cfg.selection.confidence):
+    if cfg.selection.confidence == "classifier":  # selection is fixed: the run's learners selected so too
         raise ConfigError(f"{cfg.output.dir} holds a run whose learners selected by the job's classifier "
                           "(selection.confidence: classifier), which classifier now changes; resume it with its "
                           "classifier unchanged, or choose another output.dir")
