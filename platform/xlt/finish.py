@@ -18,7 +18,7 @@ from .cotrain.state import STATE_FILE
 from .cotrain.tables import iteration_rows, language_rows, plot_iterations
 from .engine import RESULTS_FILE, final_metrics, run_dir
 from .eval.evaluators import TATOEBA
-from .metrics import ACC, AVG_TARGET, F1, metric_name, per_language
+from .metrics import ACC, AVG_TARGET, F1, TRAIN_EPOCH, TRAIN_KEPT_EPOCH, metric_name, per_language
 from .models import EncoderConfig
 from .predict.export import EXPORT_DIR, export_cotrain, export_run, probe_card
 from .predict.models import best_trial_checkpoint
@@ -48,6 +48,10 @@ def finish_finetune(cfg: Any, result: Any, tracker: Any) -> Finished:
     rows = results_rows(metrics, cfg.task.source_lang)
     text = (f"## {cfg.output.name}: {cfg.task.name}, {cfg.model.source}, {cfg.data.setting}, "
             f"objectives: {', '.join(['ce'] + [o.name for o in cfg.objectives])}\n\n{markdown_table(rows)}")
+    if TRAIN_KEPT_EPOCH in metrics:  # optim.keep: best-dev
+        text += (f"\n\nThe weights of epoch {int(metrics[TRAIN_KEPT_EPOCH])} (of {int(metrics[TRAIN_EPOCH])} trained, "
+                 f"{cfg.optim.epochs} set), the best {cfg.task.source_lang} dev accuracy (optim.keep: best-dev"
+                 + (f", patience {cfg.optim.patience}" if cfg.optim.patience else "") + "): the scores above are theirs.")
     with staged(run_dir(cfg)) as out:  # beside the checkpoints, local or on a store
         tracker.artifacts(write_results(out / RESULTS_FILE, {
             "rows": rows, "metrics": metrics, "checkpoint": result.checkpoint.path, "config": asdict(cfg)}))

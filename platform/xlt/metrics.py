@@ -61,6 +61,7 @@ VAL_TRANSFER_GAP = metric_name("val", TRANSFER_GAP)
 TRAIN_LOSS = metric_name("train", "loss")
 TRAIN_EPOCH = metric_name("train", "epoch")
 TRAIN_GLOBAL_STEP = metric_name("train", "global_step")
+TRAIN_KEPT_EPOCH = metric_name("train", "kept_epoch")  # optim.keep: best-dev: the epoch whose weights the run holds
 TRAIN_RESUMED_FROM_STEP = metric_name("train", "resumed_from_step")
 TRAIN_LR = metric_name("train", "lr")
 TRAIN_SAMPLES_PER_S = metric_name("train", "samples_per_s")

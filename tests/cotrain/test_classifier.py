@@ -61,6 +61,12 @@ def test_the_kept_iteration_is_the_last_or_the_first_best_on_source_dev():
     assert kept_iteration(history, "best-dev", "en") == 1  # 1 and 2 tie: the earliest
     with pytest.raises(ValueError, match="no record of the job's classifier"):
         kept_iteration(history[:1], "last", "en")
+    # The iteration is the job's to keep; a learner's fit ends at its last epoch.
+    from conftest import REPO
+    from xlt.cotrain import load_cotrain_config
+
+    with pytest.raises(ConfigError, match="lm.optim.keep='best-dev' .*classifier.keep: best-dev"):
+        load_cotrain_config(REPO / "configs" / "cotrain_demo.yaml", ["lm.optim.keep=best-dev"])
 
 
 def test_settings_refuse_an_unknown_learner_and_predictions_round_trip(tmp_path):

@@ -53,8 +53,9 @@ def assert_same_history(history: list[dict], reference: list[dict]) -> None:
 # num_workers 0: a job may mix the two). The LM fit has enough epochs to be still training after its
 # first checkpoint is registered (Ray Train's controller polls its workers every 2 s), with one
 # restart allowed. One exchange round keeps the runs short.
+# The classifier keeps its best iteration on English dev, so each fit's model is kept (the export test).
 SHARED = ("iterations=1", "lm.scaling.num_workers=1", "lm.scaling.cpus_per_worker=1.5", "lm.optim.epochs=6",
-          "lm.scaling.max_failures=1", "inference.num_actors=1")
+          "lm.scaling.max_failures=1", "inference.num_actors=1", "classifier.keep=best-dev")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,15 +148,17 @@ def test_a_learner_worker_killed_mid_fit_is_restored_and_the_state_equals_an_uni
 
 def test_the_declared_recipe_exports_the_jobs_classifier_as_it_scored(killed, data_dir, tmp_path):
     """The declared recipe's run (a probe learner; the job's classifier lm × emb or either learner alone, chosen on
-    English dev) exported as the job's ``output.export`` does: the classifier is the candidate of the best dev
-    accuracy and its export predicts the probabilities the run recorded for its last iteration. Resumed with the
-    product declared, the finished run's classifier is scored again from the recorded predictions (no training),
-    its export is the combination, and ``jobs/predict.py``'s ``model.learner=classifier`` labels as the export."""
+    English dev), keeping its best iteration on dev, exported as the job's ``output.export`` does: the classifier is
+    the candidate of the best dev accuracy and its export predicts the probabilities the run recorded for the
+    iteration it keeps, an earlier one too. Resumed with the product declared, the finished run's classifier is
+    scored again from the recorded predictions (no training), its export is the combination, and
+    ``jobs/predict.py``'s ``model.learner=classifier`` labels as the export."""
     import json
 
     import numpy as np
     import pandas as pd
 
+    from xlt.cotrain.classifier import kept_iteration
     from xlt.inference import InferenceSettings
     from xlt.models import CombinedClassifier, load_pretrained
     from xlt.predict import InputConfig, ModelRef, PredictConfig, PredictData, predict, prepare as prepare_predict
@@ -164,31 +167,40 @@ def test_the_declared_recipe_exports_the_jobs_classifier_as_it_scored(killed, da
     from xlt.tasks import load_task
 
     cfg = config(data_dir, killed.out, *SHARED)
-    assert cfg.classifier.choose == "dev"
+    assert cfg.classifier.choose == "dev" and cfg.classifier.keep == "best-dev"
     task = load_task(cfg.task, cfg.data.data_dir)
     rows = {r["id"]: r for r in task.rows("test", task.langs, cfg.data.max_examples)}
     assert (killed.out / "learners" / "emb" / "probe-iteration1.pt").is_file()  # a probe learner keeps each fit's probe
+    for i in (0, 1):  # a fine-tuned one each fit's model, without the optimizer's state
+        kept = killed.out / "learners" / "lm" / "fits" / f"iteration{i}"
+        assert (kept / "model.pt").is_file() and not (kept / "train_state.pt").exists()
 
     def exported_as_recorded(out: Path, history: list[dict]) -> tuple[str, ...]:
         """Export the run in ``out``; the classifier's learners, after checking that its export predicts the test
-        probabilities recorded for the last iteration."""
-        recorded = json.loads((out / "predictions" / "iteration1.json").read_text())
+        probabilities recorded for the iteration it keeps."""
+        at = kept_iteration(history, "best-dev", "en")
+        recorded = json.loads((out / "predictions" / f"iteration{at}.json").read_text())
         assert set(recorded) == {"lm", "emb", "classifier"} and set(recorded["classifier"]) == {"test", "val"}
         export_cotrain(config(data_dir, out, *SHARED), task, history)
         exported = load_pretrained(out / "export" / "classifier")
-        chosen = members([h for h in history if h["learner"] == "classifier"][-1])
+        chosen = members([h for h in history if h["learner"] == "classifier"][at])
         assert isinstance(exported, CombinedClassifier) == (len(chosen) == 2)
         test = recorded["classifier"]["test"]
         got = exported.predict([rows[i]["text"] for i in test["id"]], langs=test["lang"]).probabilities
         assert np.asarray(got) == pytest.approx(np.asarray(test["probabilities"]), abs=2e-3)
         return chosen
 
-    recorded = json.loads((killed.out / "predictions" / "iteration1.json").read_text())
+    at = kept_iteration(killed.state.history, "best-dev", "en")
+    recorded = json.loads((killed.out / "predictions" / f"iteration{at}.json").read_text())
     dev = {learners: accuracy(recorded, learners, "val", "en") for learners in (("lm", "emb"), ("lm",), ("emb",))}
     chosen = exported_as_recorded(killed.out, killed.state.history)
     assert chosen == max(dev, key=dev.get)  # the first of equals: the declared product
-    assert [h for h in killed.state.history if h["learner"] == "classifier"][-1]["val/acc/en"] == \
+    assert [h for h in killed.state.history if h["learner"] == "classifier"][at]["val/acc/en"] == \
         pytest.approx(max(dev.values()))
+    # Whichever iteration dev kept, each is exported as it scored: a history whose dev puts the other first.
+    other = [dict(h, **{"val/acc/en": 2.0}) if h["learner"] == "classifier" and h["iteration"] != at else h
+             for h in killed.state.history]
+    exported_as_recorded(killed.out, other)
 
     declared = tmp_path / "declared"
     shutil.copytree(killed.out, declared)

@@ -214,3 +214,98 @@ def test_in_process_the_engine_matches_a_bare_loop_and_resumes_from_the_run_dire
     second = launch(Regression(), longer, datasets).fit()
     assert second.metrics["train/resumed_from_step"] == 6 and second.metrics["train/global_step"] == 9
     assert read_state(second.checkpoint.path, ToyConfig).epoch == 3
+
+
+# Scripted dev scores by epoch: the best is epoch 2 (epoch 3 ties it, and ties keep the earlier); with patience 2
+# the run stops after epoch 4, the second epoch in a row without a better score.
+DEV_SCORES = (0.5, 0.7, 0.7, 0.6, 0.9, 0.95)
+
+
+class ScoredRegression(Regression):
+    """``Regression`` whose evaluation after each epoch reports ``DEV_SCORES`` (what ``optim.keep: best-dev`` reads),
+    and after the last the bias the module holds then (``test/bias``: what the final evaluation saw); ``fail_after``:
+    the run fails once that epoch's checkpoint is written (a job killed there)."""
+
+    def __init__(self, fail_after: int = 0) -> None:
+        self.fail_after = fail_after
+
+    def dev_metric(self, cfg):
+        return "val/score"
+
+    def evaluate(self, cfg, training, last, rows):
+        from xlt.engine import Evaluation
+
+        if self.fail_after and training.epoch == self.fail_after + 1:
+            raise RuntimeError("killed after the checkpoint of epoch %d" % self.fail_after)
+        return Evaluation({"val/score": DEV_SCORES[training.epoch - 1],
+                           **({"test/bias": float(training.module.bias.detach())} if last else {})})
+
+
+def first_best_and_stop(scores, patience: int, epochs: int) -> tuple[int, int]:
+    """The naive reference: the epoch of the best score (the first of equals) among those trained, and the epoch the
+    run stops after (patience epochs in a row without a better score; 0: never early)."""
+    best = 1
+    for epoch in range(1, epochs + 1):
+        if scores[epoch - 1] > scores[best - 1]:
+            best = epoch
+        if patience and epoch - best >= patience:
+            return best, epoch
+    return best, epochs
+
+
+@pytest.mark.parametrize("patience", [0, 2])
+def test_keep_best_dev_ends_with_the_best_epochs_weights_and_patience_stops_the_run(ray_cluster, tmp_path, patience):
+    """``optim.keep: best-dev``: the run ends holding the weights of the epoch of the best dev score (the first of
+    equals), those its final evaluation scored, checkpointed and recorded as ``train/kept_epoch``; with
+    ``optim.patience`` it stops after that many epochs in a row without a better score, as written out by hand. A
+    run killed after an epoch that was not the best resumes to the same end."""
+    import ray.data
+
+    rows = toy_rows()
+    epochs = len(DEV_SCORES)
+    datasets = {"train": ray.data.from_items(rows, override_num_blocks=1)}
+
+    def config(name: str, keep: str = "best-dev"):
+        optim = dataclasses.replace(ToyConfig().optim, epochs=epochs, keep=keep, patience=patience if keep != "last" else 0)
+        return ToyConfig(optim=optim, scaling=ScalingSettings(num_workers=0),
+                         output=OutputSettings(str(tmp_path / name), num_to_keep=epochs))
+
+    every = launch(ScoredRegression(), config("every-epoch", keep="last"), datasets).fit()  # each epoch's weights
+    weights = {read_state(p, ToyConfig).epoch: read_state(p, ToyConfig).model
+               for p in sorted((tmp_path / "every-epoch").glob("epoch*"))}
+    best, stop = first_best_and_stop(DEV_SCORES, patience, epochs)
+    assert (best, stop) == ((2, 4) if patience else (6, 6))
+
+    kept = launch(ScoredRegression(), config("kept"), datasets).fit()
+    state = read_state(kept.checkpoint.path, ToyConfig)
+    assert (state.epoch, state.stopped, state.best.epoch) == (stop, stop < epochs, best)
+    for name, tensor in weights[best].items():
+        assert torch.equal(state.model[name], tensor), name
+    assert kept.metrics["train/kept_epoch"] == best and kept.metrics["train/epoch"] == stop
+    assert kept.metrics["test/bias"] == pytest.approx(float(weights[best]["bias"]))
+    if stop < epochs:  # every epoch up to the stop trained as the run that kept each
+        for name, tensor in weights[stop].items():
+            assert not torch.equal(state.model[name], tensor) or best == stop, name
+    # A finished run is complete, stopped or not: a rerun trains nothing and keeps its weights.
+    again = launch(ScoredRegression(), config("kept"), datasets).fit()
+    assert again.checkpoint.path == kept.checkpoint.path
+
+    # Killed after epoch 3 (not the best: its weights are in best_model.pt beside the checkpoint), then rerun.
+    with pytest.raises(Exception, match="killed after the checkpoint of epoch 3"):
+        launch(ScoredRegression(fail_after=3), config("killed"), datasets).fit()
+    assert (tmp_path / "killed" / "epoch003-step0000009" / "best_model.pt").is_file()
+    resumed = launch(ScoredRegression(), config("killed"), datasets).fit()
+    assert resumed.metrics["train/resumed_from_step"] == 9
+    assert read_state(resumed.checkpoint.path, ToyConfig).model.keys() == state.model.keys()
+    for name, tensor in read_state(resumed.checkpoint.path, ToyConfig).model.items():
+        assert torch.equal(tensor, state.model[name]), name
+
+
+def test_keep_best_dev_stops_every_worker_alike(ray_cluster, tmp_path):
+    """Two Ray Train workers: rank 0 alone evaluates, and the stop it decides reaches the other rank (else the next
+    epoch's collective calls would hang)."""
+    cfg = ToyConfig(optim=dataclasses.replace(ToyConfig().optim, epochs=len(DEV_SCORES), keep="best-dev", patience=2),
+                    scaling=ScalingSettings(num_workers=2, cpus_per_worker=0.5),
+                    output=OutputSettings(str(tmp_path / "two")))
+    result = engine_run(ScoredRegression(), cfg, toy_rows())
+    assert (result.metrics["train/epoch"], result.metrics["train/kept_epoch"]) == (4, 2)

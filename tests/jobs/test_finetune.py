@@ -29,13 +29,23 @@ SMOKE_ARGS = ["--smoke", "--set", "task.target_langs=[de, zh]"]
 
 @pytest.mark.ray
 def test_smoke_on_sentence_pairs(job_env, tmp_path, mlflow_store):
-    """The smoke run, also exported (``output.export``): the export and the run's MLflow model
-    predict what the classifier predicts."""
+    """The smoke run, also exported (``output.export``) and keeping its best epoch on English dev
+    (``optim.keep: best-dev``): the export and the run's MLflow model predict what the kept classifier predicts,
+    the epoch kept is the first of the best English dev accuracy the run logged, and the ending names it."""
+    from mlflow.tracking import MlflowClient
+
     proc = run_job(job_env, "--config", str(REPO / "configs" / "finetune_xnli.yaml"), *SMOKE_ARGS,
-                   "--set", f"output.dir={tmp_path / 'smoke'}", "--set", "output.export=true")
+                   "--set", f"output.dir={tmp_path / 'smoke'}", "--set", "output.export=true",
+                   "--set", "optim.keep=best-dev")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert_a_smoke_run(tmp_path / "smoke", "xnli", proc.stdout, proc.stderr, mlflow_store)
     assert_an_export(tmp_path / "smoke", proc.stdout, mlflow_store)
+    kept = json.loads((tmp_path / "smoke" / "results.json").read_text())["metrics"]["train/kept_epoch"]
+    # The last epoch's report holds the kept weights' scores, the best by construction.
+    dev = [m.value for m in MlflowClient(mlflow_store).get_metric_history(
+        mlflow_run(mlflow_store, "finetune").info.run_id, "val/acc/en")]
+    assert len(dev) == 2 and kept == 1 + dev.index(max(dev))
+    assert f"The weights of epoch {int(kept)} (of 2 trained, 2 set), the best en dev accuracy" in proc.stdout
 
 
 def assert_an_export(run: Path, stdout: str, mlflow_store: str) -> None:

@@ -43,6 +43,13 @@ def test_objectives_pretraining_cannot_train(change, match):
         dataclasses.replace(tiny_config(), **change)
 
 
+def test_pretraining_keeps_its_last_epoch():
+    from xlt.engine import OptimSettings
+
+    with pytest.raises(ConfigError, match="optim.keep='best-dev' .*pretraining scores no labelled dev split"):
+        dataclasses.replace(tiny_config(), optim=OptimSettings(keep="best-dev"))
+
+
 def test_refusals_name_key_and_remedy():
     cfg = tiny_config()
     with pytest.raises(ConfigError, match="noisy positives have no word-positioned samples"):

@@ -55,6 +55,11 @@ def test_smoke_preset_merges_over_a_preset_and_set_wins():
      "none with the frozen bundled:use-multilingual-v3"),
     (["evals=[{type: retrieval, split: val, data: tatoeba}]"],
      r"evals\[val\]='retrieval on tatoeba' is not valid: expected one of classification on val"),
+    (["optim.keep=best"], "optim.keep='best' is not valid: expected last or best-dev"),
+    (["optim.patience=2"], "0 unless optim.keep is best-dev"),
+    (["optim.keep=best-dev", "evals=[{type: classification, split: test}]"],
+     "best-dev keeps the epoch of the best en dev accuracy"),
+    (["optim.keep=best-dev", "optim.probe_epochs=1", "optim.wise_alpha=0.5"], "last under WiSE-FT"),
 ])
 def test_bad_values_are_named(overrides, message):
     with pytest.raises(ConfigError, match=message):

@@ -20,7 +20,9 @@ Every fit scores the source language's dev rows beside the evaluation split (``x
 so the classifier has a dev score at each iteration without a target label. Which iteration it is
 (``ClassifierSettings.keep``): ``last``, or ``best-dev``, the iteration of the best source dev
 accuracy, ties to the earliest (the one trained on fewer pseudo-labels; iteration 0 is fine-tuning
-alone), as HF Trainer's ``load_best_model_at_end`` keeps the first best checkpoint.
+alone), as HF Trainer's ``load_best_model_at_end`` keeps the first best checkpoint. A run keeping ``best-dev``
+keeps every fit's model (``xlt.cotrain.learner.fit_model``), so that export and prediction read the learners as
+the kept iteration left them.
 
 Each iteration's predictions of every learner and of the classifier (per split, with probabilities) are
 written to ``<output.dir>/predictions/iteration<i>.json`` (``write_predictions``): what a study pairs

@@ -65,6 +65,9 @@ class LearnerConfig:
 
     def __post_init__(self) -> None:
         check(self.kind in ("finetune", "probe"), "kind", self.kind, "finetune or probe")
+        check(self.optim.keep == "last", "optim.keep", self.optim.keep,
+              "last: a learner's fit ends at its last epoch; the job's classifier keeps its best iteration on dev "
+              "with classifier.keep: best-dev")
         object.__setattr__(self, "optim", resolve_auto(self.optim, self.scaling))
 
     def footprint(self) -> dict[str, float]:

@@ -8,7 +8,10 @@ not once per iteration. ``fit`` asks it for iteration i's fit: the fine-tuning w
 CE + Σ λ·aux, K = ``optim.epochs`` epochs) on the learner's labelled rows, named
 ``<name>-iteration<i>``, then an evaluation of every language's evaluation rows after the last
 epoch, on rank 0. The fitted weights go to pseudo-labelling through the object store
-(``Fit.state``, read from the fit's last checkpoint, wherever its storage is).
+(``Fit.state``, read from the fit's last checkpoint, wherever its storage is). The run keeps its last
+fit's checkpoints; a job whose classifier may keep an earlier iteration (``classifier.keep: best-dev``) also
+keeps each fit's model (``keep_model``: the checkpoint without its optimizer state) in
+``<output.dir>/learners/<name>/fits/iteration<i>``, what exporting that iteration reads (``fit_model``).
 
 Reading of Yu & Joty 2021, Alg. 1 ("fine-tune f on D" once per iteration): each fit starts again
 from the pretrained encoder and a fresh head (seeded), on the original labelled data plus every
@@ -28,8 +31,8 @@ from typing import Any
 from .. import placement
 from ..engine import FitService
 from ..metrics import TRAIN_LOSS
-from ..engine.checkpoints import read_model
-from ..storage import OutputSettings, join
+from ..engine.checkpoints import CONFIG_FILE, keep_model, latest_checkpoint, read_model
+from ..storage import OutputSettings, join, read_text
 from ..tasks import Task
 from ..eval.evaluators import EvalSpec
 from ..train.config import EVAL_DATA, DataSettings, FinetuneConfig
@@ -75,6 +78,26 @@ def fit_name(name: str, iteration: int) -> str:
     return f"{name}-iteration{iteration}"
 
 
+FITS_DIR = "fits"
+
+
+def fit_model(output_dir: str, name: str, iteration: int, last: int) -> Any:
+    """The ``ray.train.Checkpoint`` of learner ``name``'s fit of ``iteration`` in the co-training run in
+    ``output_dir``, whose ``last`` fit its run keeps: that one's latest checkpoint, or the model kept of an earlier
+    fit (``fit(keep=True)``); a ``FileNotFoundError`` in one line if the run kept none."""
+    from ray.train import Checkpoint
+
+    run = learner_run(output_dir, name)
+    if iteration == last:
+        return latest_checkpoint(run)
+    kept = join(run, FITS_DIR, f"iteration{iteration}")
+    if read_text(join(kept, CONFIG_FILE)) is None:
+        raise FileNotFoundError(f"learner {name!r} kept no model of iteration {iteration} ({kept}): a run keeps "
+                                "its fits' models when its classifier may keep an earlier iteration "
+                                "(classifier.keep: best-dev from its start)")
+    return Checkpoint(kept)
+
+
 def learner_service(name: str, cfg: LearnerConfig, task: Task, labeled: int, evaluation: Sequence[Mapping[str, Any]],
                     split: str, output: OutputSettings, callbacks: Sequence[Any] = (),
                     dev: Sequence[Mapping[str, Any]] = ()) -> FitService:
@@ -94,9 +117,9 @@ def learner_service(name: str, cfg: LearnerConfig, task: Task, labeled: int, eva
 
 
 def fit(service: FitService, name: str, cfg: LearnerConfig, task: Task, rows: Sequence[Mapping[str, Any]],
-        iteration: int, output: OutputSettings, split: str) -> Fit:
+        iteration: int, output: OutputSettings, split: str, keep: bool = False) -> Fit:
     """Learner ``name``'s fit of ``iteration`` on ``rows`` (``id, text, text_pair, label, lang``),
-    evaluated on the service's ``split`` (``val`` or ``test``)."""
+    evaluated on the service's ``split`` (``val`` or ``test``); ``keep``: its model kept (``fit_model``)."""
     import ray
 
     if not rows:
@@ -108,6 +131,8 @@ def fit(service: FitService, name: str, cfg: LearnerConfig, task: Task, rows: Se
     with outcome.checkpoint.as_directory() as directory:
         state, from_source = read_model(directory)
         predictions = read_predictions(directory)
+        if keep:
+            keep_model(directory, join(learner_run(output.dir, name), FITS_DIR, f"iteration{iteration}"))
     where = placement.key("train")
     return Fit({"train/loss": metrics[TRAIN_LOSS], "train/rows": float(len(rows)), where: metrics[where],
                 **{k: v for k, v in metrics.items() if k.startswith((f"{split}/", f"{DEV}/"))}},

@@ -302,7 +302,7 @@ def fit_learners(cfg: CotrainConfig, data: PreparedCotrain, state: LoopState, it
             if isinstance(learners[name], ProbeLearner):
                 return learners[name].fit(rows, iteration)
             return fit(learners[name], name, cfg.learner(name), data.task, rows, iteration, cfg.output,
-                       cfg.data.metric_split)
+                       cfg.data.metric_split, keep=cfg.classifier.keep != "last")
 
     on_workers = [name for name in LEARNERS if cfg.learner(name).kind == "finetune" and cfg.learner(name).scaling.num_workers]
     with ThreadPoolExecutor(max_workers=len(LEARNERS), thread_name_prefix="learner") as pool:

@@ -12,7 +12,12 @@ A checkpoint is a directory:
   objectives' projection heads; ``None`` without any) and WiSE-FT's probe weights (``Training.anchor``;
   ``None`` without)
 - ``state.json``: ``{"epoch": completed epochs, "global_step": optimizer steps so far,
-  "from_source": the names model.pt leaves out}``
+  "from_source": the names model.pt leaves out}``, and under ``optim.keep: best-dev`` ``"best": {"epoch",
+  "score", "file"}`` (the best dev score so far, and which file holds its weights) and ``"stopped": true`` once
+  patience ended the run
+- ``best_model.pt``: under ``optim.keep: best-dev``, in a run still training after an epoch that was not the
+  best, the best epoch's weights (as ``model.pt``), so that a resumed run still ends with them (a run that
+  ended holds them in ``model.pt``)
 - ``config.yaml``: the run's config (e.g. ``FinetuneConfig``: ``xlt.train.load_classifier`` rebuilds
   the model from it)
 - ``metrics.json``: the metrics reported with it (what a fit hands on without asking Ray Train's
@@ -44,13 +49,14 @@ from ..models import trained_state
 from ..storage import is_uri, read_text
 from .context import CHECKPOINTS_FILE, RunContext
 
-from .training import Training, TrainState
+from .training import BestEpoch, Training, TrainState
 
 if TYPE_CHECKING:
     from ray.train import Checkpoint
 
 MODEL_FILE, TRAIN_STATE_FILE, STATE_FILE, CONFIG_FILE = "model.pt", "train_state.pt", "state.json", "config.yaml"
 METRICS_FILE = "metrics.json"
+BEST_MODEL_FILE = "best_model.pt"  # optim.keep: best-dev, after an epoch that was not the best: the best's weights
 
 
 def checkpoint_name(epoch: int, global_step: int) -> str:
@@ -69,8 +75,18 @@ def write_state(directory: str | Path, training: Training, cfg: Any) -> Path:
     anchor = None if training.anchor is None else {k: v.cpu() for k, v in training.anchor.items()}
     torch.save({"optimizer": training.optimizer.state_dict(), "scheduler": training.scheduler.state_dict(),
                 "scaler": scaler, "loss_modules": loss_modules, "anchor": anchor}, directory / TRAIN_STATE_FILE)
-    (directory / STATE_FILE).write_text(json.dumps({"epoch": training.epoch, "global_step": training.global_step,
-                                                    "from_source": from_source}))
+    best, kept = training.best, None
+    if best is not None:
+        # A run that ended has put the best weights back into its module (model.pt); one still training keeps them
+        # beside it unless this epoch is the best.
+        ended = training.stopped or training.epoch >= cfg.optim.epochs
+        kept = MODEL_FILE if ended or best.epoch == training.epoch else BEST_MODEL_FILE
+        if kept == BEST_MODEL_FILE:
+            torch.save(best.model, directory / BEST_MODEL_FILE)
+    (directory / STATE_FILE).write_text(json.dumps({
+        "epoch": training.epoch, "global_step": training.global_step, "from_source": from_source,
+        **({"best": {"epoch": best.epoch, "score": best.score, "file": kept}} if best is not None else {}),
+        **({"stopped": True} if training.stopped else {})}))
     save_config(cfg, directory / CONFIG_FILE)
     return directory
 
@@ -81,6 +97,11 @@ def read_state(directory: str | Path, config_cls: type) -> TrainState:
     state = json.loads((directory / STATE_FILE).read_text())
     train_state = torch.load(directory / TRAIN_STATE_FILE, map_location="cpu", weights_only=True)
     model, from_source = read_model(directory)
+    best = None
+    if "best" in state:
+        kept = state["best"]["file"]
+        weights = model if kept == MODEL_FILE else torch.load(directory / kept, map_location="cpu", weights_only=True)
+        best = BestEpoch(int(state["best"]["epoch"]), float(state["best"]["score"]), weights)
     return TrainState(
         model=model,
         optimizer=train_state["optimizer"],
@@ -92,14 +113,17 @@ def read_state(directory: str | Path, config_cls: type) -> TrainState:
         scaler=train_state.get("scaler"),  # absent in checkpoints written before fp16 training
         loss_modules=train_state.get("loss_modules"),  # absent in checkpoints written before projection heads
         anchor=train_state.get("anchor"),  # absent in checkpoints written before WiSE-FT
+        best=best,
+        stopped=bool(state.get("stopped", False)),
     )
 
 
-def check_checkpoint(directory: str | Path) -> Path:
-    """``directory`` if it holds a training checkpoint's files, else a ``FileNotFoundError`` naming
-    what is missing."""
+def check_checkpoint(directory: str | Path, resumable: bool = True) -> Path:
+    """``directory`` if it holds a training checkpoint's files (a model alone, ``resumable=False``: no
+    ``train_state.pt``, as ``keep_model`` copies it), else a ``FileNotFoundError`` naming what is missing."""
     directory = Path(directory)
-    missing = [f for f in (MODEL_FILE, TRAIN_STATE_FILE, STATE_FILE, CONFIG_FILE) if not (directory / f).is_file()]
+    needed = (MODEL_FILE, TRAIN_STATE_FILE, STATE_FILE, CONFIG_FILE) if resumable else (MODEL_FILE, STATE_FILE, CONFIG_FILE)
+    missing = [f for f in needed if not (directory / f).is_file()]
     if missing:
         raise FileNotFoundError(f"{directory} is not an xlt training checkpoint: missing {', '.join(missing)}")
     return directory
@@ -107,7 +131,19 @@ def check_checkpoint(directory: str | Path) -> Path:
 
 def read_config(directory: str | Path, config_cls: type) -> Any:
     """The run config a checkpoint was written with (its ``config.yaml``), without loading tensors."""
-    return from_dict(config_cls, read_yaml(check_checkpoint(directory) / CONFIG_FILE))
+    return from_dict(config_cls, read_yaml(check_checkpoint(directory, resumable=False) / CONFIG_FILE))
+
+
+def keep_model(checkpoint: str | Path, directory: str | Path) -> None:
+    """Copy local ``checkpoint``'s files but its optimizer state (``TRAIN_STATE_FILE``, the largest) and a best
+    epoch's weights into ``directory``: what loading its model reads (``xlt.train.load_classifier``), not what
+    resuming it needs."""
+    from ..storage import staged
+
+    with staged(directory) as out:
+        for file in sorted(Path(checkpoint).iterdir()):
+            if file.is_file() and file.name not in (TRAIN_STATE_FILE, BEST_MODEL_FILE):
+                (out / file.name).write_bytes(file.read_bytes())
 
 
 def left_out(directory: str | Path) -> tuple[str, ...]:

@@ -17,7 +17,10 @@ or an in-process run's). On every worker it:
    steps), sums the epoch's statistics over the workers, and lets rank 0 evaluate
    (``workload.evaluate``) and write the checkpoint (the state plus ``workload.write``) while the other
    ranks wait at the report barrier. Evaluation runs on the unwrapped module, so it needs no
-   collective calls.
+   collective calls. Under ``optim.keep: best-dev`` (``keep_best``) rank 0 keeps the weights of the epoch of the
+   best dev score (``workload.dev_metric``) and, after the last epoch or ``optim.patience`` epochs without a
+   better one, puts them back before the final evaluation and checkpoint; whether the run ends is broadcast
+   from rank 0 (``rank0_says``), so every rank stops alike.
 
 ``run_epoch`` is one epoch without a run (tests, ``benchmarks/train_overhead.py``).
 """
@@ -41,11 +44,12 @@ from torch import nn
 from ..progress import progress
 from . import checkpoints
 from .context import RunContext
-from ..metrics import TRAIN_EPOCH, TRAIN_GLOBAL_STEP, TRAIN_LOSS, TRAIN_SAMPLES_PER_S
+from ..metrics import TRAIN_EPOCH, TRAIN_GLOBAL_STEP, TRAIN_KEPT_EPOCH, TRAIN_LOSS, TRAIN_SAMPLES_PER_S
+from ..models import frozen_names, load_trained, trained_state
 from .. import placement
 from ..hardware import autocast
-from .training import (EpochStats, LossFn, Training, all_reduce_sums, device_of, end_epoch, epoch_metrics,
-                       epoch_seed, keep_probe, trained_parameters)
+from .training import (BestEpoch, EpochStats, LossFn, Training, all_reduce_sums, device_of, end_epoch,
+                       epoch_metrics, epoch_seed, keep_probe, trained_parameters)
 
 logger = logging.getLogger(__name__)
 
@@ -102,6 +106,11 @@ class Workload(ABC):
         """What a checkpoint holds beside the training state (e.g. an exported encoder, ``evaluation``'s
         outputs); nothing by default."""
 
+    def dev_metric(self, cfg: Any) -> str | None:
+        """The metric of rank 0's evaluation after every epoch that ``optim.keep: best-dev`` keeps the best epoch by
+        (higher is better), or ``None`` if the workload reports none (its config refuses best-dev)."""
+        return None
+
     def describe(self, cfg: Any, steps_per_epoch: int, world: int) -> str:
         """The first progress line of a fresh run."""
         return f"training {cfg.optim.epochs} epochs × {steps_per_epoch} steps on {world} worker(s)"
@@ -128,6 +137,9 @@ def train_workload(context: RunContext, cfg: Any, workload: Workload) -> None:
                 logger.info(f"optim.precision {cfg.optim.precision}: steps in {training.precision} on this machine")
             if state is None:
                 logger.info(workload.describe(cfg, steps_per_epoch, context.world))
+            elif training.stopped:
+                logger.info(f"the run is complete: stopped after epoch {training.epoch} of {cfg.optim.epochs}, "
+                            f"{cfg.optim.patience} epochs without a better dev score than epoch {training.best.epoch}")
             elif training.epoch >= cfg.optim.epochs:
                 logger.info(f"the run is complete: {training.epoch} of {cfg.optim.epochs} epochs done; "
                             "raise optim.epochs to train on")
@@ -161,7 +173,9 @@ def train_epochs(context: RunContext, training: Training, workload: Workload, cf
     if training.epoch == 0:  # a fresh run (a checkpoint holds at least one epoch)
         workload.begin(cfg, training, data)
         keep_probe(training, cfg.optim)
-    for epoch in range(training.epoch, cfg.optim.epochs):
+    keeping = cfg.optim.keep == "best-dev"
+    end = training.epoch if training.stopped else cfg.optim.epochs  # patience ended it: nothing is left
+    for epoch in range(training.epoch, end):
         seed = epoch_seed(cfg.optim.seed, epoch, rank)
         torch.manual_seed(seed)  # dropout masks
         stats, seconds = run_epoch(training, workload, epoch_batches(data, workload, training, cfg, seed), cfg,
@@ -170,9 +184,18 @@ def train_epochs(context: RunContext, training: Training, workload: Workload, cf
         metrics = {**epoch_metrics(all_reduce_sums(stats), seconds, training, resumed_from, world), **extra}
         if rank != 0:
             checkpoints.report(context, metrics)
+            if keeping and rank0_says(context, False):
+                break
             continue
-        evaluation = workload.evaluate(cfg, training, training.epoch == cfg.optim.epochs, rows)
+        last = training.epoch == cfg.optim.epochs
+        evaluation = workload.evaluate(cfg, training, last and not keeping, rows)
+        if keeping:
+            last = keep_best(training, workload, cfg, evaluation.metrics)
+            if last:  # the final evaluation (test too) of the weights the run ends with
+                evaluation = workload.evaluate(cfg, training, True, rows)
         metrics.update(evaluation.metrics)
+        if keeping:
+            metrics[TRAIN_KEPT_EPOCH] = float(training.best.epoch)
         # Through logging, not print: Ray Train V2 routes a worker's root logger to the driver's
         # console once, whereas its patched print also tees into Ray's own stream (lines twice).
         logger.info(epoch_line(metrics, workload))
@@ -180,7 +203,49 @@ def train_epochs(context: RunContext, training: Training, workload: Workload, cf
         checkpoints.report(context, metrics,
                            functools.partial(write_checkpoint, training=training, cfg=cfg, workload=workload,
                                              evaluation=evaluation), name)
+        if keeping and rank0_says(context, last):
+            break
     return name
+
+
+def keep_best(training: Training, workload: Workload, cfg: Any, metrics: Mapping[str, float]) -> bool:
+    """``optim.keep: best-dev`` after an epoch scored ``metrics``: keep its weights if its dev score beats the best
+    so far (ties: the earlier epoch, as HF Trainer's ``load_best_model_at_end``); whether the run ends here (its
+    last epoch, or ``optim.patience`` epochs in a row without a better score), and if so the best epoch's weights
+    put back in ``training.module``, ``training.stopped`` set where patience ended it."""
+    key = workload.dev_metric(cfg)
+    if key is None or key not in metrics:
+        raise ValueError(f"optim.keep: best-dev needs the dev score {key or 'of a workload that reports one'} after "
+                         f"every epoch; the evaluation reported {', '.join(sorted(metrics)) or 'nothing'}")
+    score = float(metrics[key])
+    if training.best is None or score > training.best.score:
+        model, _ = trained_state(training.module)
+        training.best = BestEpoch(training.epoch, score, {k: v.detach().to("cpu", copy=True) for k, v in model.items()})
+    patience = cfg.optim.patience
+    training.stopped = bool(patience) and training.epoch - training.best.epoch >= patience \
+        and training.epoch < cfg.optim.epochs
+    if training.epoch < cfg.optim.epochs and not training.stopped:
+        return False
+    if training.best.epoch != training.epoch:
+        device = device_of(training.module)
+        load_trained(training.module, {k: v.to(device) for k, v in training.best.model.items()},
+                     frozen_names(training.module))
+    # The final report scores the kept weights; this line keeps the last epoch's own dev score.
+    logger.info(f"epoch {training.epoch} {key} {score:.4f}; keeping epoch {training.best.epoch} ({key} "
+                f"{training.best.score:.4f}, the best)" + (f": {patience} epochs without a better one, stopped"
+                                                          if training.stopped else ""))
+    return True
+
+
+def rank0_says(context: RunContext, flag: bool) -> bool:
+    """Rank 0's ``flag``, on every rank (a collective: every rank calls it alike)."""
+    if context.world == 1:
+        return flag
+    import torch.distributed as dist
+
+    said = [flag]
+    dist.broadcast_object_list(said, src=0)
+    return bool(said[0])
 
 
 def epoch_batches(data: Any, workload: Workload, training: Training, cfg: Any, seed: int) -> Iterator[Any]:

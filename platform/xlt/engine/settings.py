@@ -18,6 +18,7 @@ from ..resume import fixed, free, length
 
 
 HEAD_INITS = ("random", "probe")
+KEEPS = ("last", "best-dev")
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,13 @@ class OptimSettings:
     # head drawn at random is none). 1 = off: the fine-tuned weights.
     wise_alpha: float = fixed(1.0)
     max_grad_norm: float = fixed(1.0)  # 0 = no clipping
+    # Which epoch's weights the run ends with (HF Trainer's ``load_best_model_at_end``): "last"; or "best-dev", the
+    # epoch of the best source-language dev score the workload reports after every epoch (``Workload.dev_metric``),
+    # ties to the earliest, restored before the final evaluation, checkpoint and export (the last report's scores are
+    # the kept weights', ``train/kept_epoch`` names their epoch). ``patience`` > 0 (with best-dev): stop once that many
+    # epochs in a row did not beat it (HF's ``EarlyStoppingCallback``); 0 = every epoch.
+    keep: str = fixed("last")
+    patience: int = fixed(0)
     grad_accum_steps: int = fixed(1)
     seed: int = fixed(0)
     # The word embeddings of the bundled e5 are 96M of its 118M parameters; freezing them makes
@@ -99,6 +107,12 @@ class OptimSettings:
               self.wise_alpha, "1 without a probe (optim.probe_epochs or optim.head_init: probe): the weights mixed in "
               "are the probe's")
         check(self.max_grad_norm >= 0, "optim.max_grad_norm", self.max_grad_norm, "a number >= 0 (0 = off)")
+        check(self.keep in KEEPS, "optim.keep", self.keep, " or ".join(KEEPS))
+        check(self.patience >= 0, "optim.patience", self.patience, "an integer >= 0 (0 = train every epoch)")
+        check(self.patience == 0 or self.keep == "best-dev", "optim.patience", self.patience,
+              "0 unless optim.keep is best-dev: patience counts epochs without a better dev score")
+        check(self.keep == "last" or self.wise_alpha == 1, "optim.keep", self.keep,
+              "last under WiSE-FT (optim.wise_alpha < 1), which mixes the last epoch's weights with the probe's")
         check(self.grad_accum_steps >= 1, "optim.grad_accum_steps", self.grad_accum_steps, "an integer >= 1")
         check(self.shuffle_buffer == 0 or self.shuffle_buffer >= self.batch_size, "optim.shuffle_buffer",
               self.shuffle_buffer, f"0 (no shuffling) or at least the batch size {self.batch_size}")

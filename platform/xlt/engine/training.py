@@ -63,6 +63,16 @@ def param_groups(weight_decay: float, *modules: nn.Module | None,
 
 
 @dataclass(frozen=True)
+class BestEpoch:
+    """``optim.keep: best-dev``: the epoch of the best dev score so far, its score and its trained weights (on CPU,
+    as ``xlt.models.trained_state`` leaves them: without the frozen parameters, which no epoch changes)."""
+
+    epoch: int
+    score: float
+    model: dict[str, torch.Tensor]
+
+
+@dataclass(frozen=True)
 class TrainState:
     """What a checkpoint holds, loaded on CPU."""
 
@@ -76,6 +86,8 @@ class TrainState:
     scaler: dict[str, Any] | None = None  # the fp16 gradient scaler's state; None for fp32 and bf16
     loss_modules: dict[str, torch.Tensor] | None = None  # Training.loss_modules' weights; None without any
     anchor: dict[str, torch.Tensor] | None = None  # Training.anchor; None before or without WiSE-FT's probe
+    best: BestEpoch | None = None  # Training.best
+    stopped: bool = False  # Training.stopped
 
 
 @dataclass
@@ -97,6 +109,8 @@ class Training:
     loss_modules: nn.Module | None = None
     # optim.wise_alpha < 1: the trained weights as the probe's epochs ended (by parameter name), mixed in after the last.
     anchor: dict[str, torch.Tensor] | None = None
+    best: BestEpoch | None = None  # optim.keep: best-dev, once an epoch was scored
+    stopped: bool = False  # the run ended before optim.epochs: optim.patience epochs without a better dev score
 
     def restore(self, state: TrainState) -> int:
         """Load a checkpoint's state (weights, optimizer, schedule, counters, fp16 scaler); returns its step."""
@@ -113,6 +127,7 @@ class Training:
         device = device_of(self.module)
         self.anchor = None if state.anchor is None else {k: v.to(device) for k, v in state.anchor.items()}
         self.epoch, self.global_step = state.epoch, state.global_step
+        self.best, self.stopped = state.best, state.stopped
         assert self.scheduler.last_epoch == self.global_step, "the LR schedule advances once per optimizer step"
         return self.global_step
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import config_text
-from ..cotrain.learner import LEARNERS_DIR, learner_run
+from ..cotrain.learner import LEARNERS_DIR, fit_model, learner_run
 from ..engine.checkpoints import read_config, read_metrics
 from ..eval.protocols import EvaluateConfig
 from ..metrics import per_language
@@ -141,20 +141,15 @@ def _use(call: str, note: str = "") -> list[str]:
 def export_cotrain(cfg: Any, task: Any, history: list[dict[str, Any]], tracker: Any = None) -> dict[str, str]:
     """Export the co-training run of ``cfg`` (``xlt.cotrain.CotrainConfig``) on ``task``, whose loop ``history``
     says which iteration its classifier keeps: ``export/<learner>`` for each learner at its last fit, and
-    ``export/classifier``. Every learner the classifier needs is checked for an export form first, so a
-    refusal writes nothing."""
+    ``export/classifier``, its learners as that iteration left them. Every learner the classifier needs is checked
+    for an export form first, so a refusal writes nothing."""
     from ..cotrain.classifier import CLASSIFIER, kept_iteration, members
     from ..cotrain.config import LEARNERS
-    from ..engine.checkpoints import latest_checkpoint
     from ..models.classifier import CombinedClassifier, check_exportable
     from ..models import load_encoder
 
     kept = kept_iteration(history, cfg.classifier.keep, task.source_lang)
     last = max(h["iteration"] for h in history)
-    if kept != last:
-        raise ValueError(f"the job's classifier keeps iteration {kept} (classifier.keep: {cfg.classifier.keep}); "
-                         f"its learners' runs keep their last fit's weights (iteration {last}), so it cannot be "
-                         "exported: export with classifier.keep: last")
     combined = members(next(h for h in history if h["learner"] == CLASSIFIER and h["iteration"] == kept))
     for name in combined:
         try:
@@ -162,26 +157,33 @@ def export_cotrain(cfg: Any, task: Any, history: list[dict[str, Any]], tracker: 
         except ValueError as e:
             raise ValueError(f"the job's classifier combines learner {name!r} ({cfg.learner(name).model.source}), "
                              f"which has no export form: {e}") from e
+
+    def learner_classifier(name: str, iteration: int) -> Any:
+        if cfg.learner(name).kind == "probe":
+            return probe_classifier(cfg.learner(name).model, task, learner_run(cfg.output.dir, name), iteration)
+        with fit_model(cfg.output.dir, name, iteration, last).as_directory() as local:
+            return load_classifier(local)
+
     outputs: dict[str, str] = {}
     classifiers = {}
     for name in LEARNERS:
         directory = join(cfg.output.dir, EXPORT_DIR, name)
-        run = learner_run(cfg.output.dir, name)
         if cfg.learner(name).kind == "probe":
-            classifiers[name] = probe_classifier(cfg.learner(name).model, task, run, last)
+            classifiers[name] = learner_classifier(name, last)
             with staged(directory) as out:
                 classifiers[name].save_pretrained(out, card=cotrain_card(cfg, task, name, history, last))
                 if tracker is not None and (model := tracker.model(out, name)) is not None:
                     outputs[f"mlflow model {name}"] = model
             outputs[f"export {name}"] = directory
         else:
-            exported, classifiers[name] = exported_run(latest_checkpoint(run), directory, tracker, name=name)
+            exported, classifiers[name] = exported_run(fit_model(cfg.output.dir, name, last, last), directory,
+                                                       tracker, name=name)
             outputs |= exported
-    job = (classifiers[combined[0]] if len(combined) == 1
-           else CombinedClassifier({name: classifiers[name] for name in combined}))
+    at_kept = {name: classifiers[name] if kept == last else learner_classifier(name, kept) for name in combined}
+    job = at_kept[combined[0]] if len(combined) == 1 else CombinedClassifier(at_kept)
     directory = join(cfg.output.dir, EXPORT_DIR, CLASSIFIER_NAME)
     with staged(directory) as out:
-        job.save_pretrained(out, card=cotrain_card(cfg, task, CLASSIFIER_NAME, history, last))
+        job.save_pretrained(out, card=cotrain_card(cfg, task, CLASSIFIER_NAME, history, kept))
     outputs[f"export {CLASSIFIER_NAME}"] = directory
     return outputs
 

@@ -8,7 +8,8 @@ A model path is any of:
 - a co-training run's ``output.dir``: the latest fit of ``learner`` (``lm`` or ``emb``; ``lm`` if
   not given), i.e. the learner as the run last left it (finished or stopped), under ``learners/<learner>``
   (a probe learner: its last probe, ``xlt.cotrain.probe``); ``classifier``: the job's classifier
-  (``xlt.cotrain.classifier``), the learners it combines as the run last left them (a ``Combination``);
+  (``xlt.cotrain.classifier``) at the iteration it keeps, the learners it combines as that iteration left them
+  (a ``Combination``);
 - a sweep's directory (``jobs/sweep.py``): its best trial's run, as the sweep's ``results.json`` names
   it (``xlt.sweep.results.best_run``), and of a co-training trial the learner it scored with unless
   ``learner`` names the other;
@@ -24,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..cotrain import LEARNERS
-from ..cotrain.classifier import CLASSIFIER, members
+from ..cotrain.classifier import CLASSIFIER, kept_iteration, members
 from ..cotrain.config import load_cotrain_config
-from ..cotrain.learner import LEARNERS_DIR, learner_run
+from ..cotrain.learner import LEARNERS_DIR, fit_model, learner_run
 from ..cotrain.probe import probe_path
 from ..cotrain.state import STATE_FILE, LoopState
 from ..engine.checkpoints import CONFIG_FILE, MODEL_FILE, check_checkpoint, latest_checkpoint, left_out, read_config
@@ -95,7 +96,7 @@ def resolve_checkpoint(path: str | Path, learner: str | None = None) -> Path:
     if not path.is_dir():
         raise FileNotFoundError(f"model {path}: no such directory")
     if (path / MODEL_FILE).is_file():
-        return check_checkpoint(path)
+        return check_checkpoint(path, resumable=False)
     if (swept := best_run(str(path))) is not None:
         run, scored_with = swept
         path, learner = Path(run), learner or scored_with
@@ -108,7 +109,7 @@ def resolve_checkpoint(path: str | Path, learner: str | None = None) -> Path:
     elif learner is not None:
         raise ValueError(f"model.learner={learner!r}: {path} is not a co-training run, whose learners it would name")
     try:
-        return check_checkpoint(latest_checkpoint(path).path)
+        return check_checkpoint(latest_checkpoint(path).path, resumable=False)
     except FileNotFoundError as e:
         raise FileNotFoundError(f"model {path} is not a classifier: expected a checkpoint directory, a fine-tuning "
                                 f"run's output.dir, a co-training run's, a sweep's directory or an export ({e})") from e
@@ -123,30 +124,35 @@ def classifier_spec(checkpoint: str | Path) -> ClassifierSpec:
 
 
 def run_classifier(run: Path) -> ClassifierSpec | Combination:
-    """A co-training run's classifier as the run last left its learners: the one learner it is, or the combination
-    (the learners its last iteration's record names: ``classifier.choose: dev`` may have chosen one alone)."""
+    """A co-training run's classifier as the run last left it: at the iteration it keeps (``classifier.keep``), the
+    one learner it is or the combination (the learners that iteration's record names: ``classifier.choose: dev``
+    may have chosen one alone), each learner as that iteration left it."""
     state = LoopState.load(run)
     if state is None or not any(h["learner"] == CLASSIFIER for h in state.history):
         raise FileNotFoundError(f"{run} is a co-training run without a finished iteration ({run / STATE_FILE}): "
                                 "it has no classifier yet")
-    last = max((h for h in state.history if h["learner"] == CLASSIFIER), key=lambda h: h["iteration"])
+    cfg = load_cotrain_config(run / CONFIG_FILE)
+    kept = kept_iteration(state.history, cfg.classifier.keep, cfg.task.source_lang)
+    last = max(h["iteration"] for h in state.history if h["learner"] == CLASSIFIER)
     specs = {}
-    for name in members(last):
-        found = probe_learner(run, name)
-        specs[name] = found[1] if found is not None else classifier_spec(resolve_checkpoint(run, name))
+    for name in members(next(h for h in state.history if h["learner"] == CLASSIFIER and h["iteration"] == kept)):
+        found = probe_learner(run, name, kept)
+        specs[name] = found[1] if found is not None else classifier_spec(
+            check_checkpoint(fit_model(str(run), name, kept, last).path, resumable=False))
     return next(iter(specs.values())) if len(specs) == 1 else Combination(specs)
 
 
-def probe_learner(run: Path, name: str) -> tuple[str, ClassifierSpec] | None:
-    """A co-training run's probe learner ``name`` as its last probe left it (``xlt.cotrain.probe``), or ``None`` if
-    the learner kept no probe (a fine-tuned learner keeps checkpoints)."""
+def probe_learner(run: Path, name: str, iteration: int | None = None) -> tuple[str, ClassifierSpec] | None:
+    """A co-training run's probe learner ``name`` as its probe of ``iteration`` (by default its last) left it
+    (``xlt.cotrain.probe``), or ``None`` if the learner kept no probe (a fine-tuned learner keeps checkpoints)."""
     directory = learner_run(str(run), name)
     kept = sorted((int(p.stem.removeprefix("probe-iteration")) for p in Path(directory).glob("probe-iteration*.pt")))
     if not kept:
         return None
+    at = kept[-1] if iteration is None else iteration
     cfg = load_cotrain_config(run / CONFIG_FILE)
     learner = cfg.learner(name)
-    settings = json.loads(Path(probe_path(directory, kept[-1], ".json")).read_text(encoding="utf-8"))
-    return probe_path(directory, kept[-1]), ClassifierSpec(
-        model=learner.model, labels=cfg.task.labels, state=probe_path(directory, kept[-1]), paired=cfg.task.paired,
+    settings = json.loads(Path(probe_path(directory, at, ".json")).read_text(encoding="utf-8"))
+    return probe_path(directory, at), ClassifierSpec(
+        model=learner.model, labels=cfg.task.labels, state=probe_path(directory, at), paired=cfg.task.paired,
         from_source=tuple(settings["from_source"]), normalize=True, languages=tuple(settings["languages"]))

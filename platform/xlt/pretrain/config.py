@@ -194,6 +194,8 @@ class PretrainConfig:
     def __post_init__(self) -> None:
         object.__setattr__(self, "optim", resolve_auto(self.optim, self.scaling))
         check_evals("evals", self.evals, {HELD_APART: "retrieval"})
+        check(self.optim.keep == "last", "optim.keep", self.optim.keep,
+              "last: pretraining scores no labelled dev split to keep an epoch by")
         check(not self.output.export, "output.export", True, "false: pretraining exports its encoder with every "
               "checkpoint (<checkpoint>/encoder, a local: source); classifiers are exported by fine-tuning and "
               "co-training")

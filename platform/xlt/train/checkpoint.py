@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..engine import TrainState, read_state
+from ..engine.checkpoints import read_config, read_model
 from ..inference import ClassifierSpec, build_classifier
 from ..models import Classifier, load_trained
 from .config import FinetuneConfig
@@ -16,9 +17,9 @@ def read_checkpoint(directory: str | Path) -> TrainState:
 
 
 def load_classifier(directory: str | Path) -> Classifier:
-    """The fine-tuned classifier of a checkpoint directory (e.g. ``result.checkpoint.path``), in eval mode."""
-    state = read_checkpoint(directory)
-    task = state.config.task
-    classifier = build_classifier(ClassifierSpec(state.config.model, task.labels, paired=task.paired))
-    load_trained(classifier, state.model, state.from_source)
+    """The fine-tuned classifier of a checkpoint directory (e.g. ``result.checkpoint.path``, or a model kept
+    without its optimizer state: ``xlt.engine.checkpoints.keep_model``), in eval mode."""
+    cfg = read_config(directory, FinetuneConfig)
+    classifier = build_classifier(ClassifierSpec(cfg.model, cfg.task.labels, paired=cfg.task.paired))
+    load_trained(classifier, *read_model(directory))
     return classifier

@@ -112,6 +112,10 @@ class FinetuneConfig:
     def __post_init__(self) -> None:
         object.__setattr__(self, "optim", resolve_auto(self.optim, self.scaling))
         check_evals("evals", self.evals, EVAL_DATA)
+        check(self.optim.keep == "last" or any(e.type == "classification" and e.split == "val" and e.every_epoch
+                                               for e in self.evals), "optim.keep", self.optim.keep,
+              "last, or evals scoring dev after every epoch (a classification of val, every_epoch: true): best-dev "
+              f"keeps the epoch of the best {self.task.source_lang} dev accuracy")
         check(self.data.augment is None or self.data.augment.source_lang == self.task.source_lang,
               "data.augment.source_lang", self.data.augment and self.data.augment.source_lang,
               f"the source language {self.task.source_lang!r} of the task")

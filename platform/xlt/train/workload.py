@@ -209,6 +209,10 @@ class Finetuning(Workload):
                             context=Context(cfg.task.source_lang, cfg.optim.eval_batch_size, cfg.output.name))
         return Evaluation(done.metrics, done.predictions)
 
+    def dev_metric(self, cfg: FinetuneConfig) -> str:
+        """The source language's dev accuracy (zero-shot: the one language with labels)."""
+        return metric_name("val", ACC, cfg.task.source_lang)
+
     def write(self, directory: Path, training: FinetuneTraining, cfg: FinetuneConfig, evaluation: Evaluation) -> None:
         """The predictions of this epoch's evaluation, if it evaluated (``PREDICTIONS_FILE``)."""
         if evaluation.outputs:
