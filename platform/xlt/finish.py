@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import save_config
-from .cotrain.classifier import CLASSIFIER, describe, kept_iteration, members
+from .cotrain.classifier import describe, kept_record, members
 from .cotrain.learner import LEARNERS_DIR
 from .cotrain.state import STATE_FILE
 from .cotrain.tables import iteration_rows, language_rows, plot_iterations
@@ -113,8 +113,8 @@ def finish_cotrain(cfg: Any, data: Any, state: Any, phases: Phases, tracker: Any
     label = "co-training" if cfg.mode == "cotrain" else "self-training"
     langs = (source, *data.targets)
 
-    kept = kept_iteration(state.history, cfg.classifier.keep, source)
-    chosen = next(h for h in state.history if h["learner"] == CLASSIFIER and h["iteration"] == kept)
+    chosen = kept_record(state.history, cfg.classifier.keep, source)
+    kept = int(chosen["iteration"])
 
     def language_table(score: str) -> str:
         probe_rows = [{"model": model, **{lang: scores[score][lang] for lang in (*langs, AVG_TARGET)}}

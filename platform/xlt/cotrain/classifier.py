@@ -163,17 +163,21 @@ def scores(predictions: Mapping[str, Mapping[str, Any]], source_lang: str) -> di
     return out
 
 
-def kept_iteration(history: Sequence[Mapping[str, Any]], keep: str, source_lang: str) -> int:
-    """The iteration whose classifier the run keeps: the last, or the best source dev accuracy (ties: the
-    earliest)."""
+def kept_record(history: Sequence[Mapping[str, Any]], keep: str, source_lang: str) -> Mapping[str, Any]:
+    """The record of the job's classifier at the iteration the run keeps: the last, or the best source dev accuracy
+    (ties: the earliest)."""
     records = sorted((h for h in history if h["learner"] == CLASSIFIER), key=lambda h: h["iteration"])
     if not records:
         raise ValueError("the history holds no record of the job's classifier")
     if keep == "last":
-        return int(records[-1]["iteration"])
+        return records[-1]
     dev = metric_name(DEV, ACC, source_lang)
-    best = max(records, key=lambda h: (h.get(dev, float("-inf")), -h["iteration"]))
-    return int(best["iteration"])
+    return max(records, key=lambda h: (h.get(dev, float("-inf")), -h["iteration"]))
+
+
+def kept_iteration(history: Sequence[Mapping[str, Any]], keep: str, source_lang: str) -> int:
+    """The iteration whose classifier the run keeps (``kept_record``)."""
+    return int(kept_record(history, keep, source_lang)["iteration"])
 
 
 def predictions_path(output_dir: str, iteration: int) -> str:

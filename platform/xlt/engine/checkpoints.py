@@ -122,7 +122,7 @@ def check_checkpoint(directory: str | Path, resumable: bool = True) -> Path:
     """``directory`` if it holds a training checkpoint's files (a model alone, ``resumable=False``: no
     ``train_state.pt``, as ``keep_model`` copies it), else a ``FileNotFoundError`` naming what is missing."""
     directory = Path(directory)
-    needed = (MODEL_FILE, TRAIN_STATE_FILE, STATE_FILE, CONFIG_FILE) if resumable else (MODEL_FILE, STATE_FILE, CONFIG_FILE)
+    needed = (MODEL_FILE, *((TRAIN_STATE_FILE,) if resumable else ()), STATE_FILE, CONFIG_FILE)
     missing = [f for f in needed if not (directory / f).is_file()]
     if missing:
         raise FileNotFoundError(f"{directory} is not an xlt training checkpoint: missing {', '.join(missing)}")

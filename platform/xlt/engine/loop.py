@@ -222,9 +222,9 @@ def keep_best(training: Training, workload: Workload, cfg: Any, metrics: Mapping
         model, _ = trained_state(training.module)
         training.best = BestEpoch(training.epoch, score, {k: v.detach().to("cpu", copy=True) for k, v in model.items()})
     patience = cfg.optim.patience
-    training.stopped = bool(patience) and training.epoch - training.best.epoch >= patience \
-        and training.epoch < cfg.optim.epochs
-    if training.epoch < cfg.optim.epochs and not training.stopped:
+    out_of_patience = bool(patience) and training.epoch - training.best.epoch >= patience
+    training.stopped = out_of_patience and training.epoch < cfg.optim.epochs
+    if training.epoch < cfg.optim.epochs and not out_of_patience:
         return False
     if training.best.epoch != training.epoch:
         device = device_of(training.module)

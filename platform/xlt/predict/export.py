@@ -143,14 +143,14 @@ def export_cotrain(cfg: Any, task: Any, history: list[dict[str, Any]], tracker: 
     says which iteration its classifier keeps: ``export/<learner>`` for each learner at its last fit, and
     ``export/classifier``, its learners as that iteration left them. Every learner the classifier needs is checked
     for an export form first, so a refusal writes nothing."""
-    from ..cotrain.classifier import CLASSIFIER, kept_iteration, members
+    from ..cotrain.classifier import kept_record, members
     from ..cotrain.config import LEARNERS
     from ..models.classifier import CombinedClassifier, check_exportable
     from ..models import load_encoder
 
-    kept = kept_iteration(history, cfg.classifier.keep, task.source_lang)
+    record = kept_record(history, cfg.classifier.keep, task.source_lang)
+    kept, combined = int(record["iteration"]), members(record)
     last = max(h["iteration"] for h in history)
-    combined = members(next(h for h in history if h["learner"] == CLASSIFIER and h["iteration"] == kept))
     for name in combined:
         try:
             check_exportable(load_encoder(cfg.learner(name).model))

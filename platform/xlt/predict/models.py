@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..cotrain import LEARNERS
-from ..cotrain.classifier import CLASSIFIER, kept_iteration, members
+from ..cotrain.classifier import CLASSIFIER, kept_record, members
 from ..cotrain.config import load_cotrain_config
 from ..cotrain.learner import LEARNERS_DIR, fit_model, learner_run
 from ..cotrain.probe import probe_path
@@ -132,13 +132,13 @@ def run_classifier(run: Path) -> ClassifierSpec | Combination:
         raise FileNotFoundError(f"{run} is a co-training run without a finished iteration ({run / STATE_FILE}): "
                                 "it has no classifier yet")
     cfg = load_cotrain_config(run / CONFIG_FILE)
-    kept = kept_iteration(state.history, cfg.classifier.keep, cfg.task.source_lang)
+    record = kept_record(state.history, cfg.classifier.keep, cfg.task.source_lang)
+    kept = int(record["iteration"])
     last = max(h["iteration"] for h in state.history if h["learner"] == CLASSIFIER)
     specs = {}
-    for name in members(next(h for h in state.history if h["learner"] == CLASSIFIER and h["iteration"] == kept)):
+    for name in members(record):
         found = probe_learner(run, name, kept)
-        specs[name] = found[1] if found is not None else classifier_spec(
-            check_checkpoint(fit_model(str(run), name, kept, last).path, resumable=False))
+        specs[name] = found[1] if found is not None else classifier_spec(fit_model(str(run), name, kept, last).path)
     return next(iter(specs.values())) if len(specs) == 1 else Combination(specs)
 
 
