@@ -55,7 +55,8 @@ def get_args() -> argparse.Namespace:
 def task_rows(which: str, pool: str):
     """The study's rows of ``which`` and each target language's unlabelled pool (``POOLS``; labels never read)."""
     from xlt.data.sample import sample
-    from xlt.study.recipes import cotrain_rows, finetune_rows
+    from xlt.cotrain.probes import cotrain_rows
+    from xlt.eval.baselines import finetune_rows
 
     if which == "sib150":
         from xlt.cotrain.config import load_cotrain_config

@@ -43,7 +43,7 @@ def main() -> None:
     # After the arguments: --help answers before torch and Ray are imported.
     from xlt.cotrain import load_cotrain_config, prepare, run_cotraining
     from xlt.logs import configure_logging, quiet_libraries
-    from xlt.finish import finish_cotrain
+    from xlt.cotrain.finish import finish_cotrain
     from xlt.report import Phases, command_line
     from xlt.tracking import Tracker
 

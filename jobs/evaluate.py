@@ -38,7 +38,7 @@ def main() -> None:
     # After the arguments: --help answers before torch and Ray are imported.
     from xlt.config import load_config
     from xlt.eval.protocols import PROTOCOLS, EvaluateConfig, run_evaluation
-    from xlt.finish import finish_evaluation
+    from xlt.eval.finish import finish_evaluation
     from xlt.report import command_line
     from xlt.logs import configure_logging, quiet_libraries
     from xlt.tracking import Tracker

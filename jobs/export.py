@@ -1,12 +1,13 @@
 """Export a trained classifier for use outside xlt: sentence-transformers, transformers, xlt's own loader.
 
     python jobs/export.py results/finetune/sib200-e5-zero-shot results/export/sib200
-    python jobs/export.py results/cotrain/demo results/export/demo-lm --learner lm
+    python jobs/export.py results/cotrain/demo results/export/demo --learner classifier
     python jobs/export.py results/sweeps/scl results/export/scl     # the sweep's best trial
     python jobs/export.py --smoke         # the fine-tuning smoke run's model (or the one given), to results/smoke/export
 
-The model: a checkpoint, a fine-tuning run's output.dir (its latest checkpoint), a co-training run's
-(``--learner``) or a sweep's directory (its best trial's run; ``xlt.predict.models``). Training jobs
+The model: a run's output directory, whose record (``run.json``) names the classifiers it produced:
+``--learner`` picks one (default: the record's own; a co-training run's ``lm``, ``emb`` or ``classifier``; a
+study's unit by name; ``xlt.predict.models``). Training jobs
 export at their end with ``--set output.export=true`` (``jobs/sweep.py --export``). The export directory loads as ``SentenceTransformer(dir)`` (the encoder, with its
 pooling and prefix) and ``xlt.models.Classifier.from_pretrained(dir)`` (the classifier), and holds a
 model card, ``README.md``: task, labels, languages, the scores its run reported, the config.
@@ -23,25 +24,23 @@ SMOKE = ("results/smoke/finetune_sib200", "results/smoke/export")
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("model", nargs="?", help="a checkpoint, a fine-tuning run, a co-training run or a sweep")
+    parser.add_argument("model", nargs="?", help="a run's output directory (fine-tuning, co-training, sweep, study)")
     parser.add_argument("directory", nargs="?", help="where the export goes (created)")
-    parser.add_argument("--learner", metavar="{lm,emb}",
-                        help="a co-training run's learner (default: lm; of a co-training sweep, the one it scored with)")
+    parser.add_argument("--learner", metavar="NAME",
+                        help="which classifier of the run's record (default: the record's own; a co-training run's "
+                             "lm, emb or classifier; of a co-training sweep, the learner it scored with)")
     parser.add_argument("--smoke", action="store_true", help="the fine-tuning smoke run's model (jobs/finetune.py --smoke)")
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     args = parser.parse_args()
     # After the arguments: --help answers before torch is imported.
-    from xlt.cotrain.config import LEARNERS
+    from xlt.export import export_model
     from xlt.logs import quiet_libraries
-    from xlt.predict import export_checkpoint
 
-    if args.learner is not None and args.learner not in LEARNERS:
-        parser.error(f"argument --learner: invalid choice: {args.learner!r} (choose from {', '.join(LEARNERS)})")
     quiet_libraries()
     model, directory = (args.model or SMOKE[0], args.directory or SMOKE[1]) if args.smoke else (args.model, args.directory)
     if not model or not directory:
         parser.error("give the model and the export directory (or --smoke)")
-    out = export_checkpoint(model, directory, args.learner)
+    out = export_model(model, directory, args.learner)
     print(f"exported {model} to {out}\n"
           f"  SentenceTransformer('{out}')  |  xlt.models.Classifier.from_pretrained('{out}')  |  {out}/README.md")
 

@@ -41,7 +41,7 @@ def main() -> None:
     args = resumable_job_args(__doc__)
     # After the arguments: --help answers before torch and Ray are imported.
     from xlt.engine import run_dir
-    from xlt.finish import finish_finetune
+    from xlt.train.finish import finish_finetune
     from xlt.logs import configure_logging, quiet_libraries
     from xlt.tracking import Tracker
     from xlt.train import build_trainer, load_finetune_config, prepare, resume_config

@@ -37,7 +37,7 @@ def main() -> None:
     from xlt.logs import configure_logging, quiet_libraries
     from xlt.predict import load_predict_config, predict, prepare
     from xlt.progress import progress
-    from xlt.finish import finish_prediction
+    from xlt.predict.finish import finish_prediction
     from xlt.report import Phases, command_line
 
     quiet_libraries()

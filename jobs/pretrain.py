@@ -41,7 +41,7 @@ def main() -> None:
     args = resumable_job_args(__doc__)
     # After the arguments: --help answers before torch and Ray are imported.
     from xlt.engine import run_dir
-    from xlt.finish import finish_pretrain
+    from xlt.pretrain.finish import finish_pretrain
     from xlt.logs import configure_logging, quiet_libraries
     from xlt.pretrain.config import load_pretrain_config
     from xlt.pretrain.trainer import build_trainer, prepare, resume_config

@@ -65,7 +65,7 @@ def main() -> None:
     args = get_args()
     # After the arguments: --help answers before torch and Ray are imported.
     from xlt.logs import configure_logging, quiet_libraries
-    from xlt.finish import finish_study
+    from xlt.study.finish import finish_study
     from xlt.report import markdown_table
     from xlt.study import load_study
     from xlt.study.runner import check_units, data_overrides, local_output, plan, run_units

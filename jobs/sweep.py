@@ -74,7 +74,7 @@ def main() -> None:
     # After the arguments: --help answers before torch and Ray are imported.
     from xlt.config import apply_overrides, merge_presets
     from xlt.logs import configure_logging, quiet_libraries
-    from xlt.finish import finish_sweep
+    from xlt.sweep.finish import finish_sweep
     from xlt.sweep import load_space
     from xlt.sweep.runner import SweepSettings, prepare_sweep
     from xlt.tracking import Tracker

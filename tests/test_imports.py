@@ -170,3 +170,13 @@ def test_every_room_is_in_the_architecture_map_once() -> None:
 def test_rooms_import_only_the_layers_below_them() -> None:
     bad = upward_imports(import_graph(), layers(ARCHITECTURE.read_text(encoding="utf-8")))
     assert not bad, "imports against docs/architecture.md's layers:\n" + "\n".join(bad)
+
+
+def test_predict_reads_runs_through_their_records_not_the_jobs_that_wrote_them() -> None:
+    """Prediction knows a run only by its record (``xlt.record``): no module of ``xlt.predict`` imports, even
+    lazily, the rooms whose runs it labels with (co-training, sweeps, studies)."""
+    graph = import_graph()
+    reached = {(module, target) for module, targets in graph.items() if room_of(module) == "predict"
+               for target in targets if room_of(target) in ("cotrain", "sweep", "study")}
+    assert not reached, f"xlt.predict imports the rooms of the jobs whose runs it reads: {sorted(reached)}"
+    assert any(room_of(t) == "inference" for m, ts in graph.items() if room_of(m) == "predict" for t in ts)

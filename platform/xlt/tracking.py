@@ -252,7 +252,7 @@ class Tracker(Sink):
 
 
 def _user_callback_base() -> type:
-    from ray.train.v2.api.callback import UserCallback
+    from ray.train import UserCallback
 
     return UserCallback
 

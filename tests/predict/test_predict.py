@@ -1,5 +1,6 @@
 """``xlt.predict`` and ``jobs/predict.py``: a trained classifier over a user's file or a task's split,
-written as resumable shards. Models are tiny:bert checkpoints written without Ray (``write_state``)."""
+written as resumable shards. Models are tiny:bert checkpoints written without Ray (``write_state``), in runs whose
+record (``run.json``) names them as the jobs' records do (the jobs' own records: tests/jobs)."""
 
 from __future__ import annotations
 
@@ -17,14 +18,14 @@ import pytest
 from conftest import REPO
 from xlt.data import DataError
 from xlt.engine import write_state
-from xlt.engine.context import CHECKPOINTS_FILE
-from xlt.predict import (InputConfig, ModelRef, PredictConfig, predict, prepare,
-                         resolve_checkpoint)
+from xlt.predict import InputConfig, ModelRef, PredictConfig, model_spec, predict, prepare
 from xlt.inference import InferenceSettings
+from xlt.record import FINISHED, MissingRecord, write_record
 from xlt.storage import OutputSettings, read_text
 from xlt.train import load_classifier
 from xlt.train.batches import batches_of, flatten_batch
-from xlt.train.workload import finetune_training, train_step
+from xlt.train.checkpoint import checkpoint_entry
+from xlt.train.workload import FINETUNE, finetune_training, train_step
 
 from train.helpers import LABELS, rows_with_views, tiny_config
 
@@ -48,6 +49,18 @@ def checkpoint(directory: Path, paired: bool = False) -> Path:
     return write_state(directory, training, cfg)
 
 
+EPOCH = "epoch001"  # the checkpoint of a stand-in fine-tuning run (finetune_run)
+
+
+def finetune_run(run: Path, paired: bool = False) -> Path:
+    """A fine-tuning run's output: a ``checkpoint`` in ``run/epoch001`` and the record the engine writes for it."""
+    checkpoint(run / EPOCH, paired=paired)
+    cfg = tiny_config(paired=paired)
+    write_record(run, FINETUNE.job, cfg, FINISHED, classifiers=FINETUNE.classifiers(cfg, str(run / EPOCH), str(run)),
+                 default="model")
+    return run
+
+
 def config(model: Path, out: Path | str, **input_fields) -> PredictConfig:
     return PredictConfig(model=ModelRef(str(model)), input=InputConfig(**input_fields), output=OutputSettings(str(out)),
                          shard_rows=3, inference=InferenceSettings(num_actors=0, batch_size=2, precision="fp32"))
@@ -68,7 +81,7 @@ def assert_same_as_predict(frame: pd.DataFrame, model: Path, items: dict[str, ob
 
 
 def test_single_texts_of_a_file_in_several_languages_are_predicted_once_each(ray_cluster, tmp_path):
-    model = checkpoint(tmp_path / "model")
+    model = finetune_run(tmp_path / "model")
     corpus = tmp_path / "corpus.jsonl"
     rows = [{"id": f"{lang}{i}", "sentence": text, "language": lang} for lang, texts in TEXTS.items()
             for i, text in enumerate(texts)]
@@ -82,15 +95,20 @@ def test_single_texts_of_a_file_in_several_languages_are_predicted_once_each(ray
     assert {(lang, n) for lang, n in frame.groupby("lang").size().items()} == {("de", 3), ("fr", 4)}
     assert sum(written.labels.values()) == len(rows)
     assert frame[f"p_{LABELS[0]}"].nunique() == len(rows)  # each row its own probabilities
-    assert_same_as_predict(frame, model, {r["id"]: r["sentence"] for r in rows})
+    assert_same_as_predict(frame, model / EPOCH, {r["id"]: r["sentence"] for r in rows})
 
 
-def test_pairs_of_a_csv_from_a_cotraining_learner(tmp_path):
-    """A co-training run's learner: its latest fit, found through the run's record."""
+def test_pairs_of_a_csv_from_a_runs_named_classifier(tmp_path):
+    """A run whose record names several classifiers (a co-training run's learners): the one ``learner`` names,
+    found through the record; without a name, the record's default."""
     run = tmp_path / "cotrain"
-    checkpoint(run / "learners" / "emb" / "emb-iteration1-epoch001-step0000001", paired=True)
-    (run / "learners" / "emb" / CHECKPOINTS_FILE).write_text(json.dumps(["emb-iteration1-epoch001-step0000001"]))
-    assert resolve_checkpoint(run, "emb").name == "emb-iteration1-epoch001-step0000001"
+    for name, paired in (("lm", True), ("emb", True)):
+        checkpoint(run / "learners" / name / "iteration1", paired=paired)
+    entries = {name: checkpoint_entry(str(run / "learners" / name / "iteration1"), str(run)) for name in ("lm", "emb")}
+    write_record(run, "cotrain", {"task": {"name": "tiny"}}, FINISHED, classifiers=entries, default="lm")
+    assert entries["emb"]["spec"]["state"] == "learners/emb/iteration1/model.pt"  # relative: the run moves whole
+    assert model_spec(run, "emb")[0] == str(run / "learners" / "emb" / "iteration1" / "model.pt")
+    assert model_spec(run)[0] == str(run / "learners" / "lm" / "iteration1" / "model.pt")
     corpus = tmp_path / "pairs.csv"
     pairs = [("a man plays", "someone plays"), ("it rains", "the sun shines"), ("two dogs", "animals")]
     corpus.write_text("premise,hypothesis\n" + "".join(f"{a},{b}\n" for a, b in pairs), encoding="utf-8")
@@ -103,33 +121,39 @@ def test_pairs_of_a_csv_from_a_cotraining_learner(tmp_path):
     assert list(frame.columns) == ["id", "lang", "text", "text_pair", "label", "confidence",
                                    *(f"p_{label}" for label in LABELS)]
     assert sorted(frame["id"]) == ["pairs.csv:2", "pairs.csv:3", "pairs.csv:4"]  # rows without an id: file:line
-    assert_same_as_predict(frame.sort_values("id"), resolve_checkpoint(run, "emb"),
+    assert_same_as_predict(frame.sort_values("id"), run / "learners" / "emb" / "iteration1",
                            {f"pairs.csv:{i + 2}": pair for i, pair in enumerate(pairs)})
 
 
-def test_a_sweep_names_its_best_trials_run_and_the_learner_it_scored_with(tmp_path):
-    """A sweep's directory (its ``results.json``, as ``xlt.sweep.results`` writes it): the best trial's
-    run; of co-training, the learner the trial scored with unless one is named. (A real sweep's:
-    tests/jobs/test_sweep.py.)"""
+def test_a_sweeps_record_points_at_its_best_trials_run_and_the_learner_it_scored_with(tmp_path):
+    """A sweep's record (as ``xlt.sweep.finish`` writes it) points at its best trial's run and the learner it
+    scored with; another learner is looked up in that run's record. A name no record holds, and a directory
+    without a record, are refused in one line. (A real sweep's: tests/jobs/test_sweep.py.)"""
     sweep = tmp_path / "sweep"
     run = sweep / "trial_b" / "cotrain"
     for learner in ("lm", "emb"):
-        checkpoint(run / "learners" / learner / f"{learner}-iteration1-epoch001-step0000001")
-        (run / "learners" / learner / CHECKPOINTS_FILE).write_text(json.dumps([f"{learner}-iteration1-epoch001-step0000001"]))
-    (sweep / "results.json").write_text(json.dumps({"space": {"job": "cotrain"}, "trials": [],
-                                                    "best": {"trial_id": "b", "result": {"best_learner": "emb"}}}))
-    assert resolve_checkpoint(sweep).parent == run / "learners" / "emb"
-    assert resolve_checkpoint(sweep, "lm").parent == run / "learners" / "lm"
-    finetune = tmp_path / "finetune"
-    checkpoint(finetune / "epoch001")
-    (finetune / CHECKPOINTS_FILE).write_text(json.dumps(["epoch001"]))
-    assert resolve_checkpoint(finetune) == finetune / "epoch001"
-    with pytest.raises(ValueError, match=r"model.learner='emb': .*finetune is not a co-training run"):
-        resolve_checkpoint(finetune, "emb")
+        checkpoint(run / "learners" / learner / "iteration1")
+    write_record(run, "cotrain", {}, FINISHED, default="lm", classifiers={
+        name: checkpoint_entry(str(run / "learners" / name / "iteration1"), str(run)) for name in ("lm", "emb")})
+    write_record(sweep, "sweep", {}, FINISHED, classifiers={"best": {"run": "trial_b/cotrain", "classifier": "emb"}},
+                 default="best")
+    assert Path(model_spec(sweep)[0]).parent == run / "learners" / "emb" / "iteration1"
+    assert Path(model_spec(sweep, "lm")[0]).parent == run / "learners" / "lm" / "iteration1"
+    finetune = finetune_run(tmp_path / "finetune")
+    assert Path(model_spec(finetune)[0]).parent == finetune / EPOCH
+    with pytest.raises(LookupError, match=r"model.learner='emb': the finetune run in .*finetune records no such "
+                                          r"classifier; it records: model"):
+        model_spec(finetune, "emb")
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / "results.json").write_text(json.dumps({"command": "python jobs/finetune.py --set output.dir=bare"}))
+    with pytest.raises(MissingRecord, match=r"bare holds no run.json, .*run its own command again, which writes it "
+                                            r"without training: python jobs/finetune.py --set output.dir=bare$"):
+        model_spec(bare)
 
 
 def test_a_stopped_job_rerun_writes_each_row_once(tmp_path):
-    model = checkpoint(tmp_path / "model")
+    model = finetune_run(tmp_path / "model")
     corpus = tmp_path / "corpus.txt"
     texts = [f"sentence number {i}" for i in range(8)]
     corpus.write_text("\n".join(texts) + "\n", encoding="utf-8")
@@ -147,7 +171,7 @@ def test_a_stopped_job_rerun_writes_each_row_once(tmp_path):
     assert written.skipped == 1 and written.rows == 8
     frame = read_predictions(tmp_path / "out")
     assert sorted(frame["id"]) == sorted(f"corpus.txt:{i + 1}" for i in range(8))  # each once
-    assert_same_as_predict(frame, model, {f"corpus.txt:{i + 1}": t for i, t in enumerate(texts)})
+    assert_same_as_predict(frame, model / EPOCH, {f"corpus.txt:{i + 1}": t for i, t in enumerate(texts)})
 
 
 @pytest.mark.parametrize("content, fields, message", [
@@ -159,7 +183,7 @@ def test_a_stopped_job_rerun_writes_each_row_once(tmp_path):
     ("text,id\nhello,a\nhi,a\n", {}, r"corpus.csv: duplicate id 'a' in one shard"),
 ])
 def test_bad_input_is_one_line_naming_file_and_line(tmp_path, content, fields, message):
-    model = checkpoint(tmp_path / "model")
+    model = finetune_run(tmp_path / "model")
     (tmp_path / "corpus.csv").write_text(content, encoding="utf-8")
     cfg = config(model, tmp_path / "out", **{"path": str(tmp_path / "corpus.csv"), "lang": "de", **fields})
     with pytest.raises(DataError, match=message):
@@ -205,7 +229,7 @@ def test_a_directory_of_compressed_files_streams_through_one_pool_of_actors(ray_
     """A directory of files in three formats, two of them compressed, labelled by two actors (the job's one pool
     for all its shards: tests/inference/test_labellers.py): every row once, ids from the file and line where the row
     has none, predictions as ``Classifier.predict``'s; a glob picks its files."""
-    model = checkpoint(tmp_path / "model")
+    model = finetune_run(tmp_path / "model")
     texts = corpus_directory(tmp_path / "corpus")
     cfg = dataclasses.replace(config(model, tmp_path / "out", path=str(tmp_path / "corpus"), text_field="sentence",
                                      lang_field="language"),
@@ -215,7 +239,7 @@ def test_a_directory_of_compressed_files_streams_through_one_pool_of_actors(ray_
     assert written.rows == len(texts) == len(frame) == 8 and sorted(frame["id"]) == sorted(texts)
     assert len(list((tmp_path / "out" / "predictions").iterdir())) == 3  # shards of 3 rows
     assert dict(frame.groupby("lang").size()) == {"de": 4, "fr": 4}
-    assert_same_as_predict(frame, model, texts)
+    assert_same_as_predict(frame, model / EPOCH, texts)
     globbed = dataclasses.replace(cfg, input=dataclasses.replace(cfg.input, path=str(tmp_path / "corpus" / "*.csv")),
                                   output=OutputSettings(str(tmp_path / "globbed")))
     assert predict(prepare(globbed)).rows == len(TEXTS["fr"])
@@ -225,7 +249,7 @@ def test_a_corpus_on_the_s3_server(tmp_path, s3):
     """The same corpus read from the local S3 server, written back to it."""
     from xlt.storage import upload
 
-    model = checkpoint(tmp_path / "model")
+    model = finetune_run(tmp_path / "model")
     texts = corpus_directory(tmp_path / "corpus")
     upload(tmp_path / "corpus", f"{s3}/corpus")
     cfg = config(model, f"{s3}/out", path=f"{s3}/corpus/", text_field="sentence", lang_field="language")
@@ -248,7 +272,7 @@ def test_a_bad_row_in_a_large_file_stops_before_its_shard_or_is_skipped_into_its
     """Line 25 of 40 is not JSON: under ``fail`` the shards before it are written and its own is not (a rerun
     after the fix writes the rest); under ``skip`` every other row is written once and the bad one is in its
     shard's rejects, with its file, line and reason."""
-    model = checkpoint(tmp_path / "model")
+    model = finetune_run(tmp_path / "model")
     corpus = tmp_path / "big.jsonl"
     lines = [json.dumps({"text": f"sentence {i}"}) for i in range(40)]
     lines[24] = '{"text": "broken'
@@ -271,9 +295,10 @@ def test_a_bad_row_in_a_large_file_stops_before_its_shard_or_is_skipped_into_its
 def test_a_model_that_is_not_a_classifier_or_reads_other_items_is_refused(tmp_path):
     (tmp_path / "corpus.txt").write_text("hello\n", encoding="utf-8")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(FileNotFoundError, match=r"model .*empty is not a classifier: expected a checkpoint directory"):
+    with pytest.raises(FileNotFoundError, match=r"empty holds no run.json, the record every xlt job writes into its "
+                                                r"output: run the job that wrote it again"):
         prepare(config(tmp_path / "empty", tmp_path / "out", path=str(tmp_path / "corpus.txt"), lang="de"))
-    paired = checkpoint(tmp_path / "paired", paired=True)
+    paired = finetune_run(tmp_path / "paired", paired=True)
     with pytest.raises(ValueError, match=r"reads sentence pairs; input .*corpus.txt holds single texts"):
         prepare(config(paired, tmp_path / "out", path=str(tmp_path / "corpus.txt"), lang="de"))
 
@@ -296,7 +321,7 @@ def test_the_smoke_job_writes_a_task_split_to_the_s3_server(job_env, tmp_path, s
     language, onto the local S3 server."""
     import pyarrow.dataset
 
-    model = checkpoint(tmp_path / "model")
+    model = finetune_run(tmp_path / "model")
     out = f"{s3}/predict"
     proc = subprocess.run([sys.executable, str(REPO / "jobs" / "predict.py"), "--smoke", "--set", f"model.path={model}",
                            "--set", f"output.dir={out}"], capture_output=True, text=True, timeout=300, cwd=tmp_path,

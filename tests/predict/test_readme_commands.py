@@ -6,7 +6,6 @@ Ray."""
 from __future__ import annotations
 
 import gzip
-import json
 import re
 import shlex
 
@@ -15,9 +14,10 @@ import pyarrow.fs
 
 from conftest import REPO
 from jobs.inprocess import run_in_process
-from xlt.engine.context import CHECKPOINTS_FILE
+from xlt.record import FINISHED, write_record
+from xlt.train.checkpoint import checkpoint_entry
 
-from .test_predict import checkpoint
+from .test_predict import checkpoint, finetune_run
 
 
 def readme_commands(job: str) -> list[list[str]]:
@@ -28,11 +28,6 @@ def readme_commands(job: str) -> list[list[str]]:
     return [shlex.split(line, comments=True)[2:] for line in lines if line.startswith(f"python jobs/{job} ")]
 
 
-def run(path, name: str) -> None:
-    """A run directory whose record names one checkpoint, ``name``."""
-    (path / CHECKPOINTS_FILE).write_text(json.dumps([name]))
-
-
 def test_the_readmes_predict_and_export_commands_run_as_typed(tmp_path, monkeypatch, capsys, data_dir, s3_server):
     for key, value in s3_server.items():
         monkeypatch.setenv(key, value)
@@ -40,10 +35,11 @@ def test_the_readmes_predict_and_export_commands_run_as_typed(tmp_path, monkeypa
                                     allow_bucket_creation=True)
     store.create_dir("bucket")
     monkeypatch.chdir(tmp_path)
-    checkpoint(tmp_path / "results/finetune/sib200-e5-zero-shot/epoch001")
-    run(tmp_path / "results/finetune/sib200-e5-zero-shot", "epoch001")
-    checkpoint(tmp_path / "results/cotrain/xnli/learners/emb/emb-iteration1-epoch001", paired=True)
-    run(tmp_path / "results/cotrain/xnli/learners/emb", "emb-iteration1-epoch001")
+    finetune_run(tmp_path / "results/finetune/sib200-e5-zero-shot")
+    xnli = tmp_path / "results/cotrain/xnli"  # a co-training run's learner, as its record names it
+    checkpoint(xnli / "learners/emb/iteration1", paired=True)
+    write_record(xnli, "cotrain", {}, FINISHED, default="emb",
+                 classifiers={"emb": checkpoint_entry(str(xnli / "learners/emb/iteration1"), str(xnli))})
     (tmp_path / "corpus.jsonl").write_text('{"text": "the rover found water", "lang": "en"}\n'
                                            '{"text": "der rover fand wasser", "lang": "de"}\n', encoding="utf-8")
     (tmp_path / "pairs.csv").write_text("premise,hypothesis\na man plays,someone plays\nit rains,the sun shines\n",

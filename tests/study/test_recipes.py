@@ -55,7 +55,7 @@ def test_setfits_adapted_head_is_the_adapted_probe_on_the_tuned_bodys_embeddings
 
     from xlt.eval.adaptation import ProbeAdaptation, adapted_probe
     from xlt.eval.protocols import EvaluateConfig
-    from xlt.study.recipes import _probe
+    from xlt.eval.baselines import probe_labels
 
     cfg = load_cotrain_config(REPO / "configs" / "cotrain_demo.yaml", [f"data.data_dir={data_dir}",
                                                                        "data.max_examples=40"])
@@ -72,7 +72,7 @@ def test_setfits_adapted_head_is_the_adapted_probe_on_the_tuned_bodys_embeddings
         return np.stack([table[ex.id] for ex in examples])
 
     adapt = ProbeAdaptation(center=True, rounds=1)
-    got, _ = _probe(rows, embed, EvaluateConfig(task=rows.task.config, progress=False, adapt=adapt))
+    got, _ = probe_labels(rows, embed, EvaluateConfig(task=rows.task.config, progress=False, adapt=adapt))
     gold = lambda examples: np.array([rows.task.labels.index(ex.label) for ex in examples])  # noqa: E731
     probe = adapted_probe(embed(rows.train), gold(rows.train), embed(rows.dev), gold(rows.dev), "en",
                           {lang: embed(examples) for lang, examples in rows.pools().items()}, adapt,

@@ -54,6 +54,7 @@ from ..engine import FitService, check_device, check_resumable, read_run_config
 from ..engine.checkpoints import CONFIG_FILE
 from ..inference.labellers import Labellers
 from ..progress import progress
+from ..record import FINISHED, RUNNING
 from ..report import Phases
 from ..storage import staged
 from ..tracking import Tracker
@@ -64,6 +65,7 @@ from .classifier import CLASSIFIER, classifier_predictions, classifier_record, m
 from .config import LEARNERS, CotrainConfig, PoolData
 from .learner import Fit, fit, learner_run, learner_service
 from .probe import ProbeLearner
+from .record import record_failure, write_cotrain_record
 from .pool import Pass, StoredPool, count_pool, put_pool, stream_selections
 from .selection import Selection, default_size
 from .state import LoopState
@@ -188,14 +190,31 @@ def run_cotraining(cfg: CotrainConfig, *, data: PreparedCotrain | None = None, s
     check_resumable(cfg, out, instead="choose another output.dir, or resume it unchanged")
     data = prepare(cfg) if data is None else data
     state = LoopState.load(out) or LoopState.fresh(LEARNERS)
+    try:
+        iterate(cfg, data, state, stop_after, on_iteration, phases, tracker)
+    except BaseException as e:
+        record_failure(cfg, e)
+        raise
+    complete = state.iteration > cfg.iterations
+    write_cotrain_record(cfg, data.task, state.history, FINISHED if complete else RUNNING,
+                         phase=None if complete else f"iteration {state.iteration - 1}")
+    return state
+
+
+def iterate(cfg: CotrainConfig, data: PreparedCotrain, state: LoopState, stop_after: int | None,
+            on_iteration: Callable[[int, list[dict[str, Any]]], None] | None, phases: Phases,
+            tracker: Tracker | None) -> None:
+    """``run_cotraining``'s loop, from ``state`` on: each iteration saved, and the run's record with it."""
+    out = cfg.output.dir
     previous = read_run_config(out, CotrainConfig)
     if state.history and previous is not None and previous.classifier != cfg.classifier:
         score_again(cfg, previous, state, data.task.source_lang)
     with staged(out) as local:
         save_config(cfg, local / CONFIG_FILE)
+    write_cotrain_record(cfg, data.task, state.history, RUNNING)
     if state.iteration > cfg.iterations:
         logger.info("co-training in %s is complete (%d iterations)", out, cfg.iterations)
-        return state
+        return
     if state.iteration:
         logger.info("resuming %s at iteration %d", out, state.iteration)
     warn_if_short(cfg)
@@ -220,6 +239,7 @@ def run_cotraining(cfg: CotrainConfig, *, data: PreparedCotrain | None = None, s
             state.history.extend(records.values())
             state.iteration = iteration + 1
             state.save(out)
+            write_cotrain_record(cfg, data.task, state.history, RUNNING, phase=f"iteration {iteration}")
             if tracker is not None:
                 for name, record in records.items():
                     tracker.metrics(record, iteration, prefix=f"{name}/")
@@ -230,7 +250,6 @@ def run_cotraining(cfg: CotrainConfig, *, data: PreparedCotrain | None = None, s
                 on_iteration(iteration, list(records.values()))
             if stop_after is not None and iteration >= stop_after:
                 break
-    return state
 
 
 def score_again(cfg: CotrainConfig, previous: CotrainConfig, state: LoopState, source_lang: str) -> None:

@@ -75,6 +75,7 @@ class Workload(ABC):
     """
 
     config_class: ClassVar[type]
+    job: ClassVar[str] = "train"  # what a run of it is, in its record (xlt.record): "finetune", "pretrain"
     batch_format: ClassVar[Literal["numpy", "pyarrow"]] = "numpy"
     unit: ClassVar[str] = "examples"  # what ``samples_per_s`` counts, in progress lines
 
@@ -105,6 +106,11 @@ class Workload(ABC):
     def write(self, directory: Path, training: Training, cfg: Any, evaluation: Evaluation) -> None:
         """What a checkpoint holds beside the training state (e.g. an exported encoder, ``evaluation``'s
         outputs); nothing by default."""
+
+    def classifiers(self, cfg: Any, checkpoint: str, directory: str) -> dict[str, dict[str, Any]]:
+        """The classifiers a finished run in ``directory`` produced, its ``checkpoint`` the last (a path, local or
+        URI), as its record names them (``xlt.inference.entries``), the default first; none by default."""
+        return {}
 
     def dev_metric(self, cfg: Any) -> str | None:
         """The metric of rank 0's evaluation after every epoch that ``optim.keep: best-dev`` keeps the best epoch by

@@ -22,10 +22,12 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..logs import train_logging_level
+from ..record import RUNNING
 from ..storage import OutputSettings, fetched, is_uri, staged
 from ..config import ConfigError, apply_overrides, from_dict, read_yaml, save_config
 from .loop import Workload, train_workload
-from .checkpoints import CONFIG_FILE
+from .checkpoints import CONFIG_FILE, final_metrics
+from .record import recorder_class
 from .context import InProcessContext, RayTrainContext, RunContext
 from ..resume import incompatible_changes
 
@@ -106,25 +108,38 @@ class Run:
     train: TrainFn
     config: Any
     datasets: dict[str, ray.data.Dataset]
+    workload: Workload  # what the run's record says it produced (xlt.record)
     callbacks: Sequence[Any] = ()
 
     def fit(self) -> Any:
         """Train: a Ray Train run (``scaling.num_workers`` ≥ 1; returns its ``ray.train.Result``), or the
         calling thread's (0; an ``InProcessResult``: the same train function, run directory, checkpoints
         and callbacks, without Ray Train's controller and worker group, whose start-up is seconds a
-        run: most of a small model's fit)."""
+        run: most of a small model's fit). The run directory's record (``xlt.record``) says the run is
+        running, then finished with its metrics and the classifiers of its last checkpoint
+        (``Workload.classifiers``), or failed."""
         import ray.data
 
         ray.data.DataContext.get_current().enable_progress_bars = False
-        cfg = self.config
-        if cfg.scaling.num_workers == 0:
-            context = InProcessContext(run_dir(cfg), cfg.output.num_to_keep, self.datasets, self.callbacks,
-                                       use_gpu=cfg.scaling.use_gpu)
-            self.train(context, cfg)
-            return InProcessResult(context.metrics, context.latest_checkpoint(), run_dir(cfg))
-        return self._torch_trainer().fit()
+        cfg, directory = self.config, run_dir(self.config)
+        recorder = recorder_class()(self.workload, cfg, directory)
+        recorder.write(RUNNING)
+        callbacks = (*self.callbacks, recorder)
+        try:
+            if cfg.scaling.num_workers == 0:
+                context = InProcessContext(directory, cfg.output.num_to_keep, self.datasets, callbacks,
+                                           use_gpu=cfg.scaling.use_gpu)
+                self.train(context, cfg)
+                result = InProcessResult(context.metrics, context.latest_checkpoint(), directory)
+            else:
+                result = self._torch_trainer(callbacks).fit()
+        except BaseException as e:
+            recorder.failed(e)
+            raise
+        recorder.finished(result, final_metrics(result) if result.checkpoint is not None else {})
+        return result
 
-    def _torch_trainer(self) -> Any:
+    def _torch_trainer(self, callbacks: Sequence[Any]) -> Any:
         import ray.train
         from ray.train.torch import TorchTrainer
 
@@ -140,7 +155,7 @@ class Run:
                 checkpoint_config=ray.train.CheckpointConfig(num_to_keep=cfg.output.num_to_keep),
                 failure_config=ray.train.FailureConfig(max_failures=scaling.max_failures),
                 logging_config=ray.train.LoggingConfig(log_level=train_logging_level()),
-                callbacks=list(self.callbacks) or None,
+                callbacks=list(callbacks) or None,
             ),
             datasets=self.datasets,
             dataset_config=ray.train.DataConfig(datasets_to_split=[n for n in ("train",) if n in self.datasets]),
@@ -170,4 +185,4 @@ def launch(workload: Workload, cfg: Any, datasets: dict[str, ray.data.Dataset], 
     config differs in a key declared fixed, this refuses (``check_resumable``)."""
     check_resumable(cfg)
     write_run_config(cfg)
-    return Run(train or functools.partial(train_workload, workload=workload), cfg, datasets, tuple(callbacks))
+    return Run(train or functools.partial(train_workload, workload=workload), cfg, datasets, workload, tuple(callbacks))

@@ -21,6 +21,7 @@ another object such as this dataclass: ``build_classifier`` calls ``ray.get`` it
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..models import Classifier, EncoderConfig, load_encoder, load_trained
+from ..storage import fetched, is_uri
 
 if TYPE_CHECKING:
     import ray
@@ -106,6 +108,11 @@ def load_state(spec: ClassifierSpec) -> dict[str, torch.Tensor] | None:
     """The state dict a spec points at, on CPU; ``None`` for a fresh head."""
     if spec.state is None:
         return None
+    if isinstance(spec.state, str) and is_uri(spec.state):  # a run's record on a store names its state there
+        with fetched(spec.state) as local:
+            if local is None:
+                raise FileNotFoundError(f"classifier state {spec.state!r} does not exist")
+            return load_state(dataclasses.replace(spec, state=str(local)))
     if isinstance(spec.state, str):
         if not Path(spec.state).is_file():
             raise FileNotFoundError(f"classifier state {spec.state!r} does not exist on this node; a path in a "

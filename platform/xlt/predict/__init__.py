@@ -1,14 +1,13 @@
 """Batch prediction with a trained classifier over any input (``jobs/predict.py``).
 
 - ``config``: ``PredictConfig`` (model, input, output, format, shard size, the inference actor pool)
-- ``models``: a model path resolved to a checkpoint (a checkpoint, a fine-tuning run, a co-training
-  run's learner) and the ``ClassifierSpec`` the actors rebuild it from
+- ``models``: a model path (a run's output, through its record ``run.json``; or an export) resolved to the
+  ``ClassifierSpec`` the actors rebuild it from
 - ``corpus``: a corpus of files (a file, a directory, a glob; local or ``s3://``; compressed or not) read as a stream
 - ``inputs``: a corpus or a task's split as a stream of checked rows, in shards
 - ``writer``: shards labelled by the job's one pool of labellers (``xlt.inference.labellers``) and written, each
   complete or absent (resumable)
-- ``export``: a model as a directory sentence-transformers and ``Classifier.from_pretrained`` load,
-  with a model card (``jobs/export.py``)
+- ``finish``: how ``jobs/predict.py`` ends (its table, results and record)
 
 ``prepare`` checks what can fail before a row is read (the model, the input's files and formats, pairs against
 single texts); ``predict`` streams the rows, checking each as it passes, labels and writes them.
@@ -20,10 +19,9 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..report.phases import Phases
-from .export import export_checkpoint, model_card
 from .config import ModelRef, PredictConfig, PredictData, load_predict_config
 from .inputs import Input, InputConfig, open_input
-from .models import Combination, classifier_spec, model_spec, resolve_checkpoint
+from .models import Combination, model_spec
 from .writer import Written, write_shards
 
 
@@ -66,6 +64,5 @@ def predict(prepared: PreparedPredict, done: Callable[[int], None] = lambda n: N
                                 prepared.spec.paired, cfg.output.dir, cfg.format, done, members)
 
 
-__all__ = ["Input", "InputConfig", "ModelRef", "PredictConfig", "PredictData", "PreparedPredict", "Written", "classifier_spec",
-           "export_checkpoint", "model_card", "load_predict_config", "model_spec", "open_input", "predict", "prepare",
-           "resolve_checkpoint", "write_shards"]
+__all__ = ["Input", "InputConfig", "ModelRef", "PredictConfig", "PredictData", "PreparedPredict", "Written",
+           "load_predict_config", "model_spec", "open_input", "predict", "prepare", "write_shards"]

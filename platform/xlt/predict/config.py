@@ -16,11 +16,9 @@ Format = Literal["parquet", "csv", "jsonl"]
 
 @dataclass(frozen=True)
 class ModelRef:
-    """A trained classifier: ``path`` is a checkpoint, an export, a fine-tuning run's ``output.dir``, a
-    co-training run's, whose ``learner`` (``lm`` or ``emb``; default ``lm``; ``classifier``: the job's classifier)
-    predicts, or a sweep's
-    directory, whose best trial predicts (of co-training, the learner it scored with unless ``learner``
-    is given): ``xlt.predict.models``."""
+    """A trained classifier: ``path`` is a run's output directory, whose record names the classifier ``learner``
+    names (default: the record's own; a co-training run's ``lm``, ``emb`` or ``classifier``), or an export:
+    ``xlt.predict.models``."""
 
     path: str
     learner: str | None = None

@@ -51,6 +51,7 @@ class Pretraining(Workload):
     """Alignment pretraining on the engine (see the module docstring)."""
 
     config_class = PretrainConfig
+    job = "pretrain"
     batch_format = "pyarrow"
     unit = "pairs"
 

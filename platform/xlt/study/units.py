@@ -302,7 +302,8 @@ def cotrain_arms(data: dict[str, Any], unit: Unit, study: Study) -> tuple[dict[s
 def baseline_arm(data: dict[str, Any], unit: Unit, study: Study) -> tuple[dict[str, Any], dict[str, Any]]:
     """A baseline recipe (``xlt.study.recipes``) on the rows of the study's job config."""
     from ..models import EncoderConfig
-    from .recipes import job_rows, probe_predictions, setfit_predictions
+    from ..eval.baselines import probe_predictions
+    from .recipes import job_rows, setfit_predictions
 
     variant = study.variant(unit.variant)
     rows = job_rows(study.job, data, study.split)

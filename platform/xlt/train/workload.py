@@ -45,6 +45,7 @@ from ..models import Classifier, TransformerEncoder, load_encoder
 from ..models.encoder import CachedEncoder, Item
 from .batches import UNKNOWN_LABEL, ViewBatch, flatten_batch, items_of
 from .config import FinetuneConfig
+from .checkpoint import checkpoint_entry
 from .probe_head import init_head_from_probe
 
 logger = logging.getLogger(__name__)
@@ -167,6 +168,11 @@ class Finetuning(Workload):
     once per run, not once per epoch."""
 
     config_class = FinetuneConfig
+    job = "finetune"
+
+    def classifiers(self, cfg: FinetuneConfig, checkpoint: str, directory: str) -> dict[str, dict[str, Any]]:
+        """The one classifier of a run: its last checkpoint's (under ``optim.keep: best-dev``, the kept epoch's)."""
+        return {"model": checkpoint_entry(checkpoint, directory, what="fine-tuned")}
 
     def build(self, cfg: FinetuneConfig, steps_per_epoch: int,
               prepare: Callable[[nn.Module], nn.Module]) -> FinetuneTraining:
