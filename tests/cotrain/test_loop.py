@@ -162,7 +162,9 @@ def test_the_declared_recipe_exports_the_jobs_classifier_as_it_scored(killed, da
     from xlt.inference import InferenceSettings
     from xlt.models import CombinedClassifier, load_pretrained
     from xlt.predict import InputConfig, ModelRef, PredictConfig, PredictData, predict, prepare as prepare_predict
-    from xlt.predict.export import export_cotrain
+    from xlt.cotrain.finish import export_cotrain
+    from xlt.cotrain.record import write_cotrain_record
+    from xlt.record import FINISHED
     from xlt.storage import OutputSettings
     from xlt.tasks import load_task
 
@@ -181,7 +183,9 @@ def test_the_declared_recipe_exports_the_jobs_classifier_as_it_scored(killed, da
         at = kept_iteration(history, "best-dev", "en")
         recorded = json.loads((out / "predictions" / f"iteration{at}.json").read_text())
         assert set(recorded) == {"lm", "emb", "classifier"} and set(recorded["classifier"]) == {"test", "val"}
-        export_cotrain(config(data_dir, out, *SHARED), task, history)
+        cfg = config(data_dir, out, *SHARED)
+        write_cotrain_record(cfg, task, history, FINISHED)  # the record of this history (one edited, below)
+        export_cotrain(cfg)
         exported = load_pretrained(out / "export" / "classifier")
         chosen = members([h for h in history if h["learner"] == "classifier"][at])
         assert isinstance(exported, CombinedClassifier) == (len(chosen) == 2)

@@ -24,6 +24,7 @@ import pytest
 import torch
 from torch import nn
 
+from xlt.record import read_record
 from xlt.engine import OptimSettings, ScalingSettings, Workload, read_state, run_dir, steps_per_epoch, launch
 from xlt.storage import OutputSettings
 
@@ -207,8 +208,12 @@ def test_in_process_the_engine_matches_a_bare_loop_and_resumes_from_the_run_dire
                                                                           (2, "epoch002-step0000006")]
     kept = sorted(p.name for p in (tmp_path / "inprocess").iterdir() if p.name.startswith("epoch"))
     assert kept == ["epoch002-step0000006"]  # num_to_keep=1: the epoch-1 checkpoint was removed
-    # No Ray Train controller kept this run: its snapshot is not there, the in-process run's list is.
-    assert sorted(p.name for p in (tmp_path / "inprocess").glob("*.json")) == ["xlt_checkpoints.json"]
+    # No Ray Train controller kept this run: its snapshot is not there, the in-process run's list is, and its record.
+    assert sorted(p.name for p in (tmp_path / "inprocess").glob("*.json")) == ["run.json", "xlt_checkpoints.json"]
+    record = read_record(tmp_path / "inprocess")
+    assert (record["job"], record["status"], record["outputs"]) == ("train", "finished",
+                                                                    {"checkpoint": "epoch002-step0000006"})
+    assert record["metrics"]["train/global_step"] == 6 and record["classifiers"] == {}  # a regression: none
 
     longer = ToyConfig(optim=dataclasses.replace(cfg.optim, epochs=3), scaling=cfg.scaling, output=cfg.output)
     second = launch(Regression(), longer, datasets).fit()

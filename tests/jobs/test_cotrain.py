@@ -73,23 +73,32 @@ def test_smoke_writes_tables_plots_progress_tracking_and_exports(cotrain_smoke):
     assert scalars["lm/test/acc/avg_target"] == [0, 1]
     assert scalars["lm/epoch/train/loss"] == [1, 2, 3, 4, 5, 6]  # fit × 3 epochs + epoch
 
+    # The run's record: finished, each learner and the job's classifier, the exports among its outputs.
+    record = json.loads((out / "run.json").read_text())
+    assert (record["job"], record["status"], record["default"]) == ("cotrain", "finished", "lm")
+    assert set(record["classifiers"]) == {"lm", "emb", "classifier"}
+    assert record["classifiers"]["classifier"]["iteration"] == 1
+    assert {record["outputs"][f"export {name}"] for name in ("lm", "emb", "classifier")} == \
+        {"export/lm", "export/emb", "export/classifier"}
+
     # output.export: each learner as the run left it (its last fit), as a classifier and an MLflow model
     import mlflow
     import pandas as pd
 
     from xlt.models import Classifier
-    from xlt.predict import resolve_checkpoint
+    from xlt.predict import model_spec
     from xlt.train import load_classifier
 
     texts = ["der rover fand wasser", "la finale s'est terminée"]
     for learner in ("lm", "emb"):
-        last = resolve_checkpoint(out, learner)
+        last = Path(model_spec(out, learner)[0]).parent  # the record's entry: the learner's last checkpoint
         assert last.name.startswith(f"{learner}-iteration1-")
         expected = load_classifier(last).predict(texts)
         assert Classifier.from_pretrained(out / "export" / learner).predict(texts).labels == expected.labels
-        assert f"- Checkpoint: `{last}`" in (out / "export" / learner / "README.md").read_text()
+        card = (out / "export" / learner / "README.md").read_text()
+        assert f"- What: `{learner}` of the cotrain run in `{out}`" in card and "as iteration 1 of Yu & Joty" in card
         if learner == "lm":
-            assert f"precision: {ran}" in (out / "export" / learner / "README.md").read_text()
+            assert f"precision: {ran}" in card
             assert f"precision: {ran}" in (last / "config.yaml").read_text()
         (uri,) = [line.split()[-1] for line in proc.stdout.splitlines() if line.strip().startswith(f"mlflow model {learner}")]
         mlflow.set_tracking_uri(mlflow_store)

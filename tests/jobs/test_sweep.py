@@ -120,10 +120,13 @@ def test_killed_sweep_resumes(job_env, tmp_path):
 
     # --export: the best trial's model as its trial left it, which predict and export also find by the sweep
     from xlt.models import Classifier
-    from xlt.predict import resolve_checkpoint
+    from xlt.predict import model_spec
     from xlt.train import load_classifier
 
-    best = resolve_checkpoint(out)
+    record = json.loads((out / "run.json").read_text())
+    assert record["classifiers"]["best"]["run"] == f"trial_{result['best']['trial_id']}/finetune"
+    assert record["outputs"]["export classifier"] == "export"
+    best = Path(model_spec(out)[0]).parent  # through the sweep's record, then the trial run's
     assert best.parent == out / f"trial_{result['best']['trial_id']}" / "finetune"
     texts = ["der rover fand wasser", "la finale s'est terminée"]
     assert Classifier.from_pretrained(out / "export").predict(texts).labels == load_classifier(best).predict(texts).labels

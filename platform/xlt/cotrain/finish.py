@@ -74,7 +74,13 @@ def finish_cotrain(cfg: CotrainConfig, data: PreparedCotrain, state: LoopState, 
         ("results", "results.json"), ("tables", "results.md"), ("plot", "accuracy_per_iteration.png"),
         ("loop state", STATE_FILE), ("learner runs", LEARNERS_DIR))}
     if cfg.output.export:  # each learner as it ended and the job's classifier, for use outside xlt, as MLflow models
-        outputs |= export_recorded(cfg.output.dir, {name: join(cfg.output.dir, EXPORT_DIR, name)
-                                                    for name in (*LEARNERS, CLASSIFIER)}, tracker)
+        outputs |= export_cotrain(cfg, tracker)
     update_record(cfg.output.dir, outputs=outputs)
     return Finished(text, outputs)
+
+
+def export_cotrain(cfg: CotrainConfig, tracker: Tracker | None = None) -> dict[str, str]:
+    """Each learner and the job's classifier, as the run's record names them, to ``<output.dir>/export/<name>``
+    (``xlt.export``; nothing is written if one has no export form); returns where each went."""
+    return export_recorded(cfg.output.dir, {name: join(cfg.output.dir, EXPORT_DIR, name)
+                                            for name in (*LEARNERS, CLASSIFIER)}, tracker)
