@@ -6,8 +6,8 @@ from xlt.augment import AugmentConfig
 from xlt.losses import ObjectiveConfig
 from xlt.models import EncoderConfig
 from xlt.tasks import Fields, TaskConfig
-from xlt.engine import OptimSettings
-from xlt.train.config import DataSettings, FinetuneConfig
+
+from xlt.train.config import DataSettings, FinetuneConfig, FinetuneOptim
 
 LABELS = ("science", "sports", "travel")
 
@@ -23,7 +23,7 @@ def tiny_config(objectives: tuple[ObjectiveConfig, ...] = (), paired: bool = Fal
     """A resolved config over tiny:bert with three labels (no data on disk needed)."""
     return FinetuneConfig(task=tiny_task(paired), model=EncoderConfig(source="tiny:bert", max_length=32),
                           objectives=objectives, data=DataSettings(train_rows=4, augment=augment),
-                          optim=OptimSettings(**{"batch_size": 4, "epochs": 1, **optim}))
+                          optim=FinetuneOptim(**{"batch_size": 4, "epochs": 1, **optim}))
 
 
 def rows_with_views() -> list[dict]:

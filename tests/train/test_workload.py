@@ -373,6 +373,7 @@ def test_wise_alpha_mixes_the_probe_into_the_fine_tuned_weights_as_written_by_ha
     the probe's epochs ended and θ₁ those the same run ends with at α = 1, computed here weight by weight; frozen
     weights stay. The probe's weights travel with a checkpoint: a run resumed after the probe ends at the same mix."""
     from xlt.engine.training import end_epoch
+    from xlt.train.workload import FINETUNE
 
     steps, epochs, alpha, b = 2, 3, 0.3, batch()
 
@@ -387,7 +388,8 @@ def test_wise_alpha_mixes_the_probe_into_the_fine_tuned_weights_as_written_by_ha
             for step in range(steps):
                 torch.manual_seed(100 + epoch * steps + step)
                 train_step(training, b)
-            end_epoch(training, config(wise).optim)
+            end_epoch(training)
+            FINETUNE.epoch_ended(config(wise), training)  # WiSE-FT, as every worker does after each epoch
         return training
 
     theta0 = {n: p.detach().clone() for n, p in trained(1.0, upto_epoch=1).module.named_parameters()}
@@ -411,12 +413,12 @@ def test_wise_alpha_mixes_the_probe_into_the_fine_tuned_weights_as_written_by_ha
 
 
 def test_wise_alpha_needs_the_probe_epochs():
-    from xlt.engine.settings import OptimSettings
+    from xlt.train.config import FinetuneOptim
 
     with pytest.raises(ValueError, match="optim.wise_alpha=0.5 .*optim.probe_epochs or optim.head_init"):
-        OptimSettings(wise_alpha=0.5)
+        FinetuneOptim(wise_alpha=0.5)
     with pytest.raises(ValueError, match="optim.wise_alpha=0 .*in \\(0, 1\\]"):
-        OptimSettings(wise_alpha=0, probe_epochs=1)
+        FinetuneOptim(wise_alpha=0, probe_epochs=1)
 
 
 def test_linear_factor_is_transformers_linear_schedule_shifted_to_its_start():
@@ -434,20 +436,23 @@ def test_linear_factor_is_transformers_linear_schedule_shifted_to_its_start():
 
 
 def test_probe_epochs_leave_epochs_to_fine_tune():
-    from xlt.engine.settings import OptimSettings
+    from xlt.train.config import FinetuneOptim
 
     with pytest.raises(ValueError, match="optim.probe_epochs"):
-        OptimSettings(epochs=2, probe_epochs=2)
+        FinetuneOptim(epochs=2, probe_epochs=2)
 
 
-def test_head_lr_needs_a_head():
-    from torch import nn
+def test_the_engine_knows_no_fine_tuning_recipe():
+    """The head's rate, linear probing and WiSE-FT are fine-tuning's settings, not the engine's, whose runs
+    (pretraining) have no head."""
+    import dataclasses
 
-    from xlt.engine import build_training
     from xlt.engine.settings import OptimSettings
+    from xlt.train.config import FinetuneOptim
 
-    with pytest.raises(ValueError, match="optim.head_lr: a Linear has no head"):
-        build_training(nn.Linear(2, 2), OptimSettings(head_lr=1e-2), steps_per_epoch=1)
+    recipes = {"head_lr", "probe_epochs", "head_init", "probe_c", "wise_alpha"}
+    assert not recipes & {f.name for f in dataclasses.fields(OptimSettings)}
+    assert recipes <= {f.name for f in dataclasses.fields(FinetuneOptim)}
 
 
 class _Rows:
@@ -489,7 +494,6 @@ def test_head_init_probe_is_a_logistic_regression_on_the_frozen_features_of_the_
     head, bit for bit; a run's WiSE-FT θ₀ is then the pretrained encoder and that head."""
     from sklearn.linear_model import LogisticRegression
 
-    from xlt.engine.training import keep_probe
     from xlt.train.workload import FINETUNE
 
     rows = rows_with_views() + [{"text": "the match was a draw", "label": "sports", "lang": "en"},
@@ -499,8 +503,7 @@ def test_head_init_probe_is_a_logistic_regression_on_the_frozen_features_of_the_
     def begun(order):
         torch.manual_seed(0)
         training = finetune_training(cfg, steps_per_epoch=1)
-        FINETUNE.begin(cfg, training, _Rows([rows[i] for i in order]))
-        keep_probe(training, cfg.optim)
+        FINETUNE.begin(cfg, training, _Rows([rows[i] for i in order]))  # the probe, and WiSE-FT's θ₀ with it
         return training
 
     training = begun(range(len(rows)))
@@ -521,10 +524,10 @@ def test_head_init_probe_is_a_logistic_regression_on_the_frozen_features_of_the_
 
 
 def test_head_init_settings():
-    from xlt.engine.settings import OptimSettings
+    from xlt.train.config import FinetuneOptim
 
     with pytest.raises(ValueError, match="optim.head_init='linear'"):
-        OptimSettings(head_init="linear")
+        FinetuneOptim(head_init="linear")
     with pytest.raises(ValueError, match="optim.probe_c=0"):
-        OptimSettings(probe_c=0)
-    assert OptimSettings(head_init="probe", wise_alpha=0.5).wise_alpha == 0.5  # the probe is θ₀
+        FinetuneOptim(probe_c=0)
+    assert FinetuneOptim(head_init="probe", wise_alpha=0.5).wise_alpha == 0.5  # the probe is θ₀

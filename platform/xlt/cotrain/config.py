@@ -19,7 +19,8 @@ from ..losses import ObjectiveConfig
 from ..eval.adaptation import ProbeAdaptation
 from ..models import EncoderConfig
 from ..tasks import TaskConfig
-from ..engine import OptimSettings, ScalingSettings, resolve_auto
+from ..train.config import FinetuneOptim
+from ..engine import ScalingSettings, resolve_auto
 from ..inference import InferenceSettings
 from ..storage import OutputSettings
 from .classifier import ClassifierSettings
@@ -56,7 +57,7 @@ class LearnerConfig:
 
     model: EncoderConfig = fixed(factory=EncoderConfig)
     objectives: tuple[ObjectiveConfig, ...] = fixed(())
-    optim: OptimSettings = field(default_factory=OptimSettings)
+    optim: FinetuneOptim = field(default_factory=FinetuneOptim)
     scaling: ScalingSettings = field(default_factory=ScalingSettings)
     # fine-tune: the encoder and a head (above); probe: the frozen encoder, centred per language, under a
     # logistic regression fitted in the driver (xlt.cotrain.probe; optim, objectives and scaling unused).

@@ -9,8 +9,8 @@ A checkpoint is a directory:
   (``xlt.models.trained_state``; ``read_model`` and ``TrainState.from_source`` name them)
 - ``train_state.pt``: optimizer and LR-scheduler state, the fp16 gradient scaler's (``None``
   under fp32 and bf16), the weights of the loss's own modules (``Training.loss_modules``: the
-  objectives' projection heads; ``None`` without any) and WiSE-FT's probe weights (``Training.anchor``;
-  ``None`` without)
+  objectives' projection heads; ``None`` without any) and what the workload's training keeps besides
+  (``Training.extra_state``: fine-tuning's WiSE-FT probe weights; ``None`` without)
 - ``state.json``: ``{"epoch": completed epochs, "global_step": optimizer steps so far,
   "from_source": the names model.pt leaves out}``, and under ``optim.keep: best-dev`` ``"best": {"epoch",
   "score", "file"}`` (the best dev score so far, and which file holds its weights) and ``"stopped": true`` once
@@ -72,9 +72,8 @@ def write_state(directory: str | Path, training: Training, cfg: Any) -> Path:
     torch.save(model, directory / MODEL_FILE)
     scaler = training.scaler.state_dict() if training.scaler is not None else None
     loss_modules = training.loss_modules.state_dict() if training.loss_modules is not None else None
-    anchor = None if training.anchor is None else {k: v.cpu() for k, v in training.anchor.items()}
     torch.save({"optimizer": training.optimizer.state_dict(), "scheduler": training.scheduler.state_dict(),
-                "scaler": scaler, "loss_modules": loss_modules, "anchor": anchor}, directory / TRAIN_STATE_FILE)
+                "scaler": scaler, "loss_modules": loss_modules, "extra": training.extra_state()}, directory / TRAIN_STATE_FILE)
     best, kept = training.best, None
     if best is not None:
         # A run that ended has put the best weights back into its module (model.pt); one still training keeps them
@@ -112,7 +111,8 @@ def read_state(directory: str | Path, config_cls: type) -> TrainState:
         from_source=from_source,
         scaler=train_state.get("scaler"),  # absent in checkpoints written before fp16 training
         loss_modules=train_state.get("loss_modules"),  # absent in checkpoints written before projection heads
-        anchor=train_state.get("anchor"),  # absent in checkpoints written before WiSE-FT
+        # absent before workloads kept state; fine-tuning's WiSE-FT probe was saved as "anchor" before
+        extra=train_state.get("extra", {"anchor": train_state["anchor"]} if train_state.get("anchor") else None),
         best=best,
         stopped=bool(state.get("stopped", False)),
     )

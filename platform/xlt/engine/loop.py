@@ -49,7 +49,7 @@ from ..models import frozen_names, load_trained, trained_state
 from .. import placement
 from ..hardware import autocast
 from .training import (BestEpoch, EpochStats, LossFn, Training, all_reduce_sums, device_of, end_epoch,
-                       epoch_metrics, epoch_seed, keep_probe, trained_parameters)
+                       epoch_metrics, epoch_seed, trained_parameters)
 
 logger = logging.getLogger(__name__)
 
@@ -97,6 +97,15 @@ class Workload(ABC):
         """What a fresh run does before its first step, on every worker, given its share of the training rows
         (``data``: ``epoch_batches``' input), e.g. fit a head on frozen features; nothing by default. Whatever it sets
         must come out the same on every worker (they start from the same weights)."""
+
+    def epoch_ended(self, cfg: Any, training: Training) -> None:
+        """What every worker does to the weights once an epoch is counted (``training.epoch``), before it is
+        evaluated and saved (e.g. WiSE-FT's mix after the last); nothing by default. Whatever it does must come out
+        the same on every worker."""
+
+    def unused_parameters(self, cfg: Any) -> bool:
+        """Whether some weights of the step module get no gradient (DDP must then look for them each step)."""
+        return False
 
     def evaluate(self, cfg: Any, training: Training, last: bool, rows: EvalRows) -> Evaluation:
         """Rank 0's evaluation after an epoch (``last``: after the final one), reading the run's evaluation
@@ -178,7 +187,6 @@ def train_epochs(context: RunContext, training: Training, workload: Workload, cf
     name = None
     if training.epoch == 0:  # a fresh run (a checkpoint holds at least one epoch)
         workload.begin(cfg, training, data)
-        keep_probe(training, cfg.optim)
     keeping = cfg.optim.keep == "best-dev"
     end = training.epoch if training.stopped else cfg.optim.epochs  # patience ended it: nothing is left
     for epoch in range(training.epoch, end):
@@ -186,7 +194,8 @@ def train_epochs(context: RunContext, training: Training, workload: Workload, cf
         torch.manual_seed(seed)  # dropout masks
         stats, seconds = run_epoch(training, workload, epoch_batches(data, workload, training, cfg, seed), cfg,
                                    epoch=epoch, rank=rank, log=rank == 0, steps_per_epoch=steps_per_epoch)
-        end_epoch(training, cfg.optim)
+        end_epoch(training)
+        workload.epoch_ended(cfg, training)
         metrics = {**epoch_metrics(all_reduce_sums(stats), seconds, training, resumed_from, world), **extra}
         if rank != 0:
             checkpoints.report(context, metrics)

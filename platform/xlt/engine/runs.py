@@ -145,7 +145,8 @@ class Run:
 
         cfg, scaling = self.config, self.config.scaling
         return TorchTrainer(
-            functools.partial(on_ray_train, train=self.train, config_class=type(cfg)),
+            functools.partial(on_ray_train, train=self.train, config_class=type(cfg),
+                              unused=self.workload.unused_parameters(cfg)),
             train_loop_config=dataclasses.asdict(cfg),
             scaling_config=ray.train.ScalingConfig(num_workers=scaling.num_workers, use_gpu=scaling.use_gpu,
                                                    resources_per_worker=scaling.worker_resources()),
@@ -162,14 +163,13 @@ class Run:
         )
 
 
-def on_ray_train(config: dict[str, Any], train: TrainFn, config_class: type) -> None:
-    """The function every Ray Train worker runs: ``train`` in the worker's ``RayTrainContext``."""
+def on_ray_train(config: dict[str, Any], train: TrainFn, config_class: type, unused: bool = False) -> None:
+    """The function every Ray Train worker runs: ``train`` in the worker's ``RayTrainContext`` (``unused``: some
+    weights get no gradient, ``Workload.unused_parameters``)."""
     import ray.data
 
     ray.data.DataContext.get_current().enable_progress_bars = False
     cfg = from_dict(config_class, config)
-    # Pooling an intermediate layer leaves the layers above it without gradient.
-    unused = getattr(getattr(cfg, "model", None), "layer", -1) != -1
     train(RayTrainContext(cfg.scaling.torch_threads, find_unused_parameters=unused), cfg)
 
 

@@ -17,7 +17,6 @@ from ..hardware import PRECISIONS, check_precision, gpu_visible, resolve_precisi
 from ..resume import fixed, free, length
 
 
-HEAD_INITS = ("random", "probe")
 KEEPS = ("last", "best-dev")
 
 
@@ -35,29 +34,6 @@ class OptimSettings:
     batch_size: int = fixed(16)  # original examples (or pairs) per micro-batch and worker; their views come on top
     epochs: int = length(3)
     warmup_ratio: float = fixed(0.0)  # Yu & Joty (2021) state a linear schedule and no warmup
-    # > 0: the module's ``head`` (a classifier's linear head) learns at this rate, the rest at ``lr``, both on
-    # the one schedule. A head initialised at random needs far larger steps than pretrained weights: at the
-    # encoder's 1e-4 for 57 steps its weights move by at most ~0.006, and the encoder ends up doing the
-    # head's work (linear probing, then fine-tuning: Kumar et al. 2022). 0 = ``lr``.
-    head_lr: float = fixed(0.0)
-    # > 0: the first this many epochs step the head alone, the encoder's learning rate held at 0, then every weight
-    # trains, the encoder on a linear schedule (and warm-up) of its own over the epochs left: linear probing, then
-    # fine-tuning (LP-FT, Kumar et al. 2022, §4), the probe fitted by the same AdamW steps, not a separate solver.
-    # Its epochs are part of ``epochs``. The encoder's gradients are still computed in them (DDP needs every weight
-    # used), so they cost as much as the others.
-    probe_epochs: int = fixed(0)
-    # "probe": before the first step, the head is the L2-regularised multinomial logistic regression (C = ``probe_c``,
-    # L-BFGS to convergence) fitted on the frozen encoder's features of the training rows: LP-FT's linear probe as
-    # Kumar et al. 2022 (§4, App. B) fit it, then every weight fine-tunes from it (a workload's ``begin``).
-    # "random": the head as initialised.
-    head_init: str = fixed("random")
-    probe_c: float = fixed(1.0)  # the inverse L2 strength of head_init's probe (scikit-learn's C)
-    # < 1: WiSE-FT (Wortsman et al. 2022, Eq. 1), a weight-space ensemble of the probe and the fine-tuned model: the
-    # trained weights as the probe's epochs end (the pretrained encoder and the fitted head, θ₀) are kept, and after
-    # the last epoch every trained weight θ₁ becomes (1 − α)·θ₀ + α·θ₁. Needs a probe, ``probe_epochs`` or ``head_init:
-    # probe`` (θ₀ then the pretrained encoder and the fitted probe; the paper's θ₀ is a zero-shot classifier, and a
-    # head drawn at random is none). 1 = off: the fine-tuned weights.
-    wise_alpha: float = fixed(1.0)
     max_grad_norm: float = fixed(1.0)  # 0 = no clipping
     # Which epoch's weights the run ends with (HF Trainer's ``load_best_model_at_end``): "last"; or "best-dev", the
     # epoch of the best source-language dev score the workload reports after every epoch (``Workload.dev_metric``),
@@ -97,22 +73,11 @@ class OptimSettings:
         check(self.batch_size >= 1, "optim.batch_size", self.batch_size, "an integer >= 1")
         check(self.epochs >= 1, "optim.epochs", self.epochs, "an integer >= 1")
         check(0 <= self.warmup_ratio < 1, "optim.warmup_ratio", self.warmup_ratio, "a fraction in [0, 1)")
-        check(self.head_lr >= 0, "optim.head_lr", self.head_lr, "a number >= 0 (0 = optim.lr)")
-        check(0 <= self.probe_epochs < self.epochs, "optim.probe_epochs", self.probe_epochs,
-              f"an integer >= 0 and below optim.epochs ({self.epochs}): some epochs must fine-tune")
-        check(self.head_init in HEAD_INITS, "optim.head_init", self.head_init, " or ".join(HEAD_INITS))
-        check(self.probe_c > 0, "optim.probe_c", self.probe_c, "a number > 0 (scikit-learn's C)")
-        check(0 < self.wise_alpha <= 1, "optim.wise_alpha", self.wise_alpha, "a fraction in (0, 1] (1 = off)")
-        check(self.wise_alpha == 1 or self.probe_epochs >= 1 or self.head_init == "probe", "optim.wise_alpha",
-              self.wise_alpha, "1 without a probe (optim.probe_epochs or optim.head_init: probe): the weights mixed in "
-              "are the probe's")
         check(self.max_grad_norm >= 0, "optim.max_grad_norm", self.max_grad_norm, "a number >= 0 (0 = off)")
         check(self.keep in KEEPS, "optim.keep", self.keep, " or ".join(KEEPS))
         check(self.patience >= 0, "optim.patience", self.patience, "an integer >= 0 (0 = train every epoch)")
         check(self.patience == 0 or self.keep == "best-dev", "optim.patience", self.patience,
               "0 unless optim.keep is best-dev: patience counts epochs without a better dev score")
-        check(self.keep == "last" or self.wise_alpha == 1, "optim.keep", self.keep,
-              "last under WiSE-FT (optim.wise_alpha < 1), which mixes the last epoch's weights with the probe's")
         check(self.grad_accum_steps >= 1, "optim.grad_accum_steps", self.grad_accum_steps, "an integer >= 1")
         check(self.shuffle_buffer == 0 or self.shuffle_buffer >= self.batch_size, "optim.shuffle_buffer",
               self.shuffle_buffer, f"0 (no shuffling) or at least the batch size {self.batch_size}")

@@ -5,11 +5,9 @@ Pieces, each usable without Ray (tests, ``benchmarks/train_overhead.py``):
 - ``Training``: the module that is saved and evaluated, the module the step calls (DDP-wrapped
   under Ray Train with several workers), AdamW, the schedule, the epoch and step counters;
   ``restore`` loads a ``TrainState`` (what a checkpoint holds, ``engine.checkpoints``) into it.
-- ``build_training``: AdamW (fused) with weight decay on matrices only and a linear schedule with warmup
-  over ``epochs × steps_per_epoch`` optimizer steps (the head at its own rate, ``optim.head_lr``, and alone
-  for the first ``optim.probe_epochs``: ``linear_factor``).
-- ``end_epoch``: an epoch's counter, and WiSE-FT's weights (``optim.wise_alpha``): the probe's kept as its epochs
-  end (``keep_probe``), mixed into the fine-tuned weights after the last.
+- ``build_training``: AdamW (fused) over the workload's parameter groups (by default weight decay on matrices
+  only) and a linear schedule with warmup over ``epochs × steps_per_epoch`` optimizer steps, each group's from
+  the step the workload says (``linear_factor``).
 - ``EpochStats`` / ``all_reduce_sums`` / ``epoch_metrics``: an epoch's ``train/`` metrics summed
   over the workers.
 """
@@ -18,7 +16,7 @@ from __future__ import annotations
 
 import math
 from functools import partial
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,7 +83,7 @@ class TrainState:
     from_source: tuple[str, ...] = ()  # the frozen parameters ``model`` leaves out (xlt.models.load_trained)
     scaler: dict[str, Any] | None = None  # the fp16 gradient scaler's state; None for fp32 and bf16
     loss_modules: dict[str, torch.Tensor] | None = None  # Training.loss_modules' weights; None without any
-    anchor: dict[str, torch.Tensor] | None = None  # Training.anchor; None before or without WiSE-FT's probe
+    extra: dict[str, Any] | None = None  # Training.extra_state(): what a workload's training keeps besides
     best: BestEpoch | None = None  # Training.best
     stopped: bool = False  # Training.stopped
 
@@ -107,10 +105,16 @@ class Training:
     precision: str = "fp32"  # of each step's forward pass and loss: optim.precision resolved here
     scaler: torch.amp.GradScaler | None = None  # fp16 only
     loss_modules: nn.Module | None = None
-    # optim.wise_alpha < 1: the trained weights as the probe's epochs ended (by parameter name), mixed in after the last.
-    anchor: dict[str, torch.Tensor] | None = None
     best: BestEpoch | None = None  # optim.keep: best-dev, once an epoch was scored
     stopped: bool = False  # the run ended before optim.epochs: optim.patience epochs without a better dev score
+
+    def extra_state(self) -> dict[str, Any] | None:
+        """What a workload's training keeps besides the weights, optimizer and counters (tensors on CPU), which a
+        checkpoint saves (``train_state.pt``) and ``restore`` loads back: nothing here."""
+        return None
+
+    def load_extra_state(self, state: dict[str, Any] | None) -> None:
+        """Load what ``extra_state`` returned (``None``: a checkpoint that kept nothing)."""
 
     def restore(self, state: TrainState) -> int:
         """Load a checkpoint's state (weights, optimizer, schedule, counters, fp16 scaler); returns its step."""
@@ -124,8 +128,7 @@ class Training:
                              f"({'none' if state.loss_modules is None else 'some'} saved)")
         if self.loss_modules is not None:
             self.loss_modules.load_state_dict(state.loss_modules)
-        device = device_of(self.module)
-        self.anchor = None if state.anchor is None else {k: v.to(device) for k, v in state.anchor.items()}
+        self.load_extra_state(state.extra)
         self.epoch, self.global_step = state.epoch, state.global_step
         self.best, self.stopped = state.best, state.stopped
         assert self.scheduler.last_epoch == self.global_step, "the LR schedule advances once per optimizer step"
@@ -135,67 +138,37 @@ class Training:
 def build_training(module: nn.Module, optim: OptimSettings, steps_per_epoch: int,
                    prepare: Callable[[nn.Module], nn.Module] = lambda m: m, *, step_module: nn.Module | None = None,
                    loss_modules: nn.Module | None = None, training_class: type[Training] = Training,
+                   groups: Sequence[dict[str, Any]] | None = None, starts: Sequence[int] | None = None,
                    **extra: Any) -> Training:
     """``module``, its step module (``step_module`` or ``module`` itself, through ``prepare``, e.g.
-    ``ray.train.torch.prepare_model``), AdamW over both and ``loss_modules`` (a part of the step
-    module: ``Training``) and the linear schedule with warmup over ``epochs × steps_per_epoch``
-    optimizer steps, as a ``training_class`` (with ``extra`` fields), its steps at
-    ``optim.precision`` as resolved for the device the module is on."""
+    ``ray.train.torch.prepare_model``), AdamW and the linear schedule with warmup over ``epochs × steps_per_epoch``
+    optimizer steps, as a ``training_class`` (with ``extra`` fields), its steps at ``optim.precision`` as resolved for
+    the device the module is on. AdamW's parameter ``groups`` are the workload's to declare (a group may carry its
+    own ``lr``), by default ``param_groups`` over ``module`` and ``loss_modules`` (a part of the step module:
+    ``Training``); ``starts``: the step each group's schedule starts at (before it, its rate is 0), by default 0."""
     model = prepare(step_module if step_module is not None else module)
     device = device_of(module).type
     if device == "cuda":  # the GPU this worker was given: its driver may have had none to check
         check_precision(optim.precision, device, "optim.precision")
     precision = resolve_precision(optim.precision, device)
+    groups = list(groups) if groups is not None else param_groups(optim.weight_decay, module, loss_modules)
     # Fused: one kernel per parameter group and step (CPU and CUDA) instead of a chain of for-each
     # tensor operations, the same weights to float rounding (benchmarks/adamw_step.json).
-    if optim.head_init != "random" and not isinstance(getattr(module, "head", None), nn.Module):
-        raise ValueError(f"optim.head_init: a {type(module).__name__} has no head to fit a probe for")
-    head = None
-    if optim.head_lr or optim.probe_epochs:
-        if not isinstance(getattr(module, "head", None), nn.Module):
-            key, own = ("head_lr", "learning rate") if optim.head_lr else ("probe_epochs", "epochs")
-            raise ValueError(f"optim.{key}: a {type(module).__name__} has no head to give its own {own}")
-        head = (module.head, optim.head_lr or optim.lr)
-    groups = param_groups(optim.weight_decay, module, loss_modules, own_lr=head)
     optimizer = torch.optim.AdamW(groups, lr=optim.lr, fused=True)
     total = steps_per_epoch * optim.epochs
-    probe = steps_per_epoch * optim.probe_epochs
-    # param_groups puts the head's groups last: the rest wait for the probe's epochs to end.
-    waits = [0 if head is not None and i >= len(groups) - 2 else probe for i in range(len(groups))]
     # partial, not a function object with state: LambdaLR saves none of it, so a resumed run that changes
     # optim.epochs schedules over its new total.
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, [
         partial(linear_factor, start=start, warmup=round(optim.warmup_ratio * (total - start)), total=total)
-        for start in waits])
+        for start in (starts if starts is not None else [0] * len(groups))])
     scaler = torch.amp.GradScaler(device) if precision == "fp16" else None
     return training_class(module, model, optimizer, scheduler, precision=precision, scaler=scaler,
                           loss_modules=loss_modules, **extra)
 
 
-def end_epoch(training: Training, optim: OptimSettings) -> None:
-    """Count a finished epoch. Under WiSE-FT (``optim.wise_alpha`` = α < 1; Wortsman et al. 2022, Eq. 1) keep the
-    probe's weights as its epochs end (``keep_probe``), and after the last epoch set every trained weight θ₁ to
-    (1 − α)·θ₀ + α·θ₁, in place: what is evaluated, saved and exported is the mix. A finished run resumed with more
-    epochs trains on from the mix and mixes again after its new last epoch."""
+def end_epoch(training: Training) -> None:
+    """Count a finished epoch."""
     training.epoch += 1
-    if optim.wise_alpha == 1:
-        return
-    keep_probe(training, optim)
-    if training.epoch == optim.epochs:
-        with torch.no_grad():
-            for name, p in training.module.named_parameters():
-                if name in training.anchor:
-                    p.lerp_(training.anchor[name], 1 - optim.wise_alpha)  # p + (1 − α)(θ₀ − p)
-
-
-def keep_probe(training: Training, optim: OptimSettings) -> None:
-    """WiSE-FT's θ₀ (``training.anchor``), kept once the probe is fitted, after ``optim.probe_epochs`` epochs (0: at
-    the start, the head fitted by ``optim.head_init: probe``): the trained weights then, the pretrained encoder (its
-    rate was 0) and the probe. Reading: the paper mixes a zero-shot model with its fine-tuned self; an encoder with
-    a head drawn at random has no zero-shot classifier, so LP-FT's probe (Kumar et al. 2022) stands in for it."""
-    if optim.wise_alpha < 1 and training.epoch == optim.probe_epochs:
-        training.anchor = {name: p.detach().clone() for name, p in training.module.named_parameters()
-                           if p.requires_grad}
 
 
 def linear_factor(step: int, start: int, warmup: int, total: int) -> float:

@@ -30,6 +30,7 @@ import numpy as np
 
 from ..config import check
 from ..models import Classifier, TextEncoder
+from ..models.classifier import build_classifier_over
 
 
 @dataclass(frozen=True)
@@ -81,13 +82,13 @@ class Probe:
             raise ValueError(f"the probe was fitted on {len(classes)} of the task's {len(labels)} labels "
                              f"({', '.join(labels[k] for k in classes)}): a classifier predicts every label")
         weight, bias = logits(self.model)
-        clf = Classifier(encoder, labels, paired=paired, normalize=normalize, languages=list(self.means))
-        with torch.no_grad():
-            clf.head.weight.copy_(torch.as_tensor(weight))
-            clf.head.bias.copy_(torch.as_tensor(bias))
-            if self.means:
-                clf.language_means.copy_(torch.as_tensor(np.stack(list(self.means.values()))))
-        return clf.eval()
+        head = {"head.weight": torch.as_tensor(weight, dtype=torch.float32),
+                "head.bias": torch.as_tensor(bias, dtype=torch.float32)}
+        if self.means:
+            head["language_means"] = torch.as_tensor(np.stack(list(self.means.values())), dtype=torch.float32)
+        encoder_names = [f"encoder.{name}" for name in encoder.state_dict()]
+        return build_classifier_over(encoder, labels, paired=paired, normalize=normalize, languages=list(self.means),
+                                     state=head, from_source=encoder_names)
 
 
 def logits(model) -> tuple[np.ndarray, np.ndarray]:

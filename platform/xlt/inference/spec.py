@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..models import Classifier, EncoderConfig, load_encoder, load_trained
+from ..models import Classifier, EncoderConfig, load_encoder
+from ..models.classifier import build_classifier_over
 from ..storage import fetched, is_uri
 
 if TYPE_CHECKING:
@@ -129,22 +130,16 @@ def load_state(spec: ClassifierSpec) -> dict[str, torch.Tensor] | None:
 
 
 def build_classifier(spec: ClassifierSpec) -> Classifier:
-    """Rebuild the classifier ``spec`` describes, on CPU, in eval mode (strict state-dict load)."""
-    state = load_state(spec)
-    encoder = load_encoder(spec.model)
-    # A fresh head draws from torch's global RNG: seed it, in a forked RNG so the caller's stream
-    # is untouched, so that every actor of a pool builds the same head.
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(spec.model.seed)
-        classifier = Classifier(encoder, spec.labels, paired=spec.paired, normalize=spec.normalize,
-                                languages=spec.languages)
-    if state is not None:
-        try:
-            load_trained(classifier, state, spec.from_source)
-        except RuntimeError as e:
-            raise ValueError(f"the state dict in {_where(spec.state)} does not fit a Classifier over "
-                             f"{spec.model.source!r} with {len(spec.labels)} labels: was the spec built with the "
-                             f"classifier's own EncoderConfig and labels? {e}") from e
+    """Rebuild the classifier ``spec`` describes, on CPU, in eval mode (strict state-dict load). A fresh head
+    (``state`` ``None``) is drawn from ``model.seed``, so that every actor of a pool builds the same one."""
+    try:
+        classifier = build_classifier_over(load_encoder(spec.model), spec.labels, paired=spec.paired,
+                                           normalize=spec.normalize, languages=spec.languages, state=load_state(spec),
+                                           from_source=spec.from_source, seed=spec.model.seed)
+    except RuntimeError as e:
+        raise ValueError(f"the state dict in {_where(spec.state)} does not fit a Classifier over "
+                         f"{spec.model.source!r} with {len(spec.labels)} labels: was the spec built with the "
+                         f"classifier's own EncoderConfig and labels? {e}") from e
     return classifier.eval()
 
 

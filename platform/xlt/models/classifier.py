@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import torch
@@ -152,10 +152,34 @@ class Classifier(nn.Module):
         from safetensors.torch import load_file
 
         encoder_cfg, settings = exported(directory)
-        classifier = cls(load_encoder(encoder_cfg), settings["labels"], paired=settings["paired"],
-                         normalize=settings.get("normalize", False), languages=settings.get("languages", ()))
-        load_trained(classifier, load_file(str(Path(directory) / HEAD_FILE)), settings["from_source"])
-        return classifier.eval()
+        return build_classifier_over(load_encoder(encoder_cfg), settings["labels"], paired=settings["paired"],
+                                     normalize=settings.get("normalize", False),
+                                     languages=settings.get("languages", ()),
+                                     state=load_file(str(Path(directory) / HEAD_FILE)),
+                                     from_source=settings["from_source"])
+
+
+def build_classifier_over(encoder: TextEncoder, labels: Sequence[str], *, paired: bool = False,
+                          normalize: bool = False, languages: Sequence[str] = (),
+                          state: Mapping[str, torch.Tensor] | None = None, from_source: Sequence[str] = (),
+                          seed: int | None = None) -> Classifier:
+    """The one way xlt makes a ``Classifier``: over ``encoder``, its head drawn from torch's generator (with
+    ``seed``: from that seed, in a forked generator, so that every process builds the same head and the caller's
+    stream is untouched), then ``state`` loaded into it, without the names ``from_source`` (the encoder's own,
+    ``load_trained``). A fresh classifier (no ``state``) is left in training mode, a loaded one in eval mode."""
+    def make() -> Classifier:
+        return Classifier(encoder, labels, paired=paired, normalize=normalize, languages=languages)
+
+    if seed is None:
+        classifier = make()
+    else:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            classifier = make()
+    if state is None:
+        return classifier
+    load_trained(classifier, state, from_source)
+    return classifier.eval()
 
 
 def exported(directory: str | Path) -> tuple[EncoderConfig, dict]:

@@ -55,6 +55,9 @@ class Pretraining(Workload):
     batch_format = "pyarrow"
     unit = "pairs"
 
+    def unused_parameters(self, cfg: PretrainConfig) -> bool:
+        return cfg.model.layer != -1  # pooling an intermediate layer leaves the layers above it without gradient
+
     def build(self, cfg: PretrainConfig, steps_per_epoch: int, prepare: Callable[[nn.Module], nn.Module]) -> Training:
         # The new heads (CCE, LM head transform, soft attention) are initialised after the engine's seed.
         return build_engine_training(build_model(cfg), cfg.optim, steps_per_epoch, prepare)

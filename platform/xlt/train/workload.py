@@ -35,6 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..engine import EvalRows, Evaluation, Workload, Training, accumulation_step, start_training
+from ..engine.training import param_groups
 from ..engine import build_training as build_engine_training
 from ..engine.loop import Batcher
 from ..eval.evaluators import Context, evaluate_all
@@ -42,9 +43,10 @@ from ..metrics import ACC, AVG_TARGET, F1, gap_name, metric_name
 from ..losses import WeightedObjectives, build_objectives
 from ..losses.projection import Projection, ProjectionHead, projected_key
 from ..models import Classifier, TransformerEncoder, load_encoder
+from ..models.classifier import build_classifier_over
 from ..models.encoder import CachedEncoder, Item
 from .batches import UNKNOWN_LABEL, ViewBatch, flatten_batch, items_of
-from .config import FinetuneConfig
+from .config import FinetuneConfig, FinetuneOptim
 from .checkpoint import checkpoint_entry
 from .probe_head import init_head_from_probe
 
@@ -117,10 +119,58 @@ class FinetuneTraining(Training):
 
     objectives: WeightedObjectives | None = None
     label_index: dict[str, int] = field(default_factory=dict)
+    # optim.wise_alpha < 1: the trained weights as the probe's epochs ended (by parameter name), mixed in after the last.
+    anchor: dict[str, torch.Tensor] | None = None
 
     @property
     def classifier(self) -> Classifier:
         return self.module  # type: ignore[return-value]
+
+    def extra_state(self) -> dict[str, Any] | None:
+        return None if self.anchor is None else {"anchor": {k: v.cpu() for k, v in self.anchor.items()}}
+
+    def load_extra_state(self, state: dict[str, Any] | None) -> None:
+        device = next(self.module.parameters()).device
+        self.anchor = None if not state else {k: v.to(device) for k, v in state["anchor"].items()}
+
+
+def optimizer_groups(cfg: FinetuneConfig, classifier: nn.Module, loss_modules: nn.Module | None,
+                     steps_per_epoch: int) -> tuple[list[dict[str, Any]], list[int]]:
+    """AdamW's parameter groups of a fine-tuning run and the step each one's schedule starts at: the engine's
+    (weight decay on matrices only), the head in groups of its own at ``optim.head_lr`` (0: ``optim.lr``) where it
+    has its own rate or trains alone first; under ``optim.probe_epochs`` the rest wait that many epochs (linear
+    probing, then fine-tuning: LP-FT, Kumar et al. 2022, §4), the head starting at once."""
+    optim = cfg.optim
+    head = (classifier.head, optim.head_lr or optim.lr) if optim.head_lr or optim.probe_epochs else None
+    groups = param_groups(optim.weight_decay, classifier, loss_modules, own_lr=head)
+    probe = steps_per_epoch * optim.probe_epochs
+    # param_groups puts the head's groups last: the rest wait for the probe's epochs to end.
+    return groups, [0 if head is not None and i >= len(groups) - 2 else probe for i in range(len(groups))]
+
+
+def keep_probe(training: FinetuneTraining, optim: FinetuneOptim) -> None:
+    """WiSE-FT's θ₀ (``training.anchor``), kept once the probe is fitted, after ``optim.probe_epochs`` epochs (0: at
+    the start, the head fitted by ``optim.head_init: probe``): the trained weights then, the pretrained encoder (its
+    rate was 0) and the probe. Reading: the paper mixes a zero-shot model with its fine-tuned self; an encoder with
+    a head drawn at random has no zero-shot classifier, so LP-FT's probe (Kumar et al. 2022) stands in for it."""
+    if optim.wise_alpha < 1 and training.epoch == optim.probe_epochs:
+        training.anchor = {name: p.detach().clone() for name, p in training.module.named_parameters()
+                           if p.requires_grad}
+
+
+def wise_ft(training: FinetuneTraining, optim: FinetuneOptim) -> None:
+    """After a counted epoch, under WiSE-FT (``optim.wise_alpha`` = α < 1; Wortsman et al. 2022, Eq. 1): keep the
+    probe's weights as its epochs end (``keep_probe``), and after the last epoch set every trained weight θ₁ to
+    (1 − α)·θ₀ + α·θ₁, in place: what is evaluated, saved and exported is the mix. A finished run resumed with more
+    epochs trains on from the mix and mixes again after its new last epoch."""
+    if optim.wise_alpha == 1:
+        return
+    keep_probe(training, optim)
+    if training.epoch == optim.epochs:
+        with torch.no_grad():
+            for name, p in training.module.named_parameters():
+                if name in training.anchor:
+                    p.lerp_(training.anchor[name], 1 - optim.wise_alpha)  # p + (1 − α)(θ₀ − p)
 
 
 def trainable_classifier(cfg: FinetuneConfig) -> Classifier:
@@ -135,7 +185,7 @@ def trainable_classifier(cfg: FinetuneConfig) -> Classifier:
         if not isinstance(encoder, TransformerEncoder):
             raise ValueError(f"optim.freeze_word_embeddings: {cfg.model.source} has no word embeddings to freeze")
         encoder.backbone.get_input_embeddings().weight.requires_grad_(False)
-    return Classifier(encoder, cfg.task.labels, paired=cfg.task.paired)
+    return build_classifier_over(encoder, cfg.task.labels, paired=cfg.task.paired)
 
 
 def finetune_training(cfg: FinetuneConfig, steps_per_epoch: int,
@@ -181,10 +231,11 @@ class Finetuning(Workload):
             classifier.encoder = CachedEncoder(classifier.encoder)
         objectives = build_objectives(cfg.objectives) if cfg.objectives else None
         step = FeaturesAndLogits(classifier, cfg.optim.encoder_pass_rows, objectives and objectives.projections)
+        loss_modules = step.projections if len(step.projections) else None
+        groups, starts = optimizer_groups(cfg, classifier, loss_modules, steps_per_epoch)
         return build_engine_training(  # type: ignore[return-value]
-            classifier, cfg.optim, steps_per_epoch, prepare, step_module=step,
-            loss_modules=step.projections if len(step.projections) else None,
-            training_class=FinetuneTraining, objectives=objectives,
+            classifier, cfg.optim, steps_per_epoch, prepare, step_module=step, loss_modules=loss_modules,
+            training_class=FinetuneTraining, groups=groups, starts=starts, objectives=objectives,
             label_index={label: i for i, label in enumerate(cfg.task.labels)})
 
     def batcher(self, cfg: FinetuneConfig, training: FinetuneTraining, epoch: int, rank: int) -> Batcher:
@@ -195,14 +246,21 @@ class Finetuning(Workload):
 
     def begin(self, cfg: FinetuneConfig, training: FinetuneTraining, data: Any) -> None:
         """``optim.head_init: probe``: the head fitted on the frozen features of the training rows
-        (``xlt.train.probe_head``), before the first step."""
-        if cfg.optim.head_init != "probe":
-            return
-        optim = cfg.optim
-        rows = data.iter_batches(batch_size=optim.eval_batch_size, batch_format=self.batch_format)
-        n = init_head_from_probe(training.classifier, rows, training.label_index, optim.probe_c,
-                                 optim.eval_batch_size, optim.seed)
-        logger.info(f"{cfg.output.name}: the head starts as the probe fitted on {n} labelled rows (C = {optim.probe_c})")
+        (``xlt.train.probe_head``), before the first step; WiSE-FT's θ₀ kept if the probe is fitted now."""
+        if cfg.optim.head_init == "probe":
+            optim = cfg.optim
+            rows = data.iter_batches(batch_size=optim.eval_batch_size, batch_format=self.batch_format)
+            n = init_head_from_probe(training.classifier, rows, training.label_index, optim.probe_c,
+                                     optim.eval_batch_size, optim.seed)
+            logger.info(f"{cfg.output.name}: the head starts as the probe fitted on {n} labelled rows "
+                        f"(C = {optim.probe_c})")
+        keep_probe(training, cfg.optim)
+
+    def epoch_ended(self, cfg: FinetuneConfig, training: FinetuneTraining) -> None:
+        wise_ft(training, cfg.optim)
+
+    def unused_parameters(self, cfg: FinetuneConfig) -> bool:
+        return cfg.model.layer != -1  # pooling an intermediate layer leaves the layers above it without gradient
 
     def loss(self, training: FinetuneTraining, model: nn.Module,
              inputs: ViewBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
