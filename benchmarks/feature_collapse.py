@@ -43,7 +43,8 @@ from xlt.report import markdown_table, write_results
 from xlt.train import load_finetune_config, prepare
 from xlt.train.batches import batches_of, flatten_batch
 from xlt.train.data import eval_rows
-from xlt.train.workload import finetune_training, train_step
+from harness import train_step
+from xlt.train.workload import finetune_training
 
 REPO = Path(__file__).resolve().parents[1]
 SCL = {"temperature": 1.0}

@@ -166,7 +166,8 @@ def finetune_steps_per_s(model: str, device: str, precision: str, steps: int, bu
 
     from xlt.train import load_finetune_config, prepare
     from xlt.train.batches import batches_of, flatten_batch
-    from xlt.train.workload import finetune_training, train_step
+    from harness import train_step
+    from xlt.train.workload import finetune_training
 
     prepared = prepare(load_finetune_config(CONFIGS / "finetune_sib200.yaml",
                                             [f"optim.precision={precision}", f"model.source={model}"]))

@@ -138,7 +138,8 @@ def run_one(n: int) -> dict:
     from xlt.cotrain import LEARNERS, LoopState, exchange, load_cotrain_config
     from xlt.cotrain.pool import put_pool, stream_selections
     from xlt.cotrain.selection import Selection
-    from xlt.inference import ClassifierSpec, InferenceSettings, pseudo_label
+    from ray_data_pool import pseudo_label
+    from xlt.inference import ClassifierSpec, InferenceSettings
     from xlt.models import EncoderConfig
     from xlt.tasks import TaskConfig, load_task
 

@@ -60,12 +60,12 @@ def tatoeba(model_cfg, data) -> dict[str, float]:
     as the pretraining loop measures them."""
     from xlt.data import resolve_data_dir
     from xlt.models import load_encoder
-    from xlt.eval.evaluators import Context, EvalSpec, retrieval
+    from xlt.eval.evaluators import EvalContext, EvalSpec, retrieval
     from xlt.pretrain.parallel import evaluation_rows
 
     rows = evaluation_rows(data, resolve_data_dir(None))
     columns = {key: [r[key] for r in rows] for key in ("lang", "src", "tgt")}
-    return retrieval(load_encoder(model_cfg), columns, EvalSpec("retrieval", "val", data="tatoeba"), Context()).metrics
+    return retrieval(load_encoder(model_cfg), columns, EvalSpec("retrieval", "val", data="tatoeba"), EvalContext()).metrics
 
 
 def pretrain(variant: str, storage: Path, quick: bool, model: str, pairs: int) -> dict:

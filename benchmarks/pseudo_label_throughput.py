@@ -20,7 +20,7 @@ not depend on the head's weights, so label quality is irrelevant here.
    (``xlt.hardware.autocast``): the bare ``torch.no_grad`` loop the others are held to;
 2. in the driver: ``xlt.inference.labellers.Labellers`` (``num_actors: 0``; ``pseudo_label_here`` before) over the same blocks of ``--batch-size``
    rows, on ``--threads`` threads (co-training's ``inference.num_actors: 0``);
-3. actor pool, length-bucketed: ``xlt.inference.pseudo_label`` with ``--actors`` actors, each
+3. actor pool, length-bucketed: ``ray_data_pool.pseudo_label`` with ``--actors`` actors, each
    reserving cores / actors CPUs (torch gets that many threads), the classifier shipped to them
    through the object store (``share_classifier``), same batch and sub-batch sizes; input
    ``ray.data.from_arrow`` in blocks of ``--batch-size`` rows (several blocks, or one actor
@@ -171,7 +171,8 @@ def consume(batches, config: Config) -> None:
 def run_pool(spec, table: pa.Table, args: argparse.Namespace, config: Config, actor_cpus: float) -> None:
     import ray.data
 
-    from xlt.inference import InferenceSettings, pseudo_label
+    from xlt.inference import InferenceSettings
+    from ray_data_pool import pseudo_label
 
     settings = InferenceSettings(batch_size=args.batch_size, encode_batch_size=args.encode_batch_size,
                                  num_actors=args.actors, num_cpus=actor_cpus, precision=args.precision)

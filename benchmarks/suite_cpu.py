@@ -32,7 +32,7 @@ KINDS = [
     ("Ray Data's actors and tasks", r"^ray::(MapWorker|_StatsActor|_AutoscalingCoordinator|SplitCoordinator|"
                                     r"ActorLocationTracker|ReadRange|Map|Read|Write|_map_task|_split)"),
     ("Tune's trials and controller", r"^ray::(ImplicitFunc|_Inner|TuneController|trial)"),
-    ("xlt's actors (mailbox, labellers, ...)", r"^ray::(FitRequests|Labeller|Translator|Annotator|\w*Pool)"),
+    ("xlt's actors (mailbox, labellers, ...)", r"^ray::(FitRequests|LabelWorker|Translator|Annotator|\w*Pool)"),
     ("other Ray workers", r"^ray::|default_worker\.py"),  # idle, or not yet titled by what it runs
     ("Ray's per-node processes", r"raylet|gcs_server|log_monitor|dashboard|runtime_env_agent|monitor\.py|"
                                  r"ray/autoscaler|ray start|ray\.scripts"),

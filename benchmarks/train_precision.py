@@ -31,7 +31,7 @@ from xlt.logs import quiet_libraries
 from xlt.metrics import per_language
 from xlt.report import command_line, markdown_table
 from xlt.storage import OutputSettings
-from xlt.eval.evaluators import EVALUATORS, Context, EvalSpec, classification
+from xlt.eval.evaluators import EVALUATORS, EvalContext, EvalSpec, classification
 
 
 REPO = Path(__file__).resolve().parents[1]
@@ -64,7 +64,7 @@ def main() -> None:
         training, epochs = fit_here(dataclasses.replace(cfg, optim=dataclasses.replace(cfg.optim, precision=precision)), rows)
         times, loss = [seconds for _, seconds in epochs], epochs[-1][0].mean("loss")
         metrics = classification(training.classifier, test, EvalSpec("classification", "test"),
-                                 Context(data.task.source_lang, cfg.optim.eval_batch_size)).metrics
+                                 EvalContext(data.task.source_lang, cfg.optim.eval_batch_size)).metrics
         accuracy[name] = per_language(metrics, "test")
         table.append({"training": name, "epochs": len(times), "fit s": sum(times),
                       "per epoch s": ", ".join(f"{t:.1f}" for t in times), "last epoch loss": loss,

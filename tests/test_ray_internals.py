@@ -7,14 +7,14 @@ import os
 
 import pyarrow as pa
 
-from xlt.ray_internals import autoscaler_max_resources, dataset_of_blocks, train_report_logger
+from xlt.ray_internals import autoscaler_max_resources, dataset_of_blocks, stored_block, train_report_logger
 
 
 def test_a_dataset_of_stored_blocks_reads_them_in_order(ray_cluster):
-    from ray.data.block import BlockMetadataWithSchema
-
     tables = [pa.table({"id": ["a", "b"], "text": ["x", "y"]}), pa.table({"id": ["c"], "text": ["z"]})]
-    ds = dataset_of_blocks([ray_cluster.put(t) for t in tables], [BlockMetadataWithSchema.from_block(t) for t in tables])
+    blocks, metadata = zip(*(stored_block(t) for t in tables))
+    assert [m.num_rows for m in metadata] == [2, 1]
+    ds = dataset_of_blocks(list(blocks), list(metadata))
     assert ds.count() == 3  # from the metadata, without a task
     assert [row["id"] for row in ds.iter_rows()] == ["a", "b", "c"]
 

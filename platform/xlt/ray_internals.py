@@ -31,6 +31,15 @@ def dataset_of_blocks(blocks: Sequence[Any], metadata: Sequence[Any]) -> ray.dat
     return MaterializedDataset(LogicalPlan(FromBlocks(list(blocks), list(metadata)), context), context, stats)
 
 
+def stored_block(table: Any) -> tuple[Any, Any]:
+    """An Arrow ``table`` put into the object store, and the metadata ``dataset_of_blocks`` needs of it
+    (``ray.data.block.BlockMetadataWithSchema``, which only Ray Data's internals build)."""
+    import ray
+    from ray.data.block import BlockMetadataWithSchema
+
+    return ray.put(table), BlockMetadataWithSchema.from_block(table)
+
+
 def autoscaler_max_resources() -> Mapping[str, float]:
     """The most of each resource the cluster's autoscaler can start (its node types), ``{}`` without an
     autoscaler: the question Ray Train asks before it waits for GPUs, through the same private call

@@ -65,7 +65,7 @@ class OutputSettings:
     # A classifier exported at the end to <dir>/export (a co-training run's learners to
     # <dir>/export/<learner>, an evaluation's frozen-linear probes to <dir>/export/<model name>), for
     # sentence-transformers and Classifier.from_pretrained, and logged as the run's MLflow model
-    # (xlt.predict.export). Pretraining refuses it: every checkpoint of it holds its encoder, a local:
+    # (xlt.export). Pretraining refuses it: every checkpoint of it holds its encoder, a local:
     # model, already; predict and retrieval refuse it too.
     export: bool = free(False)
 

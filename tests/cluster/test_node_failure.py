@@ -131,7 +131,7 @@ def test_a_job_spreads_over_the_worker_nodes_and_survives_losing_two_nodes_and_i
         if not done or max(done) == 0:
             return None
         for actor in head.actors():
-            if actor["class_name"] == "Labeller":
+            if actor["class_name"] == "LabelWorker":
                 node = next((n for n in labellers if ids[n.name] == actor["node_id"]), None)
                 if node is not None:
                     lost["labeller"] = ids[node.name]

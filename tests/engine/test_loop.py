@@ -49,10 +49,10 @@ class Regression(Workload):
 
     config_class = ToyConfig
 
-    def build(self, cfg, steps_per_epoch, prepare):
+    def build(self, cfg, steps_per_epoch, wrap):
         from xlt.engine import build_training
 
-        return build_training(nn.Linear(DIM, 1), cfg.optim, steps_per_epoch, prepare)
+        return build_training(nn.Linear(DIM, 1), cfg.optim, steps_per_epoch, wrap)
 
     def batcher(self, cfg, training, epoch, rank):
         def batch(rows):

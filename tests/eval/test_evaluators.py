@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from xlt.config import ConfigError
-from xlt.eval.evaluators import (EVALUATORS, Context, EvalSpec, check_evals, evaluate_all, retrieval,
+from xlt.eval.evaluators import (EVALUATORS, EvalContext, EvalSpec, check_evals, evaluate_all, retrieval,
                                  retrieval_by_language)
 from xlt.models import TextEncoder
 
@@ -41,7 +41,7 @@ def labelled_rows():
 def test_classification_scores_each_language_as_a_naive_count_and_keeps_the_predictions():
     rows = labelled_rows()
     result = EVALUATORS["classification"].score(FirstLetter(), rows, EvalSpec("classification", "val"),
-                                                Context(source_lang="en"))
+                                                EvalContext(source_lang="en"))
     predicted = [t[0] for t in rows["text"]]
     naive = {}
     for lang in ("en", "de", "sw"):
@@ -57,7 +57,7 @@ def test_classification_scores_each_language_as_a_naive_count_and_keeps_the_pred
 
 def test_a_paired_classifier_is_given_text_and_text_pair():
     classifier = FirstLetter(paired=True)
-    EVALUATORS["classification"].score(classifier, labelled_rows(), EvalSpec("classification", "test"), Context())
+    EVALUATORS["classification"].score(classifier, labelled_rows(), EvalSpec("classification", "test"), EvalContext())
     assert classifier.seen[0] == ("a1", "x")
 
 
@@ -91,7 +91,7 @@ def test_retrieval_is_top1_both_ways_as_a_naive_argmax(noise):
     sentences = [f"s{i}" for i in range(12)]
     rows = {"lang": ["de"] * 6 + ["sw"] * 6, "src": sentences, "tgt": [f"tr:{s}" for s in sentences]}
     encoder = Lookup(noise)
-    result = EVALUATORS["retrieval"].score(encoder, rows, EvalSpec("retrieval", "val", data="tatoeba"), Context())
+    result = EVALUATORS["retrieval"].score(encoder, rows, EvalSpec("retrieval", "val", data="tatoeba"), EvalContext())
     for lang, part in (("de", slice(0, 6)), ("sw", slice(6, 12))):
         src, tgt = encoder.encode(rows["src"][part]), encoder.encode(rows["tgt"][part])
         expected = (naive_top1(src, tgt) + naive_top1(tgt, src)) / 2
@@ -115,7 +115,7 @@ class OneHot(TextEncoder):
 def test_retrieval_on_a_known_answer_as_pretraining_reports_it():
     rows = {"lang": ["fr"] * 3 + ["sw"] * 3, "src": ["1 a", "2 b", "3 c", "4 d", "5 e", "6 f"],
             "tgt": ["1 x", "2 y", "3 z", "5 u", "4 v", "6 w"]}
-    metrics = retrieval(OneHot(), rows, EvalSpec("retrieval", "val", data="tatoeba"), Context()).metrics
+    metrics = retrieval(OneHot(), rows, EvalSpec("retrieval", "val", data="tatoeba"), EvalContext()).metrics
     assert metrics == {"val/tatoeba/fr": 1.0, "val/tatoeba/sw": pytest.approx(1 / 3),
                        "val/tatoeba/avg": pytest.approx(2 / 3)}
 
@@ -130,9 +130,9 @@ def test_evaluate_all_runs_what_is_due_on_the_data_the_run_has():
         return read.get(name)
 
     models = {"classifier": FirstLetter()}
-    epoch = evaluate_all(specs, models, reader, last=False, context=Context())
+    epoch = evaluate_all(specs, models, reader, last=False, context=EvalContext())
     assert reads == ["val"] and set(epoch.predictions) == {"val"} and "val/acc/en" in epoch.metrics
-    last = evaluate_all(specs, models, reader, last=True, context=Context())
+    last = evaluate_all(specs, models, reader, last=True, context=EvalContext())
     assert reads == ["val", "val", "test"] and set(last.predictions) == {"val"}
 
 

@@ -20,10 +20,13 @@ from xlt.inference import (
     PseudoLabelUDF,
     build_classifier,
     prediction_column,
-    pseudo_label,
     share_classifier,
 )
 from xlt.models import Classifier, EncoderConfig
+
+from benchmarks.loading import load_benchmark
+
+pseudo_label = load_benchmark("ray_data_pool").pseudo_label  # Ray Data's pool, which the jobs do not use
 
 MODEL = EncoderConfig(source="tiny:bert", pooling="mean")
 LABELS = ("sports", "health", "travel")

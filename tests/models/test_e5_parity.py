@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from presets import task
-from xlt.models.e5_parity import engine_parity
+from benchmarks.loading import load_benchmark
+
+engine_parity = load_benchmark("e5_parity").engine_parity
 
 
 @pytest.mark.slow

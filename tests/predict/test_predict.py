@@ -25,9 +25,13 @@ from xlt.storage import OutputSettings, read_text
 from xlt.train import load_classifier
 from xlt.train.batches import batches_of, flatten_batch
 from xlt.train.checkpoint import checkpoint_entry
-from xlt.train.workload import FINETUNE, finetune_training, train_step
+from xlt.train.workload import FINETUNE, finetune_training
+
+from benchmarks.loading import load_benchmark
 
 from train.helpers import LABELS, rows_with_views, tiny_config
+
+train_step = load_benchmark("harness").train_step
 
 TEXTS = {"de": ["der rover fand wasser", "das finale endete zwei zu eins", "eine reise nach rom"],
          "fr": ["le rover a trouvé de l'eau", "la finale s'est terminée", "un voyage à rome", "la science"]}

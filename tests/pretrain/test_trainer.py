@@ -11,7 +11,7 @@ from conftest import REPO
 from xlt.config import ConfigError
 from xlt.models import load_encoder
 from xlt.pretrain.config import load_pretrain_config
-from xlt.pretrain.trainer import build_trainer, encoder_dir, prepare, resume_trainer
+from xlt.pretrain.trainer import build_trainer, encoder_dir, prepare, resume_config
 from xlt.train import read_checkpoint
 from xlt.engine import read_state, run_dir
 
@@ -37,7 +37,7 @@ def test_two_workers_accumulate_and_resume(ray_cluster, data_dir, tmp_path):
     saved = read_state(first.checkpoint.path, type(cfg))
     assert (saved.epoch, saved.global_step) == (1, steps) and saved.config == cfg
 
-    second = resume_trainer(run_dir(cfg), ["optim.epochs=2"]).fit()
+    second = build_trainer(resume_config(run_dir(cfg), ["optim.epochs=2"])).fit()
     assert second.metrics["train/resumed_from_step"] == steps and second.metrics["train/global_step"] == 2 * steps
     final = read_state(second.checkpoint.path, type(cfg))
     assert {float(s["step"]) for s in final.optimizer["state"].values()} == {2.0 * steps}  # AdamW resumed

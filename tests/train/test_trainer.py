@@ -10,7 +10,7 @@ import torch
 from conftest import REPO
 from xlt.config import ConfigError
 from xlt.engine import run_dir
-from xlt.train import build_trainer, load_finetune_config, read_checkpoint, resume_trainer
+from xlt.train import build_trainer, load_finetune_config, read_checkpoint, resume_config
 from xlt.tasks import load_task
 from xlt.train.data import eval_rows
 from xlt.train.workload import finetune_training, read_predictions
@@ -60,7 +60,7 @@ def test_resume_continues_at_the_checkpoint_step(ray_cluster, data_dir, tmp_path
     for name, tensor in restored.classifier.state_dict().items():
         assert torch.equal(tensor, source if name in saved.from_source else saved.model[name]), name
 
-    second = resume_trainer(run_dir(cfg), ["optim.epochs=2"]).fit()
+    second = build_trainer(resume_config(run_dir(cfg), ["optim.epochs=2"])).fit()
     assert second.metrics["train/epoch"] == 2
     assert second.metrics["train/resumed_from_step"] == steps  # not 0: it did not start from scratch
     assert second.metrics["train/global_step"] == 2 * steps

@@ -8,7 +8,11 @@ import torch
 
 from xlt.losses import ObjectiveConfig
 from xlt.train.batches import batches_of, flatten_batch
-from xlt.train.workload import finetune_training, compute_losses, supervised_ce, train_step
+from xlt.train.workload import finetune_training, compute_losses, supervised_ce
+
+from benchmarks.loading import load_benchmark
+
+train_step = load_benchmark("harness").train_step
 from xlt.engine import write_state
 from xlt.train.checkpoint import load_classifier, read_checkpoint
 
@@ -471,21 +475,21 @@ def test_fit_probe_gives_the_head_scikit_learns_probabilities(labels):
     regression's probabilities (multinomial; a binary fit's sigmoid); a label the rows lack keeps its row."""
     from sklearn.linear_model import LogisticRegression
 
-    from xlt.train.probe_head import fit_probe, set_head
+    from xlt.train.probe_head import fit_head, set_head
 
     rng = np.random.default_rng(0)
     x = rng.normal(size=(40, 5))
     y = rng.integers(0, labels, size=40) * 2  # labels 0, 2 (and 4): 1 and 3 absent
     head = torch.nn.Linear(5, 5)
     before = head.weight.detach().clone()
-    set_head(head, *fit_probe(x, y, c=0.5))
+    set_head(head, *fit_head(x, y, c=0.5))
     reference = LogisticRegression(C=0.5, max_iter=1000).fit(x, y).predict_proba(x)
     present = sorted(set(y.tolist()))
     logits = head(torch.as_tensor(x, dtype=torch.float32)).detach()[:, present]
     assert np.allclose(torch.softmax(logits, dim=1).numpy(), reference, atol=1e-5)
     assert torch.equal(head.weight[1], before[1]) and torch.equal(head.weight[3], before[3])
     with pytest.raises(ValueError, match="at least two labels"):
-        fit_probe(x, np.zeros(40, dtype=int), c=1.0)
+        fit_head(x, np.zeros(40, dtype=int), c=1.0)
 
 
 def test_head_init_probe_is_a_logistic_regression_on_the_frozen_features_of_the_labelled_originals():

@@ -39,8 +39,7 @@ Readings chosen where the paper leaves it open:
    (Wang et al. 2022, §4.2, drop languages MUSE lacks from code-switching: say so explicitly with
    ``codeswitch_languages`` / ``partial_languages``); a view that cannot be made for one text
    (no provided translation for its ``source_id``, no dictionary word in it or in its span) is
-   left out of ``views`` and recorded as ``"<kind>:<lang>"`` in ``view_missing``, which
-   ``summarize_views`` totals per kind and language.
+   left out of ``views`` and recorded as ``"<kind>:<lang>"`` in ``view_missing``.
 6. Determinism: the randomness of a row comes from ``random.Random(f"{seed}:{kind}:{row id}")``
    (SHA-512 seeding, independent of ``PYTHONHASHSEED``), so views depend on the seed and the
    row's ``id`` only, never on batch boundaries or on which worker ran the batch; each kind has
@@ -53,7 +52,7 @@ Output: ONE ROW PER EXAMPLE, its input columns untouched, plus list columns (see
 
 Modules: ``config`` (``AugmentConfig``), ``views`` (the view columns and the UDFs' base),
 ``codeswitch``, ``translation`` (full and partial), ``pipeline`` (``CrossLingualAugment`` and
-``build_augmented_dataset``), ``summary`` (``summarize_views``).
+``build_augmented_dataset``).
 """
 
 from __future__ import annotations
@@ -61,7 +60,6 @@ from __future__ import annotations
 from xlt.augment.codeswitch import CodeSwitch
 from xlt.augment.config import VIEW_KINDS, AugmentConfig
 from xlt.augment.pipeline import CrossLingualAugment, build_augmented_dataset, validate_augmentation
-from xlt.augment.summary import ViewSummary, summarize_views
 from xlt.augment.translation import FullTranslation, PartialTranslation
 from xlt.augment.views import ALIGNED_VIEW_COLUMNS, VIEW_COLUMNS, ViewAugmenter
 
@@ -70,13 +68,11 @@ __all__ = [
     "VIEW_COLUMNS",
     "VIEW_KINDS",
     "AugmentConfig",
-    "ViewSummary",
     "CodeSwitch",
     "CrossLingualAugment",
     "FullTranslation",
     "PartialTranslation",
     "ViewAugmenter",
-    "summarize_views",
     "build_augmented_dataset",
     "validate_augmentation",
 ]

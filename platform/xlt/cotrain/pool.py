@@ -26,7 +26,7 @@ import numpy as np
 
 from ..tasks import Task
 from ..data.sample import draw_keys
-from ..ray_internals import dataset_of_blocks
+from ..ray_internals import dataset_of_blocks, stored_block
 from .selection import Selection
 
 if TYPE_CHECKING:
@@ -106,16 +106,15 @@ def pool_schema() -> pa.Schema:
 def put_pool(task: Task, limit: int, block_rows: int, disjoint: bool = False) -> StoredPool:
     """The pool as Arrow tables of at most ``block_rows`` rows in the object store, language by language."""
     import pyarrow as pa
-    import ray
-    from ray.data.block import BlockMetadataWithSchema
 
     blocks, metadata, rows, total = [], [], 0, 0
     for lang in task.target_langs:
         lang_rows = pool_rows(task, lang, limit, disjoint)
         for start in range(0, len(lang_rows), block_rows):
             table = pa.Table.from_pylist(lang_rows[start:start + block_rows], schema=pool_schema())
-            blocks.append(ray.put(table))
-            metadata.append(BlockMetadataWithSchema.from_block(table))
+            block, block_metadata = stored_block(table)
+            blocks.append(block)
+            metadata.append(block_metadata)
             rows += table.num_rows
             total += fingerprint(table.column("id").to_numpy(zero_copy_only=False))
     return StoredPool(blocks, metadata, rows, total % 2**64)

@@ -2,7 +2,7 @@
 
 Every train function of the engine (``loop.train_workload``, ``fits.serve_fits``) has the signature
 ``train(context, config)`` and asks its run for nothing but what ``RunContext`` offers: its rank and
-the number of workers, the module prepared for them, a dataset, the checkpoint to resume from, and a
+the number of workers, the module wrapped for them (``wrap``), a dataset, the checkpoint to resume from, and a
 report. There are two contexts:
 
 - ``RayTrainContext``: inside a Ray Train worker; each method is Ray Train's (``ray.train.get_context()``,
@@ -71,7 +71,7 @@ class RunContext(ABC):
     world: int = 1
 
     @abstractmethod
-    def prepare(self, module: nn.Module) -> nn.Module:
+    def wrap(self, module: nn.Module) -> nn.Module:
         """``module`` ready for this worker's steps (DDP-wrapped, on its device)."""
 
     @abstractmethod
@@ -103,7 +103,7 @@ class RayTrainContext(RunContext):
         self.find_unused_parameters = find_unused_parameters
         torch.set_num_threads(torch_threads)
 
-    def prepare(self, module: nn.Module) -> nn.Module:
+    def wrap(self, module: nn.Module) -> nn.Module:
         import ray.train.torch
 
         return ray.train.torch.prepare_model(
@@ -144,7 +144,7 @@ class InProcessContext(RunContext):
         saved = read_text(f"{self.directory}/{CHECKPOINTS_FILE}")
         self.checkpoints = json.loads(saved) if saved else []
 
-    def prepare(self, module: nn.Module) -> nn.Module:
+    def wrap(self, module: nn.Module) -> nn.Module:
         return module.to("cuda") if self.use_gpu else module
 
     def dataset(self, name: str) -> Any | None:

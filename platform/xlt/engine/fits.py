@@ -81,7 +81,7 @@ def serve_fits(context: RunContext, run_cfg: Any, workload: Workload, requests: 
     while (request := ray.get(requests.next.remote(after))) is not None:
         cfg = from_dict(workload.config_class, request.config)
         with context.exclusive(cfg.scaling.torch_threads):
-            training = start_training(workload, cfg, cfg.steps_per_epoch(world), context.prepare)
+            training = start_training(workload, cfg, cfg.steps_per_epoch(world), context.wrap)
             state = _state_of(restored, cfg, workload.config_class)
             resumed_from = training.restore(state) if state is not None else 0
             if rank == 0 and state is not None:

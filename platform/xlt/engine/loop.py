@@ -6,7 +6,7 @@ alignment pretraining, sweep trials, study units; co-training's learners reach `
 or an in-process run's). On every worker it:
 
 1. seeds ``optim.seed`` and asks the workload for its module and optimiser (``start_training``: new heads
-   are initialised the same on every worker and in every run), the module prepared by the context (DDP);
+   are initialised the same on every worker and in every run), the module wrapped by the context (DDP);
 2. resumes from the context's latest checkpoint if there is one (weights, optimizer, schedule, epoch and
    step counters; ``checkpoints.latest_state``);
 3. trains the epochs left (``train_epochs``): on a fresh run the workload first prepares on its rows
@@ -80,7 +80,7 @@ class Workload(ABC):
     unit: ClassVar[str] = "examples"  # what ``samples_per_s`` counts, in progress lines
 
     @abstractmethod
-    def build(self, cfg: Any, steps_per_epoch: int, prepare: Callable[[nn.Module], nn.Module]) -> Training:
+    def build(self, cfg: Any, steps_per_epoch: int, wrap: Callable[[nn.Module], nn.Module]) -> Training:
         """The module to train and its optimiser (``xlt.engine.build_training``); called by
         ``start_training`` after ``torch.manual_seed(cfg.optim.seed)``."""
 
@@ -144,7 +144,7 @@ def train_workload(context: RunContext, cfg: Any, workload: Workload) -> None:
     """The train function of a run of ``workload`` on ``cfg`` (a resolved ``workload.config_class``)."""
     with context.exclusive(cfg.scaling.torch_threads):
         steps_per_epoch = cfg.steps_per_epoch(context.world)
-        training = start_training(workload, cfg, steps_per_epoch, context.prepare)
+        training = start_training(workload, cfg, steps_per_epoch, context.wrap)
         state = checkpoints.latest_state(context, workload.config_class)
         resumed_from = training.restore(state) if state is not None else 0
         if context.rank == 0:
@@ -164,11 +164,11 @@ def train_workload(context: RunContext, cfg: Any, workload: Workload) -> None:
 
 
 def start_training(workload: Workload, cfg: Any, steps_per_epoch: int,
-                   prepare: Callable[[nn.Module], nn.Module] = lambda m: m) -> Training:
+                   wrap: Callable[[nn.Module], nn.Module] = lambda m: m) -> Training:
     """``workload.build`` after ``torch.manual_seed(cfg.optim.seed)``: new heads are initialised the
     same on every worker and in every run."""
     torch.manual_seed(cfg.optim.seed)
-    return workload.build(cfg, steps_per_epoch, prepare)
+    return workload.build(cfg, steps_per_epoch, wrap)
 
 
 def train_epochs(context: RunContext, training: Training, workload: Workload, cfg: Any, data: Any, *,

@@ -136,17 +136,17 @@ class Training:
 
 
 def build_training(module: nn.Module, optim: OptimSettings, steps_per_epoch: int,
-                   prepare: Callable[[nn.Module], nn.Module] = lambda m: m, *, step_module: nn.Module | None = None,
+                   wrap: Callable[[nn.Module], nn.Module] = lambda m: m, *, step_module: nn.Module | None = None,
                    loss_modules: nn.Module | None = None, training_class: type[Training] = Training,
                    groups: Sequence[dict[str, Any]] | None = None, starts: Sequence[int] | None = None,
                    **extra: Any) -> Training:
-    """``module``, its step module (``step_module`` or ``module`` itself, through ``prepare``, e.g.
+    """``module``, its step module (``step_module`` or ``module`` itself, through ``wrap``, e.g.
     ``ray.train.torch.prepare_model``), AdamW and the linear schedule with warmup over ``epochs × steps_per_epoch``
     optimizer steps, as a ``training_class`` (with ``extra`` fields), its steps at ``optim.precision`` as resolved for
     the device the module is on. AdamW's parameter ``groups`` are the workload's to declare (a group may carry its
     own ``lr``), by default ``param_groups`` over ``module`` and ``loss_modules`` (a part of the step module:
     ``Training``); ``starts``: the step each group's schedule starts at (before it, its rate is 0), by default 0."""
-    model = prepare(step_module if step_module is not None else module)
+    model = wrap(step_module if step_module is not None else module)
     device = device_of(module).type
     if device == "cuda":  # the GPU this worker was given: its driver may have had none to check
         check_precision(optim.precision, device, "optim.precision")

@@ -69,11 +69,11 @@ class Evaluator:
 
     needs: Literal["classifier", "encoder"]
     columns: tuple[str, ...]
-    score: Callable[[Any, Rows, EvalSpec, "Context"], Evaluation]
+    score: Callable[[Any, Rows, EvalSpec, "EvalContext"], Evaluation]
 
 
 @dataclass(frozen=True)
-class Context:
+class EvalContext:
     """What every evaluation of a run shares: its source language (transfer gaps), the batch size
     of its forward passes and the label of its progress bars."""
 
@@ -102,7 +102,7 @@ def predict_rows(classifier: Any, rows: Rows, batch_size: int = 64,
     return predicted, np.concatenate(probabilities)
 
 
-def classification(classifier: Any, rows: Rows, spec: EvalSpec, context: Context) -> Evaluation:
+def classification(classifier: Any, rows: Rows, spec: EvalSpec, context: EvalContext) -> Evaluation:
     """The ``classification`` evaluator (module docstring)."""
     predicted, probabilities = predict_rows(classifier, rows, context.batch_size,
                                             f"{context.label} evaluate {spec.split}".strip())
@@ -136,7 +136,7 @@ def retrieval_metric(split: str, lang: str) -> str:
     return metric_name(split, TATOEBA, lang)
 
 
-def retrieval(encoder: Any, rows: Rows, spec: EvalSpec, context: Context) -> Evaluation:
+def retrieval(encoder: Any, rows: Rows, spec: EvalSpec, context: EvalContext) -> Evaluation:
     """The ``retrieval`` evaluator (module docstring)."""
     results = retrieval_by_language(encoder, rows, context.batch_size)
     metrics = {retrieval_metric(spec.split, lang): r.mean for lang, r in results.items()}
@@ -169,7 +169,7 @@ class Evaluations:
 
 
 def evaluate_all(specs: Iterable[EvalSpec], models: Mapping[str, Any], read: Callable[[str, Sequence[str]], Rows | None],
-                 *, last: bool, context: Context) -> Evaluations:
+                 *, last: bool, context: EvalContext) -> Evaluations:
     """Run every evaluator of ``specs`` due now (each epoch's, and after the last epoch the rest)
     on the dataset it names: ``read(data, columns)`` gives its rows, or ``None`` where the run was
     not given that dataset (a co-training learner gets only the split it reports)."""

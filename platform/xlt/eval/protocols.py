@@ -210,7 +210,7 @@ def bucc_rows(encoder: TextEncoder, sample: BuccSample, cfg: EvaluateConfig) -> 
                "oracle: held-out half": ("held-out", mine("held-out")),
                "oracle: calibration half": ("calibration", calibration), "oracle: all of dev": ("all", mine("all"))}
     protocol = BUCC_PROTOCOL.format(k=cfg.mining_k)
-    # "part", not "split": benchmarks/tasks.py reads this key.
+    # "part": which pairs of the dev split were mined (a half, or all of it), and where the threshold came from.
     return [{"part": label, "precision": r.precision, "recall": r.recall, "f1": r.f1, "threshold": r.threshold,
              "n_src": len(sample.parts[part][0]), "n_tgt": len(sample.tgt), "n_gold": r.n_gold, "protocol": protocol}
             for label, (part, r) in results.items()]

@@ -1,8 +1,8 @@
 """Labellers that load once: one pool of labelling actors for a whole job, given new weights, fed table by table.
 
-``pseudo_label`` builds a Ray Data actor pool for one dataset: each actor loads the classifier when the dataset
-runs, and the next dataset (a corpus's next shard, a co-training iteration's pool) starts a new pool and loads it
-again. ``Labellers`` keeps ``num_actors`` actors (a ``PseudoLabelUDF`` each) for as long as the job holds it.
+A Ray Data actor pool over one dataset loads the classifier in each actor when the dataset runs, and the next
+dataset (a corpus's next shard, a co-training iteration's pool) starts a new pool and loads it again
+(``benchmarks/labeller_reuse.md``). ``Labellers`` keeps ``num_actors`` actors (a ``PseudoLabelUDF`` each) for as long as the job holds it.
 ``load(spec)`` gives them a classifier, or several by name (``PseudoLabelUDF``): the first call builds each (encoder
 and tokenizer from the model's source, then the weights); a later one only loads the new weights into what is built
 (``PseudoLabelUDF.load``: through the object store, a co-training iteration's fits), unless the model itself
@@ -15,7 +15,7 @@ batch): no Ray, no actor start-up, for a machine whose cores the caller may use.
 
 A lost actor (its node gone) is restarted by Ray and the tables it was labelling are given to it again, as Ray Data
 does for its pools; every table names the load it is labelled with, so the restarted actor, which starts empty,
-loads the current classifier(s) first (``Labeller``): a pass survives losing a node, each row labelled once.
+loads the current classifier(s) first (``LabelWorker``): a pass survives losing a node, each row labelled once.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ Specs = ClassifierSpec | Mapping[str, ClassifierSpec]
 TASKS_PER_ACTOR = 2
 
 
-class Labeller:
+class LabelWorker:
     """One ``PseudoLabelUDF``, built on its first ``load``: a Ray actor's, or this process's. Each ``load`` is
     numbered (``version``), and ``label`` names the one to label with: an actor that Ray restarted (its node lost, its
     process killed) comes back empty and loads it before its first table, so that a pass survives losing one."""
@@ -67,7 +67,7 @@ class Labellers:
 
     def __init__(self, inference: InferenceSettings) -> None:
         self.inference, self.batch_size = inference, inference.batch_size
-        self.here: Labeller | None = None
+        self.here: LabelWorker | None = None
         self.actors: list[Any] = []
         self.loads = 0  # models built or given new weights: 1 + a load per later pass
         self.spec: Any = None  # the latest load's spec in the object store (actors)
@@ -81,7 +81,7 @@ class Labellers:
         if self.inference.num_actors == 0:
             if self.here is None:
                 self._threads = torch.get_num_threads()  # restored by close
-                self.here = Labeller(self.inference)
+                self.here = LabelWorker(self.inference)
             self.here.load(spec, self.loads)
             torch.set_num_threads(self.inference.torch_threads)  # what a fit in this process since may have left
             return
@@ -89,10 +89,10 @@ class Labellers:
 
         if not self.actors:
             # Restarted when lost, and the tasks they were running retried on the restart, as Ray Data restarts
-            # its pools' actors (-1: without limit); a restarted actor loads the current spec (Labeller.label).
+            # its pools' actors (-1: without limit); a restarted actor loads the current spec (LabelWorker.label).
             # Their own CPUs from the cluster, not the caller's placement group: a study's Tune trial reserves a
             # bundle of no CPU for the job's driver, into which an actor of 0.5 CPU would not fit.
-            actor = ray.remote(Labeller).options(num_cpus=self.inference.num_cpus,
+            actor = ray.remote(LabelWorker).options(num_cpus=self.inference.num_cpus,
                                                    num_gpus=gpus_or_none(self.inference.num_gpus),
                                                    max_restarts=-1, max_task_retries=-1, scheduling_strategy="DEFAULT")
             self.actors = [actor.remote(self.inference) for _ in range(self.inference.num_actors)]
@@ -100,7 +100,7 @@ class Labellers:
         ray.get([a.load.remote(self.spec, self.loads) for a in self.actors])
 
     def __call__(self, table: pa.Table) -> pa.Table:
-        """``table`` with the ``pseudo_label`` columns (``xlt.inference.pseudo_label``), its rows in order."""
+        """``table`` with the ``pseudo_label`` columns (``xlt.inference.pseudo_label.OUTPUT_COLUMNS``), its rows in order."""
         if not table.num_rows:
             raise ValueError("Labellers: a table without rows has nothing to label")
         return next(self.in_order([table]))

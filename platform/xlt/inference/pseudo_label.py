@@ -1,13 +1,13 @@
-"""Pseudo-labelling an unlabelled pool with a trained classifier, as a Ray Data actor pool.
+"""Pseudo-labelling an unlabelled pool with a trained classifier: ``PseudoLabelUDF``, what every labeller runs.
 
 Yu & Joty (2021, §3.1, Alg. 1) run, in every co-training iteration,
 each classifier over the unlabelled target-language pool::
 
     for x_u in U:  (y_u, c_u) = f_θ(x_u)
 
-and then keeps the items whose confidence score c_u exceeds a threshold t. ``pseudo_label``
-is that loop: every row gets its pseudo label y_u and confidence c_u (selecting above t is a
-pure function of those columns, done downstream).
+and then keeps the items whose confidence score c_u exceeds a threshold t. ``PseudoLabelUDF``
+is that loop over a batch: every row gets its pseudo label y_u and confidence c_u (selecting above t
+is a pure function of those columns, done downstream).
 
 Reading chosen: the paper says "confidence score" without defining it. We take c_u = the
 maximum softmax probability of the classifier's dense + softmax head (the probability of the
@@ -15,10 +15,9 @@ predicted label), the usual reading and what ``Classifier.predict`` reports. The
 distribution is kept too (``probabilities``), so a different score (margin, entropy) can be
 computed later without running the model again.
 
-Why an actor pool: the pool U can be far larger than memory and the model is expensive to
-load, so each actor loads the classifier once (``PseudoLabelUDF.__init__``) and the rows
-stream through in batches; nothing is materialised until the caller consumes the dataset. A job
-labels with ``labellers.Labellers`` instead: one pool of actors for all its passes, or the driver.
+The pool U can be far larger than memory and the model is expensive to load, so each labeller
+loads the classifier once (``PseudoLabelUDF.load``) and the rows stream through in batches: a job
+labels with ``labellers.Labellers``, one pool of actors for all its passes, or the driver.
 """
 
 from __future__ import annotations
@@ -31,7 +30,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..config import check
-from ..data.ray_data import map_with_udf
 from ..hardware import autocast, inference_device, precisions, resolve_precision
 from ..models import load_trained
 from ..placement import this_node, this_worker
@@ -41,7 +39,6 @@ from .spec import ClassifierSpec, build_classifier, load_state
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    import ray.data
 
 # The columns ``PseudoLabelUDF`` adds (replacing them if present, e.g. from an earlier iteration):
 #   pseudo_label   string          the predicted label name (y_u)
@@ -83,7 +80,7 @@ class PseudoLabelUDF:
     ``encode_batch_size`` rows (``xlt.models.encoder.batch_bounds``): on a GPU, a budget that fills
     its memory with short sentences and still fits the long ones. The same predictions.
 
-    ``num_threads``: torch intra-op threads of this actor; ``pseudo_label`` sets it from the
+    ``num_threads``: torch intra-op threads of this actor; ``Labellers`` sets it from the
     CPUs reserved per actor so that actors sharing a node do not oversubscribe its cores
     (torch would otherwise start one thread per core in every actor). ``None`` leaves torch's
     setting alone, which is what a caller in its own process wants.
@@ -187,46 +184,6 @@ class PseudoLabelUDF:
             else:
                 batch = batch.append_column(name, values)
         return batch
-
-
-def pseudo_label(ds: ray.data.Dataset, spec: ClassifierSpec | Mapping[str, ClassifierSpec],
-                 settings: InferenceSettings = EXACT, *, text_column: str = "text",
-                 sort_by_length: bool = True) -> ray.data.Dataset:
-    """``ds`` with ``pseudo_label``, ``confidence``, ``probabilities`` per row (Yu & Joty 2021, Alg. 1).
-
-    Implements ``(y_u, c_u) = f_θ(x_u)`` for every x_u of the unlabelled pool: y_u is the
-    classifier's argmax label, c_u its softmax probability (our reading of the paper's undefined
-    "confidence score"; see the module docstring). Input columns pass through untouched; one
-    output row per input row, in no guaranteed order (join on an id column, not on position).
-
-    Lazy and streaming: returns at once, and rows flow through an actor pool of ``settings.num_actors``
-    in batches of ``settings.batch_size`` as the caller consumes the result (``iter_batches``,
-    ``filter``, ``write_parquet``), so pools larger than memory never exist in full anywhere. Each
-    actor loads ``spec`` once; it reserves ``num_cpus`` and ``num_gpus`` (a fraction shares a GPU
-    between actors; in a cluster that has no GPU and whose autoscaler cannot add one, none, with a
-    warning: ``gpus_or_none``) and runs ``settings.torch_threads`` torch threads. On a 2-CPU machine,
-    two actors need ``num_cpus=0.5`` each or the tasks producing the input get no CPU slot and the
-    pipeline stalls (see ``xlt.augment.build_augmented_dataset``).
-
-    ``sort_by_length`` buckets each batch's texts by token length (less padding; the same
-    predictions). Parallelism needs several input blocks: a single block is processed by one actor.
-    ``spec`` may name several classifiers (see ``PseudoLabelUDF``): each row then gets every one's
-    prediction.
-    """
-    _named(spec)
-    check(settings.num_actors >= 1, "inference.num_actors", settings.num_actors,
-          "an integer >= 1 for a Ray Data pool (0, the driver, is xlt.inference.labellers')")
-    schema = ds.schema(fetch_if_missing=False)  # known without running anything, or None
-    if schema is not None and text_column not in schema.names:
-        raise KeyError(f"the dataset has no text column {text_column!r}; columns: {list(schema.names)} "
-                       "(pass text_column= to name the column holding the texts)")
-    return map_with_udf(
-        ds, PseudoLabelUDF,
-        dict(spec=spec, settings=settings, sort_by_length=sort_by_length, text_column=text_column,
-             num_threads=settings.torch_threads),
-        batch_size=settings.batch_size, num_actors=settings.num_actors, num_cpus=settings.num_cpus,
-        num_gpus=gpus_or_none(settings.num_gpus),
-    )
 
 
 def gpus_or_none(num_gpus: float) -> float:

@@ -1,5 +1,5 @@
 """How a trained classifier labels rows: ``InferenceSettings``, the one object every labelling path takes
-(``PseudoLabelUDF``, ``pseudo_label``, ``labellers.Labellers``), co-training's ``inference`` section and
+(``PseudoLabelUDF``, ``labellers.Labellers``), co-training's ``inference`` section and
 prediction's (``xlt.predict.config.PredictInference``, its own defaults)."""
 
 from __future__ import annotations

@@ -91,9 +91,9 @@ class MultiViewAlignment(Objective):
       original's distribution to the view's. Gradients flow through both sides (no stop-gradient;
       the paper states none).
 
-    The paper chose cosine with λ = 10 (§5.2), hence the default. Measured here
-    (``benchmarks/studies/scl-xnli/results.md``, 600 XNLI pairs): cosine at λ = 10 maps every input to one
-    class in two seeds of three, and KL at λ = 10 does not; at a small scale, pick λ on dev or use KL.
+    The paper chose cosine with λ = 10 (§5.2), hence the default. At small scale a large λ can pull every
+    input onto one class (the views agree perfectly when nothing is told apart), and KL, bounded by the
+    classifier's own distribution, less so: pick λ on dev (``benchmarks/studies/scl-xnli/results.md``).
 
     Args:
         similarity: ``"cosine"`` (default), ``"kl"``, ``"symmetric_kl"`` or ``"mse"``.

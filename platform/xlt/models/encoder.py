@@ -133,10 +133,9 @@ class TextEncoder(nn.Module):
         The features are one pass's up to float rounding: an item attends only to its own tokens
         (the attention mask hides the padding), so which items share a pass changes how much they
         are padded, not what they encode. Sorted passes pad far less than one pass over items of
-        mixed lengths, such as an example and its translated or code-switched views (a PAWS-X
-        step with three views a pair: 40 % of one pass's positions are padding, 13 % in passes of
-        16, `benchmarks/encoder_passes.md`). With dropout on, each pass draws its own masks: the
-        same distribution, other draws. Gradients flow through every pass."""
+        mixed lengths, such as an example and its translated or code-switched views, whose lengths
+        differ most (measured in `benchmarks/encoder_passes.md`). With dropout on, each pass draws its
+        own masks: the same distribution, other draws. Gradients flow through every pass."""
         items = list(items)
         if len(items) <= rows:
             return self.embed(items)

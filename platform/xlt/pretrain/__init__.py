@@ -13,7 +13,7 @@ Zhang et al. 2023).
 - ``model``: encoder + CCE / LM heads + objectives -> the ``Outputs`` the objectives require
 - ``workload``: the ``PRETRAIN`` workload for ``xlt.engine`` (batcher, step, retrieval of the held-apart pairs
   after every epoch)
-- ``trainer``: ``prepare`` / ``build_trainer`` / ``resume_trainer``; ``encoder_dir`` of a checkpoint
+- ``trainer``: ``prepare`` / ``build_trainer`` / ``resume_config``; ``encoder_dir`` of a checkpoint
 """
 
 from __future__ import annotations

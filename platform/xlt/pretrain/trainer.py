@@ -9,7 +9,7 @@ whole — to ``xlt.engine.launch`` with the ``PRETRAIN`` workload, which also sa
 directory and refuses to continue a run directory whose saved config trains something else.
 
 Resuming works as for fine-tuning (Ray Train V2 finds the run's checkpoints in ``output.dir``): running the same config again resumes it, and
-``resume_trainer(run_dir)`` continues it from its saved ``config.yaml``.
+``build_trainer(resume_config(run_dir))`` continues it from its saved ``config.yaml``.
 
 Every checkpoint directory holds ``encoder/``, a ``local:`` model: ``encoder_dir(checkpoint)``
 is what ``jobs/finetune.py --set model.source=local:<dir>`` (and co-training's learners) load.
@@ -109,11 +109,6 @@ def build_trainer(cfg: PretrainConfig | PreparedPretrain, callbacks: Sequence[An
 def resume_config(directory: str, overrides: Iterable[str] = ()) -> PretrainConfig:
     """The saved config of pretraining run ``directory`` with ``--set``-style ``overrides``."""
     return resume_run_config(directory, overrides, PretrainConfig)
-
-
-def resume_trainer(directory: str, overrides: Iterable[str] = ()) -> Run:
-    """A trainer that continues run ``directory`` from its latest checkpoint."""
-    return build_trainer(resume_config(directory, overrides))
 
 
 def encoder_dir(checkpoint: str | Path) -> str:

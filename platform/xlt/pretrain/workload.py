@@ -28,7 +28,7 @@ from torch import nn
 from ..engine import EvalRows, Evaluation, Training, Workload, epoch_seed, start_training
 from ..engine import build_training as build_engine_training
 from ..engine.loop import Batcher
-from ..eval.evaluators import AVG, TATOEBA, Context, evaluate_all
+from ..eval.evaluators import AVG, TATOEBA, EvalContext, evaluate_all
 from ..metrics import per_language
 from .alignment import Tokenization
 from .batches import PretrainBatcher, as_rows
@@ -41,10 +41,10 @@ ENCODER_DIR = "encoder"  # inside every checkpoint: the encoder as a local: mode
 
 
 def build_pretraining(cfg: PretrainConfig, steps_per_epoch: int,
-                      prepare: Callable[[nn.Module], nn.Module] = lambda m: m) -> Training:
+                      wrap: Callable[[nn.Module], nn.Module] = lambda m: m) -> Training:
     """Model, its step module (through ``prepare``), AdamW and the linear schedule
     (``xlt.engine.start_training`` with ``PRETRAIN``)."""
-    return start_training(PRETRAIN, cfg, steps_per_epoch, prepare)
+    return start_training(PRETRAIN, cfg, steps_per_epoch, wrap)
 
 
 class Pretraining(Workload):
@@ -58,9 +58,9 @@ class Pretraining(Workload):
     def unused_parameters(self, cfg: PretrainConfig) -> bool:
         return cfg.model.layer != -1  # pooling an intermediate layer leaves the layers above it without gradient
 
-    def build(self, cfg: PretrainConfig, steps_per_epoch: int, prepare: Callable[[nn.Module], nn.Module]) -> Training:
+    def build(self, cfg: PretrainConfig, steps_per_epoch: int, wrap: Callable[[nn.Module], nn.Module]) -> Training:
         # The new heads (CCE, LM head transform, soft attention) are initialised after the engine's seed.
-        return build_engine_training(build_model(cfg), cfg.optim, steps_per_epoch, prepare)
+        return build_engine_training(build_model(cfg), cfg.optim, steps_per_epoch, wrap)
 
     def batcher(self, cfg: PretrainConfig, training: Training, epoch: int, rank: int) -> Batcher:
         module: PretrainModel = training.module  # type: ignore[assignment]
@@ -80,7 +80,7 @@ class Pretraining(Workload):
 
     def evaluate(self, cfg: PretrainConfig, training: Training, last: bool, rows: EvalRows) -> Evaluation:
         return Evaluation(evaluate_all(cfg.evals, {"encoder": training.module.encoder}, rows, last=last,
-                                       context=Context(cfg.data.pivot_lang, cfg.optim.eval_batch_size)).metrics)
+                                       context=EvalContext(cfg.data.pivot_lang, cfg.optim.eval_batch_size)).metrics)
 
     def write(self, directory: Path, training: Training, cfg: PretrainConfig, evaluation: Evaluation) -> None:
         training.module.export(directory / ENCODER_DIR)  # a local: model for fine-tuning and co-training

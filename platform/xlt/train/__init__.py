@@ -5,15 +5,16 @@
 - ``data``: a task's train rows of a setting (zero-shot, translate-train, translation views)
 - ``workload``: the ``FINETUNE`` workload (model, batcher, step, evaluation) for ``xlt.engine``
 - ``checkpoint``: a fine-tuning checkpoint as a classifier
-- ``trainer``: ``build_trainer`` / ``resume_trainer`` -> ``TorchTrainer``; results table rows
+- ``trainer``: ``build_trainer`` -> the engine's ``Run``; ``resume_config``; results table rows
+- ``finish``: how ``jobs/finetune.py`` ends
 """
 
 from .batches import ViewBatch, flatten_batch
 from .checkpoint import load_classifier, read_checkpoint
 from .config import FinetuneConfig, load_finetune_config
-from .workload import FINETUNE, finetune_training, train_step
-from .trainer import build_trainer, prepare, results_rows, resume_config, resume_trainer
+from .workload import FINETUNE, finetune_training
+from .trainer import build_trainer, prepare, results_rows, resume_config
 
 __all__ = ["ViewBatch", "flatten_batch", "load_classifier", "read_checkpoint", "FinetuneConfig", "load_finetune_config",
-           "FINETUNE", "finetune_training", "train_step", "build_trainer", "prepare",
-           "results_rows", "resume_config", "resume_trainer"]
+           "FINETUNE", "finetune_training", "build_trainer", "prepare",
+           "results_rows", "resume_config"]

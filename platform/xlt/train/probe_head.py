@@ -58,7 +58,7 @@ def gathered(features: np.ndarray, labels: np.ndarray, keys: Sequence[str]) -> t
     return x[order], y[order]
 
 
-def fit_probe(features: np.ndarray, labels: np.ndarray, c: float, seed: int = 0) -> tuple[np.ndarray, np.ndarray,
+def fit_head(features: np.ndarray, labels: np.ndarray, c: float, seed: int = 0) -> tuple[np.ndarray, np.ndarray,
                                                                                           np.ndarray]:
     """(classes present, weight (K', D), bias (K',)) of the multinomial logistic regression on ``features``, as
     logits over the classes present: a binary fit's one score z becomes the logits (−z/2, z/2), whose softmax is
@@ -86,5 +86,5 @@ def init_head_from_probe(classifier: Classifier, batches: Iterable[Mapping[str, 
     """The module docstring: ``classifier.head`` set to the probe fitted on ``batches``' labelled originals (this
     worker's share; all workers' together under a process group). Returns the rows it was fitted on."""
     x, y = gathered(*labelled_features(classifier, batches, label_index, batch_size))
-    set_head(classifier.head, *fit_probe(x, y, c, seed))
+    set_head(classifier.head, *fit_head(x, y, c, seed))
     return len(y)

@@ -9,7 +9,7 @@ directory ``output.dir`` and returns the trainer; ``.fit()`` runs it.
 
 Training runs on the engine (``xlt.engine``: the ``FINETUNE`` workload of ``xlt.train.workload``).
 Resuming is the engine's: running the same config again resumes it from its run directory;
-``resume_trainer(run_dir)`` does that from the run's saved ``config.yaml``, optionally with more
+``build_trainer(resume_config(run_dir))`` does that from the run's saved ``config.yaml``, optionally with more
 epochs, and a run directory whose saved config trains something else is refused.
 """
 
@@ -101,11 +101,6 @@ def build_trainer(cfg: FinetuneConfig | PreparedFinetune, train_dataset: ray.dat
 def resume_config(directory: str, overrides: Iterable[str] = ()) -> FinetuneConfig:
     """The saved config of fine-tuning run ``directory`` with ``--set``-style ``overrides`` (e.g. ``optim.epochs=5``)."""
     return resume_run_config(directory, overrides, FinetuneConfig)
-
-
-def resume_trainer(directory: str, overrides: Iterable[str] = ()) -> Run:
-    """A trainer that continues run ``directory`` from its latest checkpoint (see the module docstring)."""
-    return build_trainer(resume_config(directory, overrides))
 
 
 def results_rows(metrics: Mapping[str, float], source_lang: str) -> list[dict[str, Any]]:

@@ -9,8 +9,9 @@ Pieces, each usable without Ray (tests, ``benchmarks/train_overhead.py``):
 - ``compute_losses``: CE on the labelled originals (``is_anchor``; in translate-train the
   translations are originals too) plus ``WeightedObjectives`` over the batch outputs; the step
   never asks which objectives are configured.
-- ``finetune_training`` / ``train_step``: classifier, AdamW, linear schedule (``xlt.engine``); a step; with
-  ``optim.head_init: probe`` the head starts as the probe fitted on the training rows (``xlt.train.probe_head``).
+- ``finetune_training``: classifier, AdamW over the groups fine-tuning declares (``optimizer_groups``: the head's
+  own rate, LP-FT's probe epochs), linear schedule (``xlt.engine``); with ``optim.head_init: probe`` the head starts
+  as the probe fitted on the training rows (``xlt.train.probe_head``); WiSE-FT after the last epoch (``wise_ft``).
 - evaluation: the config's evaluators (``xlt.eval.evaluators``: accuracy and macro-F1 per language,
   averages over targets, transfer gaps); every checkpoint keeps the prediction of each classified
   row (``predictions.json``: ``read_predictions``), for paired comparisons of two runs item by item
@@ -34,11 +35,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..engine import EvalRows, Evaluation, Workload, Training, accumulation_step, start_training
+from ..engine import EvalRows, Evaluation, Workload, Training, start_training
 from ..engine.training import param_groups
 from ..engine import build_training as build_engine_training
 from ..engine.loop import Batcher
-from ..eval.evaluators import Context, evaluate_all
+from ..eval.evaluators import EvalContext, evaluate_all
 from ..metrics import ACC, AVG_TARGET, F1, gap_name, metric_name
 from ..losses import WeightedObjectives, build_objectives
 from ..losses.projection import Projection, ProjectionHead, projected_key
@@ -189,15 +190,10 @@ def trainable_classifier(cfg: FinetuneConfig) -> Classifier:
 
 
 def finetune_training(cfg: FinetuneConfig, steps_per_epoch: int,
-                   prepare: Callable[[nn.Module], nn.Module] = lambda m: m) -> FinetuneTraining:
-    """Classifier, its step module (through ``prepare``, e.g. ``ray.train.torch.prepare_model``),
+                   wrap: Callable[[nn.Module], nn.Module] = lambda m: m) -> FinetuneTraining:
+    """Classifier, its step module (through ``wrap``, e.g. ``ray.train.torch.prepare_model``),
     the objectives, AdamW and the linear schedule (``xlt.engine.start_training`` with ``FINETUNE``)."""
-    return start_training(FINETUNE, cfg, steps_per_epoch, prepare)  # type: ignore[return-value]
-
-
-def train_step(training: FinetuneTraining, batch: ViewBatch, max_grad_norm: float = 1.0) -> dict[str, float]:
-    """One optimizer step on ``batch``; returns ``{"loss": total, "ce": ..., <objective>: ...}`` as floats."""
-    return accumulation_step(training, lambda model, b: FINETUNE.loss(training, model, b), [batch], max_grad_norm)
+    return start_training(FINETUNE, cfg, steps_per_epoch, wrap)  # type: ignore[return-value]
 
 
 def read_predictions(checkpoint: str | Path) -> dict[str, dict[str, list]]:
@@ -225,7 +221,7 @@ class Finetuning(Workload):
         return {"model": checkpoint_entry(checkpoint, directory, what="fine-tuned")}
 
     def build(self, cfg: FinetuneConfig, steps_per_epoch: int,
-              prepare: Callable[[nn.Module], nn.Module]) -> FinetuneTraining:
+              wrap: Callable[[nn.Module], nn.Module]) -> FinetuneTraining:
         classifier = trainable_classifier(cfg)
         if CachedEncoder.accepts(classifier.encoder):  # a frozen USE: only the head learns
             classifier.encoder = CachedEncoder(classifier.encoder)
@@ -234,7 +230,7 @@ class Finetuning(Workload):
         loss_modules = step.projections if len(step.projections) else None
         groups, starts = optimizer_groups(cfg, classifier, loss_modules, steps_per_epoch)
         return build_engine_training(  # type: ignore[return-value]
-            classifier, cfg.optim, steps_per_epoch, prepare, step_module=step, loss_modules=loss_modules,
+            classifier, cfg.optim, steps_per_epoch, wrap, step_module=step, loss_modules=loss_modules,
             training_class=FinetuneTraining, groups=groups, starts=starts, objectives=objectives,
             label_index={label: i for i, label in enumerate(cfg.task.labels)})
 
@@ -270,7 +266,7 @@ class Finetuning(Workload):
         """The config's evaluators; the outputs are each evaluated row's prediction, by split."""
         done = evaluate_all(cfg.evals, {"classifier": training.classifier, "encoder": training.classifier.encoder},
                             rows, last=last,
-                            context=Context(cfg.task.source_lang, cfg.optim.eval_batch_size, cfg.output.name))
+                            context=EvalContext(cfg.task.source_lang, cfg.optim.eval_batch_size, cfg.output.name))
         return Evaluation(done.metrics, done.predictions)
 
     def dev_metric(self, cfg: FinetuneConfig) -> str:

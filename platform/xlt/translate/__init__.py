@@ -9,9 +9,8 @@
 - ``DictionaryTranslator`` (``dictionary``): word-by-word with a ``BilingualDictionary`` (MUSE),
   keeping unknown words, case and punctuation.
 - ``Seq2SeqTranslator`` (``seq2seq``): a Hugging Face seq2seq model (MarianMT: one model per
-  direction; NLLB: one model, target chosen by its FLORES code), batched ``generate``;
-  ``translate_dataset`` (``pipeline``) runs it over a ``ray.data.Dataset`` as an actor pool
-  (``TranslateUDF``).
+  direction; NLLB: one model, target chosen by its FLORES code), batched ``generate``; the augmentation UDFs
+  (``xlt.augment``) call it over a ``ray.data.Dataset``'s batches.
 
 Every backend answers ``translate(texts, src_lang, tgt_lang, source_ids=None)`` with one entry
 per text: the translation, or ``None`` when it has none for that text (a missing
@@ -22,7 +21,6 @@ count the ``None``s; nothing is dropped silently.
 from __future__ import annotations
 
 from xlt.translate.dictionary import DictionaryTranslator
-from xlt.translate.pipeline import TranslateUDF, translate_dataset
 from xlt.translate.provided import ProvidedTranslations
 from xlt.translate.seq2seq import Seq2SeqTranslator
 from xlt.translate.translator import Translator, describe_support
@@ -31,8 +29,6 @@ __all__ = [
     "DictionaryTranslator",
     "ProvidedTranslations",
     "Seq2SeqTranslator",
-    "TranslateUDF",
     "Translator",
     "describe_support",
-    "translate_dataset",
 ]
