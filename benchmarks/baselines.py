@@ -26,7 +26,7 @@ from xlt.report import markdown_table
 from xlt.study import load_study
 from xlt.study.report import arm_runs, comparisons, summary
 from xlt.study.spec import Comparison, Study
-from xlt.study.units import imported_records, read_record
+from xlt.study.units import imported_records, read_unit_record
 from xlt.tasks import TaskConfig
 
 REPO = Path(__file__).resolve().parents[1]
@@ -47,9 +47,9 @@ def recipe_arms(study: Study) -> dict[str, str]:
 def study_section(study: Study) -> tuple[str, dict | None]:
     """The study's section of the summary, and its row of the overview (None until both sides ran)."""
     output = str(REPO / study.output) if not Path(study.output).is_absolute() else study.output
-    records = [r for r in (read_record(output, u.name) for u in study.units()) if r is not None]
+    records = [r for r in (read_unit_record(output, u.name) for u in study.units()) if r is not None]
     records += imported_records(output)
-    missing = [u.name for u in study.units() if read_record(output, u.name) is None]
+    missing = [u.name for u in study.units() if read_unit_record(output, u.name) is None]
     source = Path(study.source).resolve()
     head = f"## {study.title}\n\n`python jobs/study.py --study {source.relative_to(REPO) if source.is_relative_to(REPO) else source}`"
     if not records:

@@ -126,6 +126,14 @@ def test_a_study_runs_two_units_at_a_time_and_resumes_after_a_stop(head, data_di
     crossed = scl_ce["seed_item_interval"]
     assert crossed[1:] == pytest.approx(naive_seed_item_bootstrap(scl, ce, 10_000, seed=0, matched=True), abs=0.02)
     assert "CE+SCL − CE" in second and "## Units" in second
+    # The study's record names each unit's run; a unit's classifier is found through it, its run's record the next hop.
+    from xlt.predict import model_spec
+
+    study_record = json.loads((out / "run.json").read_text())
+    assert (study_record["job"], study_record["status"]) == ("study", "finished")
+    assert study_record["classifiers"] == {unit: {"run": f"runs/{unit}", "classifier": None} for unit in UNITS}
+    where, spec = model_spec(out, UNITS[0])
+    assert where.startswith(str(out / "runs" / UNITS[0])) and where.endswith("/model.pt") and spec.labels
 
     # benchmarks/fit.py scores a unit's final checkpoint as the job did: its English test accuracy is the recorded one
     fit = load_benchmark("fit").unit_fit(out / "runs" / "ce-seed0")

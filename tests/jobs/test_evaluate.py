@@ -131,8 +131,10 @@ def test_the_adapted_probe_exports_as_a_classifier_that_labels_a_split_as_it_was
     cfg = load_config(EvaluateConfig, tmp_path / "config.yaml")
     gold = {ex.id: ex.label for lang in ("en", "de", "zh")
             for ex in load_task(cfg.task, data_dir).examples("test", lang, cfg.data.max_examples)}
+    record = json.loads((tmp_path / "run.json").read_text())  # the evaluation's record names its probe's export
+    assert (record["job"], record["default"], record["classifiers"]["bert"]["export"]) == ("evaluate", "bert", "export/bert")
     out = tmp_path / "predicted"
-    predict(prepare(PredictConfig(model=ModelRef(str(export)),
+    predict(prepare(PredictConfig(model=ModelRef(str(tmp_path)),  # the evaluation's output, through its record
                                   input=InputConfig(task=cfg.task, split="test", max_rows=cfg.data.max_examples),
                                   output=OutputSettings(str(out)),
                                   inference=InferenceSettings(num_actors=0, batch_size=4, precision="fp32"))))

@@ -81,6 +81,9 @@ def test_pretrain_then_finetune_and_resume_with_every_output_on_the_store(s3, jo
     assert encoder == f"{checkpoint}/encoder" and "config.json" in names(encoder)
     assert json.loads(read_text(f"{encoder}/xlt_encoder.json")) == {"pooling": "mean", "prefix": ""}
     assert read_text(f"{s3}/pretrain/config.yaml")
+    record = json.loads(read_text(f"{s3}/pretrain/run.json"))  # the run's record, on the store beside it
+    assert (record["job"], record["status"], record["classifiers"]) == ("pretrain", "finished", {})
+    assert record["outputs"]["encoder"] == "epoch002-step0000004/encoder"
     assert re.search(rf"\n  encoder +local:{re.escape(encoder)}\n", proc.stdout)  # the job's last lines
     assert "resume:  python jobs/pretrain.py --resume" in proc.stdout
     tracked = mlflow_run(mlflow_store, "pretrain")
@@ -103,6 +106,10 @@ def test_pretrain_then_finetune_and_resume_with_every_output_on_the_store(s3, jo
     resumed = json.loads(read_text(f"{s3}/finetune/results.json"))
     assert resumed["metrics"]["train/epoch"] == 3 and resumed["metrics"]["train/global_step"] == 6
     assert "resuming after epoch 2 at global step 4" in proc.stderr
+    record = json.loads(read_text(f"{s3}/finetune/run.json"))
+    assert (record["job"], record["status"], record["default"]) == ("finetune", "finished", "model")
+    assert record["classifiers"]["model"]["spec"]["state"] == "epoch003-step0000006/model.pt"
+    assert record["metrics"]["train/global_step"] == 6 and record["outputs"]["results"] == "results.json"
     assert not list(elsewhere.rglob("*.pt"))  # checkpoints live on the store only
 
 

@@ -97,7 +97,7 @@ def test_the_baselines_summary_finds_the_best_baseline_and_its_interval(tmp_path
     """The declared recipe of single texts is the adapted probe, of pairs the preset's; each is compared with the
     best of the other arms, neither taken for a baseline."""
     from benchmarks.loading import load_benchmark
-    from xlt.study.units import write_record
+    from xlt.study.units import write_unit_record
 
     module = load_benchmark("baselines")
     variants = {"declared": None, "probe-e5": {"recipe": "probe"}, "ce": None,
@@ -109,7 +109,7 @@ def test_the_baselines_summary_finds_the_best_baseline_and_its_interval(tmp_path
     hits = {declared: 0.9, "probe-e5": 0.6, "ce": 0.3, other: 0.55}
     for variant, p in hits.items():
         for seed in ((0,) if variant.endswith("e5") else (0, 1)):
-            write_record(study.output, f"{variant}-seed{seed}",
+            write_unit_record(study.output, f"{variant}-seed{seed}",
                          record(variant, seed, (rng.random(200) < p).astype(int).tolist()))
     section, overview = module.study_section(study)
     # The other recipe is compared with the best baseline, never taken for one (here it is below it).

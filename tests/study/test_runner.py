@@ -12,13 +12,13 @@ from study.test_spec import write
 from xlt.config import ConfigError
 from xlt.study import Unit, load_study
 from xlt.study.runner import plan, save_history
-from xlt.study.units import IMPORTED, UnitSetup, unit_identity, write_record
+from xlt.study.units import IMPORTED, UnitSetup, unit_identity, write_unit_record
 
 
 def test_the_plan_runs_what_has_no_record_and_estimates_it_from_what_has(tmp_path):
     study = load_study(write(tmp_path, seeds=[0, 1], variants={"ce": None, "probe": {"recipe": "probe"}}))
     setup = UnitSetup(study, str(tmp_path / "out"))
-    write_record(setup.output, "ce-seed0", {**record("ce", 0, [1, 0]), "minutes": 3.0,
+    write_unit_record(setup.output, "ce-seed0", {**record("ce", 0, [1, 0]), "minutes": 3.0,
                                             "config": unit_identity(setup, Unit("ce", 0))})
     save_history(setup.output, [{"units": ["ce-seed0", "ce-seed1"], "failed": {"ce-seed1": "OOM"},
                                  "stopped": ["probe-seed0"]}])
@@ -43,7 +43,7 @@ def test_the_plan_runs_what_has_no_record_and_estimates_it_from_what_has(tmp_pat
 def test_a_study_with_only_imported_units_is_estimated_from_their_minutes(tmp_path):
     study = load_study(write(tmp_path, seeds=[0], variants={"ce": None, "probe": {"recipe": "probe"}}))
     setup = UnitSetup(study, str(tmp_path / "out"))
-    write_record(setup.output, "ce-seed0", {**record("ce", 0, [1, 0]), "minutes": 4.0}, folder=IMPORTED)
+    write_unit_record(setup.output, "ce-seed0", {**record("ce", 0, [1, 0]), "minutes": 4.0}, folder=IMPORTED)
     assert [row["minutes"] for row in plan(setup).table()] == ["~4.0", "~4.0"]
 
 

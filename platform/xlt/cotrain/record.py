@@ -15,7 +15,7 @@ from ..record import FAILED, spec_entry, update_record, write_record
 from ..storage import is_uri, join, read_text
 from ..tasks import Task
 from ..train.checkpoint import checkpoint_entry
-from .classifier import CLASSIFIER, describe, kept_record, members
+from .classifier import CLASSIFIER, describe, kept_record, members, predictions_path
 from .config import LEARNERS, CotrainConfig
 from .learner import fit_model, learner_run
 from .probe import probe_path
@@ -30,8 +30,16 @@ def write_cotrain_record(cfg: CotrainConfig, task: Task, history: Sequence[Mappi
         write_record(cfg.output.dir, JOB, cfg, status, phase=phase)
         return
     chosen = kept_record(history, cfg.classifier.keep, task.source_lang)
+    # Each iteration's rows as every learner and the job's classifier predicted them (xlt.cotrain.classifier).
+    predictions = {predictions_key(h["iteration"]): predictions_path(cfg.output.dir, h["iteration"])
+                   for h in history if h["learner"] == CLASSIFIER}
     write_record(cfg.output.dir, JOB, cfg, status, phase=phase, metrics=dict(chosen),
-                 classifiers=classifiers(cfg, task, history), default=LEARNERS[0])
+                 classifiers=classifiers(cfg, task, history), default=LEARNERS[0], outputs=predictions)
+
+
+def predictions_key(iteration: int) -> str:
+    """The name under which a run's record keeps where ``iteration``'s predictions are."""
+    return f"predictions of iteration {iteration}"
 
 
 def record_failure(cfg: CotrainConfig, error: BaseException) -> None:

@@ -121,6 +121,11 @@ class Workload(ABC):
         URI), as its record names them (``xlt.inference.entries``), the default first; none by default."""
         return {}
 
+    def outputs(self, cfg: Any, checkpoint: str) -> dict[str, str]:
+        """What else of ``checkpoint`` (a path, local or URI) a run's record names, by name (e.g. the rows'
+        predictions its evaluation wrote); nothing by default."""
+        return {}
+
     def dev_metric(self, cfg: Any) -> str | None:
         """The metric of rank 0's evaluation after every epoch that ``optim.keep: best-dev`` keeps the best epoch by
         (higher is better), or ``None`` if the workload reports none (its config refuses best-dev)."""

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..record import FAILED, FINISHED, RUNNING, relative, write_record
+from ..record import FAILED, FINISHED, RUNNING, write_record
 from ..storage import join
 from .loop import Workload
 
@@ -27,7 +27,7 @@ def recorder_class() -> type:
             self.workload, self.cfg, self.directory = workload, cfg, directory
             self.metrics: dict[str, Any] = {}
             self.classifiers: dict[str, dict[str, Any]] = {}
-            self.checkpoint: str | None = None
+            self.outputs: dict[str, str] = {}
 
         def after_report(self, run_context: Any, metrics: Any, checkpoint: Any) -> None:
             if checkpoint is not None:
@@ -37,15 +37,15 @@ def recorder_class() -> type:
         def at(self, checkpoint: Any, metrics: Mapping[str, Any]) -> None:
             """The run's classifiers are those of ``checkpoint`` (a ``ray.train.Checkpoint``), reported with
             ``metrics``."""
-            self.checkpoint = join(self.directory, Path(checkpoint.path).name)  # a store's path has no scheme
+            path = join(self.directory, Path(checkpoint.path).name)  # a store's path has no scheme
             self.metrics = dict(metrics)
-            self.classifiers = self.workload.classifiers(self.cfg, self.checkpoint, self.directory)
+            self.classifiers = self.workload.classifiers(self.cfg, path, self.directory)
+            self.outputs = {"checkpoint": path, **self.workload.outputs(self.cfg, path)}
 
         def write(self, status: str, phase: str | None = None, error: str | None = None) -> None:
             write_record(self.directory, self.workload.job, self.cfg, status, metrics=self.metrics,
                          classifiers=self.classifiers, default=next(iter(self.classifiers), None),
-                         outputs={"checkpoint": relative(self.directory, self.checkpoint)} if self.checkpoint else {},
-                         phase=phase, error=error)
+                         outputs=self.outputs, phase=phase, error=error)
 
         def finished(self, result: Any, metrics: Mapping[str, Any]) -> None:
             if result.checkpoint is not None:

@@ -15,7 +15,7 @@ from ..storage import join, read_text, staged
 from ..report import write_results
 from .report import build, markdown, plot
 from .spec import Study
-from .units import RUNS, imported_records, read_record
+from .units import RUNS, imported_records, read_unit_record
 
 STUDY_RESULTS, STUDY_TABLE, STUDY_PLOT = "results.json", "results.md", "results.png"
 
@@ -28,11 +28,11 @@ class FinishedStudy(Finished):
 def finish_study(study: Study, command: str, errors: dict[str, str], tracker: Any) -> FinishedStudy:
     """The study's report (module docstring), ``command`` the line that made it; ``tracker``: an
     ``xlt.tracking.Tracker``."""
-    records = [r for r in (read_record(study.output, u.name) for u in study.units()) if r is not None]
+    records = [r for r in (read_unit_record(study.output, u.name) for u in study.units()) if r is not None]
     records += imported_records(study.output)
     if not records:
         raise RuntimeError(f"no unit of {study.source} finished: {errors}")
-    missing = tuple(u.name for u in study.units() if read_record(study.output, u.name) is None)
+    missing = tuple(u.name for u in study.units() if read_unit_record(study.output, u.name) is None)
     content = build(study, records)
     reading = Path(study.reading).read_text(encoding="utf-8") if study.reading else None
     text = markdown(study, content, command, STUDY_PLOT, list(missing), errors, reading)

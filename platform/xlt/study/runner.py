@@ -36,7 +36,7 @@ from ..sweep.trainables import JOBS, max_concurrent
 from ..tasks import load_task
 from .spec import Unit
 from .recipes import ROWS_SETTINGS
-from .units import UnitSetup, imported_records, read_record, run_unit, same_unit, unit_config, unit_identity
+from .units import UnitSetup, imported_records, read_unit_record, run_unit, same_unit, unit_config, unit_identity
 
 STUDY_FILE = "study.json"  # the invocations of the study: when, which units, which failed
 
@@ -116,7 +116,7 @@ def plan(setup: UnitSetup) -> Plan:
     runs = history(output)
     failed = runs[-1].get("failed", {}) if runs else {}
     stopped = set(runs[-1].get("stopped", [])) if runs else set()
-    records = {u.name: read_record(output, u.name) for u in study.units()}
+    records = {u.name: read_unit_record(output, u.name) for u in study.units()}
     for unit in study.units():
         record = records[unit.name]
         reads = None if study.variant(unit.variant).recipe == "job" else ROWS_SETTINGS[study.job]
@@ -210,7 +210,7 @@ def run_units(setup: UnitSetup, units: Sequence[Unit], *, callbacks: Sequence[An
     for i, trial in enumerate(analysis.trials):
         record = to_record(i, trial, ())
         name = trial.config["unit"]
-        if read_record(setup.output, name) is not None:
+        if read_unit_record(setup.output, name) is not None:
             errors[name] = None
         elif record.error or record.status == "ERROR":
             errors[name] = record.error or "failed (no error file)"

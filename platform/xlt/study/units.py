@@ -36,6 +36,7 @@ from ..config import from_dict
 from ..eval.classification import macro_f1_by_language
 from ..hardware import cpu_model, device_name
 from ..metrics import AVG_TARGET
+from ..record import located, read_record as read_run_record
 from ..storage import join, names, read_text, staged
 from .spec import Study, Unit
 
@@ -55,7 +56,7 @@ def record_path(output: str, unit_name: str) -> str:
     return join(output, UNITS, f"{unit_name}.json")
 
 
-def read_record(output: str, unit_name: str) -> dict[str, Any] | None:
+def read_unit_record(output: str, unit_name: str) -> dict[str, Any] | None:
     text = read_text(record_path(output, unit_name))
     return None if text is None else json.loads(text)
 
@@ -66,7 +67,7 @@ def imported_records(output: str) -> list[dict[str, Any]]:
     return [json.loads(text) for text in found if text is not None]
 
 
-def write_record(output: str, unit_name: str, record: Mapping[str, Any], folder: str = UNITS) -> None:
+def write_unit_record(output: str, unit_name: str, record: Mapping[str, Any], folder: str = UNITS) -> None:
     with staged(join(output, folder)) as local:
         tmp = local / f"{unit_name}.json.tmp"
         tmp.write_text(json.dumps(record, indent=1, ensure_ascii=False), encoding="utf-8")
@@ -155,7 +156,7 @@ def run_unit(config: dict[str, Any], setup: UnitSetup) -> None:
               "config": unit_identity(setup, unit), "rows": ROWS, "minutes": round((time.monotonic() - started) / 60, 2),
               "device": device_name("cuda" if _on_gpu(data) else "cpu"), "cpu": cpu_model(),
               "finished": time.strftime("%Y-%m-%dT%H:%M:%S")}
-    write_record(setup.output, unit.name, record)
+    write_unit_record(setup.output, unit.name, record)
     first = next(iter(arms.values()))
     tune_session.report({"unit/avg_target": first["acc"][AVG_TARGET], "unit/minutes": record["minutes"]})
 
@@ -246,16 +247,15 @@ def finetune_arms(data: dict[str, Any], unit: Unit, study: Study) -> tuple[dict[
     final checkpoint's predictions of the scored split."""
     from ray.tune.integration.ray_train import TuneReportCallback
 
+    from ..engine import run_dir
     from ..sweep.trainables import InProcessReports
     from ..train.config import FinetuneConfig
     from ..train.trainer import build_trainer
-    from ..train.workload import read_predictions
 
     cfg = from_dict(FinetuneConfig, data)
     trainer = build_trainer(cfg, callbacks=[TuneReportCallback() if cfg.scaling.num_workers else InProcessReports()])
     result = trainer.fit()
-    with result.checkpoint.as_directory() as directory:  # also when a rerun finds the run complete
-        recorded = read_predictions(directory)
+    recorded = recorded_predictions(run_dir(trainer.config), "predictions")  # also when a rerun found it complete
     resolved = trainer.config
     source = resolved.task.source_lang
     return ({unit.variant: {**scored_arm(recorded[study.split], source), **source_dev(recorded.get("val"), source)}},
@@ -268,8 +268,9 @@ def cotrain_arms(data: dict[str, Any], unit: Unit, study: Study) -> tuple[dict[s
     recorded them (``xlt.cotrain.classifier``: a learner's at its last iteration, the job's classifier's at
     the iteration it keeps, either at iteration 0 with ``@0``), with its target average after every iteration."""
     from ..cotrain import run_cotraining
-    from ..cotrain.classifier import kept_iteration, read_predictions
+    from ..cotrain.classifier import kept_iteration
     from ..cotrain.config import CotrainConfig
+    from ..cotrain.record import predictions_key
     from ..metrics import ACC, metric_name
     from ..sweep.trainables import cotrain_metrics
     from ..sweep import tune_session
@@ -291,12 +292,24 @@ def cotrain_arms(data: dict[str, Any], unit: Unit, study: Study) -> tuple[dict[s
         history = [h for h in state.history if h["learner"] == learner]
         iteration = (int(at) if at else kept_iteration(state.history, cfg.classifier.keep, source)
                      if learner == "classifier" else history[-1]["iteration"])
-        recorded = read_predictions(cfg.output.dir, iteration)[learner]
+        recorded = recorded_predictions(cfg.output.dir, predictions_key(iteration))[learner]
         arms[arm] = {**scored_arm(recorded[split], source), **source_dev(recorded.get("val"), source),
                      "labeled": history[iteration].get("train/rows"), "iteration": iteration}
         if not at:  # the learner's target average after every iteration, once (not again for its @0 arm)
             arms[arm]["iterations"] = [h[metric_name(split, ACC, AVG_TARGET)] for h in history]
     return arms, {}
+
+
+def recorded_predictions(run: str, name: str) -> dict[str, Any]:
+    """The rows' predictions a unit's run wrote where its record (``xlt.record``) says, under ``name``."""
+    record = read_run_record(run)
+    if name not in record["outputs"]:
+        raise FileNotFoundError(f"{run}: its {record['job']} run's record names no {name!r} among its outputs "
+                                f"({', '.join(record['outputs'])})")
+    text = read_text(located(run, record["outputs"][name]))
+    if text is None:
+        raise FileNotFoundError(f"{located(run, record['outputs'][name])}, which {run}'s record names, does not exist")
+    return json.loads(text)
 
 
 def baseline_arm(data: dict[str, Any], unit: Unit, study: Study) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -46,6 +46,7 @@ from ..losses.projection import Projection, ProjectionHead, projected_key
 from ..models import Classifier, TransformerEncoder, load_encoder
 from ..models.classifier import build_classifier_over
 from ..models.encoder import CachedEncoder, Item
+from ..storage import join, names
 from .batches import UNKNOWN_LABEL, ViewBatch, flatten_batch, items_of
 from .config import FinetuneConfig, FinetuneOptim
 from .checkpoint import checkpoint_entry
@@ -219,6 +220,10 @@ class Finetuning(Workload):
     def classifiers(self, cfg: FinetuneConfig, checkpoint: str, directory: str) -> dict[str, dict[str, Any]]:
         """The one classifier of a run: its last checkpoint's (under ``optim.keep: best-dev``, the kept epoch's)."""
         return {"model": checkpoint_entry(checkpoint, directory, what="fine-tuned")}
+
+    def outputs(self, cfg: FinetuneConfig, checkpoint: str) -> dict[str, str]:
+        """The rows' predictions of the checkpoint's evaluation (``PREDICTIONS_FILE``), where it wrote them."""
+        return {"predictions": join(checkpoint, PREDICTIONS_FILE)} if PREDICTIONS_FILE in names(checkpoint) else {}
 
     def build(self, cfg: FinetuneConfig, steps_per_epoch: int,
               wrap: Callable[[nn.Module], nn.Module]) -> FinetuneTraining:
