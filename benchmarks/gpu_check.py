@@ -172,7 +172,7 @@ def finetune_steps_per_s(model: str, device: str, precision: str, steps: int, bu
     prepared = prepare(load_finetune_config(CONFIGS / "finetune_sib200.yaml",
                                             [f"optim.precision={precision}", f"model.source={model}"]))
     cfg = prepared.config
-    training = finetune_training(cfg, steps_per_epoch=steps + 5, prepare=lambda m: m.to(device))
+    training = finetune_training(cfg, steps_per_epoch=steps + 5, wrap=lambda m: m.to(device))
     label_index = {label: i for i, label in enumerate(cfg.task.labels)}
     batches = [flatten_batch(b, label_index) for b in batches_of(prepared.train, cfg.optim.batch_size)]
     for b in batches[:3]:  # warm-up: kernels, allocator

@@ -80,7 +80,7 @@ class Syncing(nn.Module):
 
 def test_ddp_syncs_on_the_last_micro_batch_only():
     cfg = with_rows(tiny_config("ml-ctl"), 4)
-    training = build_pretraining(cfg, steps_per_epoch=2, prepare=Syncing)
+    training = build_pretraining(cfg, steps_per_epoch=2, wrap=Syncing)
     step(training, micro_batches(cfg, training, 4))
     assert (training.model.synced, training.model.skipped) == (1, 3)
     step(training, micro_batches(cfg, training, 1))

@@ -43,7 +43,7 @@ def test_shipped_spaces_fit_their_presets(name):
 def test_a_key_the_config_does_not_have_is_named_with_the_config_error():
     space = parse_space({"job": "finetune", "params": {"optim.lrr": {"uniform": [0.1, 0.2]}}}, "typo.yaml")
     with pytest.raises(SpaceError, match=r"typo.yaml: optim.lrr: the value 0.1 does not make a valid finetune config "
-                                         r"from the preset: unknown key optim.lrr for OptimSettings"):
+                                         r"from the preset: unknown key optim.lrr for FinetuneOptim"):
         check_space(space, {"task": TINY_TASK}, JOBS["finetune"].config)
 
 
