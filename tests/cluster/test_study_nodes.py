@@ -131,6 +131,7 @@ def test_a_study_runs_two_units_at_a_time_and_resumes_after_a_stop(head, data_di
 
     study_record = json.loads((out / "run.json").read_text())
     assert (study_record["job"], study_record["status"]) == ("study", "finished")
+    assert study_record["metrics"]["units finished"] == len(UNITS) and study_record["metrics"]["units left"] > 0
     assert study_record["classifiers"] == {unit: {"run": f"runs/{unit}", "classifier": None} for unit in UNITS}
     where, spec = model_spec(out, UNITS[0])
     assert where.startswith(str(out / "runs" / UNITS[0])) and where.endswith("/model.pt") and spec.labels

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..record import FINISHED, RECORD_FILE, RUNNING, write_record
+from ..record import FINISHED, RECORD_FILE, write_record
 from ..report import Finished
 from ..storage import join, read_text, staged
 from ..report import write_results
@@ -46,7 +46,9 @@ def finish_study(study: Study, command: str, errors: dict[str, str], tracker: An
                (("table", STUDY_TABLE), ("results", STUDY_RESULTS), ("plot", STUDY_PLOT), ("units", "units"))}
     runs = {u.name: {"run": f"{RUNS}/{u.name}", "classifier": None} for u in study.units()
             if read_text(join(study.output, RUNS, u.name, RECORD_FILE)) is not None}
-    write_record(study.output, "study", study, RUNNING if missing else FINISHED,
-                 metrics={f"{arm}/avg_target": v["mean"] for arm, v in content["avg_target"].items()},
+    # The job finished; the units it left (a part of the study run with --only, or failed) are what it runs next.
+    write_record(study.output, "study", study, FINISHED,
+                 metrics={**{f"{arm}/avg_target": v["mean"] for arm, v in content["avg_target"].items()},
+                          "units finished": len(study.units()) - len(missing), "units left": len(missing)},
                  classifiers=runs, outputs=outputs)
     return FinishedStudy(text, outputs, missing)
