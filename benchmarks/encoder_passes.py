@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
 import statistics
 import time
 from pathlib import Path
@@ -33,16 +32,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from xlt.hardware import cpu_model
+import harness
 from xlt.study import load_study
 from xlt.augment import CrossLingualAugment
 from xlt.data import resolve_data_dir
 from xlt.logs import quiet_libraries
-from xlt.report import markdown_table, write_results
+from xlt.report import markdown_table
 from xlt.train import load_finetune_config, prepare
 from xlt.train.batches import ViewBatch, batches_of, flatten_batch
 from xlt.train.data import augmentation_sources
-from harness import train_step
 from xlt.train.workload import finetune_training, compute_losses
 
 
@@ -54,14 +52,12 @@ CL_VARIANT = load_study(REPO / "studies" / "scl-pawsx.yaml").variant("cl").set
 
 
 def get_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = harness.parser(__doc__, "encoder_passes.json", data_dir=True)
     parser.add_argument("--model", default="bundled:multilingual-e5-small")
     parser.add_argument("--steps", type=int, default=12, help="training steps a setting and repeat")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--pass-rows", type=int, nargs="+", default=[0, 16, 32],
                         help="optim.encoder_pass_rows settings to compare (0 = one pass)")
-    parser.add_argument("--data-dir")
-    parser.add_argument("--output", default="results/benchmarks/encoder_passes.json")
     return parser.parse_args()
 
 
@@ -71,12 +67,6 @@ def with_views(rows: list[dict], cfg, task) -> list[dict]:
     columns = {key: np.array([row[key] for row in rows], dtype=object) for key in rows[0]}
     out = augment(columns)
     return [{key: out[key][i] for key in out} for i in range(len(rows))]
-
-
-def machine_line(load: float) -> str:
-    """The CPU, its load (``load`` the 1-minute average at the start) and torch's threads, for a result."""
-    return (f"{cpu_model()}, {os.cpu_count()} cores, 1-min load average {load:.1f} at the start and "
-            f"{os.getloadavg()[0]:.1f} at the end; torch {torch.__version__}, {torch.get_num_threads()} threads")
 
 
 def positions(encoder, batch: ViewBatch, pass_rows: int) -> tuple[int, int]:
@@ -103,7 +93,7 @@ def step_seconds(cfg, batches: list[ViewBatch]) -> list[float]:
     seconds = []
     for batch in batches:
         start = time.perf_counter()
-        train_step(training, batch, cfg.optim.max_grad_norm)
+        harness.train_step(training, batch, cfg.optim.max_grad_norm)
         seconds.append(time.perf_counter() - start)
     return seconds
 
@@ -124,8 +114,7 @@ def main() -> None:
     configs = {r: dataclasses.replace(cfg, optim=dataclasses.replace(cfg.optim, encoder_pass_rows=r))
                for r in args.pass_rows}
 
-    load = os.getloadavg()[0]
-    started = time.strftime("%Y-%m-%d %H:%M")
+    machine = harness.Machine()
     encoder = finetune_training(cfg, steps_per_epoch=1).classifier.encoder
     baseline = first_losses(configs[args.pass_rows[0]], batches[0])
     seconds: dict[int, list[float]] = {r: [] for r in args.pass_rows}
@@ -145,14 +134,12 @@ def main() -> None:
                         "positions a step": round(padded / len(batches)), "padding share": 1 - text / padded,
                         "max |Δ loss| (dropout off)": max(abs(losses[k] - baseline[k]) for k in baseline)})
     texts = sum(len(b) for b in batches) / len(batches)
-    machine = machine_line(load)
     print(f"\n## {args.model}, PAWS-X with §4.1's views, CE + CL: {len(batches)} steps of {texts:.0f} texts "
-          f"× {args.repeats} repeats, from {started}\n")
+          f"× {args.repeats} repeats, from {machine.date}\n")
     print(markdown_table(results, digits=3))
-    print(f"\nmachine: {machine}")
-    write_results(REPO / args.output, {"model": args.model, "steps": len(batches), "repeats": args.repeats,
-                                       "texts_per_step": texts, "machine": machine, "started": started,
-                                       "rows": results, "seconds": {str(r): s for r, s in seconds.items()}})
+    print(f"\nmachine: {machine.line()}")
+    harness.write(args.out, {**machine.fields(), "model": args.model, "steps": len(batches), "repeats": args.repeats,
+                             "texts_per_step": texts, "rows": results, "seconds": {str(r): s for r, s in seconds.items()}})
 
 
 if __name__ == "__main__":

@@ -9,15 +9,13 @@ Runs what ``jobs/evaluate.py`` (the frozen-linear probe on SIB-200), ``--protoco
 
 from __future__ import annotations
 
-import argparse
-import time
 from pathlib import Path
 
+import harness
 from xlt.config import from_dict, merge_presets
 from xlt.eval.protocols import EvaluateConfig, run_evaluation
 from xlt.logs import quiet_libraries
 from xlt.report import markdown_table
-from xlt.report.tables import command_line
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -27,10 +25,8 @@ REFERENCE = {"bundled:multilingual-e5-small": (0.887, 0.835), "bundled:use-multi
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--data-dir")
-    parser.add_argument("--out", default=str(Path(__file__).with_suffix(".md")))
-    args = parser.parse_args()
+    args = harness.parser(__doc__, "evaluate_bundled.md", data_dir=True).parse_args()
+    machine = harness.Machine()
     quiet_libraries()
     preset = merge_presets(REPO / "configs" / "evaluate_sib200.yaml")  # the job's default: task, pairs, corpus
 
@@ -54,8 +50,7 @@ def main() -> None:
     mining_rows = [{k: v for k, v in r.items() if k != "protocol"} for r in mining["rows"]]
     protocols = "\n".join(f"- {p}" for p in dict.fromkeys(r["protocol"] for r in mining["rows"]))
     text = (
-        f"# Bundled encoders: SIB-200 frozen-linear and Tatoeba\n\nCommand: `{command_line()}`  \n"
-        f"Date: {time.strftime('%Y-%m-%d')}\n\n"
+        f"{machine.header('Bundled encoders: SIB-200 frozen-linear and Tatoeba')}\n"
         "## SIB-200 frozen-linear (zero-shot)\n\nLogistic regression on L2-normalised frozen embeddings of the "
         "English train split (701), C chosen from (0.1, 1, 10, 100) by English dev accuracy, accuracy on each "
         "language's test split (204). e5 uses its \"query: \" prefix and mean pooling.\n\n"
@@ -67,8 +62,8 @@ def main() -> None:
         "the next language pair (unpaired distractors, exact copies of gold sentences removed).\n\n"
         + markdown_table(mining_rows) + "\n\nProtocol:\n\n" + protocols + "\n"
     )
-    Path(args.out).write_text(text, encoding="utf-8")
     print(text)
+    harness.write(args.out, text)
 
 
 if __name__ == "__main__":

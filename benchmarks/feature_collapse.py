@@ -28,23 +28,31 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
 import time
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
-from encoder_passes import machine_line, with_views
-from fidelity import PAWSX_FULL_TRANS, objective
+from encoder_passes import with_views
+import harness
 from xlt.data import resolve_data_dir
 from xlt.logs import quiet_libraries
-from xlt.report import markdown_table, write_results
+from xlt.report import markdown_table
 from xlt.train import load_finetune_config, prepare
 from xlt.train.batches import batches_of, flatten_batch
 from xlt.train.data import eval_rows
-from harness import train_step
 from xlt.train.workload import finetune_training
+
+# The full translation of every pair into PAWS-X's other languages (Wang et al. 2022, §4.1's "full" view).
+PAWSX_FULL_TRANS = "data.augment={t_f: 1, t_p: 0, t_c: 0, languages: [de, es, fr, ja, zh]}"
+
+
+def objective(name: str, weight: float, **params: float) -> str:
+    """The override that makes ``name`` (weight ``weight``, its ``params``) the run's one objective."""
+    inner = ", ".join(f"{k}: {v}" for k, v in params.items())
+    return f"objectives=[{{name: {name}, weight: {weight}, params: {{{inner}}}}}]"
+
 
 REPO = Path(__file__).resolve().parents[1]
 SCL = {"temperature": 1.0}
@@ -57,13 +65,11 @@ VARIANTS = {
 
 
 def get_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = harness.parser(__doc__, "feature_collapse.json", data_dir=True)
     parser.add_argument("--model", default="bundled:multilingual-e5-small")
     parser.add_argument("--steps", type=int, default=25)
     parser.add_argument("--probe-rows", type=int, default=128, help="pairs whose features are compared")
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
-    parser.add_argument("--data-dir")
-    parser.add_argument("--output", default="benchmarks/feature_collapse.json")
     return parser.parse_args()
 
 
@@ -99,7 +105,7 @@ def main() -> None:
     held = [{**r, "views": None, "view_kinds": None, "view_langs": None, "view_pairs": None}
             for r in eval_rows(prepared.task, "dev") if r["lang"] == cfg.task.source_lang][: args.probe_rows]
 
-    load, started = os.getloadavg()[0], time.strftime("%Y-%m-%d %H:%M")
+    machine = harness.Machine()
     results = []
     for name in args.variants:
         variant = load_finetune_config(REPO / "configs" / "finetune_pawsx.yaml", [*base, *VARIANTS[name]])
@@ -109,7 +115,7 @@ def main() -> None:
         before_train, _ = probe(training, originals, label_index)
         before_dev, _ = probe(training, held, label_index)
         start = time.perf_counter()
-        steps = [train_step(training, batch, cfg.optim.max_grad_norm) for batch in batches]
+        steps = [harness.train_step(training, batch, cfg.optim.max_grad_norm) for batch in batches]
         ce = [step["ce"] for step in steps]
         scl = [step.get("supervised_contrastive_alignment", float("nan")) for step in steps]
         seconds = time.perf_counter() - start
@@ -123,13 +129,12 @@ def main() -> None:
         print(f"{name}: cos Φ {before_train:.3f} -> {after_train:.3f}, train acc {train_acc:.3f}, "
               f"dev acc {dev_acc:.3f}", flush=True)
 
-    machine = machine_line(load)
     print(f"\n## {args.model}, PAWS-X, {len(batches)} steps of {batch_size} pairs + one full translation each, "
-          f"from {started}\n")
+          f"from {machine.date}\n")
     print(markdown_table(results, digits=3))
-    print(f"\nmachine: {machine}")
-    write_results(REPO / args.output, {"model": args.model, "steps": len(batches), "probe_rows": args.probe_rows,
-                                       "machine": machine, "started": started, "rows": results})
+    print(f"\nmachine: {machine.line()}")
+    harness.write(args.out, {**machine.fields(), "model": args.model, "steps": len(batches),
+                             "probe_rows": args.probe_rows, "rows": results})
 
 
 if __name__ == "__main__":

@@ -13,13 +13,10 @@ evaluation does (``Classifier.predict``).
 
 from __future__ import annotations
 
-import argparse
-import os
-import time
 from pathlib import Path
 
-from xlt.hardware import cpu_model
-from xlt.report import command_line, markdown_table
+import harness
+from xlt.report import markdown_table
 
 
 REPO = Path(__file__).resolve().parents[1]
@@ -52,7 +49,7 @@ def unit_fit(unit: Path) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = harness.parser(__doc__)
     parser.add_argument("study", help="a study file whose units have run here, e.g. studies/scl-pawsx.yaml")
     parser.add_argument("units", nargs="+", help="its units (run directories under <output>/runs/), e.g. ce-seed0")
     parser.add_argument("--out", type=Path, help="default: benchmarks/fidelity/<study>-fit.md")
@@ -62,7 +59,7 @@ def main() -> None:
     study = load_study(args.study)
     out = args.out or HERE / "fidelity" / f"{study.name}-fit.md"
 
-    started = time.time()
+    machine = harness.Machine()
     fits = []
     for name in args.units:
         fits.append(unit_fit(Path(study.output) / "runs" / name))
@@ -71,16 +68,9 @@ def main() -> None:
     rows = [{"unit": f["unit"], "checkpoint": f["checkpoint"], f"{source} train": f"{f['train']:.3f} ({f['train_rows']})",
              f"{source} test": f"{f['test']:.3f} ({f['test_rows']})", "train − test": f"{f['train'] - f['test']:+.3f}"}
             for f in fits]
-    out.write_text(
-        f"## {study.name}: fit to the training rows against the test rows\n\n"
-        f"```\n{command_line()}\n```\n\n"
-        f"{time.strftime('%Y-%m-%dT%H:%M:%S')}, {(time.time() - started) / 60:.1f} minutes on {cpu_model()}, "
-        f"{os.cpu_count()} cores; 1-minute load average at the end {os.getloadavg()[0]:.1f}.\n\n"
-        f"Accuracy of each unit's final checkpoint on the {source} rows it was trained on and on the {source} "
-        "test rows (rows in parentheses).\n\n"
-        + markdown_table(rows) + "\n",
-        encoding="utf-8")
-    print(f"wrote {out}")
+    harness.write(out, f"{machine.header(f'{study.name}: fit to the training rows against the test rows')}\n"
+                  f"Accuracy of each unit's final checkpoint on the {source} rows it was trained on and on the "
+                  f"{source} test rows (rows in parentheses).\n\n" + markdown_table(rows) + "\n")
 
 
 if __name__ == "__main__":

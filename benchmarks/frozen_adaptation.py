@@ -27,11 +27,12 @@ of rows (the probes are deterministic: lbfgs, ``random_state=0``), not the study
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
+
+import harness
 
 REPO = Path(__file__).resolve().parents[1]
 C_GRID = (0.1, 1, 10, 100)
@@ -44,11 +45,10 @@ POOLS = {"job": "the job's pool: each target's translations of the English train
 
 
 def get_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = harness.parser(__doc__, "frozen_adaptation.md")
     parser.add_argument("--tasks", nargs="+", default=["sib150", "nusax"], choices=["sib150", "nusax"])
     parser.add_argument("--pools", nargs="+", default=list(POOLS), choices=list(POOLS))
     parser.add_argument("--cache", default=str(REPO / "results" / "benchmarks" / "frozen_adaptation"))
-    parser.add_argument("--output", default=str(REPO / "benchmarks" / "frozen_adaptation.md"))
     return parser.parse_args()
 
 
@@ -136,15 +136,10 @@ def screen(which: str, pool: str, cache: Path) -> list[dict]:
 
 def main() -> None:
     args = get_args()
-    sys.path.insert(0, str(REPO / "platform"))
-    from xlt.hardware import cpu_model
     from xlt.report import markdown_table
 
-    text = ["# The frozen e5 probe, adapted to each target language without its labels (issue 71 screen)", "",
-            f"`python benchmarks/frozen_adaptation.py{' --tasks ' + ' '.join(args.tasks) if args.tasks != ['sib150', 'nusax'] else ''}"
-            f"{' --pools ' + ' '.join(args.pools) if args.pools != list(POOLS) else ''}`"
-            f" on {cpu_model()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Method: the script's docstring.",
-            "Accuracy; English dev chooses C; the target columns are reported, never used to choose."]
+    machine = harness.Machine()
+    text = []
     names = {"sib150": "SIB-200, the demo's 150 labels (Arabic, Japanese, Swahili)", "nusax": "NusaX (ten local languages)"}
     for which, pool in [(which, pool) for which in args.tasks for pool in args.pools]:
         results = screen(which, pool, Path(args.cache))
@@ -153,8 +148,11 @@ def main() -> None:
                                   "en dev": f"{r['en dev']:.3f}", "en test": f"{r['en test']:.3f}",
                                   "avg target": f"{r['avg target']:.3f}",
                                   **{lang: f"{a:.2f}" for lang, a in r["per language"].items()}} for r in results])]
-    Path(args.output).write_text("\n".join(text) + "\n", encoding="utf-8")
+    text = [machine.header("The frozen e5 probe, adapted to each target language without its labels (issue 71 screen)"),
+            "Method: the script's docstring. Accuracy; English dev chooses C; the target columns are reported, never "
+            "used to choose.", *text]
     print("\n".join(text))
+    harness.write(args.out, "\n".join(text) + "\n")
 
 
 if __name__ == "__main__":

@@ -17,14 +17,14 @@ sends them the new weights through the object store). Each run's ``results.json`
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+import harness
 
 REPO = Path(__file__).resolve().parents[1]
 PHASE = "pseudo-label and select"
@@ -50,19 +50,17 @@ def passes(head, checkout: Path, out: Path, iterations: int) -> dict[int, float]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--before", default="d7e67ad", help="a commit whose passes start their own actor pool")
-    parser.add_argument("--iterations", type=int, default=3)
-    parser.add_argument("--output", default=str(REPO / "benchmarks" / "labeller_reuse.md"))
-    args = parser.parse_args()
+    arguments = harness.parser(__doc__, "labeller_reuse.md")
+    arguments.add_argument("--before", default="d7e67ad", help="a commit whose passes start their own actor pool")
+    arguments.add_argument("--iterations", type=int, default=3)
+    args = arguments.parse_args()
     os.environ.setdefault("XLT_DATA_DIR", str(REPO.parent / "shared" / "data"))
     sys.path[:0] = [str(REPO / "tests")]  # the harness the cluster tests use
 
     from cluster.harness import ray_cluster_head
-    from xlt.hardware import cpu_model
-    from xlt.report import command_line, markdown_table
+    from xlt.report import markdown_table
 
-    load, started = os.getloadavg()[0], time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    machine = harness.Machine()
     with tempfile.TemporaryDirectory(prefix="xlt-labeller-reuse-") as tmp:
         before = Path(tmp) / "before"
         subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(before), args.before],
@@ -80,17 +78,14 @@ def main() -> None:
                  columns[0]: f"{sum(v for i, v in old.items() if i):.1f}",
                  columns[1]: f"{sum(v for i, v in new.items() if i):.1f}"})
     text = "\n".join([
-        "# Co-training's labelling passes: a pool a pass against one pool for the job (issue 72)", "",
-        f"Command: `{command_line()}`  ",
-        f"Date: {started}. CPU: {cpu_model()}, {os.cpu_count()} cores; 1-minute load {load:.1f} at the start, "
-        f"{os.getloadavg()[0]:.1f} at the end.", "",
+        machine.header("Co-training's labelling passes: a pool a pass against one pool for the job (issue 72)"),
         "Cluster: the multi-node harness on this machine (a head of no CPU running the driver, four one-CPU worker "
         "nodes). Job: `jobs/cotrain.py --smoke` (tiny models) in `configs/cotrain_cluster.yaml`'s shape (each learner "
         f"on a Ray Train worker of its own node, two labelling actors of one CPU), {args.iterations} exchange rounds; "
         f"seconds of each pseudo-labelling pass (`{PHASE}`, from each run's results.json). Method: the script's "
         "docstring.", "", markdown_table(rows), ""])
-    Path(args.output).write_text(text, encoding="utf-8")
     print(text)
+    harness.write(args.out, text)
 
 
 if __name__ == "__main__":

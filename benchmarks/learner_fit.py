@@ -28,13 +28,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from xlt.hardware import cpu_model
+import harness
 from xlt.cli import init_ray
 from xlt.cotrain import load_cotrain_config, prepare
 from xlt.cotrain.learner import fit, learner_config, learner_service
@@ -50,14 +48,13 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def get_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = harness.parser(__doc__, "learner_fit.md")
     parser.add_argument("--config", default=str(REPO / "configs" / "cotrain_sib200.yaml"))
     parser.add_argument("--rows", type=int, default=400, help="English train rows each fit trains on")
     parser.add_argument("--fits", type=int, default=3, help="fits per learner (co-training iterations)")
     parser.add_argument("--workers", type=int, default=1, help="2: also the LM learner on 2 workers")
     parser.add_argument("--in-process-first", action="store_true",
                         help="fit in process before the served fits (the machine's speed may drift through a run)")
-    parser.add_argument("--output", default=str(REPO / "benchmarks" / "learner_fit.md"))
     return parser.parse_args()
 
 
@@ -105,7 +102,7 @@ def main() -> None:
     rows = data.labeled[: args.rows]
     evaluation = list({r["lang"]: r for r in data.evaluation_rows}.values())  # one row per language
     init_ray()  # as the jobs start Ray (its Train poll interval included)
-    load_start, started = os.getloadavg()[0], time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    machine = harness.Machine()
     storage = OutputSettings(tempfile.mkdtemp(prefix="xlt-learner-fit-"), num_to_keep=1)  # as co-training's
     cases = [(name, cotrain.learner(name), True) for name in ("lm", "emb")]
     if args.workers == 2:
@@ -138,17 +135,14 @@ def main() -> None:
         print(entry, flush=True)
         table.append(entry)
     ray.shutdown()
-    command = " ".join(["python benchmarks/learner_fit.py", *sys.argv[1:]])
     text = "\n".join([
-        "# A co-training learner's fits: Ray Train vs in process", "",
-        f"Command: `{command}`. Machine: {cpu_model()}, {os.cpu_count()} cores; 1-minute load average "
-        f"{load_start:.1f} at the start, {os.getloadavg()[0]:.1f} at the end; started {started}. "
+        machine.header("A co-training learner's fits: Ray Train vs in process"),
         f"{args.fits} fits of {len(rows)} SIB-200 English train rows each, the learners of "
         f"`{Path(args.config).relative_to(REPO)}`; wall time of all fits, Ray Train's start-up and end "
         "included, each fit with a checkpoint per epoch and an evaluation of one row per language.", "",
         markdown_table(table, digits=2), "", *[f"- {line}" for line in details], ""])
-    Path(args.output).write_text(text, encoding="utf-8")
     print(text)
+    harness.write(args.out, text)
 
 
 if __name__ == "__main__":

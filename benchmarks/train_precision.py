@@ -17,19 +17,17 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
 import tempfile
-import time
 from pathlib import Path
 
 from learner_fit import fit_here  # (the in-process fit, at the config's precision)
-from xlt.hardware import cpu_model
+import harness
 from xlt.cotrain import load_cotrain_config, prepare
 from xlt.cotrain.learner import learner_config
 from xlt.hardware import native_bf16
 from xlt.logs import quiet_libraries
 from xlt.metrics import per_language
-from xlt.report import command_line, markdown_table
+from xlt.report import markdown_table
 from xlt.storage import OutputSettings
 from xlt.eval.evaluators import EVALUATORS, EvalContext, EvalSpec, classification
 
@@ -38,10 +36,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def get_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = harness.parser(__doc__, "train_precision.md")
     parser.add_argument("--config", default=str(REPO / "configs" / "cotrain_sib200.yaml"))
     parser.add_argument("--rows", type=int, default=400, help="English train rows the fit trains on")
-    parser.add_argument("--output", default=str(REPO / "benchmarks" / "train_precision.md"))
     return parser.parse_args()
 
 
@@ -57,7 +54,7 @@ def main() -> None:
     cfg = learner_config("bench", learner, data.task, OutputSettings(tempfile.mkdtemp(prefix="xlt-train-precision-"), 1),
                          len(rows))
     test = {key: [r[key] for r in data.evaluation_rows] for key in EVALUATORS["classification"].columns}
-    load_start, started = os.getloadavg()[0], time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    machine = harness.Machine()
     table, accuracy = [], {}
     for name, precision in (("fp32", "fp32"), ("bf16 autocast", "bf16")):
         torch.manual_seed(cfg.optim.seed)
@@ -75,17 +72,15 @@ def main() -> None:
     langs = [lang for lang in accuracy["fp32"] if lang != "avg_target"]
     per_lang = [{"lang": lang, **{name: accuracy[name][lang] for name in accuracy}} for lang in langs]
     text = "\n".join([
-        "# The LM learner's fit: fp32 against bf16 autocast (issue 48)", "",
-        f"Command: `{command_line()}`. Machine: {cpu_model()}, {os.cpu_count()} cores, native bf16: "
-        f"{'yes' if native_bf16() else 'no'}; 1-minute load average {load_start:.1f} at the start, "
-        f"{os.getloadavg()[0]:.1f} at the end; started {started}. The LM learner of "
+        machine.header("The LM learner's fit: fp32 against bf16 autocast (issue 48)"),
+        f"Native bf16: {'yes' if native_bf16() else 'no'}. The LM learner of "
         f"`{Path(args.config).relative_to(REPO)}` ({learner.model.source}, K = {cfg.optim.epochs}, "
         f"batch {cfg.optim.batch_size}, {cfg.scaling.torch_threads} torch threads) on {len(rows)} English "
         f"rows, in this process; both evaluated in fp32 on {len(data.evaluation_rows)} evaluation rows.", "",
         markdown_table(table, digits=3), "", "Test accuracy per language:", "",
         markdown_table(per_lang, digits=3), ""])
-    Path(args.output).write_text(text, encoding="utf-8")
     print(text)
+    harness.write(args.out, text)
 
 
 if __name__ == "__main__":

@@ -8,8 +8,11 @@ from conftest import REPO
 
 
 def load_benchmark(name: str):
-    """``benchmarks/<name>.py`` as a module."""
+    """``benchmarks/<name>.py`` as a module, its folder on the path as when the script runs (``harness``)."""
     import importlib.util
+
+    if str(REPO / "benchmarks") not in sys.path:
+        sys.path.append(str(REPO / "benchmarks"))
 
     spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
