@@ -52,7 +52,8 @@ CL_VARIANT = load_study(REPO / "studies" / "scl-pawsx.yaml").variant("cl").set
 
 
 def get_args() -> argparse.Namespace:
-    parser = harness.parser(__doc__, "encoder_passes.json", data_dir=True)
+    parser = harness.parser(__doc__, data_dir=True)
+    parser.add_argument("--out", type=Path, default=harness.REPO / "results" / "benchmarks" / "encoder_passes.json")
     parser.add_argument("--model", default="bundled:multilingual-e5-small")
     parser.add_argument("--steps", type=int, default=12, help="training steps a setting and repeat")
     parser.add_argument("--repeats", type=int, default=2)

@@ -1,7 +1,7 @@
 """Screening for issue 71: the frozen e5 probe, adapted to each target language without its labels.
 
     python benchmarks/frozen_adaptation.py                      # SIB-200 at the demo's 150 labels, and NusaX
-    python benchmarks/frozen_adaptation.py --tasks nusax --pools disjoint --output /tmp/fa.md
+    python benchmarks/frozen_adaptation.py --tasks nusax --pools disjoint --out /tmp/fa.md
 
 The rows are a study's (``xlt.study.recipes``): the demo's labelled draw (``configs/cotrain_demo.yaml``: 150
 English sentences; Arabic, Japanese, Swahili, 200 test and 200 unlabelled pool sentences each) and NusaX's

@@ -2,7 +2,7 @@
 one-machine multi-node harness in the cluster preset's shape.
 
     python benchmarks/labeller_reuse.py                     # before: d7e67ad (a Ray Data actor pool a pass)
-    python benchmarks/labeller_reuse.py --iterations 2 --output /tmp/l.md   # a check that it runs
+    python benchmarks/labeller_reuse.py --iterations 2 --out /tmp/l.md   # a check that it runs
 
 A multi-node Ray cluster on this machine (``tests/cluster/harness.py``: a head of no CPU that runs the driver, as
 ``cluster.yaml``'s, and four one-CPU worker nodes), and on it the co-training smoke job (``jobs/cotrain.py --smoke``:

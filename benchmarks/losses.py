@@ -14,9 +14,7 @@ not run and marked as such.
 
 from __future__ import annotations
 
-import argparse
 import math
-import os
 import statistics
 import sys
 import time
@@ -30,9 +28,9 @@ sys.path.insert(0, str(REPO))  # the naive references live with the tests that u
 
 from tests.losses import naive_parallel as NP
 from tests.losses import naive_sentence as NS
+import harness
 from xlt.losses import build_objective
 from xlt.report import markdown_table
-from xlt.report.tables import command_line
 
 DIM, TOKENS, ALIGNED, SPANS = 128, 24, 8, 4
 PROBE_BATCH = 4
@@ -144,14 +142,13 @@ def predict(times: dict[int, float], b: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = harness.parser(__doc__, "losses.md")
     parser.add_argument("--batches", type=int, nargs="+", default=[16, 64, 256])
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--naive-budget", type=float, default=30.0, help="seconds a single naive call may take")
-    parser.add_argument("--out", default=str(Path(__file__).with_suffix(".md")))
     args = parser.parse_args()
     torch.set_num_threads(2)
-    load_start = os.getloadavg()[0]
+    machine = harness.Machine()
     rows = []
     for name, params, make, naive in CASES:
         objective = build_objective(name, **params)
@@ -172,15 +169,13 @@ def main() -> None:
                          "note": "" if slow is not None else f"naive skipped (predicted {predicted:.0f} s)"})
             print(rows[-1], flush=True)
     table = markdown_table(rows, digits=2)
-    text = (f"# Objectives: vectorised vs naive loop\n\nCommand: `{command_line()}`  \nDate: {time.strftime('%Y-%m-%d')}"
-            f"  \nMachine: {torch.get_num_threads()} torch threads, torch {torch.__version__}, float32, CPU; "
-            f"1-min load average {load_start:.2f} at the start, {os.getloadavg()[0]:.2f} at the end (2 cores; "
-            "a load above ~1 means other work shared the CPU and absolute times are inflated)\n\n"
+    text = (f"{machine.header('Objectives: vectorised vs naive loop')}float32 (a load above ~1 means other work "
+            "shared the CPU and absolute times are inflated)\n\n"
             f"{__doc__.split(chr(10) + chr(10), 2)[2]}\nForward + backward per call, median of {args.reps} "
             "(a call over a second is not repeated). Wherever the naive reference ran, its loss was checked to "
             "agree with the vectorised one (allclose).\n\n" + table + "\n")
-    Path(args.out).write_text(text, encoding="utf-8")
     print(text)
+    harness.write(args.out, text)
 
 
 if __name__ == "__main__":

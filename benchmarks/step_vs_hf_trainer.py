@@ -24,8 +24,6 @@ it needs, is installed with the test extras. Writes ``step_vs_hf_trainer.md`` be
 
 from __future__ import annotations
 
-import argparse
-import os
 import statistics
 import tempfile
 import time
@@ -33,8 +31,8 @@ from pathlib import Path
 
 import torch
 
-from xlt.hardware import cpu_model
-from xlt.report import command_line, markdown_table
+import harness
+from xlt.report import markdown_table
 
 ROOT = Path(__file__).resolve().parents[1]
 PRESET = ROOT / "configs" / "finetune_sib200.yaml"
@@ -92,16 +90,15 @@ def run_hf(texts: list[str], labels: list[int], names: list[str], checkpoint: st
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = harness.parser(__doc__, "step_vs_hf_trainer.md")
     parser.add_argument("--runs", type=int, default=3, help="runs of each, interleaved")
     parser.add_argument("--rows", type=int, default=0, help="English training rows (0: all 701)")
-    parser.add_argument("--out", type=Path, default=Path(__file__).with_suffix(".md"))
     args = parser.parse_args()
     from xlt.cli import init_ray
 
     torch.set_num_threads(THREADS)
     init_ray(num_cpus=THREADS)
-    load = os.getloadavg()[0]
+    machine = harness.Machine()
     texts, labels, names, checkpoint = hf_rows(args.rows)
     runs: list[dict] = []
     for i in range(args.runs):
@@ -113,16 +110,14 @@ def main() -> None:
     mean = {arm: statistics.mean(r["examples/s"] for r in runs if r["arm"] == arm) for arm in ("xlt", "HF Trainer")}
     ratios = [a["examples/s"] / b["examples/s"] for a, b in zip(runs[::2], runs[1::2])]
     text = "\n".join([
-        "# xlt's fine-tuning step against HF Trainer, on the same work", "",
-        f"Command: `{command_line()}`  ", f"CPU: {cpu_model()}, {THREADS} torch threads; 1-min load at the start "
-        f"{load:.2f}; torch {torch.__version__}; {len(texts)} rows; {time.strftime('%Y-%m-%d', time.gmtime())}.", "",
-        "The work and what each number is: the script's docstring. Runs alternate, xlt first.", "",
+        machine.header("xlt's fine-tuning step against HF Trainer, on the same work"),
+        f"{len(texts)} rows. The work and what each number is: the script's docstring. Runs alternate, xlt first.", "",
         markdown_table(runs), "",
         f"Mean examples/s: xlt {mean['xlt']:.2f}, HF Trainer {mean['HF Trainer']:.2f}; xlt / HF "
         f"{mean['xlt'] / mean['HF Trainer']:.2f}× (per pair of neighbouring runs: "
         f"{', '.join(f'{r:.2f}' for r in ratios)}).", ""])
-    args.out.write_text(text, encoding="utf-8")
     print(text)
+    harness.write(args.out, text)
 
 
 if __name__ == "__main__":

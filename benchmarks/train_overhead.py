@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-import platform
 import shutil
 import statistics
 import tempfile
@@ -35,9 +34,10 @@ from pathlib import Path
 
 import torch
 
+import harness
 from xlt.logs import quiet_libraries
 from xlt.data import resolve_data_dir
-from xlt.report import markdown_table, write_results
+from xlt.report import markdown_table
 from xlt.train import build_trainer, load_finetune_config, prepare
 from xlt.train.batches import batches_of
 from xlt.engine import epoch_seed, run_epoch
@@ -48,15 +48,14 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def get_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = harness.parser(__doc__, data_dir=True)
+    parser.add_argument("--out", type=Path, default=harness.REPO / "results" / "benchmarks" / "train_overhead.json")
     parser.add_argument("--model", default="bundled:multilingual-e5-small")
     parser.add_argument("--steps", type=int, default=10, help="optimizer steps per epoch")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--cpus", type=int, default=1, help="torch threads = CPUs of the Ray worker (and of Ray)")
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--data-dir")
-    parser.add_argument("--output", default="results/benchmarks/train_overhead.json")
     return parser.parse_args()
 
 
@@ -106,7 +105,7 @@ def main() -> None:
     import ray
 
     ray.init(address="local", num_cpus=args.cpus, include_dashboard=False, log_to_driver=False)
-    load = os.getloadavg()[0]
+    machine = harness.Machine()
     bare, ray_runs, walls, train_seconds = [], [], [], []
     for repeat in range(args.repeats):
         bare.append(bare_epochs(cfg, rows, steps))
@@ -130,19 +129,16 @@ def main() -> None:
     rows_out.append(row("warm (median)", [x for run in bare for x in run[warm]],
                         [x for run in ray_runs for x in run[warm]]))
     niceness = os.environ.get("RAY_worker_niceness", "15 (Ray's default)")
-    machine = (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, 1-min load average "
-               f"{load:.1f} at start and {os.getloadavg()[0]:.1f} at the end; Ray worker niceness {niceness}, "
-               "this process 0")
     print(f"\n## Ray Train loop vs bare PyTorch: {args.model}, batch {args.batch_size}, {steps} steps × "
           f"{args.epochs} epochs, {args.cpus} threads, {args.repeats} repeats\n")
     print(markdown_table(rows_out, digits=2))
     print(f"\nRay fit wall time (median): {statistics.median(walls):.1f} s, of which training epochs "
           f"{statistics.median(train_seconds):.1f} s; the rest is worker start-up, model load, evaluation and "
           "checkpoints.")
-    print(f"machine: {machine}; torch {torch.__version__}, ray {ray.__version__}")
-    write_results(Path(args.output), {"rows": rows_out, "bare": bare, "ray": ray_runs, "ray_fit_wall_s": walls,
-                                      "ray_train_epochs_s": train_seconds,
-                                      "machine": machine, "args": vars(args)})
+    print(f"machine: {machine.line()}; ray {ray.__version__}, Ray worker niceness {niceness}, this process 0")
+    harness.write(args.out, {**machine.fields(), "rows": rows_out, "bare": bare, "ray": ray_runs,
+                             "ray_fit_wall_s": walls, "ray_train_epochs_s": train_seconds,
+                             "niceness": niceness, "args": vars(args)})
 
 
 if __name__ == "__main__":

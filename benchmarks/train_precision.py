@@ -1,7 +1,7 @@
 """The LM learner's fit in fp32 and under bf16 autocast, in this process: time and accuracy (issue 48).
 
     python benchmarks/train_precision.py                      # configs/cotrain_sib200.yaml's LM learner
-    python benchmarks/train_precision.py --rows 200 --output /tmp/tp.md
+    python benchmarks/train_precision.py --rows 200 --out /tmp/tp.md
 
 The learner of the preset (e5, word embeddings frozen, K epochs) fits on the first ``--rows``
 SIB-200 English train rows twice from the same pretrained model, seed and batches: once at
