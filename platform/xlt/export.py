@@ -10,7 +10,7 @@ is written from the record alone.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +19,8 @@ from .metrics import per_language
 from .models.classifier import check_exportable
 from .report import markdown_table
 from .report.cards import card_metadata, card_use
-from .storage import join, staged
+from .storage import staged
 
-EXPORT_DIR = "export"  # a run's exports: <output.dir>/export (a co-training run's: export/<name>)
 
 # The papers (docs/references.md's short names) of the objectives a fine-tuned classifier trains with.
 PAPERS = {"multiview_alignment": "Wang et al. 2022, MVA", "contrastive_alignment": "Wang et al. 2022, CL",
@@ -107,8 +106,3 @@ def card(record: Mapping[str, Any], entry: Mapping[str, Any], name: str, spec: A
         "## The config that trained it", "",
         "```yaml", yaml.safe_dump(config, sort_keys=False, allow_unicode=True).rstrip(), "```", "",
     ])
-
-
-def export_dirs(run: str, names: Sequence[str]) -> dict[str | None, str]:
-    """Where a run's exports of ``names`` go: ``<run>/export/<name>``."""
-    return {name: join(run, EXPORT_DIR, name) for name in names}

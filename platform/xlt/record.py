@@ -28,6 +28,7 @@ from .storage import is_uri, join, read_text, staged
 RECORD_FILE = "run.json"
 FORMAT, VERSION = "xlt run", 1
 RUNNING, FINISHED, FAILED = "running", "finished", "failed"
+EXPORT_DIR = "export"  # where a run's exports go: <output.dir>/export (of several classifiers: export/<name>)
 
 
 class MissingRecord(FileNotFoundError):

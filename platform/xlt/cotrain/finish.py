@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from ..export import EXPORT_DIR, export_recorded
+from ..export import export_recorded
 from ..metrics import ACC, AVG_TARGET, F1, metric_name
-from ..record import update_record
+from ..record import EXPORT_DIR, update_record
 from ..report import Finished, Phases, markdown_table, write_results
 from ..storage import join, staged
 from ..tracking import Tracker

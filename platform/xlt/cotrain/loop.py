@@ -54,7 +54,7 @@ from ..engine import FitService, check_device, check_resumable, read_run_config
 from ..engine.checkpoints import CONFIG_FILE
 from ..inference.labellers import Labellers
 from ..progress import progress
-from ..record import FINISHED, RUNNING
+from ..record import FINISHED, RUNNING, update_record
 from ..report import Phases
 from ..storage import staged
 from ..tracking import Tracker
@@ -195,9 +195,9 @@ def run_cotraining(cfg: CotrainConfig, *, data: PreparedCotrain | None = None, s
     except BaseException as e:
         record_failure(cfg, e)
         raise
-    complete = state.iteration > cfg.iterations
-    write_cotrain_record(cfg, data.task, state.history, FINISHED if complete else RUNNING,
-                         phase=None if complete else f"iteration {state.iteration - 1}")
+    complete = state.iteration > cfg.iterations  # the loop recorded its classifiers already: only the status
+    update_record(cfg.output.dir, status=FINISHED if complete else RUNNING,
+                  phase=None if complete else f"iteration {state.iteration - 1}")
     return state
 
 

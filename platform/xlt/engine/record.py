@@ -48,8 +48,12 @@ def recorder_class() -> type:
                          outputs=self.outputs, phase=phase, error=error)
 
         def finished(self, result: Any, metrics: Mapping[str, Any]) -> None:
-            if result.checkpoint is not None:
+            # The driver's copy saw no report of a Ray Train run (its controller's copy did), an in-process run's
+            # last report was of this checkpoint already.
+            if result.checkpoint is not None and self.outputs.get("checkpoint") != join(
+                    self.directory, Path(result.checkpoint.path).name):
                 self.at(result.checkpoint, metrics)
+            self.metrics = dict(metrics) or self.metrics
             self.write(FINISHED)
 
         def failed(self, error: BaseException) -> None:

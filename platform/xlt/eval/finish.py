@@ -8,15 +8,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import config_text, save_config
-from ..record import FINISHED, export_entry, write_record
+from ..record import EXPORT_DIR, FINISHED, export_entry, write_record
 from ..report import Finished, markdown_table, write_results
 from ..report.cards import card_metadata, card_use
 from .protocols import EvaluateConfig
 
 if TYPE_CHECKING:
     from ..tracking import Tracker
-
-EXPORT_DIR = "export"  # a probe's export: <output.dir>/export/<model name>
 
 
 def finish_evaluation(cfg: EvaluateConfig, result: dict[str, Any], tracker: Tracker) -> Finished:

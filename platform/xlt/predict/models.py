@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ..inference import ClassifierSpec
 from ..inference.entries import Combination, is_export, path_spec, recorded
+from ..storage import is_uri
 
 
 def model_spec(path: str | Path, learner: str | None = None) -> tuple[str, ClassifierSpec | Combination]:
@@ -28,7 +29,7 @@ def model_spec(path: str | Path, learner: str | None = None) -> tuple[str, Class
         if learner is not None:
             raise ValueError(f"model.learner={learner!r}: {path} is an export, a single classifier")
         return str(path), path_spec(path)
-    if not Path(path).is_dir() and "://" not in str(path):
+    if not is_uri(path) and not Path(path).is_dir():
         raise FileNotFoundError(f"model {path}: no such directory")
     return recorded(path, learner)
 

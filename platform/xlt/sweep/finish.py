@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from ..export import EXPORT_DIR, export_recorded
-from ..record import FINISHED, relative, update_record, write_record
+from ..export import export_recorded
+from ..record import EXPORT_DIR, FINISHED, relative, update_record, write_record
 from ..report import Finished
 from ..storage import join
 from .best import TrialRecord

@@ -7,9 +7,9 @@ from dataclasses import asdict
 from typing import Any
 
 from ..engine import RESULTS_FILE, final_metrics, run_dir
-from ..export import EXPORT_DIR, export_recorded
+from ..export import export_recorded
 from ..metrics import TRAIN_EPOCH, TRAIN_KEPT_EPOCH
-from ..record import update_record
+from ..record import EXPORT_DIR, update_record
 from ..report import Finished, markdown_table, write_results
 from ..storage import join, staged
 from ..tracking import Tracker
