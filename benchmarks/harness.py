@@ -1,12 +1,17 @@
-"""What the benchmark scripts share: their arguments, the machine a measurement ran on, the header of its result
-with the command that made it, and writing it. The scripts import it as ``harness`` (``benchmarks/`` is a folder of
+"""What the benchmark scripts share: their arguments and data, the machine a measurement ran on, the header of its
+result with the command that made it, writing it, and the clocks and memory of what they measure. The scripts import it as ``harness`` (``benchmarks/`` is a folder of
 scripts, each run with its own folder first on the path; tests load them with ``tests/benchmarks/loading.py``)."""
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
+import shutil
+import subprocess
+import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -61,6 +66,155 @@ def write(path: str | Path, result: str | dict[str, Any]) -> Path:
                     encoding="utf-8")
     print(f"wrote {path}")
     return path
+
+
+def data_root(data_dir: str | None = None) -> Path:
+    """The offline data root: ``data_dir``, else ``$XLT_DATA_DIR``, else ``../shared/data`` beside the checkout."""
+    from xlt.data import resolve_data_dir
+
+    shared = REPO.parent / "shared" / "data"
+    if not data_dir and not os.environ.get("XLT_DATA_DIR") and shared.is_dir():
+        data_dir = str(shared)
+    return resolve_data_dir(data_dir)
+
+
+def sib200(root: str | Path | None = None) -> Any:
+    """The SIB-200 task of ``configs/tasks/sib200.yaml`` over the data root ``root`` (default: ``data_root()``)."""
+    from xlt.config import from_dict, read_yaml
+    from xlt.tasks import TaskConfig, load_task
+
+    config = from_dict(TaskConfig, read_yaml(REPO / "configs" / "tasks" / "sib200.yaml"), prefix="task.")
+    return load_task(config, root or data_root())
+
+
+def cpu_busy_seconds() -> float:
+    """Machine-wide non-idle CPU seconds so far, all cores together (``/proc/stat``)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")  # less idle and iowait
+
+
+def timed(fn: Any) -> tuple[float, float]:
+    """Call ``fn``: its wall seconds, and the share of all cores that other processes used meanwhile."""
+    gc.collect()
+    busy, own, start = cpu_busy_seconds(), time.process_time(), time.perf_counter()
+    fn()
+    wall = time.perf_counter() - start
+    others = cpu_busy_seconds() - busy - (time.process_time() - own)
+    return wall, max(0.0, others / (wall * (os.cpu_count() or 1)))
+
+
+def wait_until_quiet(limit_s: float, idle_share: float = 0.85, window_s: float = 5.0) -> str:
+    """Wait, up to ``limit_s``, until the CPUs are mostly idle, so that other work does not skew the timings; what
+    was found, for the result."""
+    if limit_s <= 0:
+        return "not checked"
+    deadline = time.monotonic() + limit_s
+    while True:
+        busy, start = cpu_busy_seconds(), time.monotonic()
+        time.sleep(window_s)
+        idle = 1 - (cpu_busy_seconds() - busy) / ((time.monotonic() - start) * (os.cpu_count() or 1))
+        if idle >= idle_share:
+            return f"CPUs {idle:.0%} idle at the start"
+        if time.monotonic() >= deadline:
+            return f"CPUs still only {idle:.0%} idle after waiting {limit_s:.0f} s; started anyway"
+        print(f"waiting for the CPUs to be idle ({idle:.0%} idle now) ...", file=sys.stderr)
+
+
+def _role(process: Any, root: int) -> str:
+    """What a process of a watched tree is: the driver, the raylet (which holds Ray's object store), a Ray worker,
+    or another (GCS, dashboard agents, log monitor)."""
+    if process.pid == root:
+        return "driver"
+    try:
+        command = " ".join(process.cmdline())
+    except Exception:  # gone, or not ours to read
+        return "other"
+    if "raylet" in command:
+        return "raylet"
+    return "workers" if command.startswith("ray::") or "default_worker.py" in command else "other"
+
+
+class Watch:
+    """A process and all its descendants (Ray's processes, when it started them), sampled in a thread every
+    ``every`` seconds while the ``with`` block runs: the peaks, in MiB, of the sums of RSS, PSS (shared pages split
+    among the processes mapping them, so the object store counts once) and USS, of PSS by role (``pss:driver``,
+    ``pss:raylet``, ``pss:workers``, ``pss:other``), of the driver's RSS and of ``/dev/shm``'s growth; the number
+    of processes; a timeline of the PSS sum. On exit: ``wall`` seconds, ``cpu`` seconds of the tree (a process
+    that ends between two samples loses at most one interval) and ``others``, the cores other processes used.
+    Reading every process's page map costs CPU: over Ray's eleven processes at four samples a second, most of a
+    core, so throughput runs sample seldom."""
+
+    def __init__(self, every: float = 0.5, pid: int | None = None) -> None:
+        import psutil
+
+        self.every, self.root = every, psutil.Process(pid or os.getpid())
+        self.peak: dict[str, float] = {}
+        self.timeline: list[tuple[float, float]] = []
+        self.samples, self.first_cpu, self.last_cpu = 0, {}, {}
+        self.shm = shutil.disk_usage("/dev/shm").used
+        self._stop = threading.Event()
+        self.baseline = self.sample(record=False)
+        self.first_cpu = dict(self.last_cpu)  # processes born later start at 0
+
+    def sample(self, record: bool = True) -> float:
+        import psutil
+
+        try:
+            family = [self.root, *self.root.children(recursive=True)]
+        except psutil.Error:
+            return 0.0
+        sums: dict[str, float] = {"processes": len(family)}
+        for process in family:
+            try:
+                memory, times = process.memory_full_info(), process.cpu_times()
+            except psutil.Error:
+                continue
+            self.last_cpu[process.pid] = times.user + times.system
+            role = f"pss:{_role(process, self.root.pid)}"
+            for key, value in (("rss", memory.rss), ("pss", memory.pss), ("uss", memory.uss), (role, memory.pss)):
+                sums[key] = sums.get(key, 0.0) + value / 2**20
+            if process.pid == self.root.pid:
+                sums["driver_rss"] = memory.rss / 2**20
+        sums["shm"] = (shutil.disk_usage("/dev/shm").used - self.shm) / 2**20
+        if record:
+            self.samples += 1
+            self.timeline.append((round(time.perf_counter() - self.start, 1), round(sums.get("pss", 0.0), 1)))
+            for key, value in sums.items():
+                self.peak[key] = max(self.peak.get(key, 0.0), value)
+        return sums.get("pss", 0.0)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            self.sample()
+
+    def __enter__(self) -> Watch:
+        self.busy, self.start = cpu_busy_seconds(), time.perf_counter()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.sample()
+        self.wall = time.perf_counter() - self.start
+        self.cpu = sum(cpu - self.first_cpu.get(pid, 0.0) for pid, cpu in self.last_cpu.items())
+        self.others = max(0.0, (cpu_busy_seconds() - self.busy - self.cpu) / self.wall)
+
+
+def watch_command(command: list[str], env: dict[str, str] | None = None, every: float = 0.25) -> Watch:
+    """Run ``command`` from the repository root, watched (``Watch``) until it ends; raises with its output's tail
+    when it fails."""
+    proc = subprocess.Popen(command, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    output: list[str] = []
+    reader = threading.Thread(target=lambda: output.extend(proc.stdout), daemon=True)
+    reader.start()
+    with Watch(every, proc.pid) as watch:
+        proc.wait()
+    reader.join()
+    if proc.returncode:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{''.join(output)[-3000:]}")
+    return watch
 
 
 def train_step(training: Any, batch: Any, max_grad_norm: float = 1.0) -> dict[str, float]:
