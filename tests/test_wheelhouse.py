@@ -1,6 +1,6 @@
 """The wheelhouse (``xlt.wheelhouse``) without an index: what the target holds, the parts and their sums,
 unpacking them. Building one from the index and installing it offline into a venv of a GPU node's versions
-is benchmarks/airgap.py (it needs the index and 3 GB of CUDA torch)."""
+is ``python -m xlt.wheelhouse rehearse`` (it needs the index and 3 GB of CUDA torch)."""
 
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 
     make wheelhouse PYTHON_VERSION=3.12 TARGET_HAS=configs/install/gpu-node.txt     # a connected machine
     PYTHONPATH=platform python3 -m xlt.wheelhouse install dist/wheelhouse            # the node, in the checkout
+    python -m xlt.wheelhouse rehearse --out benchmarks/airgap.md                     # both, on this CPU
 
 ``build`` resolves xlt (its core, or ``--extras``) for the target's Python and platform with pip's resolver,
 against the versions the target already holds (``--target-has``: lines of ``name==version``, or a bare
@@ -15,6 +16,16 @@ resolved for what, each wheel's sha256 and size) beside them.
 ``wheelhouse.json``, and runs ``pip install --no-index --find-links`` of xlt into the Python running it (the
 node's, or a virtualenv made with ``--system-site-packages`` that sees its torch): nothing is fetched. It ends
 by importing xlt and printing the versions it runs with.
+
+``rehearse`` does both on this CPU, end to end, in the checkout (it needs the index once, ~3 GB for CUDA torch):
+1. the node's image, a Python 3.11 venv (``.cache/airgap/node-image``, kept between runs) of the versions of
+   ``configs/install/gpu-node.txt``, from the index; its ``pip freeze`` is what the node has;
+2. ``make wheelhouse`` for that freeze, then ``install`` with a fresh copy of the image first on ``PATH``, pip's
+   configuration ignored and its index an address nothing answers: every wheel comes from the parts;
+3. ``jobs/gpu_check.py --smoke`` with the node's Python: every job's smoke on the node's versions, offline, with
+   what the node lacks from ``gpu_check.py --prepare``;
+4. the wheelhouse the GPU node needs (Python 3.12, into ``dist/wheelhouse``): its parts and sizes.
+It writes what it found, with the times, to ``--out``.
 
 Standard library only on the install side, which runs before xlt and its dependencies are there; ``build``
 also uses ``packaging`` (a dependency of transformers) to read requirement markers.
@@ -32,6 +43,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterable, Iterator
@@ -288,6 +300,85 @@ def install(args: argparse.Namespace) -> None:
     subprocess.run([python, "-c", f"import xlt; {versions}"], check=True, cwd=tempfile.gettempdir(), env=installed)
 
 
+def _run(command: list[str], **kwargs: object) -> tuple[float, str]:
+    """``command`` in the checkout, checked: its seconds and output (whose tail is echoed)."""
+    start = time.monotonic()
+    proc = subprocess.run(command, capture_output=True, text=True, **kwargs)
+    print((proc.stdout + proc.stderr)[-3000:], flush=True)
+    if proc.returncode != 0:
+        raise subprocess.CalledProcessError(proc.returncode, command)
+    return time.monotonic() - start, proc.stdout + proc.stderr
+
+
+def _wheelhouse(*variables: str) -> tuple[float, dict]:
+    """``make wheelhouse`` with ``variables``: its seconds and manifest."""
+    seconds, _ = _run(["make", "wheelhouse", *variables])
+    return seconds, json.loads(Path("dist/wheelhouse/wheelhouse.json").read_text())
+
+
+def rehearse(args: argparse.Namespace) -> None:
+    from xlt.hardware import cpu_model
+    from xlt.report import command_line, markdown_table
+
+    node_has, work = Path("configs/install/gpu-node.txt"), Path(".cache/airgap").resolve()
+    if not (node_has.is_file() and Path("jobs/gpu_check.py").is_file()):
+        raise FileNotFoundError(f"{Path.cwd()}: not xlt's checkout (no {node_has} or jobs/gpu_check.py); run "
+                                "the rehearsal from the checkout's root")
+    image = work / "node-image"
+    if not (image / ".complete").exists():
+        shutil.rmtree(image, ignore_errors=True)
+        _run([args.python, "-m", "venv", str(image)])
+        wanted = [line.split("#")[0].strip() for line in node_has.read_text().splitlines()]
+        _run([str(image / "bin" / "python"), "-m", "pip", "install", "--quiet", *filter(None, wanted)])
+        (image / ".complete").touch()
+    freeze = work / "node-freeze.txt"
+    freeze.write_text(_run([str(image / "bin" / "python"), "-m", "pip", "freeze"])[1])
+    build311, manifest311 = _wheelhouse("PYTHON_VERSION=3.11", f"TARGET_HAS={freeze}")
+
+    node = work / "node"
+    shutil.rmtree(node, ignore_errors=True)
+    shutil.copytree(image, node, symlinks=True)
+    offline = {**os.environ, "PIP_CONFIG_FILE": os.devnull, "PIP_INDEX_URL": "http://127.0.0.1:9/simple",
+               "PATH": f"{node / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    installed_s, installed = _run(["sh", "-c", "PYTHONPATH=platform python3 -m xlt.wheelhouse install "
+                                   "dist/wheelhouse"], env=offline)
+    _run([sys.executable, "jobs/gpu_check.py", "--prepare"])
+    check = work / "check"
+    shutil.rmtree(check, ignore_errors=True)
+    smoke_s, _ = _run([str(node / "bin" / "python"), "jobs/gpu_check.py", "--smoke", "--out", str(check)],
+                      env={k: v for k, v in offline.items() if k != "XLT_DATA_DIR"})
+
+    build312, manifest312 = _wheelhouse("PYTHON_VERSION=3.12")
+    parts = [{"part": p["file"], "MiB": f"{p['bytes'] / MIB:.1f}", "sha256": f"`{p['sha256'][:16]}…`"}
+             for p in manifest312["parts"]]
+    ended = [line for line in installed.splitlines() if line.startswith("xlt ")][-1]
+    lines = [
+        "# The air-gapped install", "",
+        f"Command: `{command_line()}`  ",
+        f"Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. CPU: {cpu_model()} ({os.cpu_count()} cores). "
+        f"This machine: Python {sys.version.split()[0]}; the node's image here: Python 3.11 with {node_has}'s "
+        "versions.", "",
+        "## The GPU node's wheelhouse (Python 3.12)", "",
+        f"`make wheelhouse PYTHON_VERSION=3.12` ({build312:.0f} s here): {len(manifest312['wheels'])} wheels, "
+        f"{sum(w['bytes'] for w in manifest312['wheels']) / MIB:.1f} MiB, leaving out "
+        f"{len(manifest312['left_out'])} packages the node has ({node_has} and what they require).", "",
+        markdown_table(parts), "",
+        "Wheels over 5 MiB: " + ", ".join(f"{w['file'].split('-')[0]} {w['bytes'] / MIB:.1f}"
+                                          for w in manifest312["wheels"] if w["bytes"] > 5 * MIB) + ".", "",
+        "## Installed offline into a venv of the node's versions (Python 3.11, this CPU)", "",
+        f"- The wheelhouse for the image's `pip freeze`: {len(manifest311['wheels'])} wheels in "
+        f"{len(manifest311['parts'])} parts, built in {build311:.0f} s.",
+        f"- `PYTHONPATH=platform python3 -m xlt.wheelhouse install dist/wheelhouse` with the node's `python3` first "
+        f"on `PATH`, pip's configuration ignored and its index unreachable: {installed_s:.0f} s; it ends with "
+        f"`{ended}`.",
+        f"- `python jobs/gpu_check.py --smoke` with that Python, offline: {smoke_s:.0f} s; its report:", "",
+        *[f"> {line}" if line else ">" for line in (check / "gpu.md").read_text().splitlines()], "",
+    ]
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(f"wrote {args.out}")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m xlt.wheelhouse", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -301,9 +392,13 @@ def main(argv: list[str] | None = None) -> None:
     b.add_argument("--part-mib", type=int, default=PART_MIB, help="the largest part, in MiB")
     i = commands.add_parser("install", help="on the target: check, unpack and pip install --no-index")
     i.add_argument("wheelhouse", help="the directory of the parts and SHA256SUMS")
+    r = commands.add_parser("rehearse", help="on this CPU, in the checkout: both ends, offline, into a venv of the "
+                            "node's versions, with the GPU check's smoke")
+    r.add_argument("--python", default="python3.11", help="the interpreter for the node's image here")
+    r.add_argument("--out", default="benchmarks/airgap.md", help="what it found (default: benchmarks/airgap.md)")
     args = parser.parse_args(argv)
     try:
-        (build if args.command == "build" else install)(args)
+        {"build": build, "install": install, "rehearse": rehearse}[args.command](args)
     except (ValueError, FileNotFoundError, FileExistsError) as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)

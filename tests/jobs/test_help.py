@@ -32,6 +32,6 @@ print(json.dumps(out))
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-2000:]
     answered = json.loads(proc.stdout.splitlines()[-1])
-    assert sorted(answered) == JOBS and len(JOBS) == 8
+    assert sorted(answered) == JOBS and len(JOBS) == 9
     for job, (help_chars, imported) in answered.items():
         assert help_chars > 200 and imported == [], (job, help_chars, imported)

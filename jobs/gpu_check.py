@@ -1,9 +1,9 @@
 """The GPU check, for a GPU node without a package index: every job's ``--smoke`` with ``use_gpu`` and bf16,
 and the speeds a GPU is for. It writes ``gpu.md`` and ``gpu_check.log`` into the folder ``--out`` names.
 
-    python benchmarks/gpu_check.py --prepare                         # a connected machine, once
-    python benchmarks/gpu_check.py --out /tmp/gpu-check              # the GPU node, after the offline install
-    python benchmarks/gpu_check.py --rehearse --out /tmp/gpu-check   # a CPU: the same code at a tiny size
+    python jobs/gpu_check.py --prepare                        # a connected machine, once
+    python jobs/gpu_check.py --out /tmp/gpu-check             # the GPU node, after the offline install
+    python jobs/gpu_check.py --smoke --out /tmp/gpu-check     # a CPU: the same code at a tiny size
 
 It installs nothing: it runs on what the offline install put in this Python (README, "Air-gapped clusters":
 xlt's core; faiss and the bundled models only where they were carried). ``--prepare`` writes what the
@@ -22,7 +22,7 @@ failed without stopping the rest; about 5 minutes on one GPU:
 4. exact retrieval (``xlt.eval.retrieval.knn``'s index) on faiss's GPU index against its CPU one, where
    faiss with GPU support was carried; otherwise said.
 
-Without a visible CUDA GPU and without ``--rehearse`` it says so and exits 0. The exit status is 1 when
+Without a visible CUDA GPU and without ``--smoke`` it says so and exits 0. The exit status is 1 when
 any step failed.
 """
 
@@ -59,10 +59,12 @@ class Log:
 
 
 def get_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python jobs/gpu_check.py", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", help="the folder for gpu.md and gpu_check.log (required but with --prepare)")
     parser.add_argument("--prepare", action="store_true", help=f"write what the node lacks into {BUNDLE}")
-    parser.add_argument("--rehearse", action="store_true", help="on the CPU, tiny: the same code, nothing measured")
+    parser.add_argument("--smoke", action="store_true",
+                        help="a rehearsal on the CPU, tiny: the same code, nothing measured")
     parser.add_argument("--steps", type=int, default=60, help="timed fine-tuning steps per precision")
     parser.add_argument("--rows", type=int, default=4000, help="texts to pseudo-label per precision")
     parser.add_argument("--keys", type=int, default=200_000, help="retrieval keys (random unit vectors)")
@@ -101,7 +103,7 @@ def speed_model() -> str:
         return E5
     if not (BUNDLE / "e5-shape" / "config.json").is_file():
         raise FileNotFoundError(f"{BUNDLE / 'e5-shape'}: absent, and the bundled e5 is not installed; run "
-                                "`python benchmarks/gpu_check.py --prepare` on a connected machine and bring "
+                                "`python jobs/gpu_check.py --prepare` on a connected machine and bring "
                                 ".cache/gpu-check")
     return f"random:{BUNDLE / 'e5-shape'}"
 
@@ -164,10 +166,10 @@ def finetune_steps_per_s(model: str, device: str, precision: str, steps: int, bu
     and the steps timed (``steps``, or fewer where ``budget`` seconds ran out)."""
     import torch
 
+    from xlt.engine import accumulation_step
     from xlt.train import load_finetune_config, prepare
     from xlt.train.batches import batches_of, flatten_batch
-    from harness import train_step
-    from xlt.train.workload import finetune_training
+    from xlt.train.workload import FINETUNE, finetune_training
 
     prepared = prepare(load_finetune_config(CONFIGS / "finetune_sib200.yaml",
                                             [f"optim.precision={precision}", f"model.source={model}"]))
@@ -175,6 +177,10 @@ def finetune_steps_per_s(model: str, device: str, precision: str, steps: int, bu
     training = finetune_training(cfg, steps_per_epoch=steps + 5, wrap=lambda m: m.to(device))
     label_index = {label: i for i, label in enumerate(cfg.task.labels)}
     batches = [flatten_batch(b, label_index) for b in batches_of(prepared.train, cfg.optim.batch_size)]
+
+    def train_step(training, batch) -> None:  # one optimizer step, as the engine's loop takes it
+        accumulation_step(training, lambda model, b: FINETUNE.loss(training, model, b), [batch], 1.0)
+
     for b in batches[:3]:  # warm-up: kernels, allocator
         train_step(training, b)
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
@@ -268,7 +274,7 @@ def report(args: argparse.Namespace, device: str, precision: str, model: str, sm
              f"Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. GPU: {gpu}. CPU: {cpu_model()}. "
              f"Python {sys.version.split()[0]}; {versions}; CUDA {torch.version.cuda or 'none'}. "
              f"The whole check: {seconds:.0f} s.", ""]
-    if args.rehearse:
+    if args.smoke:
         lines += ["**A rehearsal on the CPU**: tiny sizes, use_gpu off. It shows the check runs, not what a GPU does.",
                   ""]
     lines += [f"## Every job's --smoke with {'use_gpu and ' if device == 'cuda' else ''}{precision}", "",
@@ -288,10 +294,10 @@ def main(argv: list[str] | None = None) -> None:
         return
     import torch
 
-    if not torch.cuda.is_available() and not args.rehearse:
+    if not torch.cuda.is_available() and not args.smoke:
         print(f"gpu_check: no CUDA GPU visible (torch {torch.__version__}, "
               f"CUDA build: {torch.version.cuda or 'none'}); "
-              "nothing to check here. Run it on a GPU node (or --rehearse on this CPU).")
+              "nothing to check here. Run it on a GPU node (or --smoke on this CPU).")
         return
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -301,10 +307,10 @@ def main(argv: list[str] | None = None) -> None:
     deadline = began + args.budget
     from xlt.hardware import precisions
 
-    device = "cpu" if args.rehearse else "cuda"
+    device = "cpu" if args.smoke else "cuda"
     # bf16 where the device has it; a GPU before Ampere trains in fp16, a CPU without bf16 in fp32.
     half = next(p for p in ("bf16", "fp16" if device == "cuda" else "fp32", "fp32") if p in precisions(device))
-    steps, rows, keys = (3, 200, 5_000) if args.rehearse else (args.steps, args.rows, args.keys)
+    steps, rows, keys = (3, 200, 5_000) if args.smoke else (args.steps, args.rows, args.keys)
     log(f"gpu_check on {device} ({half}), data {os.environ.get('XLT_DATA_DIR', 'the default root')}")
 
     commands, notes = smoke_commands(out / "smokes", half, use_gpu=device == "cuda")

@@ -1,6 +1,6 @@
-"""``benchmarks/gpu_check.py`` on a machine without a GPU: it says so and exits 0, writing nothing.
-(Its rehearsal, ``--rehearse``, runs every job's smoke in a venv of a GPU node's versions: benchmarks/airgap.py,
-not the suite.)"""
+"""``jobs/gpu_check.py`` on a machine without a GPU: it says so and exits 0, writing nothing. (Its rehearsal,
+``--smoke``, runs every job's smoke in a venv of a GPU node's versions: ``python -m xlt.wheelhouse rehearse``, not the
+suite.)"""
 
 from __future__ import annotations
 
@@ -12,17 +12,17 @@ from conftest import REPO
 
 
 def test_without_a_gpu_it_says_so_and_exits_0(tmp_path):
-    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "gpu_check.py"), "--out", str(tmp_path / "check")],
+    proc = subprocess.run([sys.executable, str(REPO / "jobs" / "gpu_check.py"), "--out", str(tmp_path / "check")],
                           capture_output=True, text=True, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""}, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.startswith("gpu_check: no CUDA GPU visible") and "--rehearse" in proc.stdout
+    assert proc.stdout.startswith("gpu_check: no CUDA GPU visible") and "--smoke" in proc.stdout
     assert not (tmp_path / "check").exists()
 
 
 def test_a_check_whose_budget_ran_out_skips_every_step_and_says_so(tmp_path):
     """The report and log are written whatever happens; a skipped step fails the check."""
     out = tmp_path / "check"
-    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "gpu_check.py"), "--rehearse", "--budget", "0",
+    proc = subprocess.run([sys.executable, str(REPO / "jobs" / "gpu_check.py"), "--smoke", "--budget", "0",
                            "--out", str(out)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1, proc.stderr[-2000:]
     report = (out / "gpu.md").read_text()
