@@ -1,53 +1,42 @@
 """AdamW's step on CPU: the for-each implementation (torch's default) against the fused kernel.
 
-The LM learner's optimizer step updates the trainable weights of e5-small (word embeddings frozen:
-~22 M parameters) once per batch. ``torch.optim.AdamW(fused=True)`` does it in one fused kernel
-per parameter group on CPU (torch ≥ 2.4) instead of a chain of for-each tensor operations. Both
-are timed on the same parameters and gradients, ``--steps`` steps each after a warm-up step, in
-turns, and their results compared: the same update up to float rounding.
-
     python benchmarks/adamw_step.py --threads 2 --out benchmarks/adamw_step.json
+
+The LM learner's optimizer step updates e5-small's trainable weights (word embeddings frozen: ~22 M parameters)
+once per batch; ``torch.optim.AdamW(fused=True)`` does it in one kernel per parameter group on CPU (torch ≥ 2.4).
+Both are timed on the same parameters and gradients, ``--steps`` steps after a warm-up step, in turns over
+``--rounds``, and their weights compared afterwards: the same update up to float rounding.
 """
 
 from __future__ import annotations
 
 import os
-import time
+
+import torch
 
 import harness
+from xlt.models import EncoderConfig, load_encoder
 
 
 def trainable_parameters(source: str):
     """The parameters the LM learner trains (word embeddings frozen), as fresh leaf tensors."""
-    import torch
-
-    from xlt.models import EncoderConfig, load_encoder
-
     backbone = load_encoder(EncoderConfig(source=source)).backbone
     backbone.get_input_embeddings().weight.requires_grad_(False)
     return [torch.nn.Parameter(p.detach().clone()) for p in backbone.parameters() if p.requires_grad]
 
 
 def time_steps(params, fused: bool, steps: int, seed: int = 0) -> tuple[float, list]:
-    """Seconds per step of AdamW over ``params`` (copies), and the parameters after the steps."""
-    import torch
-
+    """Seconds per step of AdamW over copies of ``params``, and the copies after the steps."""
     own = [torch.nn.Parameter(p.detach().clone()) for p in params]
     generator = torch.Generator().manual_seed(seed)
-    grads = [torch.randn(p.shape, generator=generator) * 1e-3 for p in own]
+    for p in own:
+        p.grad = torch.randn(p.shape, generator=generator) * 1e-3
     optimizer = torch.optim.AdamW(own, lr=1e-4, weight_decay=0.01, fused=fused, foreach=None if fused else True)
-    for p, g in zip(own, grads):
-        p.grad = g
     optimizer.step()  # warm-up: the moments are allocated here
-    start = time.perf_counter()
-    for _ in range(steps):
-        optimizer.step()
-    return (time.perf_counter() - start) / steps, own
+    return harness.timed(lambda: [optimizer.step() for _ in range(steps)])[0] / steps, own
 
 
 def main(argv: list[str] | None = None) -> int:
-    import torch
-
     parser = harness.parser(__doc__, "adamw_step.json")
     parser.add_argument("--model", default="bundled:multilingual-e5-small")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
@@ -60,13 +49,11 @@ def main(argv: list[str] | None = None) -> int:
     params = trainable_parameters(args.model)
     times: dict[str, list[float]] = {"foreach": [], "fused": []}
     for _ in range(args.rounds):
+        after = {}
         for name in times:
-            seconds, after = time_steps(params, name == "fused", args.steps)
+            seconds, after[name] = time_steps(params, name == "fused", args.steps)
             times[name].append(seconds)
-            if name == "foreach":
-                reference = after
-            else:
-                difference = max(float((a - b).abs().max()) for a, b in zip(after, reference))
+        difference = max(float((a - b).abs().max()) for a, b in zip(after["fused"], after["foreach"]))
     best = {name: min(values) for name, values in times.items()}
     result = {**machine.fields(), "threads": args.threads, "model": args.model,
               "parameters": sum(p.numel() for p in params), "steps": args.steps, "rounds": args.rounds,

@@ -1,19 +1,12 @@
 """benchmarks/baselines.md: the declared recipes against what a user tries first, from the baselines studies.
 
+For each study of ``STUDIES`` (its units' records under ``benchmarks/studies/<name>/units``; a study with units
+still to run is shown as far as it went): every arm's average target accuracy and macro-F1 over seeds, the fewest
+classes it predicted, its minutes a unit; then each recipe (``recipe_arms``) − the best baseline, with paired
+bootstrap intervals (``xlt.study.report.comparisons``).
+
     python jobs/study.py --study studies/baselines_sib200_150.yaml     # each of STUDIES: runs (and resumes) it
-    python benchmarks/baselines.py                                      # this summary of what has finished
-
-For each study of ``STUDIES`` (its units' records under ``benchmarks/studies/<name>/units``): every arm's
-average target accuracy and macro-F1 (mean ± std over seeds), the fewest classes it predicted on the targets in
-any seed, its minutes a unit and the CPU; then the declared recipe − the best baseline (the highest mean accuracy
-of the other arms but the other recipe), and the other recipe − the same baseline, with paired bootstrap 95%
-intervals over target items and over seeds and items (``xlt.study.report.comparisons``). A study with units still
-to run is shown as far as it went.
-
-The declared recipe of a task type (``recipe_arms``): for single texts the adapted e5 probe (``ADAPTED``: the e5
-probe adapted to each target's unlabelled pool, ``xlt.eval.adaptation``; ``configs/evaluate_nusax.yaml``), for
-sentence pairs the fine-tuning preset's recipe (the study's ``declared`` variant). The other recipe is the other of
-the two: on single texts the job preset's recipe (co-training's LM learner, fine-tuning), on pairs the adapted probe.
+    python benchmarks/baselines.py                                      # -> benchmarks/baselines.md
 """
 
 from __future__ import annotations
@@ -21,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import harness
 from xlt.config import from_dict
 from xlt.report import markdown_table
 from xlt.study import load_study
@@ -29,16 +23,17 @@ from xlt.study.spec import Comparison, Study
 from xlt.study.units import imported_records, read_unit_record
 from xlt.tasks import TaskConfig
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = harness.REPO
 STUDIES = {"baselines_sib200_150": "SIB-200, 150 labels", "baselines_sib200_701": "SIB-200, 701 labels",
            "baselines_nusax": "NusaX", "baselines_xnli": "XNLI, 2,000 pairs", "baselines_pawsx": "PAWS-X, 1,200 pairs"}
 PRESET = "declared"  # the variant that runs the job preset as it is
 ADAPTED = "adapted-e5"  # the e5 probe adapted to each target's unlabelled pool (xlt.eval.adaptation)
-OUT = REPO / "benchmarks" / "baselines.md"
 
 
 def recipe_arms(study: Study) -> dict[str, str]:
-    """The arms of the declared recipe and of the other one (module docstring)."""
+    """The arms of the declared recipe of the study's task type and of the other recipe: for single texts the
+    adapted e5 probe is declared (``configs/evaluate_nusax.yaml``) and the job preset's recipe (co-training's LM
+    learner, fine-tuning) the other; for sentence pairs the other way round."""
     preset = f"{PRESET}/lm" if study.job == "cotrain" else PRESET
     paired = from_dict(TaskConfig, study.job_data(study.variant(PRESET))["task"]).paired
     return {"declared": preset, "other": ADAPTED} if paired else {"declared": ADAPTED, "other": preset}
@@ -46,22 +41,21 @@ def recipe_arms(study: Study) -> dict[str, str]:
 
 def study_section(study: Study) -> tuple[str, dict | None]:
     """The study's section of the summary, and its row of the overview (None until both sides ran)."""
-    output = str(REPO / study.output) if not Path(study.output).is_absolute() else study.output
-    records = [r for r in (read_unit_record(output, u.name) for u in study.units()) if r is not None]
-    records += imported_records(output)
-    missing = [u.name for u in study.units() if read_unit_record(output, u.name) is None]
+    output = str(REPO / study.output)  # an absolute output stays as it is
+    found = {unit.name: read_unit_record(output, unit.name) for unit in study.units()}
+    records = [r for r in found.values() if r is not None] + imported_records(output)
+    missing = [name for name, record in found.items() if record is None]
     source = Path(study.source).resolve()
-    head = f"## {study.title}\n\n`python jobs/study.py --study {source.relative_to(REPO) if source.is_relative_to(REPO) else source}`"
+    shown = source.relative_to(REPO) if source.is_relative_to(REPO) else source
+    head = f"## {study.title}\n\n`python jobs/study.py --study {shown}`"
     if not records:
         return f"{head}\n\nNothing has run yet: {len(missing)} units to run.", None
     arms = summary(records)
     cpus = sorted({r.get("cpu") or r.get("device") for r in records})
-    rows = []
-    for arm, s in arms.items():
-        rows.append({"arm": study.label(arm), "seeds": len(s["seeds"]),
-                     "avg target acc": _spread(s, "acc"), "avg target macro-F1": _spread(s, "f1"),
-                     "classes predicted (fewest)": f"{s['classes_predicted']} / {s['classes']}" if "classes" in s else None,
-                     "minutes a unit": s["minutes"]})
+    rows = [{"arm": study.label(arm), "seeds": len(s["seeds"]), "avg target acc": _spread(s, "acc"),
+             "avg target macro-F1": _spread(s, "f1"),
+             "classes predicted (fewest)": f"{s['classes_predicted']} / {s['classes']}" if "classes" in s else None,
+             "minutes a unit": s["minutes"]} for arm, s in arms.items()]
     parts = [head, f"Ran on: {', '.join(cpus)}."]
     if missing:
         parts.append(f"Not finished yet: {', '.join(missing)}.")
@@ -103,6 +97,7 @@ def _spread(arm: dict, score: str) -> str | None:
 
 
 def main() -> None:
+    args = harness.parser(__doc__, "baselines.md").parse_args()
     sections, overview = [], []
     for name in STUDIES:
         section, row = study_section(load_study(REPO / "studies" / f"{name}.yaml"))
@@ -111,22 +106,21 @@ def main() -> None:
             overview.append(row)
     text = ["# The declared recipes against the first things a user tries",
             "```\npython benchmarks/baselines.py   # after python jobs/study.py --study studies/<each study>.yaml\n```",
-            "The frozen probe of each bundled model, CE fine-tuning (one learning rate for every weight), SetFit with the "
-            "same e5 body (single-text tasks), the job preset's recipe and the adapted e5 probe (the e5 probe adapted "
-            "to each target language's unlabelled pool: centred on its own mean, then three rounds of class-balanced "
-            "self-training; `xlt.eval.adaptation`), on the same rows over three seeds (a probe is deterministic: "
-            "one run). The declared recipe of single texts is the adapted e5 probe, of sentence pairs the fine-tuning "
-            "preset's; the other of the two is shown beside it. Intervals: paired bootstrap 95% over target-language "
-            "items (each item's correctness averaged over seeds), and over seeds and items together; a gain or loss "
-            "only where the interval excludes 0."]
+            "The frozen probe of each bundled model, CE fine-tuning (one learning rate for every weight), SetFit with "
+            "the same e5 body (single-text tasks), the job preset's recipe and the adapted e5 probe (the e5 probe "
+            "adapted to each target language's unlabelled pool: centred on its own mean, then three rounds of "
+            "class-balanced self-training; `xlt.eval.adaptation`), on the same rows over three seeds (a probe is "
+            "deterministic: one run). The declared recipe of single texts is the adapted e5 probe, of sentence pairs "
+            "the fine-tuning preset's; the other of the two is shown beside it. Intervals: paired bootstrap 95% over "
+            "target-language items (each item's correctness averaged over seeds), and over seeds and items together; "
+            "a gain or loss only where the interval excludes 0."]
     for recipe, name in (("declared", "Declared recipe"), ("other", "The other recipe")):
         measured, above, table = recipe_table(overview, recipe)
         if measured:
             so_far = "" if measured == len(STUDIES) else f" measured so far (of {len(STUDIES)})"
             text += [f"{name} above the best baseline with the seeds-and-items interval above 0: {above} of "
                      f"{measured} tasks{so_far}.", table]
-    OUT.write_text("\n\n".join(text + sections) + "\n", encoding="utf-8")
-    print(OUT.read_text(encoding="utf-8"))
+    print(harness.write(args.out, "\n\n".join(text + sections) + "\n").read_text(encoding="utf-8"))
 
 
 if __name__ == "__main__":

@@ -1,27 +1,19 @@
 """What the learners of a co-training (or self-training) run handed each other, from the run's own records.
 
-    .venv/bin/python benchmarks/cotrain_exchange.py results/fidelity/cotrain-nusax-10/co-seed0
-    .venv/bin/python benchmarks/cotrain_exchange.py RUN --out exchange.md      # also as a file
+    .venv/bin/python benchmarks/cotrain_exchange.py results/fidelity/cotrain-nusax-10/co-seed0 [--out exchange.md]
 
-Reads the run directory's ``config.yaml`` and ``state.json`` (``xlt.cotrain.state``: every row a learner
-selected, the label it gave, its iteration) and scores each selected row against the pool's gold label (the
-task's own, read through the task layer as the run read its pool, ``xlt.cotrain.pool.pool_rows``; never trained
-on). Issue 52 asks for this to explain co-training's loss on NusaX at 10% of the labels:
-
-- per iteration and selecting learner: candidates above the threshold, rows handed on, to whom,
-  pseudo-label accuracy (beside the run's own record of it, a check), the labels given against the gold
-  labels of the same rows;
-- per language: rows and accuracy, summed over iterations;
-- the learners' evaluation per language after each fit (``history``), the split the run evaluated.
+Each row a learner selected (``state.json``) scored against the pool's gold label, as the run read its pool
+(issue 52: co-training's loss on NusaX at 10% of the labels): per iteration and selecting learner, per language,
+and each fit's evaluation per language. Prints the tables (and writes them to ``--out``).
 """
 
 from __future__ import annotations
 
-import argparse
 import math
 from collections import Counter, defaultdict
 from pathlib import Path
 
+import harness
 from xlt.cotrain import CotrainConfig
 from xlt.cotrain.loop import receiver
 from xlt.cotrain.pool import pool_rows
@@ -32,26 +24,12 @@ from xlt.report import markdown_table
 from xlt.tasks import load_task
 
 
-def get_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("run", help="a co-training run's output.dir")
-    parser.add_argument("--data-dir", help="the data root (default: the run's data.data_dir, else $XLT_DATA_DIR)")
-    parser.add_argument("--out", type=Path, help="also write the tables here (markdown)")
-    return parser.parse_args()
-
-
 def whole(value: float | None) -> int | None:
     """A count the run recorded as a float metric, as the integer it is."""
     return None if value is None else int(value)
 
 
-def none_if_nan(value: float | None) -> float | None:
-    """The run records the accuracy of an empty selection as NaN; the table shows it as missing."""
-    return None if value is None or math.isnan(value) else value
-
-
 def counts(values) -> str:
-    """``label: n`` for each label, most frequent first."""
     return ", ".join(f"{label} {n}" for label, n in Counter(values).most_common())
 
 
@@ -68,12 +46,11 @@ def exchange_tables(cfg: CotrainConfig, state: LoopState, gold: dict[str, str]) 
     for iteration, selector in sorted(passes):
         rows, record = by_step.get((iteration, selector), []), recorded.get((iteration, selector), {})
         scored = [r for r in rows if gold.get(r["id"]) is not None]
-        right = sum(gold[r["id"]] == r["label"] for r in scored)
+        own = record.get("pseudo/accuracy")  # the run's own score of the selection: NaN when it was empty
         steps.append({"iteration": iteration, "selected by": selector, "to": receiver(cfg.mode, selector),
                       "candidates": whole(record.get("pseudo/candidates")), "rows": len(rows),
-                      "accuracy": right / len(scored) if scored else None,
-                      # the run's own score of the same selection (xlt.cotrain.loop.exchange): a check
-                      "run's accuracy": none_if_nan(record.get("pseudo/accuracy")),
+                      "accuracy": sum(gold[r["id"]] == r["label"] for r in scored) / len(scored) if scored else None,
+                      "run's accuracy": None if own is None or math.isnan(own) else own,
                       "labels given": counts(r["label"] for r in rows),
                       "gold labels": counts(gold[r["id"]] for r in scored)})
         for r in scored:
@@ -85,18 +62,18 @@ def exchange_tables(cfg: CotrainConfig, state: LoopState, gold: dict[str, str]) 
 
 def history_table(state: LoopState, split: str) -> list[dict]:
     """Each learner's score per language after each fit."""
-    table = []
-    for record in state.history:
-        scores = per_language(record, split)
-        table.append({"iteration": record["iteration"], "learner": record["learner"],
-                      "labelled rows": whole(record.get("train/rows")), **scores})
-    return table
+    return [{"iteration": record["iteration"], "learner": record["learner"],
+             "labelled rows": whole(record.get("train/rows")), **per_language(record, split)}
+            for record in state.history]
 
 
 def main() -> None:
-    args = get_args()
-    cfg = read_run_config(args.run, CotrainConfig)
-    state = LoopState.load(args.run)
+    parser = harness.parser(__doc__)
+    parser.add_argument("run", help="a co-training run's output.dir")
+    parser.add_argument("--data-dir", help="the data root (default: the run's data.data_dir, else $XLT_DATA_DIR)")
+    parser.add_argument("--out", type=Path, help="also write the tables here (markdown)")
+    args = parser.parse_args()
+    cfg, state = read_run_config(args.run, CotrainConfig), LoopState.load(args.run)
     if cfg is None or state is None:
         raise SystemExit(f"{args.run}: no config.yaml or state.json of a co-training run")
     task = load_task(cfg.task, args.data_dir or cfg.data.data_dir)
@@ -110,7 +87,7 @@ def main() -> None:
             f"{markdown_table(history_table(state, split), digits=3)}\n")
     print(text)
     if args.out:
-        args.out.write_text(text, encoding="utf-8")
+        harness.write(args.out, text)
 
 
 if __name__ == "__main__":

@@ -1,25 +1,19 @@
-"""What a co-training study's runs chose and exchanged, from what they recorded (issue 92; benchmarks/cotrain_value.md).
-
-For each co-training unit of a study (its run under ``<output>/runs/<unit>``):
-
-- per iteration, each learner's and the job's classifier's accuracy on the source language's dev rows (what
-  ``classifier.choose: dev`` and ``keep: best-dev`` read), which classifier the run chose, its average target
-  accuracy on the scored split (what no choice may read) beside the learners' product's, and which iteration
-  ``best-dev`` would keep, against the ``last`` the presets keep;
-- what the exchange handed over: rows received by each learner, the share of the largest class and of the
-  largest language among them, and the accuracy of the selecting learner's pseudo-labels against the pool's
-  gold labels, round by round.
+"""What a co-training study's runs chose and exchanged, from what they recorded (issue 92; cotrain_value.md).
 
     python benchmarks/cotrain_value.py --study studies/cotrain-value-sib200-150.yaml
+
+Per unit and iteration: the learners' and the job's classifier's source dev accuracy (what ``choose: dev`` and
+``keep: best-dev`` read), the classifier chosen, its target average beside the learners' product's; per learner,
+what the exchange handed it: rows, the largest class and language, pseudo-label accuracy by round.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections import Counter
 from pathlib import Path
 
+import harness
 from xlt.cotrain.classifier import CLASSIFIER, DEV, combined_predictions, kept_iteration, scores
 from xlt.metrics import ACC, AVG_TARGET, metric_name
 from xlt.report import markdown_table
@@ -31,10 +25,8 @@ def unit_rows(run: Path, unit: str, split: str) -> tuple[list[dict], list[dict]]
     state = json.loads((run / "state.json").read_text())
     history = state["history"]
     source = json.loads((run / "predictions" / "iteration0.json").read_text())["lm"][DEV]["lang"][0]
-    dev = metric_name(DEV, ACC, source)
-    records = [h for h in history if h["learner"] == CLASSIFIER]
+    dev, avg = metric_name(DEV, ACC, source), metric_name(split, ACC, AVG_TARGET)
     best = kept_iteration(history, "best-dev", source)
-    avg = metric_name(split, ACC, AVG_TARGET)
 
     def learner_dev(learner: str, iteration: int) -> float | None:
         return next(h.get(dev) for h in history if h["learner"] == learner and h["iteration"] == iteration)
@@ -48,36 +40,35 @@ def unit_rows(run: Path, unit: str, split: str) -> tuple[list[dict], list[dict]]
                f"emb {source} dev": learner_dev("emb", h["iteration"]), "classifier": h.get("combines"),
                f"its {source} dev": h.get(dev), "its avg_target": h.get(avg),
                "lm × emb avg_target": product_avg(h["iteration"]),
-               "best-dev keeps": "←" if h["iteration"] == best else ""} for h in records]
+               "best-dev keeps": "←" if h["iteration"] == best else ""}
+              for h in history if h["learner"] == CLASSIFIER]
     exchanged = []
     for learner, rows in state["received"].items():
         if not rows:
             continue
-        labels, langs = Counter(r["label"] for r in rows), Counter(r["lang"] for r in rows)
+        (label, n_label), = Counter(r["label"] for r in rows).most_common(1)
+        (lang, n_lang), = Counter(r["lang"] for r in rows).most_common(1)
         selectors = {r["selected_by"] for r in rows}  # the other learner (co-training) or itself (self-training)
         accuracy = [h["pseudo/accuracy"] for h in history if h["learner"] in selectors and "pseudo/accuracy" in h]
-        top_label, top_lang = labels.most_common(1)[0], langs.most_common(1)[0]
         exchanged.append({"unit": unit, "received by": learner, "rows": len(rows),
-                          "largest class": f"{top_label[0]} {top_label[1] / len(rows):.0%}",
-                          "largest language": f"{top_lang[0]} {top_lang[1] / len(rows):.0%}",
+                          "largest class": f"{label} {n_label / len(rows):.0%}",
+                          "largest language": f"{lang} {n_lang / len(rows):.0%}",
                           "pseudo acc by round": ", ".join(f"{a:.2f}" for a in accuracy)})
     return chosen, exchanged
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = harness.parser(__doc__)
     parser.add_argument("--study", required=True)
     args = parser.parse_args()
     study = load_study(args.study)
     chosen, exchanged = [], []
     for unit in study.units():
-        variant = study.variant(unit.variant)
         run = Path(run_dir(study.output, unit))
-        if variant.recipe != "job" or not (run / "state.json").is_file():
-            continue
-        c, e = unit_rows(run, unit.name, study.split)
-        chosen += c
-        exchanged += e
+        if study.variant(unit.variant).recipe == "job" and (run / "state.json").is_file():
+            c, e = unit_rows(run, unit.name, study.split)
+            chosen += c
+            exchanged += e
     print(f"## What dev would choose ({study.title})\n\n{markdown_table(chosen)}\n\n"
           f"## What the exchange handed over\n\n{markdown_table(exchanged)}\n\n"
           f"Made by `python benchmarks/cotrain_value.py --study {args.study}`.")

@@ -3,26 +3,20 @@
     python jobs/cotrain.py --set output.dir=/tmp/demo 2> /tmp/demo.log      # the demo, timed
     python benchmarks/demo_time.py --run "learners on Ray Train=/tmp/demo:/tmp/demo.log" [--run ...]
 
-Each ``--run label=OUTPUT_DIR:LOG`` names a finished demo: its ``results.json`` (per-language
-accuracy; the phase table when the job recorded one, ``xlt.report.Phases``) and the job's stderr
-(``HH:MM:SS message`` lines), from which the per-iteration wall time is read: from Ray's start to
-iteration 0's summary line, then between consecutive summary lines. Writes
-``benchmarks/demo_time.json`` and prints the markdown tables for ``benchmarks/demo_time.md``.
+Each ``--run label=OUTPUT_DIR:LOG`` is a finished demo: its ``results.json`` and its stderr, whose timestamps
+time each iteration (Ray's start to iteration 0's summary line, then summary to summary). Writes
+``benchmarks/demo_time.json``; prints the tables of ``benchmarks/demo_time.md``.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import harness
 from xlt.report import markdown_table
-
-
-REPO = Path(__file__).resolve().parents[1]
-
 
 # The job's lines (HH:MM:SS message) and Ray's (YYYY-MM-DD HH:MM:SS,mmm LEVEL ...).
 LINE = re.compile(r"^(?:\d{4}-\d\d-\d\d )?(\d\d:\d\d:\d\d)(?:,\d+)?\s+(.*)$")
@@ -58,11 +52,10 @@ def accuracy_rows(label: str, results: dict) -> list[dict]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = harness.parser(__doc__, "demo_time.json")
     parser.add_argument("--run", action="append", required=True, metavar="LABEL=OUTPUT_DIR:LOG")
-    parser.add_argument("--output", default=str(REPO / "benchmarks" / "demo_time.json"))
     args = parser.parse_args()
-    runs, per_iteration, accuracy, phases = {}, [], [], {}
+    runs, per_iteration, accuracy = {}, [], []
     for spec in args.run:
         label, _, paths = spec.partition("=")
         out, _, log = paths.partition(":")
@@ -72,15 +65,14 @@ def main() -> None:
         per_iteration.append({"run": label, **{f"iteration {i} s": s for i, s in enumerate(iterations)},
                               "whole job min": total / 60})
         accuracy += accuracy_rows(label, results)
-        if results.get("phases"):
-            phases[label] = results["phases"]
-    Path(args.output).write_text(json.dumps(runs, indent=1))
     print("### Wall time per iteration\n\n" + markdown_table(per_iteration, digits=1))
-    for label, rows in phases.items():
-        print(f"\n### Phases: {label}\n\n" + markdown_table(
-            [{"iteration": r.get("iteration"), "phase": r["phase"], "start s": f"{r['start s']:.1f}",
-              "seconds": f"{r['seconds']:.1f}"} for r in rows]))  # plain seconds, never 9e-06
+    for label, run in runs.items():
+        if run["phases"]:
+            print(f"\n### Phases: {label}\n\n" + markdown_table(
+                [{"iteration": r.get("iteration"), "phase": r["phase"], "start s": f"{r['start s']:.1f}",
+                  "seconds": f"{r['seconds']:.1f}"} for r in run["phases"]]))  # plain seconds, never 9e-06
     print("\n### Test accuracy per language (first and last iteration)\n\n" + markdown_table(accuracy))
+    harness.write(args.out, runs)
 
 
 if __name__ == "__main__":

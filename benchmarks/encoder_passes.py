@@ -3,70 +3,39 @@
     .venv/bin/python benchmarks/encoder_passes.py                 # 12 steps × 2 repeats a setting, ~15 min
     .venv/bin/python benchmarks/encoder_passes.py --model tiny:bert --steps 3 --repeats 1   # a check, seconds
 
-A step of CE + an alignment objective encodes 16 English pairs and their views: with Wang et al.
-(2022, §4.1)'s three kinds of view a pair (a full translation, a partial one, a code-switched one),
-64 texts of mixed lengths, which one pass pads to the longest. ``optim.encoder_pass_rows`` = R
-reads them in length-sorted passes of at most R (``TextEncoder.embed_by_length``): the same
-features up to float rounding, fewer padded positions. This measures what that saves where it
-matters most here, `studies/scl-pawsx.yaml`'s setting: the bundled e5 with frozen word
-embeddings, PAWS-X's first English pairs with the §4.1 views of that comparison (made in this
-process by the augmenter its Ray Data pipeline runs), CE + CL (λ = 1, τ = 1), batch 16, the
-torch threads of the preset's worker (2).
-
-Each setting (``--pass-rows``, 0 = one pass) trains the same model from the same seed on the same
-batches with ``harness.train_step``; repeats alternate the settings, to spread the noise of
-a shared machine. Reported per setting: the median seconds a step (steps after each repeat's
-first), encoder input positions a step and the share of them that is padding; and, as the check
-that the setting changes the cost and not the result, the largest difference of the first batch's
-losses from one pass's with dropout off.
+In `studies/scl-pawsx.yaml`'s CE + CL setting (PAWS-X's English pairs with their §4.1 views, batch 16: 64 texts a
+step), ``optim.encoder_pass_rows`` = R (0: one pass) reads them in length-sorted passes of at most R: the same
+features, less padding. Each setting trains the same model on the same batches, repeats alternating the settings:
+median seconds a step, input positions, padding share, and the first batch's largest loss difference from the
+first setting's (dropout off). Writes ``results/benchmarks/encoder_passes.json``.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import statistics
-import time
-from pathlib import Path
 
 import numpy as np
 import torch
 
 import harness
-from xlt.study import load_study
 from xlt.augment import CrossLingualAugment
-from xlt.data import resolve_data_dir
 from xlt.logs import quiet_libraries
 from xlt.report import markdown_table
+from xlt.study import load_study
 from xlt.train import load_finetune_config, prepare
 from xlt.train.batches import ViewBatch, batches_of, flatten_batch
 from xlt.train.data import augmentation_sources
-from xlt.train.workload import finetune_training, compute_losses
-
-
-REPO = Path(__file__).resolve().parents[1]
-
+from xlt.train.workload import compute_losses, finetune_training
 
 # studies/scl-pawsx.yaml's CE + CL: its views (Wang et al. 2022, §4.1 for PAWS-X) and objective (λ = 1, τ = 1.0)
-CL_VARIANT = load_study(REPO / "studies" / "scl-pawsx.yaml").variant("cl").set
-
-
-def get_args() -> argparse.Namespace:
-    parser = harness.parser(__doc__, data_dir=True)
-    parser.add_argument("--out", type=Path, default=harness.REPO / "results" / "benchmarks" / "encoder_passes.json")
-    parser.add_argument("--model", default="bundled:multilingual-e5-small")
-    parser.add_argument("--steps", type=int, default=12, help="training steps a setting and repeat")
-    parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--pass-rows", type=int, nargs="+", default=[0, 16, 32],
-                        help="optim.encoder_pass_rows settings to compare (0 = one pass)")
-    return parser.parse_args()
+CL_VARIANT = load_study(harness.REPO / "studies" / "scl-pawsx.yaml").variant("cl").set
 
 
 def with_views(rows: list[dict], cfg, task) -> list[dict]:
     """``rows`` with the view columns the training pipeline's augmentation UDF adds to each."""
     augment = CrossLingualAugment.from_config(cfg.data.augment, **augmentation_sources(cfg.data, task))
-    columns = {key: np.array([row[key] for row in rows], dtype=object) for key in rows[0]}
-    out = augment(columns)
+    out = augment({key: np.array([row[key] for row in rows], dtype=object) for key in rows[0]})
     return [{key: out[key][i] for key in out} for i in range(len(rows))]
 
 
@@ -79,7 +48,6 @@ def positions(encoder, batch: ViewBatch, pass_rows: int) -> tuple[int, int]:
 
 
 def first_losses(cfg, batch: ViewBatch) -> dict[str, float]:
-    """The losses of ``batch`` at initialisation, dropout off."""
     torch.manual_seed(cfg.optim.seed)
     training = finetune_training(cfg, steps_per_epoch=1)
     training.model.eval()
@@ -91,56 +59,57 @@ def first_losses(cfg, batch: ViewBatch) -> dict[str, float]:
 def step_seconds(cfg, batches: list[ViewBatch]) -> list[float]:
     torch.manual_seed(cfg.optim.seed)
     training = finetune_training(cfg, steps_per_epoch=len(batches))
-    seconds = []
-    for batch in batches:
-        start = time.perf_counter()
-        harness.train_step(training, batch, cfg.optim.max_grad_norm)
-        seconds.append(time.perf_counter() - start)
-    return seconds
+    return [harness.timed(lambda: harness.train_step(training, batch, cfg.optim.max_grad_norm))[0]
+            for batch in batches]
 
 
 def main() -> None:
-    args = get_args()
+    parser = harness.parser(__doc__, data_dir=True)
+    parser.add_argument("--out", default=harness.REPO / "results" / "benchmarks" / "encoder_passes.json")
+    parser.add_argument("--model", default="bundled:multilingual-e5-small")
+    parser.add_argument("--steps", type=int, default=12, help="training steps a setting and repeat")
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--pass-rows", type=int, nargs="+", default=[0, 16, 32],
+                        help="optim.encoder_pass_rows settings to compare (0 = one pass)")
+    args = parser.parse_args()
     quiet_libraries()
     batch_size = 16
-    cfg = load_finetune_config(REPO / "configs" / "finetune_pawsx.yaml", [
-        f"model.source={args.model}", f"data.data_dir={resolve_data_dir(args.data_dir)}",
-        f"data.max_examples={args.steps * batch_size}", f"optim.batch_size={batch_size}", *CL_VARIANT])
-    prepared = prepare(cfg)
+    prepared = prepare(load_finetune_config(harness.REPO / "configs" / "finetune_pawsx.yaml", [
+        f"model.source={args.model}", f"data.data_dir={harness.data_root(args.data_dir)}",
+        f"data.max_examples={args.steps * batch_size}", f"optim.batch_size={batch_size}", *CL_VARIANT]))
     cfg = prepared.config
     torch.set_num_threads(cfg.scaling.torch_threads)
-    rows = with_views(prepared.train, cfg, prepared.task)
     label_index = {label: i for i, label in enumerate(cfg.task.labels)}
-    batches = [flatten_batch(b, label_index) for b in batches_of(rows, batch_size)]
+    batches = [flatten_batch(b, label_index)
+               for b in batches_of(with_views(prepared.train, cfg, prepared.task), batch_size)]
     configs = {r: dataclasses.replace(cfg, optim=dataclasses.replace(cfg.optim, encoder_pass_rows=r))
                for r in args.pass_rows}
 
     machine = harness.Machine()
     encoder = finetune_training(cfg, steps_per_epoch=1).classifier.encoder
-    baseline = first_losses(configs[args.pass_rows[0]], batches[0])
     seconds: dict[int, list[float]] = {r: [] for r in args.pass_rows}
     for repeat in range(args.repeats):
         for r in args.pass_rows:
             run = step_seconds(configs[r], batches)
-            seconds[r].extend(run[1:] if len(run) > 1 else run)  # the first step warms up
+            seconds[r].extend(run[1:] or run)  # the first step warms up
             print(f"repeat {repeat}, encoder_pass_rows={r}: {statistics.median(run):.2f} s a step", flush=True)
 
+    losses = {r: first_losses(configs[r], batches[0]) for r in args.pass_rows}
+    baseline, first = losses[args.pass_rows[0]], statistics.median(seconds[args.pass_rows[0]])
     results = []
     for r in args.pass_rows:
         padded, text = map(sum, zip(*(positions(encoder, b, r) for b in batches)))
-        losses = first_losses(configs[r], batches[0])
-        results.append({"encoder_pass_rows": r or "0 (one pass)",
-                        "s a step (median)": statistics.median(seconds[r]),
-                        "vs first": statistics.median(seconds[r]) / statistics.median(seconds[args.pass_rows[0]]),
+        results.append({"encoder_pass_rows": r or "0 (one pass)", "s a step (median)": statistics.median(seconds[r]),
+                        "vs first": statistics.median(seconds[r]) / first,
                         "positions a step": round(padded / len(batches)), "padding share": 1 - text / padded,
-                        "max |Δ loss| (dropout off)": max(abs(losses[k] - baseline[k]) for k in baseline)})
+                        "max |Δ loss| (dropout off)": max(abs(losses[r][k] - baseline[k]) for k in baseline)})
     texts = sum(len(b) for b in batches) / len(batches)
     print(f"\n## {args.model}, PAWS-X with §4.1's views, CE + CL: {len(batches)} steps of {texts:.0f} texts "
-          f"× {args.repeats} repeats, from {machine.date}\n")
-    print(markdown_table(results, digits=3))
-    print(f"\nmachine: {machine.line()}")
+          f"× {args.repeats} repeats, from {machine.date}\n\n{markdown_table(results, digits=3)}\n\n"
+          f"machine: {machine.line()}")
     harness.write(args.out, {**machine.fields(), "model": args.model, "steps": len(batches), "repeats": args.repeats,
-                             "texts_per_step": texts, "rows": results, "seconds": {str(r): s for r, s in seconds.items()}})
+                             "texts_per_step": texts, "rows": results,
+                             "seconds": {str(r): s for r, s in seconds.items()}})
 
 
 if __name__ == "__main__":

@@ -2,23 +2,18 @@
 
     XLT_DATA_DIR=../shared/data python benchmarks/evaluate_bundled.py
 
-Runs what ``jobs/evaluate.py`` (the frozen-linear probe on SIB-200), ``--protocol tatoeba`` and
-``--protocol mining`` run, and writes benchmarks/evaluate_bundled.md, with the SIB-200 reference of
-``../shared/data/README.md`` beside our numbers.
+Runs what ``jobs/evaluate.py`` (the frozen-linear probe on SIB-200), ``--protocol tatoeba`` and ``--protocol
+mining`` run, and writes benchmarks/evaluate_bundled.md, with the SIB-200 reference of ``../shared/data/README.md``
+beside our numbers.
 """
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import harness
 from xlt.config import from_dict, merge_presets
 from xlt.eval.protocols import EvaluateConfig, run_evaluation
 from xlt.logs import quiet_libraries
 from xlt.report import markdown_table
-
-REPO = Path(__file__).resolve().parents[1]
-
 
 # ../shared/data/README.md, "Measured reference": (en, average over the nine other languages).
 REFERENCE = {"bundled:multilingual-e5-small": (0.887, 0.835), "bundled:use-multilingual-v3": (0.873, 0.703)}
@@ -28,21 +23,17 @@ def main() -> None:
     args = harness.parser(__doc__, "evaluate_bundled.md", data_dir=True).parse_args()
     machine = harness.Machine()
     quiet_libraries()
-    preset = merge_presets(REPO / "configs" / "evaluate_sib200.yaml")  # the job's default: task, pairs, corpus
-
-    def evaluate(protocol: str) -> dict:
-        return run_evaluation(from_dict(EvaluateConfig, {**preset, "protocol": protocol,
-                                                         "data": {"data_dir": args.data_dir}}))
-
-    sib, tat, mining = evaluate("frozen-linear"), evaluate("tatoeba"), evaluate("mining")
+    preset = merge_presets(harness.REPO / "configs" / "evaluate_sib200.yaml")  # the job's default: task, pairs, corpus
+    data = {"data_dir": str(harness.data_root(args.data_dir))}
+    sib, tat, mining = (run_evaluation(from_dict(EvaluateConfig, {**preset, "protocol": protocol, "data": data}))
+                        for protocol in ("frozen-linear", "tatoeba", "mining"))
 
     langs = [r["lang"] for r in sib["rows"] if r["model"] == sib["rows"][0]["model"]]
     sib_rows, check_rows = [], []
-    for model in REFERENCE:
+    for model, (ref_en, ref_avg) in REFERENCE.items():
         acc = {r["lang"]: r["acc"] for r in sib["rows"] if r["model"] == model}
         c = next(r["probe_c"] for r in sib["rows"] if r["model"] == model)
-        sib_rows.append({"model": model, "probe C": c, **{l: acc[l] for l in langs}})
-        ref_en, ref_avg = REFERENCE[model]
+        sib_rows.append({"model": model, "probe C": c, **{lang: acc[lang] for lang in langs}})
         check_rows.append({"model": model, "en": acc["en"], "reference en": ref_en, "Δ en": acc["en"] - ref_en,
                            "avg target": acc["avg_target"], "reference avg": ref_avg,
                            "Δ avg": acc["avg_target"] - ref_avg})

@@ -1,42 +1,27 @@
-"""What the contrastive term does to the vector the classifier reads, in the first steps on PAWS-X.
+"""What the contrastive term does to the vector the classifier reads, in the first steps on PAWS-X (issue 52).
 
     .venv/bin/python benchmarks/feature_collapse.py                       # 4 variants × 25 steps, ~15 min
     .venv/bin/python benchmarks/feature_collapse.py --model tiny:bert --steps 3 --probe-rows 8   # a check, seconds
 
-Issue 52's diagnosis of CE + SCL at chance on PAWS-X (``benchmarks/fidelity/scl-pawsx.md``): from
-the same initialisation, 25 steps of CE alone raise the mean pairwise cosine of the pooled
-features of the training pairs, while CE + SCL drives it towards 0, and afterwards CE fits the
-training pairs and not the test. This repeats that measurement for the settings the issue names
-as candidate causes, each from the same seed, on the same batches (``scl-pawsx``'s ``scl-ft``
-setting: 16 English pairs a step, each with one full translation, SCL at λ = 1, τ = 1):
-
-- ``ce``: CE alone;
-- ``scl``: CE + SCL on Φ, the mean-pooled vector the linear head reads (xlt's setting until issue 52);
-- ``scl-projection``: CE + SCL on g(Φ), a projection head of its own (``params.projection``,
-  Khosla et al. 2020's setting; the head still reads Φ);
-- ``scl-cls``: CE + SCL on Φ pooled at [s] (``model.pooling=cls``, Wang et al. 2022, §3.3's
-  contrasted state, without XLM-R head's dense + tanh layer).
-
-Reported per variant: the mean pairwise cosine of Φ over ``--probe-rows`` training pairs (dropout
-off) before and after the steps, and the same of the English dev pairs ``dev[1200:]`` the runs
-never train on; the CE term of the last five steps, the SCL term (unweighted) of the first and
-the last five; and the accuracy on those training and dev pairs after the steps. A cosine near 0 is Φ spread over the sphere by the contrast: no longer
-the shared direction CE builds its two classes along.
+From the same seed, on the same batches (``scl-pawsx``'s ``scl-ft``: 16 English pairs a step, each with one full
+translation, SCL at λ = 1, τ = 1): ``ce``, CE alone; ``scl``, CE + SCL on Φ, the mean-pooled vector the head reads;
+``scl-projection``, SCL on a projection head's g(Φ) (Khosla et al. 2020); ``scl-cls``, SCL on Φ pooled at [s] (Wang
+et al. 2022, §3.3). Per variant: the mean pairwise cosine of Φ (dropout off) over ``--probe-rows`` training pairs and
+English dev pairs the runs never train on, before and after the steps; the CE term of the last five steps, the SCL
+term of the first and last five; the accuracy on those pairs after. A cosine near 0 is Φ spread over the sphere by
+the contrast: no longer the shared direction CE builds its two classes along. Writes benchmarks/feature_collapse.json.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import time
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
 from encoder_passes import with_views
 import harness
-from xlt.data import resolve_data_dir
 from xlt.logs import quiet_libraries
 from xlt.report import markdown_table
 from xlt.train import load_finetune_config, prepare
@@ -54,7 +39,7 @@ def objective(name: str, weight: float, **params: float) -> str:
     return f"objectives=[{{name: {name}, weight: {weight}, params: {{{inner}}}}}]"
 
 
-REPO = Path(__file__).resolve().parents[1]
+CONFIG = harness.REPO / "configs" / "finetune_pawsx.yaml"
 SCL = {"temperature": 1.0}
 VARIANTS = {
     "ce": [],
@@ -62,15 +47,6 @@ VARIANTS = {
     "scl-projection": [objective("supervised_contrastive_alignment", 1.0, **SCL, projection={"dims": [384, 128]})],
     "scl-cls": [objective("supervised_contrastive_alignment", 1.0, **SCL), "model.pooling=cls"],
 }
-
-
-def get_args() -> argparse.Namespace:
-    parser = harness.parser(__doc__, "feature_collapse.json", data_dir=True)
-    parser.add_argument("--model", default="bundled:multilingual-e5-small")
-    parser.add_argument("--steps", type=int, default=25)
-    parser.add_argument("--probe-rows", type=int, default=128, help="pairs whose features are compared")
-    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
-    return parser.parse_args()
 
 
 @torch.no_grad()
@@ -88,27 +64,32 @@ def probe(training, rows: list[dict], label_index: dict[str, int]) -> tuple[floa
 
 
 def main() -> None:
-    args = get_args()
+    parser = harness.parser(__doc__, "feature_collapse.json", data_dir=True)
+    parser.add_argument("--model", default="bundled:multilingual-e5-small")
+    parser.add_argument("--steps", type=int, default=25)
+    parser.add_argument("--probe-rows", type=int, default=128, help="pairs whose features are compared")
+    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    args = parser.parse_args()
     quiet_libraries()
     batch_size = 16
-    base = [f"model.source={args.model}", f"data.data_dir={resolve_data_dir(args.data_dir)}",
+    base = [f"model.source={args.model}", f"data.data_dir={harness.data_root(args.data_dir)}",
             f"data.max_examples={max(args.steps * batch_size, args.probe_rows)}", f"optim.batch_size={batch_size}",
             "optim.epochs=1", PAWSX_FULL_TRANS]
-    prepared = prepare(load_finetune_config(REPO / "configs" / "finetune_pawsx.yaml", base))
+    prepared = prepare(load_finetune_config(CONFIG, base))
     cfg = prepared.config
     torch.set_num_threads(cfg.scaling.torch_threads)
     rows = with_views(prepared.train, cfg, prepared.task)
     label_index = {label: i for i, label in enumerate(cfg.task.labels)}
     batches = [flatten_batch(b, label_index) for b in batches_of(rows, batch_size)][: args.steps]
-    originals = [{**r, "views": None, "view_kinds": None, "view_langs": None, "view_pairs": None}
-                 for r in prepared.train[: args.probe_rows]]
-    held = [{**r, "views": None, "view_kinds": None, "view_langs": None, "view_pairs": None}
-            for r in eval_rows(prepared.task, "dev") if r["lang"] == cfg.task.source_lang][: args.probe_rows]
+    bare = {"views": None, "view_kinds": None, "view_langs": None, "view_pairs": None}
+    originals = [{**r, **bare} for r in prepared.train[: args.probe_rows]]
+    held = [{**r, **bare} for r in eval_rows(prepared.task, "dev")
+            if r["lang"] == cfg.task.source_lang][: args.probe_rows]
 
     machine = harness.Machine()
     results = []
     for name in args.variants:
-        variant = load_finetune_config(REPO / "configs" / "finetune_pawsx.yaml", [*base, *VARIANTS[name]])
+        variant = load_finetune_config(CONFIG, [*base, *VARIANTS[name]])
         variant = dataclasses.replace(variant, task=cfg.task)  # resolved labels and languages
         torch.manual_seed(cfg.optim.seed)
         training = finetune_training(variant, steps_per_epoch=len(batches))

@@ -1,14 +1,11 @@
 """How closely the fine-tuned units of a study fit the rows they trained on, against their test rows.
 
-    .venv/bin/python benchmarks/fit.py studies/scl-pawsx.yaml ce-seed0 scl-seed0   # -> benchmarks/fidelity/scl-pawsx-fit.md
+    .venv/bin/python benchmarks/fit.py studies/scl-pawsx.yaml ce-seed0 scl-seed0  # -> fidelity/scl-pawsx-fit.md
 
-A unit that scores far higher on the English pairs it was trained on than on English test pairs has
-learned those pairs rather than the task. For each unit this reads its final checkpoint under
-``<the study's output>/runs/<unit>/`` (the run's latest, as the run records it:
-``xlt.engine.checkpoints.latest_checkpoint``), the source-language rows its configuration trained on
-(``xlt.train.data.train_rows``: views are not scored, only the originals CE saw) and the source
-language's test rows the comparison scores, and predicts both with the classifier as the job's own
-evaluation does (``Classifier.predict``).
+A unit that scores far higher on the English pairs it was trained on than on English test pairs has learned those
+pairs rather than the task. Each unit's latest checkpoint under ``<the study's output>/runs/<unit>/`` predicts, as
+the job's evaluation does (``Classifier.predict``), the source-language rows its configuration trained on
+(``xlt.train.data.train_rows``: originals only, no views) and the source language's test rows.
 """
 
 from __future__ import annotations
@@ -16,27 +13,21 @@ from __future__ import annotations
 from pathlib import Path
 
 import harness
+from xlt.engine.checkpoints import latest_checkpoint
 from xlt.report import markdown_table
-
-
-REPO = Path(__file__).resolve().parents[1]
-HERE = REPO / "benchmarks"
+from xlt.study import load_study
+from xlt.tasks import load_task
+from xlt.train.checkpoint import load_classifier, read_checkpoint
+from xlt.train.data import eval_rows, train_rows
 
 
 def accuracy(classifier, rows: list[dict]) -> float:
-    """Share of ``rows`` whose predicted label is the gold one."""
     items = [(r["text"], r["text_pair"]) if classifier.paired else r["text"] for r in rows]
-    predicted = classifier.predict(items).labels
-    return sum(p == r["label"] for p, r in zip(predicted, rows)) / len(rows)
+    return sum(p == r["label"] for p, r in zip(classifier.predict(items).labels, rows)) / len(rows)
 
 
 def unit_fit(unit: Path) -> dict:
-    """Accuracy of ``unit``'s final checkpoint on its source-language train rows and on its source-language test rows."""
-    from xlt.engine.checkpoints import latest_checkpoint
-    from xlt.tasks import load_task
-    from xlt.train.checkpoint import load_classifier, read_checkpoint
-    from xlt.train.data import eval_rows, train_rows
-
+    """Accuracy of ``unit``'s final checkpoint on its source-language train rows and test rows."""
     checkpoint = Path(latest_checkpoint(unit).path)
     cfg = read_checkpoint(checkpoint).config
     task = load_task(cfg.task, cfg.data.data_dir)
@@ -44,8 +35,9 @@ def unit_fit(unit: Path) -> dict:
     train = [r for r in train_rows(cfg.data, task) if r["lang"] == source]
     test = [r for r in eval_rows(task, "test", cfg.data.max_examples) if r["lang"] == source]
     classifier = load_classifier(checkpoint)
-    return {"unit": unit.name, "checkpoint": checkpoint.name, "train_rows": len(train), "train": accuracy(classifier, train),
-            "test_rows": len(test), "test": accuracy(classifier, test), "source": source}
+    return {"unit": unit.name, "checkpoint": checkpoint.name, "train_rows": len(train),
+            "train": accuracy(classifier, train), "test_rows": len(test), "test": accuracy(classifier, test),
+            "source": source}
 
 
 def main() -> None:
@@ -54,21 +46,20 @@ def main() -> None:
     parser.add_argument("units", nargs="+", help="its units (run directories under <output>/runs/), e.g. ce-seed0")
     parser.add_argument("--out", type=Path, help="default: benchmarks/fidelity/<study>-fit.md")
     args = parser.parse_args()
-    from xlt.study import load_study
-
     study = load_study(args.study)
-    out = args.out or HERE / "fidelity" / f"{study.name}-fit.md"
-
     machine = harness.Machine()
     fits = []
     for name in args.units:
         fits.append(unit_fit(Path(study.output) / "runs" / name))
         print(f"{name}: train {fits[-1]['train']:.3f}, test {fits[-1]['test']:.3f}", flush=True)
     source = fits[0]["source"]
-    rows = [{"unit": f["unit"], "checkpoint": f["checkpoint"], f"{source} train": f"{f['train']:.3f} ({f['train_rows']})",
-             f"{source} test": f"{f['test']:.3f} ({f['test_rows']})", "train − test": f"{f['train'] - f['test']:+.3f}"}
+    rows = [{"unit": f["unit"], "checkpoint": f["checkpoint"],
+             f"{source} train": f"{f['train']:.3f} ({f['train_rows']})",
+             f"{source} test": f"{f['test']:.3f} ({f['test_rows']})",
+             "train − test": f"{f['train'] - f['test']:+.3f}"}
             for f in fits]
-    harness.write(out, f"{machine.header(f'{study.name}: fit to the training rows against the test rows')}\n"
+    harness.write(args.out or harness.HERE / "fidelity" / f"{study.name}-fit.md",
+                  f"{machine.header(f'{study.name}: fit to the training rows against the test rows')}\n"
                   f"Accuracy of each unit's final checkpoint on the {source} rows it was trained on and on the "
                   f"{source} test rows (rows in parentheses).\n\n" + markdown_table(rows) + "\n")
 

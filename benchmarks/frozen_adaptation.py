@@ -3,30 +3,19 @@
     python benchmarks/frozen_adaptation.py                      # SIB-200 at the demo's 150 labels, and NusaX
     python benchmarks/frozen_adaptation.py --tasks nusax --pools disjoint --out /tmp/fa.md
 
-The rows are a study's (``xlt.study.recipes``): the demo's labelled draw (``configs/cotrain_demo.yaml``: 150
-English sentences; Arabic, Japanese, Swahili, 200 test and 200 unlabelled pool sentences each) and NusaX's
-(``configs/finetune_nusax.yaml``: 500 English reviews; ten local languages, 400 test reviews and 500 unlabelled
-pool reviews each). Features: the bundled multilingual-e5-small's normalised embeddings (as the probe arm), cached
-under ``--cache``. What is compared, every probe a logistic regression with C chosen on English dev (0.1, 1, 10,
-100), as the study's probe arm:
-
-- **probe**: on the embeddings as they are (the study's frozen e5 probe);
-- **language-centred**: every language's embeddings minus that language's mean, renormalised (English: its
-  labelled rows; a target: its unlabelled pool): ``xlt.eval.adaptation``'s ``center``;
-- **self-training** r rounds, fraction f: class-balanced, ``xlt.eval.adaptation``'s ``rounds`` and ``fraction``;
-- both together.
-
-The adaptation a study runs (``recipe: probe`` with ``adapt``) is the same code, on the job's pool. On these
-parallel tasks that pool holds translations of the very English rows the probe learns from, which may favour
-centring (each language's mean is then of the same sentences); ``--pools disjoint`` is the control without them.
-
-Nothing here is chosen on target-language labels; the target scores are reported, not used. A screen, one draw
-of rows (the probes are deterministic: lbfgs, ``random_state=0``), not the study's three seeds.
+The rows are a study's (``xlt.study.recipes``): the demo's draw (``configs/cotrain_demo.yaml``: 150 English
+sentences; Arabic, Japanese, Swahili, 200 test and 200 unlabelled pool sentences each) and NusaX's
+(``configs/finetune_nusax.yaml``: 500 English reviews; ten local languages, 400 test and 500 pool reviews each).
+Features: the bundled multilingual-e5-small's normalised embeddings, cached under ``--cache``. Logistic-regression
+probes, C chosen on English dev as the study's probe arm: on the embeddings as they are; language-centred
+(``xlt.eval.adaptation``'s ``center``: each language's mean removed, English's of its labelled rows, a target's of its
+pool); with class-balanced self-training (``rounds``, ``fraction``); both. On these parallel tasks the job's pool
+holds translations of the English rows the probe learns from, which may favour centring; ``--pools disjoint`` is the
+control. Nothing is chosen on target labels. A screen: one draw of rows (deterministic probes), not three seeds.
 """
 
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
 
@@ -34,38 +23,26 @@ import numpy as np
 
 import harness
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = harness.REPO
 C_GRID = (0.1, 1, 10, 100)
 SCHEDULES = ((1, 0.5), (3, 0.5), (3, 0.8))  # (rounds, fraction)
-# The unlabelled pools: the job's (what co-training pseudo-labels and the study's adapted probe reads: on these
-# parallel tasks, translations of the English rows the probe learns from), and a control with none of them.
 POOLS = {"job": "the job's pool: each target's translations of the English train rows the job draws",
          "disjoint": "a disjoint pool: no translation of an English row the probe learns from (SIB-200: 200 other "
                      "train sentences a language; NusaX: each target's 100 valid reviews)"}
 
 
-def get_args() -> argparse.Namespace:
-    parser = harness.parser(__doc__, "frozen_adaptation.md")
-    parser.add_argument("--tasks", nargs="+", default=["sib150", "nusax"], choices=["sib150", "nusax"])
-    parser.add_argument("--pools", nargs="+", default=list(POOLS), choices=list(POOLS))
-    parser.add_argument("--cache", default=str(REPO / "results" / "benchmarks" / "frozen_adaptation"))
-    return parser.parse_args()
-
-
 def task_rows(which: str, pool: str):
     """The study's rows of ``which`` and each target language's unlabelled pool (``POOLS``; labels never read)."""
-    from xlt.data.sample import sample
+    from xlt.cotrain.config import load_cotrain_config
     from xlt.cotrain.probes import cotrain_rows
+    from xlt.data.sample import sample
     from xlt.eval.baselines import finetune_rows
+    from xlt.train import load_finetune_config
 
     if which == "sib150":
-        from xlt.cotrain.config import load_cotrain_config
-
         cfg = load_cotrain_config(REPO / "configs" / "cotrain_demo.yaml", [])
         rows = cotrain_rows(cfg)
     else:
-        from xlt.train import load_finetune_config
-
         cfg = load_finetune_config(REPO / "configs" / "finetune_nusax.yaml", [])
         rows = finetune_rows(cfg, "test")
     task, n = rows.task, cfg.data.max_examples
@@ -135,12 +112,19 @@ def screen(which: str, pool: str, cache: Path) -> list[dict]:
 
 
 def main() -> None:
-    args = get_args()
+    parser = harness.parser(__doc__, "frozen_adaptation.md")
+    parser.add_argument("--tasks", nargs="+", default=["sib150", "nusax"], choices=["sib150", "nusax"])
+    parser.add_argument("--pools", nargs="+", default=list(POOLS), choices=list(POOLS))
+    parser.add_argument("--cache", default=str(REPO / "results" / "benchmarks" / "frozen_adaptation"))
+    args = parser.parse_args()
     from xlt.report import markdown_table
 
     machine = harness.Machine()
-    text = []
-    names = {"sib150": "SIB-200, the demo's 150 labels (Arabic, Japanese, Swahili)", "nusax": "NusaX (ten local languages)"}
+    text = [machine.header("The frozen e5 probe, adapted to each target language without its labels (issue 71 screen)"),
+            "Method: the script's docstring. Accuracy; English dev chooses C; the target columns are reported, never "
+            "used to choose."]
+    names = {"sib150": "SIB-200, the demo's 150 labels (Arabic, Japanese, Swahili)",
+             "nusax": "NusaX (ten local languages)"}
     for which, pool in [(which, pool) for which in args.tasks for pool in args.pools]:
         results = screen(which, pool, Path(args.cache))
         text += ["", f"## {names[which]}; {POOLS[pool]}", "",
@@ -148,9 +132,6 @@ def main() -> None:
                                   "en dev": f"{r['en dev']:.3f}", "en test": f"{r['en test']:.3f}",
                                   "avg target": f"{r['avg target']:.3f}",
                                   **{lang: f"{a:.2f}" for lang, a in r["per language"].items()}} for r in results])]
-    text = [machine.header("The frozen e5 probe, adapted to each target language without its labels (issue 71 screen)"),
-            "Method: the script's docstring. Accuracy; English dev chooses C; the target columns are reported, never "
-            "used to choose.", *text]
     print("\n".join(text))
     harness.write(args.out, "\n".join(text) + "\n")
 

@@ -1,6 +1,7 @@
 """What the benchmark scripts share: their arguments and data, the machine a measurement ran on, the header of its
-result with the command that made it, writing it, and the clocks and memory of what they measure. The scripts import it as ``harness`` (``benchmarks/`` is a folder of
-scripts, each run with its own folder first on the path; tests load them with ``tests/benchmarks/loading.py``)."""
+result with the command that made it, writing it, and the clocks and memory of what they measure. The scripts
+import it as ``harness`` (``benchmarks/`` is a folder of scripts, each run with its own folder first on the path;
+tests load them with ``tests/benchmarks/loading.py``)."""
 
 from __future__ import annotations
 

@@ -3,30 +3,18 @@
     python benchmarks/learner_fit.py                      # both learners of configs/cotrain_sib200.yaml
     python benchmarks/learner_fit.py --rows 200 --fits 3 --workers 2
 
-Each learner of the preset (LM: e5, word embeddings frozen, K = 3; embedding: a head on frozen
-USE-m3, K = 10) fits ``--fits`` times (a co-training job's iterations; the demo has 3) on the
-first ``--rows`` SIB-200 English train rows, each fit from the pretrained model with the same
-seed, epochs, batches and torch threads, three ways:
-
-- in process: ``xlt.engine.start_training`` with the ``FINETUNE`` workload and ``run_epoch`` per
-  epoch over the rows in column batches, in this process (no Ray): what a learner actor did
-  before its fits moved to Ray Train;
-- one run for all fits: ``xlt.cotrain.learner.learner_service`` serving every fit, where the
-  preset places the learner (a Ray Train worker, or the driver for ``scaling.num_workers: 0``), what
-  co-training runs now (``xlt.engine.fits``): the run's start-up once, then per fit the K
-  epochs, a checkpoint per epoch, the evaluation after the last epoch (kept to one row per
-  language here) and the driver's read of the weights, then the run's end;
-- a run per fit: the same, one run started and ended for every fit, as co-training ran before
-  (a ``TorchTrainer.fit`` per learner and iteration).
-
-Throughput is fits × rows × K / wall seconds; the ratio to the in-process fits is the issue's
-target (≥ 0.90). ``--workers 2`` adds the LM learner's run on 2 Ray Train workers of 1 CPU each
-(DDP over gloo) against 1 worker with both CPUs.
+Each learner of the preset (``lm`` and ``emb``, the table names their models) fits ``--fits`` times
+(a co-training job's iterations) on the first ``--rows`` SIB-200 English train rows, each from the pretrained model
+with the same seed, epochs, batches and threads, three ways: in this process (``start_training``, ``run_epoch``; no
+Ray: a learner actor before its fits moved to Ray Train); one run serving every fit (``learner_service`` where the
+preset places it: what co-training runs now, ``xlt.engine.fits``); a run per fit (as co-training ran before).
+Throughput is fits × rows × K / wall seconds; the ratio to the in-process fits is the issue's target (>= 0.90).
+``--workers 2`` adds the LM learner on 2 Ray Train workers of 1 CPU each (DDP over gloo) against 1 worker with both
+CPUs. Writes benchmarks/learner_fit.md.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import tempfile
 import time
@@ -43,19 +31,7 @@ from xlt.storage import OutputSettings
 from xlt.train.batches import batches_of
 from xlt.train.workload import FINETUNE
 
-
-REPO = Path(__file__).resolve().parents[1]
-
-
-def get_args() -> argparse.Namespace:
-    parser = harness.parser(__doc__, "learner_fit.md")
-    parser.add_argument("--config", default=str(REPO / "configs" / "cotrain_sib200.yaml"))
-    parser.add_argument("--rows", type=int, default=400, help="English train rows each fit trains on")
-    parser.add_argument("--fits", type=int, default=3, help="fits per learner (co-training iterations)")
-    parser.add_argument("--workers", type=int, default=1, help="2: also the LM learner on 2 workers")
-    parser.add_argument("--in-process-first", action="store_true",
-                        help="fit in process before the served fits (the machine's speed may drift through a run)")
-    return parser.parse_args()
+REPO = harness.REPO
 
 
 def fit_here(cfg, rows):
@@ -72,13 +48,6 @@ def fit_here(cfg, rows):
     return training, epochs
 
 
-def in_process(cfg, rows) -> float:
-    """Wall seconds of the fit in this process (model load included, as in a learner actor)."""
-    start = time.perf_counter()
-    fit_here(cfg, rows)
-    return time.perf_counter() - start
-
-
 def on_ray_train(name, learner, data, rows, evaluation, fits: int, storage: OutputSettings) -> list[float]:
     """Wall seconds of each of ``fits`` fits served by one run; its start-up counts in the first,
     its end in the last."""
@@ -93,7 +62,14 @@ def on_ray_train(name, learner, data, rows, evaluation, fits: int, storage: Outp
 
 
 def main() -> None:
-    args = get_args()
+    parser = harness.parser(__doc__, "learner_fit.md")
+    parser.add_argument("--config", default=str(REPO / "configs" / "cotrain_sib200.yaml"))
+    parser.add_argument("--rows", type=int, default=400, help="English train rows each fit trains on")
+    parser.add_argument("--fits", type=int, default=3, help="fits per learner (co-training iterations)")
+    parser.add_argument("--workers", type=int, default=1, help="2: also the LM learner on 2 workers")
+    parser.add_argument("--in-process-first", action="store_true",
+                        help="fit in process before the served fits (the machine's speed may drift through a run)")
+    args = parser.parse_args()
     quiet_libraries()
     import ray
 
@@ -113,7 +89,9 @@ def main() -> None:
     for label, learner, compare in cases:
         cfg = learner_config("bench", learner, data.task, storage, len(rows))
         work = args.fits * len(rows) * learner.optim.epochs
-        local = [in_process(cfg, rows) for _ in range(args.fits)] if compare and args.in_process_first else []
+        # Each fit in this process, its model load included (as in a learner actor).
+        in_process = lambda: [harness.timed(lambda: fit_here(cfg, rows))[0] for _ in range(args.fits)]  # noqa: E731
+        local = in_process() if compare and args.in_process_first else []
         run += 1
         served = on_ray_train(f"bench{run}", learner, data, rows, evaluation, args.fits, storage)
         workers = learner.scaling.num_workers
@@ -122,7 +100,7 @@ def main() -> None:
                  "served on": where, "one run: s": sum(served), "one run: rows/s": work / sum(served)}
         details.append(f"{label}, one run, per fit (s): {', '.join(f'{t:.1f}' for t in served)}")
         if compare:
-            local = local or [in_process(cfg, rows) for _ in range(args.fits)]
+            local = local or in_process()
             per_fit = []
             for _ in range(args.fits):
                 run += 1

@@ -18,17 +18,15 @@ import math
 import statistics
 import sys
 import time
-from pathlib import Path
 from typing import Callable
 
 import torch
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # the naive references live with the tests that use them as oracles
+import harness
 
+sys.path.insert(0, str(harness.REPO))  # the naive references live with the tests that use them as oracles
 from tests.losses import naive_parallel as NP
 from tests.losses import naive_sentence as NS
-import harness
 from xlt.losses import build_objective
 from xlt.report import markdown_table
 
@@ -74,42 +72,27 @@ def token_batch(b: int, seed: int) -> dict[str, torch.Tensor]:
             "alignment": alignment, "src_spans": spans, "tgt_spans": spans.clone()}
 
 
-def keys(batch: dict, *names: str) -> list:
-    return [batch[n] for n in names]
-
-
-# name, constructor params, input builder, naive(batch, objective) -> loss
-CASES: list[tuple[str, dict, Callable, Callable]] = [
-    ("multiview_alignment", {"similarity": "cosine"}, view_batch,
-     lambda x, o: NS.naive_multiview_alignment(*keys(x, "features", "group", "is_anchor"), similarity="cosine")),
-    ("contrastive_alignment", {"temperature": 1.0}, view_batch,
-     lambda x, o: NS.naive_contrastive_alignment(*keys(x, "features", "group", "is_anchor"), temperature=1.0)),
+SENTENCE, LABELLED = ("features", "group", "is_anchor"), ("features", "labels", "group", "is_anchor")
+PAIR, TOKEN = ("src_features", "tgt_features"), ("src_tokens", "tgt_tokens", "src_mask", "tgt_mask")
+# name, constructor params, input builder, naive reference, its positional inputs (of the batch, or the objective's
+# "attention"); the naive reference takes the temperature or similarity of the params too.
+CASES: list[tuple[str, dict, Callable, Callable, tuple[str, ...]]] = [
+    ("multiview_alignment", {"similarity": "cosine"}, view_batch, NS.naive_multiview_alignment, SENTENCE),
+    ("contrastive_alignment", {"temperature": 1.0}, view_batch, NS.naive_contrastive_alignment, SENTENCE),
     ("supervised_contrastive_alignment", {"temperature": 1.0}, view_batch,
-     lambda x, o: NS.naive_supervised_contrastive_alignment(*keys(x, "features", "labels", "group", "is_anchor"),
-                                                            temperature=1.0)),
-    ("label_alignment", {"temperature": 1.0}, view_batch,
-     lambda x, o: NS.naive_label_alignment(*keys(x, "features", "labels"), temperature=1.0)),
-    ("semantic_alignment", {"temperature": 1.0}, alignment_batch,
-     lambda x, o: NS.naive_semantic_alignment(*keys(x, "features", "labels", "group", "is_anchor"), temperature=1.0)),
-    ("parallel_info_nce", {"temperature": 0.07}, parallel_batch,
-     lambda x, o: NP.naive_parallel_info_nce(*keys(x, "src_features", "tgt_features"), temperature=0.07)),
-    ("cross_zero_nce", {"temperature": 0.07}, parallel_batch,
-     lambda x, o: NP.naive_cross_zero_nce(*keys(x, "src_features", "tgt_features"), temperature=0.07)),
-    ("noisy_sentence_contrast", {"temperature": 0.1}, parallel_batch,
-     lambda x, o: NP.naive_noisy_sentence_contrast(
-         *keys(x, "src_features", "tgt_features", "src_noisy_features", "tgt_noisy_features"), temperature=0.1)),
-    ("token_alignment", {"temperature": 0.1}, token_batch,
-     lambda x, o: NP.naive_token_alignment(*keys(x, "src_tokens", "tgt_tokens", "src_mask", "tgt_mask", "alignment"),
-                                           temperature=0.1)),
-    ("word_hard_contrast", {"temperature": 0.1}, token_batch,
-     lambda x, o: NP.naive_word_hard_contrast(*keys(x, "src_tokens", "tgt_tokens", "src_mask", "tgt_mask",
-                                                    "alignment"), temperature=0.1)),
+     NS.naive_supervised_contrastive_alignment, LABELLED),
+    ("label_alignment", {"temperature": 1.0}, view_batch, NS.naive_label_alignment, ("features", "labels")),
+    ("semantic_alignment", {"temperature": 1.0}, alignment_batch, NS.naive_semantic_alignment, LABELLED),
+    ("parallel_info_nce", {"temperature": 0.07}, parallel_batch, NP.naive_parallel_info_nce, PAIR),
+    ("cross_zero_nce", {"temperature": 0.07}, parallel_batch, NP.naive_cross_zero_nce, PAIR),
+    ("noisy_sentence_contrast", {"temperature": 0.1}, parallel_batch, NP.naive_noisy_sentence_contrast,
+     (*PAIR, "src_noisy_features", "tgt_noisy_features")),
+    ("token_alignment", {"temperature": 0.1}, token_batch, NP.naive_token_alignment, (*TOKEN, "alignment")),
+    ("word_hard_contrast", {"temperature": 0.1}, token_batch, NP.naive_word_hard_contrast, (*TOKEN, "alignment")),
     ("word_soft_contrast", {"embed_dim": DIM, "num_heads": 8, "temperature": 0.1}, token_batch,
-     lambda x, o: NP.naive_word_soft_contrast(*keys(x, "src_tokens", "tgt_tokens", "src_mask", "tgt_mask"),
-                                              o.attention, temperature=0.1)),
-    ("span_contrast", {"temperature": 0.1}, token_batch,
-     lambda x, o: NP.naive_span_contrast(*keys(x, "src_tokens", "tgt_tokens", "src_spans", "tgt_spans"),
-                                         temperature=0.1)),
+     NP.naive_word_soft_contrast, (*TOKEN, "attention")),
+    ("span_contrast", {"temperature": 0.1}, token_batch, NP.naive_span_contrast,
+     ("src_tokens", "tgt_tokens", "src_spans", "tgt_spans")),
 ]
 
 
@@ -150,8 +133,9 @@ def main() -> None:
     torch.set_num_threads(2)
     machine = harness.Machine()
     rows = []
-    for name, params, make, naive in CASES:
+    for name, params, make, naive, inputs in CASES:
         objective = build_objective(name, **params)
+        settings = {k: v for k, v in params.items() if k in ("temperature", "similarity")}
         naive_times: dict[int, float] = {}
         # A batch-4 probe always runs: it calibrates the extrapolation for the larger batches.
         for b in sorted({PROBE_BATCH, *args.batches}):
@@ -160,7 +144,8 @@ def main() -> None:
             predicted = predict(naive_times, b)
             slow = None
             if predicted <= args.naive_budget:
-                slow, expected = time_call(lambda: naive(batch, objective), batch, args.reps)
+                slow, expected = time_call(lambda: naive(*[objective.attention if k == "attention" else batch[k]
+                                                            for k in inputs], **settings), batch, args.reps)
                 assert torch.allclose(loss, expected, rtol=1e-4, atol=1e-5), (name, b, loss, expected)
                 naive_times[b] = slow
             rows.append({"objective": name, "batch": b, "vectorised ms": fast * 1e3,

@@ -1,42 +1,27 @@
-"""Contrastive alignment pretraining of the bundled e5 (issue 7): Tatoeba before/after on held-apart
-languages, SIB-200 zero-shot transfer after fine-tuning, InfoNCE vs CZ-NCE at a small batch, three recipes.
+"""Contrastive alignment pretraining of the bundled e5 (issue 7): Tatoeba before/after on held-apart languages,
+SIB-200 zero-shot transfer after fine-tuning, InfoNCE vs CZ-NCE at a small batch, three recipes. Each variant is
+``jobs/pretrain.py``'s run of a ``configs/pretrain_*.yaml`` preset with the overrides in ``VARIANTS``, then
+``jobs/finetune.py``'s run of ``configs/finetune_sib200.yaml`` on the exported encoder (``base``: the bundled e5
+itself). Runs live under ``results/pretrain_alignment[-quick][-pairs<N>]/``; an interrupted benchmark resumes each
+run from its latest checkpoint, a finished variant is read back. Evaluation never sees trained sentences: Tatoeba
+fr/ar/sw are held apart, and pairs holding one of their sentences or a SIB-200 dev/test sentence are dropped.
 
-    python benchmarks/pretrain_alignment.py                        # every variant; hours on 2 cores
-    python benchmarks/pretrain_alignment.py --pairs 500            # 500 pairs per language pair (3,000 in all)
-    python benchmarks/pretrain_alignment.py --quick                # 32 pairs per language pair, short eval
-    python benchmarks/pretrain_alignment.py --only ml-ctl-cz ml-ctl-info
-    python benchmarks/pretrain_alignment.py --quick --model tiny:bert --only veco2   # a sanity check of the script
-
-Every variant is ``jobs/pretrain.py``'s run of a ``configs/pretrain_*.yaml`` preset with the
-overrides in ``VARIANTS`` (``python jobs/pretrain.py --config ... --set ...`` reproduces one),
-then ``jobs/finetune.py``'s run of ``configs/finetune_sib200.yaml`` on the exported encoder
-(``model.source=local:<checkpoint>/encoder``); ``base`` fine-tunes the bundled e5 itself. Runs
-live under ``results/pretrain_alignment[-quick]/<variant>/`` and ``<variant>-sib200/``: an
-interrupted benchmark resumes each run from its latest checkpoint, a finished variant is read
-back from its ``benchmark.json``. Writes ``benchmarks/pretrain_alignment[_quick].md`` and ``.json``.
-
-Evaluation never sees trained sentences: pretraining uses Tatoeba and SIB-200 *train* pairs of
-de/es/ru/zh/hi/ja, holds Tatoeba fr/ar/sw apart (scored before pretraining, after every epoch
-and at the end, mean of both retrieval directions) and drops every pair containing one of
-their sentences or a SIB-200 dev/test sentence (``data.exclude_eval_sentences``).
+    python benchmarks/pretrain_alignment.py --pairs 500    # -> benchmarks/pretrain_alignment.md, .json; hours
+    python benchmarks/pretrain_alignment.py --quick --model tiny:bert --only veco2   # a check of the script
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import time
 from pathlib import Path
 
+import harness
 from xlt.metrics import AVG_TARGET
-from xlt.report import command_line, markdown_table
+from xlt.report import markdown_table
 
-
-REPO = Path(__file__).resolve().parents[1]
-
-
-CONFIGS = REPO / "configs"
+CONFIGS = harness.REPO / "configs"
 MODEL = "bundled:multilingual-e5-small"
 TARGETS = ("ar", "de", "es", "fr", "hi", "ja", "ru", "sw", "zh")
 HELD_APART = ("fr", "ar", "sw")
@@ -58,14 +43,14 @@ QUICK_FINETUNE = ("optim.epochs=1", "data.max_examples=64")
 def tatoeba(model_cfg, data) -> dict[str, float]:
     """``val/tatoeba/<lang>`` and ``/avg`` of an encoder on the held-apart pairs of ``data`` (a ``PretrainData``),
     as the pretraining loop measures them."""
-    from xlt.data import resolve_data_dir
     from xlt.models import load_encoder
     from xlt.eval.evaluators import EvalContext, EvalSpec, retrieval
     from xlt.pretrain.parallel import evaluation_rows
 
-    rows = evaluation_rows(data, resolve_data_dir(None))
+    rows = evaluation_rows(data, harness.data_root())
     columns = {key: [r[key] for r in rows] for key in ("lang", "src", "tgt")}
-    return retrieval(load_encoder(model_cfg), columns, EvalSpec("retrieval", "val", data="tatoeba"), EvalContext()).metrics
+    spec = EvalSpec("retrieval", "val", data="tatoeba")
+    return retrieval(load_encoder(model_cfg), columns, spec, EvalContext()).metrics
 
 
 def pretrain(variant: str, storage: Path, quick: bool, model: str, pairs: int) -> dict:
@@ -140,30 +125,21 @@ def accuracy(record: dict, lang: str) -> float:
     return next(row.get("test acc", row.get("test")) for row in record["rows"] if row["lang"] == lang)
 
 
-def report(records: list[dict], command: str, quick: bool) -> str:
+def report(records: list[dict], machine: harness.Machine, quick: bool) -> str:
     """Markdown: Tatoeba before/after, SIB-200 accuracy per language, one row per run."""
     labels = {name: label for name, (label, _, _) in VARIANTS.items()}
-    retrieval = []
-    for r in records:
-        line = {"variant": labels[r["variant"]]}
-        for lang in (*HELD_APART, "avg"):
-            key = f"val/tatoeba/{lang}"
-            line[f"{lang} before"] = r["tatoeba_before"].get(key)
-            line[f"{lang} after"] = r.get("tatoeba_after", {}).get(key)  # none for the base model
-        retrieval.append(line)
-    sib = []
-    for lang in ("en", *TARGETS, AVG_TARGET, "transfer_gap"):
-        line = {"test acc": lang}
-        line.update({labels[r["variant"]]: accuracy(r, lang) for r in records})
-        sib.append(line)
+    retrieval = [{"variant": labels[r["variant"]],
+                  **{f"{lang} {when}": r.get(f"tatoeba_{when}", {}).get(f"val/tatoeba/{lang}")  # base: no "after"
+                     for lang in (*HELD_APART, "avg") for when in ("before", "after")}} for r in records]
+    sib = [{"test acc": lang, **{labels[r["variant"]]: accuracy(r, lang) for r in records}}
+           for lang in ("en", *TARGETS, AVG_TARGET, "transfer_gap")]
     runs = [{"variant": labels[r["variant"]], "train pairs": r.get("train_pairs"), "steps": r.get("steps"),
              "pretrain min": r.get("minutes"), "finetune min": r["finetune_minutes"],
              **{"loss" if k == "train/loss" else k.rsplit("/", 1)[1]: v for k, v in r.get("final_losses", {}).items()}}
             for r in records]
     settings = [f"- {labels[r['variant']]}: {r['settings']}" for r in records if "settings" in r]
     return "\n\n".join([
-        "# Alignment pretraining: Tatoeba and SIB-200 transfer" + (" (quick)" if quick else ""),
-        f"Command: `{command}`  \nDate: {time.strftime('%Y-%m-%d')}.",
+        machine.header("Alignment pretraining: Tatoeba and SIB-200 transfer" + (" (quick)" if quick else "")).rstrip(),
         "## Tatoeba accuracy on held-apart languages (mean of xx→en and en→xx)",
         markdown_table(retrieval),
         "## SIB-200 test accuracy after fine-tuning on English (configs/finetune_sib200.yaml)",
@@ -175,7 +151,7 @@ def report(records: list[dict], command: str, quick: bool) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = harness.parser(__doc__)
     parser.add_argument("--only", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
     parser.add_argument("--quick", action="store_true", help="32 pairs per language pair, 200 Tatoeba pairs, "
                                                              "1 fine-tuning epoch on 64 examples per language")
@@ -183,30 +159,30 @@ def main() -> None:
                                                                  "default: the preset's, every pair)")
     parser.add_argument("--model", default=MODEL, help="the encoder to start from (tiny:bert to test the script)")
     parser.add_argument("--storage", type=Path, help="default results/pretrain_alignment[-quick][-pairs<N>]")
-    parser.add_argument("--out", type=Path, help="default benchmarks/pretrain_alignment[_quick]")
+    parser.add_argument("--out", type=Path, help="default benchmarks/pretrain_alignment[_quick] (.md and .json)")
     args = parser.parse_args()
-    os.environ.setdefault("XLT_DATA_DIR", str(REPO.parent / "shared" / "data"))
+    os.environ["XLT_DATA_DIR"] = str(harness.data_root())  # the jobs' configs read it
     suffix = "-quick" if args.quick else ""
     # finished variants are read back from storage: runs on other data must not share it
     runs = f"pretrain_alignment{suffix}" + (f"-pairs{args.pairs}" if args.pairs else "")
-    storage = (args.storage or REPO / "results" / runs).resolve()
-    out = args.out or REPO / "benchmarks" / f"pretrain_alignment{suffix.replace('-', '_')}"
+    storage = (args.storage or harness.REPO / "results" / runs).resolve()
+    out = args.out or harness.HERE / f"pretrain_alignment{suffix.replace('-', '_')}"
 
     import ray
 
     from xlt.logs import quiet_libraries
 
     quiet_libraries()
+    machine = harness.Machine()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     records = []
     for variant in args.only:
         print(f"== {variant}", flush=True)
         records.append(run(variant, storage, args.quick, args.model, args.pairs))
         print(f"   SIB-200 avg_target {accuracy(records[-1], AVG_TARGET):.3f}", flush=True)
-    out.with_suffix(".json").write_text(json.dumps({"command": command_line(), "records": records}, indent=2,
-                                                   default=str))
-    text = report(records, command_line(), args.quick)
-    out.with_suffix(".md").write_text(text, encoding="utf-8")
+    harness.write(out.with_suffix(".json"), {**machine.fields(), "records": records})
+    text = report(records, machine, args.quick)
+    harness.write(out.with_suffix(".md"), text)
     print(text)
 
 

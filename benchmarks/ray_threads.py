@@ -11,10 +11,10 @@ import json
 import os
 import tempfile
 
+import harness
+
 
 def probe() -> tuple[str | None, int]:
-    import os
-
     import torch
 
     return os.environ.get("OMP_NUM_THREADS"), torch.get_num_threads()
@@ -26,13 +26,12 @@ class Probe:
 
 
 def train_function(config: dict) -> None:
-    import json
-
     with open(config["out"], "w") as f:  # one worker: the driver reads it after the run
         json.dump(probe(), f)
 
 
 def main() -> None:
+    harness.parser(__doc__).parse_args()
     import ray
     from ray.train import RunConfig, ScalingConfig
     from ray.train.torch import TorchTrainer

@@ -10,9 +10,9 @@ Prints one line per run: the mode, the run's index, its wall seconds. Figures: `
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
-import time
+
+import harness
 
 KNOBS = ("RAY_TRAIN_ENABLE_PREEMPTION_WATCHER", "RAY_TRAIN_ENABLE_CONTROLLER_STRUCTURED_LOGGING",
          "RAY_TRAIN_ENABLE_WORKER_STRUCTURED_LOGGING", "RAY_TRAIN_ENABLE_STATE_ACTOR_RECONCILIATION",
@@ -26,7 +26,9 @@ def report_once(config: dict) -> None:
 
 
 def main() -> None:
-    mode = sys.argv[1] if len(sys.argv) > 1 else "on"
+    parser = harness.parser(__doc__)
+    parser.add_argument("mode", nargs="?", default="on", choices=("on", "off"))
+    mode = parser.parse_args().mode
     if mode == "off":
         os.environ.update({knob: "0" for knob in KNOBS})  # before Ray starts: its processes inherit them
     from xlt.cli import init_ray
@@ -37,10 +39,10 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="ray-train-start-") as storage:
         for i in range(3):
-            start = time.perf_counter()
-            TorchTrainer(report_once, scaling_config=ray.train.ScalingConfig(num_workers=1),
-                         run_config=ray.train.RunConfig(storage_path=storage, name=f"run{i}")).fit()
-            print(mode, i, round(time.perf_counter() - start, 2), flush=True)
+            seconds, _ = harness.timed(lambda: TorchTrainer(
+                report_once, scaling_config=ray.train.ScalingConfig(num_workers=1),
+                run_config=ray.train.RunConfig(storage_path=storage, name=f"run{i}")).fit())
+            print(mode, i, round(seconds, 2), flush=True)
 
 
 if __name__ == "__main__":

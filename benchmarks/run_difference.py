@@ -4,21 +4,17 @@
         results/fidelity/ce-with-views-pawsx-seed1                     # A − B after each run's last epoch
     .venv/bin/python benchmarks/run_difference.py A B --epoch 6 --split val
 
-A study (``jobs/study.py``) compares the test items of the units it ran itself. A diagnosis
-compares dev runs of ``jobs/finetune.py`` made with ``evals: [{type: classification, split: val,
-every_epoch: true}]`` (issue 52), whose checkpoints keep the predictions of that epoch's evaluation
-(``xlt.train.workload.PREDICTIONS_FILE``). This reads them from each run's checkpoint of ``--epoch`` (default:
-its latest) and prints accuracy per language and A − B on the target-language average, with the paired
-percentile bootstrap interval over the target items (``xlt.eval.stats.paired_bootstrap``) and its verdict:
-the interval is over items, not seeds, so it says whether the two models differ on these items, not whether
-another seed would. Two runs are compared only on the same items (ids and languages), else it stops.
+For runs of ``jobs/finetune.py`` with ``evals: [{type: classification, split: val, every_epoch: true}]`` (issue 52),
+whose checkpoints keep their predictions: accuracy per language and A − B on the target average, with the paired
+bootstrap interval over the target items: whether the two models differ on these items, not whether another seed
+would.
 """
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
+import harness
 from xlt.engine.checkpoints import METRICS_FILE, latest_checkpoint, read_metrics
 from xlt.engine.runs import read_run_config
 from xlt.eval.stats import Interval, paired_bootstrap
@@ -28,20 +24,10 @@ from xlt.train import FinetuneConfig
 from xlt.train.workload import read_predictions
 
 
-def get_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("a", help="run directory A (output.dir of a fine-tuning run)")
-    parser.add_argument("b", help="run directory B")
-    parser.add_argument("--epoch", type=int, help="compare the checkpoints of this epoch (default: each run's latest)")
-    parser.add_argument("--split", default="val", help="the evaluated split whose predictions are compared (val)")
-    return parser.parse_args()
-
-
 def checkpoint_of(run: str | Path, epoch: int | None) -> Path:
-    """The run's checkpoint directory of ``epoch`` (its latest if None); an epoch not kept is an error naming those kept."""
+    """The run's checkpoint directory of ``epoch`` (its latest if None), chosen by the epoch it records."""
     if epoch is None:
         return Path(latest_checkpoint(str(Path(run).resolve())).path)  # Ray reads a path, not a relative one
-    # Chosen by the epoch each checkpoint records, not by parsing the engine's directory names.
     kept = sorted(d for d in Path(run).iterdir() if (d / METRICS_FILE).is_file())
     found = [d for d in kept if int(read_metrics(d)[TRAIN_EPOCH]) == epoch]
     if not found:
@@ -51,7 +37,6 @@ def checkpoint_of(run: str | Path, epoch: int | None) -> Path:
 
 
 def source_lang(run: str | Path) -> str:
-    """The run's source language, from its saved ``config.yaml``."""
     cfg = read_run_config(str(run), FinetuneConfig)
     if cfg is None:
         raise SystemExit(f"error: {run} has no config.yaml: not a fine-tuning run directory")
@@ -76,30 +61,30 @@ def compare(a: Path, b: Path, split: str, source: str) -> tuple[list[dict], Inte
         raise SystemExit(f"error: {a} and {b} were scored on different {split} items "
                          f"({len(hits_a)} and {len(hits_b)}; {len(hits_a.keys() ^ hits_b.keys())} not shared)")
     keys = sorted(hits_a)
-    langs = sorted({lang for lang, _ in keys}, key=lambda lang: (lang != source, lang))
     rows = []
-    for lang in langs:
+    for lang in sorted({lang for lang, _ in keys}, key=lambda lang: (lang != source, lang)):
         mine = [k for k in keys if k[0] == lang]
-        acc_a = sum(hits_a[k] for k in mine) / len(mine)
-        acc_b = sum(hits_b[k] for k in mine) / len(mine)
+        acc_a, acc_b = (sum(hits[k] for k in mine) / len(mine) for hits in (hits_a, hits_b))
         rows.append({"lang": lang, "items": len(mine), "A": f"{acc_a:.3f}", "B": f"{acc_b:.3f}",
                      "A − B": f"{acc_a - acc_b:+.3f}"})
     targets = [k for k in keys if k[0] != source]
-    interval = paired_bootstrap([float(hits_a[k]) for k in targets], [float(hits_b[k]) for k in targets])
-    return rows, interval
+    return rows, paired_bootstrap([float(hits_a[k]) for k in targets], [float(hits_b[k]) for k in targets])
 
 
 def main() -> None:
-    args = get_args()
+    parser = harness.parser(__doc__)
+    parser.add_argument("a", help="run directory A (output.dir of a fine-tuning run)")
+    parser.add_argument("b", help="run directory B")
+    parser.add_argument("--epoch", type=int, help="compare the checkpoints of this epoch (default: each run's latest)")
+    parser.add_argument("--split", default="val", help="the evaluated split whose predictions are compared (val)")
+    args = parser.parse_args()
     a, b = checkpoint_of(args.a, args.epoch), checkpoint_of(args.b, args.epoch)
     source = source_lang(args.a)
     if source_lang(args.b) != source:
         raise SystemExit(f"error: {args.a} and {args.b} have different source languages")
     rows, interval = compare(a, b, args.split, source)
-    print(f"A: {a}\nB: {b}\n")
-    print(markdown_table(rows))
-    print(f"\ntarget average, A − B: {interval} ({interval.verdict}; paired bootstrap over "
-          f"{sum(r['items'] for r in rows if r['lang'] != source)} target items)")
+    print(f"A: {a}\nB: {b}\n\n{markdown_table(rows)}\n\ntarget average, A − B: {interval} ({interval.verdict}; "
+          f"paired bootstrap over {sum(r['items'] for r in rows if r['lang'] != source)} target items)")
 
 
 if __name__ == "__main__":

@@ -1,25 +1,14 @@
 """xlt's fine-tuning step against Hugging Face's ``Trainer`` on the same work, interleaved in one process.
 
     python benchmarks/step_vs_hf_trainer.py                       # 3 runs of each, -> step_vs_hf_trainer.md
-    python benchmarks/step_vs_hf_trainer.py --runs 1 --rows 64    # a quick look (the tests' smoke)
+    python benchmarks/step_vs_hf_trainer.py --runs 1 --rows 64    # a quick look
 
-The work: the bundled multilingual-e5-small (its converted checkpoint, ``bundled:multilingual-e5-small``),
-SIB-200's English training rows (701) with e5's ``query: `` prefix, batch 16, max length 128, word
-embeddings frozen, fp32, AdamW at 5e-5 with a linear schedule, one epoch, no evaluation, 2 torch
-threads.
-
-- xlt: ``jobs/finetune.py``'s path in this process (``configs/finetune_sib200.yaml`` with
-  ``scaling.num_workers: 0``, ``evals: []``, ``optim.epochs: 1``): ``train/samples_per_s``, the rows of
-  the epoch over its wall time, data iteration included (``xlt.engine.training.epoch_metrics``).
-- HF: ``transformers.Trainer`` on ``BertForSequenceClassification`` loaded from the same converted
-  checkpoint (CLS pooler + dropout + linear head; xlt mean-pools into its linear head), its tokenizer,
-  dynamic padding (``DataCollatorWithPadding``), no checkpoint, no logging: ``train_samples_per_second``
-  (its training loop's rows over its wall time).
-
-Runs alternate (xlt, HF, xlt, HF, ...) so that a change in the machine's speed falls on both. The
-reference is not a dependency of the platform: transformers ships ``Trainer``, and ``accelerate``, which
-it needs, is installed with the test extras. Writes ``step_vs_hf_trainer.md`` beside this file
-(``--out``) with the CPU, the load and each run.
+The work: ``bundled:multilingual-e5-small``, SIB-200's English training rows with e5's ``query: `` prefix, batch
+16, max length 128, word embeddings frozen, fp32, AdamW at 5e-5 with a linear schedule, one epoch, no evaluation, 2
+torch threads. xlt: ``jobs/finetune.py``'s path in this process; ``train/samples_per_s`` (the epoch's rows over its
+wall time, data iteration included). HF: ``Trainer`` (``accelerate`` comes with the test extras) on
+``BertForSequenceClassification`` from the same converted checkpoint (CLS pooler + dropout + linear head; xlt
+mean-pools), dynamic padding, no checkpoint or logging; ``train_samples_per_second``. Runs alternate.
 """
 
 from __future__ import annotations
@@ -27,52 +16,37 @@ from __future__ import annotations
 import statistics
 import tempfile
 import time
-from pathlib import Path
 
 import torch
 
 import harness
+from xlt.cli import init_ray
+from xlt.metrics import TRAIN_EPOCH_TIME_S, TRAIN_SAMPLES_PER_S
+from xlt.models.sources import bundled_e5_dir
 from xlt.report import markdown_table
+from xlt.train import build_trainer, load_finetune_config, prepare
 
-ROOT = Path(__file__).resolve().parents[1]
-PRESET = ROOT / "configs" / "finetune_sib200.yaml"
 THREADS = 2
 
 
 def xlt_config(rows: int, out: str):
-    from xlt.train import load_finetune_config
-
-    return load_finetune_config(PRESET, [
+    return load_finetune_config(harness.REPO / "configs" / "finetune_sib200.yaml", [
         "scaling.num_workers=0", f"scaling.threads={THREADS}", "optim.epochs=1", "optim.precision=fp32", "evals=[]",
         f"data.max_examples={rows}", "task.target_langs=[de]", f"output.dir={out}"])
 
 
 def run_xlt(rows: int) -> dict[str, float]:
-    from xlt.metrics import TRAIN_EPOCH_TIME_S, TRAIN_SAMPLES_PER_S
-    from xlt.train import build_trainer
-
     with tempfile.TemporaryDirectory(prefix="xlt-step-") as out:
         metrics = build_trainer(xlt_config(rows, out)).fit().metrics
     return {"examples/s": metrics[TRAIN_SAMPLES_PER_S], "epoch s": metrics[TRAIN_EPOCH_TIME_S]}
 
 
-def hf_rows(rows: int) -> tuple[list[str], list[int], list[str], str]:
-    """xlt's own training rows and labels (``xlt.train.prepare``), with e5's prefix, and the converted
-    checkpoint's directory."""
-    from xlt.models.sources import bundled_e5_dir
-    from xlt.train import prepare
-
-    prepared = prepare(xlt_config(rows, "/tmp/xlt-step-unused"))
-    names = list(prepared.config.task.labels)
-    return ([f"query: {r['text']}" for r in prepared.train], [names.index(r["label"]) for r in prepared.train], names,
-            str(bundled_e5_dir()))
-
-
-def run_hf(texts: list[str], labels: list[int], names: list[str], checkpoint: str) -> dict[str, float]:
+def run_hf(texts: list[str], labels: list[int], names: list[str]) -> dict[str, float]:
     import transformers
     from transformers import (AutoTokenizer, BertForSequenceClassification, DataCollatorWithPadding, Trainer,
                               TrainingArguments)
 
+    checkpoint = str(bundled_e5_dir())
     transformers.logging.set_verbosity_error()
     tokenizer = AutoTokenizer.from_pretrained(checkpoint)
     torch.manual_seed(0)
@@ -94,20 +68,21 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="runs of each, interleaved")
     parser.add_argument("--rows", type=int, default=0, help="English training rows (0: all 701)")
     args = parser.parse_args()
-    from xlt.cli import init_ray
-
     torch.set_num_threads(THREADS)
     init_ray(num_cpus=THREADS)
     machine = harness.Machine()
-    texts, labels, names, checkpoint = hf_rows(args.rows)
+    prepared = prepare(xlt_config(args.rows, "/tmp/xlt-step-unused"))  # xlt's own rows and labels, for HF too
+    names, train = list(prepared.config.task.labels), prepared.train
+    texts, labels = [f"query: {r['text']}" for r in train], [names.index(r["label"]) for r in train]
+    arms = {"xlt": lambda: run_xlt(args.rows), "HF Trainer": lambda: run_hf(texts, labels, names)}
     runs: list[dict] = []
     for i in range(args.runs):
-        for name, run in (("xlt", lambda: run_xlt(args.rows)), ("HF Trainer", lambda: run_hf(texts, labels, names, checkpoint))):
+        for name, run in arms.items():
             start = time.strftime("%H:%M:%S", time.gmtime())
             torch.set_num_threads(THREADS)
             runs.append({"run": i + 1, "arm": name, "UTC": start, **{k: round(v, 2) for k, v in run().items()}})
             print(runs[-1], flush=True)
-    mean = {arm: statistics.mean(r["examples/s"] for r in runs if r["arm"] == arm) for arm in ("xlt", "HF Trainer")}
+    mean = {arm: statistics.mean(r["examples/s"] for r in runs if r["arm"] == arm) for arm in arms}
     ratios = [a["examples/s"] / b["examples/s"] for a, b in zip(runs[::2], runs[1::2])]
     text = "\n".join([
         machine.header("xlt's fine-tuning step against HF Trainer, on the same work"),

@@ -1,24 +1,25 @@
 """Where a command's CPU goes, by kind of process: run it, sample every process on the machine every half
 second (``psutil``), and sum each process's CPU time under the kind its command line names. Written for the
 test suite (``make test``), whose two cores are busy most of its run: what it could gain from running tests
-side by side, or from fewer processes, is read off this table.
+side by side, or from fewer processes, is read off this table. Prints a markdown table (kind, CPU seconds,
+processes, share) with the machine's busy cores over the run and writes the same as JSON. A process that lives
+less than a sampling period is missed, and one that exits between two samples loses its CPU since the last: the
+sums are lower bounds.
 
-    python benchmarks/suite_cpu.py --output /tmp/suite_cpu.json -- make test
-
-Prints, at the end, a markdown table (kind, CPU seconds, processes, share) with the machine's busy cores over
-the run (``/proc/stat``) and writes the same as JSON. A process that lives less than a sampling period is
-missed, and one that exits between two samples loses its CPU since the last: the sums are lower bounds.
+    python benchmarks/suite_cpu.py --out /tmp/suite_cpu.json -- make test     # default: benchmarks/suite_cpu.json
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import harness
+from xlt.hardware import cpu_model
 
 PERIOD_S = 0.5
 # First match wins: (kind, pattern over the command line, or over Ray's process title "ray::<Class>.<method>").
@@ -48,17 +49,23 @@ def kind_of(cmdline: list[str]) -> str | None:
     return None
 
 
-def machine_busy() -> tuple[int, int]:
-    """(busy, total) jiffies over all cores since boot."""
-    values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:9]]
-    return sum(values) - values[3] - values[4], sum(values)
+def totals(records: list[dict], key) -> dict[str, dict]:
+    """CPU seconds and processes (those that used any) per ``key(record)``, most CPU first; None keys left out."""
+    out: dict[str, dict] = {}
+    for record in records:
+        if (name := key(record)) is not None:
+            entry = out.setdefault(name, {"cpu_s": 0.0, "processes": 0})
+            entry["cpu_s"] += record["cpu"]
+            entry["processes"] += record["cpu"] > 0
+    return {k: {"cpu_s": round(v["cpu_s"], 1), "processes": v["processes"]}
+            for k, v in sorted(out.items(), key=lambda kv: -kv[1]["cpu_s"])}
 
 
 def main() -> None:
     import psutil
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--output", required=True, help="the JSON summary")
+    parser = harness.parser(__doc__, "suite_cpu.json")
+    parser.add_argument("--output", dest="out", type=Path, help=argparse.SUPPRESS)  # the name of earlier commands
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command to measure")
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -67,53 +74,36 @@ def main() -> None:
 
     me = psutil.Process()
     seen: dict[tuple[int, float], dict] = {}  # (pid, create_time) -> kind, cpu, the first command line seen
-    busy0, total0 = machine_busy()
-    start, started_at = time.monotonic(), time.time()
+    busy, start, started_at = harness.cpu_busy_seconds(), time.monotonic(), time.time()
     child = subprocess.Popen(command)
     while child.poll() is None:
         for process in psutil.process_iter(["pid", "create_time", "cmdline", "cpu_times"]):
             info = process.info
             if info["pid"] == me.pid or info["cpu_times"] is None:
                 continue
-            key = (info["pid"], info["create_time"])
             cpu = info["cpu_times"].user + info["cpu_times"].system
             # A process older than the command counts from its first sample on.
-            record = seen.setdefault(key, {"kind": None, "cpu": 0.0, "cmdline": "",
-                                           "base": cpu if info["create_time"] < started_at else 0.0})
+            record = seen.setdefault((info["pid"], info["create_time"]), {
+                "kind": None, "cpu": 0.0, "cmdline": "", "base": cpu if info["create_time"] < started_at else 0.0})
             kind = kind_of(info["cmdline"] or [])
             if kind is not None and (record["kind"] is None or record["kind"] == "other Ray workers"):
                 record["kind"], record["cmdline"] = kind, " ".join(info["cmdline"])[:200]
             record["cpu"] = max(record["cpu"], cpu - record["base"])
         time.sleep(PERIOD_S)
     wall = time.monotonic() - start
-    busy1, total1 = machine_busy()
-    cores = psutil.cpu_count()
-    busy_cores = (busy1 - busy0) / (total1 - total0) * cores
-
-    by_kind: dict[str, dict] = {}
-    for record in seen.values():
-        entry = by_kind.setdefault(record["kind"] or "everything else", {"cpu_s": 0.0, "processes": 0})
-        entry["cpu_s"] += record["cpu"]
-        entry["processes"] += record["cpu"] > 0
-    counted = sum(entry["cpu_s"] for entry in by_kind.values())
-    by_title: dict[str, dict] = {}  # Ray's workers by what they ran: "ray::<Class>"
-    for record in seen.values():
-        if record["cmdline"].startswith("ray::"):
-            title = re.split(r"[.( ]", record["cmdline"], maxsplit=1)[0]
-            entry = by_title.setdefault(title, {"cpu_s": 0.0, "processes": 0})
-            entry["cpu_s"] += record["cpu"]
-            entry["processes"] += record["cpu"] > 0
+    busy_cores, cores = (harness.cpu_busy_seconds() - busy) / wall, psutil.cpu_count()
+    records = list(seen.values())
+    counted = sum(r["cpu"] for r in records)
     summary = {"command": command, "returncode": child.returncode, "wall_s": round(wall, 1), "cores": cores,
                "busy_cores": round(busy_cores, 2), "machine_cpu_s": round(busy_cores * wall, 1),
-               "sampled_cpu_s": round(counted, 1), "period_s": PERIOD_S,
-               "cpu": open("/proc/cpuinfo").read().split("model name")[1].split("\n")[0].strip(" :\t"),
-               "kinds": {k: {"cpu_s": round(v["cpu_s"], 1), "processes": v["processes"]}
-                         for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1]["cpu_s"])},
+               "sampled_cpu_s": round(counted, 1), "period_s": PERIOD_S, "cpu": cpu_model(),
+               "kinds": totals(records, lambda r: r["kind"] or "everything else"),
                "largest": [{"cpu_s": round(r["cpu"], 1), "kind": r["kind"], "cmdline": r["cmdline"]}
-                           for r in sorted(seen.values(), key=lambda r: -r["cpu"])[:40]],
-               "ray_workers": {k: {"cpu_s": round(v["cpu_s"], 1), "processes": v["processes"]}
-                               for k, v in sorted(by_title.items(), key=lambda kv: -kv[1]["cpu_s"])}}
-    Path(args.output).write_text(json.dumps(summary, indent=2) + "\n")
+                           for r in sorted(records, key=lambda r: -r["cpu"])[:40]],
+               # Ray's workers by what they ran: "ray::<Class>"
+               "ray_workers": totals(records, lambda r: re.split(r"[.( ]", r["cmdline"], maxsplit=1)[0]
+                                     if r["cmdline"].startswith("ray::") else None)}
+    harness.write(args.out, summary)
     print(f"\n{' '.join(command)}: exit {child.returncode}, {wall:.0f} s wall, {busy_cores:.2f} of {cores} cores busy "
           f"({busy_cores * wall:.0f} CPU s on the machine, {counted:.0f} s sampled), {summary['cpu']}\n")
     print("| processes | CPU s | count | share of sampled |\n|---|---|---|---|")

@@ -1,60 +1,40 @@
 """Sweep efficiency: Optuna TPE + ASHA against random search with the same trial budget (issue 6).
 
-    python benchmarks/sweep_efficiency.py                                  # 4 arms x 3 seeds x 32 trials
+Arms ``tpe-asha``, ``random``, ``tpe``, ``random-asha`` (searcher + scheduler, so that the searcher's share is told
+from the scheduler's), each a ``tune.run`` built as ``jobs/sweep.py`` builds it, two trials at a time. The objective
+is cheap, so that many sweeps fit on 2 CPU cores: Wang et al. (2022)'s SCL fine-tuning with the encoder frozen, a small
+head trained on SIB-200 embeddings encoded once and cached under ``results/sweep_efficiency/``. Per arm and seed: the
+incumbent after each trial, the epochs spent, the wall time, and the incumbent's test accuracy, which no arm sees.
+
+    python benchmarks/sweep_efficiency.py                  # 4 arms x 3 seeds x 32 trials -> sweep_efficiency.md, .png
     python benchmarks/sweep_efficiency.py --trials 16 --arms tpe-asha random --seeds 0 1 2
-
-A cheap but real objective, so that many sweeps fit on a 2-core CPU: the SCL fine-tuning of
-Wang et al. 2022 (§3.3, loss = CE + λ·L_SCL over an example and its translations) with the encoder
-frozen. SIB-200 is encoded once with ``bundled:multilingual-e5-small`` (English train, its
-SIB-200 translations into the nine other languages as views joined on ``source_id``, every
-language's dev and test split) and cached under ``results/sweep_efficiency/``. A trial trains a
-small MLP projection + linear head on the cached embeddings: CE on the English examples, SCL
-(``xlt.losses.SupervisedContrastiveAlignment``) on the projections of each example and two
-translations drawn per epoch; it reports dev accuracy averaged over the nine targets after
-every epoch. The search space is Wang et al. (2022)'s τ and λ plus learning rate and weight decay.
-
-Arms (each a ``tune.run`` built with ``xlt.sweep.runner.build_search_alg`` / ``build_scheduler``,
-the functions ``jobs/sweep.py`` uses; two trials at a time, one thread each):
-
-- ``tpe-asha``: OptunaSearch (TPE, seeded) behind a ConcurrencyLimiter + ASHA (grace 1, factor 2)
-- ``random``: Tune's random search, every trial to the last epoch
-- ``tpe``, ``random-asha``: the two other combinations, to tell the searcher's share from the
-  scheduler's
-
-Per arm and seed: the incumbent (``xlt.sweep.best.best_trial``: the best dev score among trials
-that ran all epochs) after each trial, the epochs spent, the wall time; and the incumbent's test
-accuracy, which no arm sees. Writes ``results/sweep_efficiency/sweep_efficiency.json``, then
-``benchmarks/sweep_efficiency.md`` and ``.png`` from it (``--report-only`` redoes only that).
+    python benchmarks/sweep_efficiency.py --report-only    # from results/sweep_efficiency/sweep_efficiency.json
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import shutil
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
+
+import harness
 from xlt.eval.classification import accuracy_by_language, summarize_transfer, to_metrics
 from xlt.eval.stats import mean_std
 from xlt.metrics import ACC, AVG_TARGET, TRAIN_EPOCH, VAL_AVG_TARGET_ACC, metric_name
-from xlt.report import command_line, markdown_table
+from xlt.report import markdown_table
 from xlt.sweep.best import TrialRecord, best_trial, steps_run
 from xlt.sweep.overrides import trial_data
 from xlt.sweep.space import active_values, parse_params
 
-
-REPO = Path(__file__).resolve().parents[1]
-
-
 MODEL = "bundled:multilingual-e5-small"
 SOURCE = "en"
 TARGETS = ("ar", "de", "es", "fr", "hi", "ja", "ru", "sw", "zh")
-OUT = REPO / "results" / "sweep_efficiency"
+OUT = harness.REPO / "results" / "sweep_efficiency"
 METRIC, TEST_METRIC, TIME_ATTR = VAL_AVG_TARGET_ACC, metric_name("test", ACC, AVG_TARGET), TRAIN_EPOCH
 # Wang et al. (2022, §5.2-5.3) tune λ and τ; the head's optimiser adds lr and weight decay.
 SPACE = {
@@ -85,121 +65,77 @@ class HeadOptim:
     seed: int = 0
 
 
-@dataclass(frozen=True)
-class HeadConfig:
-    head: HeadSettings = field(default_factory=HeadSettings)
-    optim: HeadOptim = field(default_factory=HeadOptim)
+def embeddings(root: Path, path: Path) -> tuple[dict[str, np.ndarray], float]:
+    """The embeddings, encoded once (the seconds spent; 0 when read from ``path``): English train (N, D), its SIB-200
+    translations into the targets (T, N, D, joined on ``source_id``) with a presence mask, every language's dev and
+    test split, with labels and languages."""
+    if path.is_file():
+        return dict(np.load(path)), 0.0
+    import torch
+
+    from xlt.models import EncoderConfig, load_encoder
+
+    started, task = time.perf_counter(), harness.sib200(root)
+    torch.set_num_threads(2)
+    encoder = load_encoder(EncoderConfig(source=MODEL))
+    encode = lambda texts: encoder.encode(list(texts), batch_size=64)  # noqa: E731
+    english = task.examples("train", SOURCE)
+    arrays = {"train": encode(ex.text for ex in english), "train_labels": np.asarray([ex.label for ex in english]),
+              "labels": np.asarray(task.labels)}
+    by_lang = [{ex.source_id: ex.text for ex in task.examples("train", lang)} for lang in TARGETS]
+    texts = [[by_id.get(ex.source_id, "") for ex in english] for by_id in by_lang]  # (T, N), "" where none
+    arrays["views"] = np.stack([encode(t or "." for t in lang) for lang in texts])
+    arrays["view_mask"] = np.asarray([[bool(t) for t in lang] for lang in texts])
+    for split in ("dev", "test"):
+        rows = [ex for lang in (SOURCE, *TARGETS) for ex in task.examples(split, lang)]
+        arrays.update({split: encode(ex.text for ex in rows), f"{split}_labels": np.asarray([ex.label for ex in rows]),
+                       f"{split}_langs": np.asarray([ex.lang for ex in rows])})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(path, **arrays)
+    return arrays, time.perf_counter() - started
 
 
-# --------------------------------------------------------------------------------------------
-# Cached embeddings
-# --------------------------------------------------------------------------------------------
+def train_head(head_cfg: HeadSettings, optim: HeadOptim, data: dict[str, np.ndarray],
+               report: Callable[[dict[str, Any]], None] | None = None) -> dict:
+    """Train projection + head (CE on the English examples + λ·SCL over each and ``views`` translations drawn per
+    epoch), evaluating after each epoch; the last epoch's metrics (``val/…`` on dev, ``test/…`` on test).
 
-@dataclass
-class Cached:
-    """English train (N, D) with labels, its translations (T, N, D) with a presence mask, and the
-    dev / test embeddings of every language with labels and languages."""
-
-    train: np.ndarray
-    train_labels: np.ndarray
-    views: np.ndarray
-    view_mask: np.ndarray
-    splits: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
-    labels: list[str]
-
-
-def cache_embeddings(root: Path, directory: Path) -> tuple[Cached, float]:
-    """Encode once (seconds spent returned; 0 when read from the cache)."""
-    from xlt.config import from_dict, read_yaml
-    from xlt.tasks import TaskConfig, load_task
-
-    task = load_task(from_dict(TaskConfig, read_yaml(REPO / "configs" / "tasks" / "sib200.yaml"), prefix="task."), root)
-    labels = list(task.labels)
-    directory.mkdir(parents=True, exist_ok=True)
-    meta = directory / "meta.json"
-    started, encode = time.perf_counter(), not meta.is_file()
-    if encode:
-        import torch
-
-        from xlt.models import EncoderConfig, load_encoder
-
-        torch.set_num_threads(2)
-        encoder = load_encoder(EncoderConfig(source=MODEL))
-        english = task.examples("train", SOURCE)
-        ids = [ex.source_id for ex in english]
-        np.save(directory / "train.npy", encoder.encode([ex.text for ex in english], batch_size=64))
-        np.save(directory / "train_labels.npy", np.asarray([ex.label for ex in english]))
-        views, mask = [], []
-        for lang in TARGETS:
-            by_id = {ex.source_id: ex.text for ex in task.examples("train", lang)}
-            texts = [by_id.get(i, "") for i in ids]
-            emb = encoder.encode([t or "." for t in texts], batch_size=64)
-            views.append(emb)
-            mask.append([bool(t) for t in texts])
-        np.save(directory / "views.npy", np.stack(views))
-        np.save(directory / "view_mask.npy", np.asarray(mask))
-        for split in ("dev", "test"):
-            rows = [ex for lang in (SOURCE, *TARGETS) for ex in task.examples(split, lang)]
-            np.save(directory / f"{split}.npy", encoder.encode([ex.text for ex in rows], batch_size=64))
-            np.save(directory / f"{split}_labels.npy", np.asarray([ex.label for ex in rows]))
-            np.save(directory / f"{split}_langs.npy", np.asarray([ex.lang for ex in rows]))
-        meta.write_text(json.dumps({"model": MODEL, "targets": TARGETS, "labels": labels}))
-    seconds = time.perf_counter() - started if encode else 0.0
-    load = lambda name: np.load(directory / f"{name}.npy")  # noqa: E731
-    splits = {split: (load(split), load(f"{split}_labels"), load(f"{split}_langs")) for split in ("dev", "test")}
-    return Cached(load("train"), load("train_labels"), load("views"), load("view_mask"), splits, labels), seconds
-
-
-# --------------------------------------------------------------------------------------------
-# The objective: CE + λ·SCL on a projection of frozen embeddings
-# --------------------------------------------------------------------------------------------
-
-def train_head(cfg: HeadConfig, data: Cached, report: Callable[[dict[str, Any]], None] | None = None) -> dict:
-    """Train projection + head for ``cfg.optim.epochs`` epochs, evaluating after each; returns the
-    last epoch's metrics (``val/…`` on dev, ``test/…`` on test).
-
-    A loop of its own, not ``xlt.engine``'s: this one keeps the learning rate constant, decays every
-    parameter and does not clip, where the engine decays the rate linearly, exempts biases, clips and
-    writes a checkpoint every epoch; and the fine-tuning workload encodes text, where these trials
-    read cached embeddings. On the engine every trial would train differently, and
-    ``benchmarks/sweep_efficiency.md`` would no longer be what this measures."""
+    A loop of its own, not ``xlt.engine``'s, which decays the rate, exempts biases, clips, checkpoints and encodes
+    text: on the engine every trial would train differently from what ``sweep_efficiency.md`` measured."""
     import torch
     import torch.nn.functional as F
     from torch import nn
 
     from xlt.losses.supcon import SupervisedContrastiveAlignment
 
-    torch.manual_seed(cfg.optim.seed)
-    index = {label: i for i, label in enumerate(data.labels)}
-    dim, hidden = data.train.shape[1], cfg.head.hidden
-    project = nn.Sequential(nn.Linear(dim, hidden), nn.GELU(), nn.Linear(hidden, hidden))
-    head, dropout = nn.Linear(hidden, len(data.labels)), nn.Dropout(cfg.head.dropout)
-    params = [*project.parameters(), *head.parameters()]
-    optimizer = torch.optim.AdamW(params, lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay)
-    scl = SupervisedContrastiveAlignment(temperature=cfg.head.temperature)
-    x, views = torch.from_numpy(data.train), torch.from_numpy(data.views)  # (N, D), (T, N, D)
-    y = torch.tensor([index[label] for label in data.train_labels])
-    rng = np.random.default_rng(cfg.optim.seed)
-    n, b, v = len(x), cfg.optim.batch_size, cfg.head.views
-    if (data.view_mask.sum(0) < v).any():
-        raise ValueError(f"some examples have fewer than {v} translations; lower head.views")
+    torch.manual_seed(optim.seed)
+    index = {label: i for i, label in enumerate(data["labels"])}
+    project = nn.Sequential(nn.Linear(data["train"].shape[1], head_cfg.hidden), nn.GELU(),
+                            nn.Linear(head_cfg.hidden, head_cfg.hidden))
+    head, dropout = nn.Linear(head_cfg.hidden, len(data["labels"])), nn.Dropout(head_cfg.dropout)
+    optimizer = torch.optim.AdamW([*project.parameters(), *head.parameters()], lr=optim.lr,
+                                  weight_decay=optim.weight_decay)
+    scl = SupervisedContrastiveAlignment(temperature=head_cfg.temperature)
+    x, views = torch.from_numpy(data["train"]), torch.from_numpy(data["views"])  # (N, D), (T, N, D)
+    y = torch.tensor([index[label] for label in data["train_labels"]])
+    rng = np.random.default_rng(optim.seed)
+    v = head_cfg.views  # SIB-200 is parallel: every English example has a translation in every target
     metrics: dict[str, Any] = {}
-    for epoch in range(cfg.optim.epochs):
+    for epoch in range(optim.epochs):
         project.train(), head.train()
-        order = rng.permutation(n)
-        for start in range(0, n, b):
-            idx = order[start:start + b]  # (B,)
+        order = rng.permutation(len(x))
+        for start in range(0, len(x), optim.batch_size):
+            idx = order[start:start + optim.batch_size]  # (B,)
             # v distinct languages per example among those with a translation (random keys, absent last)
-            keys = np.where(data.view_mask[:, idx].T, rng.random((len(idx), len(views))), np.inf)  # (B, T)
+            keys = np.where(data["view_mask"][:, idx].T, rng.random((len(idx), len(views))), np.inf)  # (B, T)
             langs = np.argsort(keys, axis=1)[:, :v]  # (B, v)
             rows = torch.cat([x[idx], views[torch.from_numpy(langs.T.reshape(-1)), torch.from_numpy(np.tile(idx, v))]])
             features = project(rows)  # (B + vB, H): originals, then view 1 of each, view 2 of each
-            group = torch.arange(len(idx)).repeat(v + 1)
-            labels = y[idx].repeat(v + 1)
             is_anchor = torch.arange(len(rows)) < len(idx)
             loss = F.cross_entropy(head(dropout(features[is_anchor])), y[idx])
-            if cfg.head.weight > 0:
-                loss = loss + cfg.head.weight * scl({"features": features, "labels": labels, "group": group,
+            if head_cfg.weight > 0:
+                loss = loss + head_cfg.weight * scl({"features": features, "labels": y[idx].repeat(v + 1),
+                                                     "group": torch.arange(len(idx)).repeat(v + 1),
                                                      "is_anchor": is_anchor})
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -208,17 +144,17 @@ def train_head(cfg: HeadConfig, data: Cached, report: Callable[[dict[str, Any]],
         metrics = {TIME_ATTR: epoch + 1}
         with torch.no_grad():
             for split, name in (("dev", "val"), ("test", "test")):
-                emb, gold, lang = data.splits[split]
+                emb, gold, lang = data[split], data[f"{split}_labels"], data[f"{split}_langs"]
                 pred = head(project(torch.from_numpy(emb))).argmax(1).numpy()
-                per_lang = accuracy_by_language(gold, np.asarray(data.labels)[pred], lang)
+                per_lang = accuracy_by_language(gold, data["labels"][pred], lang)
                 metrics.update(to_metrics(summarize_transfer(per_lang, SOURCE), name))
         if report is not None:
             report(metrics)
     return metrics
 
 
-def head_trial(config: dict[str, Any], data: Cached, base: dict[str, Any], params: tuple) -> None:
-    """Tune function trainable: the trial's ``HeadConfig`` (base + sampled values) through ``train_head``."""
+def head_trial(config: dict[str, Any], data: dict[str, np.ndarray], base: dict[str, Any], params: tuple) -> None:
+    """Tune function trainable: ``train_head`` on the base settings with the trial's sampled values."""
     import torch
 
     from xlt.sweep import tune_session
@@ -227,23 +163,18 @@ def head_trial(config: dict[str, Any], data: Cached, base: dict[str, Any], param
     sections = trial_data(base, active_values(params, config))
     # By hand, not xlt.config.from_dict: Ray ships this script's classes by value, and the
     # string annotations of a class pickled from __main__ do not resolve in the trial's process.
-    cfg = HeadConfig(head=HeadSettings(**sections["head"]), optim=HeadOptim(**sections["optim"]))
-    train_head(cfg, data, tune_session.report)
+    train_head(HeadSettings(**sections["head"]), HeadOptim(**sections["optim"]), data, tune_session.report)
 
 
-# --------------------------------------------------------------------------------------------
-# Arms
-# --------------------------------------------------------------------------------------------
-
-def run_arm(arm: str, seed: int, trials: int, data: Cached, storage: Path) -> dict[str, Any]:
-    """One sweep; returns its trial records (creation order) and wall time."""
+def run_arm(arm: str, seed: int, trials: int, data: dict[str, np.ndarray], storage: Path) -> dict[str, Any]:
+    """One sweep; its trial records (creation order) and wall time."""
     from ray import tune
 
     from xlt.sweep.runner import build_scheduler, build_search_alg, to_record
 
     searcher, scheduler = ARMS[arm]
     params = parse_params(SPACE, "benchmarks/sweep_efficiency.py")
-    base = asdict(HeadConfig(optim=HeadOptim(seed=seed)))
+    base = {"head": asdict(HeadSettings()), "optim": asdict(HeadOptim(seed=seed))}
     search_alg, config = build_search_alg(params, searcher, metric=METRIC, mode="max", seed=seed, limit=2,
                                           num_samples=trials)
     name = f"{arm}-seed{seed}"
@@ -255,8 +186,8 @@ def run_arm(arm: str, seed: int, trials: int, data: Cached, storage: Path) -> di
                         scheduler=build_scheduler(scheduler, TIME_ATTR, HeadOptim.epochs), reuse_actors=True,
                         raise_on_failed_trial=False, verbose=0)
     wall = time.perf_counter() - started
-    records = [to_record(i, trial, params) for i, trial in enumerate(analysis.trials)]
-    return {"arm": arm, "seed": seed, "wall_s": wall, "records": records}
+    return {"arm": arm, "seed": seed, "wall_s": wall,
+            "records": [to_record(i, trial, params) for i, trial in enumerate(analysis.trials)]}
 
 
 def incumbents(records: list[TrialRecord]) -> list[tuple[int, float, float]]:
@@ -266,27 +197,27 @@ def incumbents(records: list[TrialRecord]) -> list[tuple[int, float, float]]:
         epochs += steps_run(record, TIME_ATTR)
         try:
             best = best_trial(records[:k + 1], METRIC, "max", TIME_ATTR, HeadOptim.epochs)
-        except ValueError:
+            out.append((epochs, best.result[METRIC], best.result[TEST_METRIC]))
+        except ValueError:  # no trial has run all epochs yet
             out.append((epochs, float("nan"), float("nan")))
-            continue
-        out.append((epochs, best.result[METRIC], best.result[TEST_METRIC]))
     return out
 
 
-# --------------------------------------------------------------------------------------------
-# Report
-# --------------------------------------------------------------------------------------------
+def trials_to(curve: list[tuple[int, float, float]], fraction: float) -> float:
+    final = curve[-1][1]
+    return next((k + 1 for k, (_, dev, _) in enumerate(curve) if dev >= fraction * final), float("nan"))
+
 
 def mean_sd(values: list[float]) -> str:
-    """``mean ± sd`` over seeds (``xlt.eval.stats.mean_std``), the value alone for one seed."""
+    """``mean ± sd`` over seeds, the value alone for one seed."""
     mean, sd = mean_std(values)
     return f"{mean:.4f} ± {sd:.4f}" if len(values) > 1 else f"{mean:.4f}"
 
 
 def plot(runs: list[dict[str, Any]], references: dict[str, list[dict]], path: Path, trials: int) -> None:
-    """Incumbent vs trials (mean over seeds, min-max band) and vs epochs spent (one line per sweep);
-    the no-search references as dashed lines; the y range starts below the worst of them and of the
-    arms after three trials, so that the first trials' near-random scores do not flatten the rest."""
+    """Incumbent vs trials (mean over seeds, min-max band) and vs epochs spent (one line per sweep); the no-search
+    references dashed; the y range starts below the worst of them and of the arms after three trials, so that the
+    first trials' near-random scores do not flatten the rest."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -310,12 +241,10 @@ def plot(runs: list[dict[str, Any]], references: dict[str, list[dict]], path: Pa
             ax.axhline(np.mean([m[METRIC] for m in ms]), color="gray", linestyle=style, linewidth=1,
                        label=f"no search: {name}" if ax is by_trial else None)
     top = max(np.nanmax([c[1] for r in runs for c in incumbents(r["records"])]), *floor)
-    by_trial.set_ylim(min(floor) - 0.01, top + 0.005)
-    by_trial.set_xlabel("trials")
-    by_trial.set_ylabel("incumbent dev accuracy, average over targets")
-    by_trial.set_title("incumbent vs trials (mean over seeds, min-max band)")
-    by_epochs.set_xlabel("epochs spent (all trials so far)")
-    by_epochs.set_title("incumbent vs compute (one line per sweep)")
+    by_trial.set(ylim=(min(floor) - 0.01, top + 0.005), xlabel="trials",
+                 ylabel="incumbent dev accuracy, average over targets",
+                 title="incumbent vs trials (mean over seeds, min-max band)")
+    by_epochs.set(xlabel="epochs spent (all trials so far)", title="incumbent vs compute (one line per sweep)")
     for ax in (by_trial, by_epochs):
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, loc="lower right")
@@ -324,30 +253,27 @@ def plot(runs: list[dict[str, Any]], references: dict[str, list[dict]], path: Pa
     plt.close(fig)
 
 
-def measure(args: argparse.Namespace) -> dict[str, Any]:
+def measure(args) -> dict[str, Any]:
     """Encode (or read the cache), train the references, run every sweep; everything the report needs."""
     import ray
     import torch
 
     from xlt.logs import quiet_libraries
-    from xlt.data import resolve_data_dir
 
     quiet_libraries()
-    load_start, started = os.getloadavg()[0], time.perf_counter()
-    data, encode_s = cache_embeddings(resolve_data_dir(args.data_dir), OUT / "embeddings")
+    machine = harness.Machine()
+    data, encode_s = embeddings(harness.data_root(args.data_dir), OUT / "embeddings.npz")
     # One thread, as in the trials: a small MLP gains nothing from two, and on a shared machine
     # the second thread's spin-waits cost more than it computes.
     torch.set_num_threads(1)
     # References outside Tune: CE only (λ = 0) and Wang et al. (2022)'s defaults (τ = 1, λ = 1), all epochs.
-    references = {name: [train_head(HeadConfig(head=HeadSettings(weight=w), optim=HeadOptim(seed=s)), data)
-                         for s in args.seeds] for name, w in (("CE only (λ = 0)", 0.0), ("CE + SCL, τ = 1, λ = 1", 1.0))}
+    references = {name: [train_head(HeadSettings(weight=w), HeadOptim(seed=s), data) for s in args.seeds]
+                  for name, w in (("CE only (λ = 0)", 0.0), ("CE + SCL, τ = 1, λ = 1", 1.0))}
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     runs = [run_arm(arm, seed, args.trials, data, OUT / "tune") for seed in args.seeds for arm in args.arms]
     ray.shutdown()
-    return {"command": command_line(), "date": time.strftime("%Y-%m-%d %H:%M %Z"), "load_start": load_start,
-            "load_end": os.getloadavg()[0], "minutes": (time.perf_counter() - started) / 60, "encode_s": encode_s,
-            "versions": {"torch": torch.__version__, "ray": ray.__version__}, "arms": args.arms, "seeds": args.seeds,
-            "trials": args.trials, "references": references,
+    return {**machine.fields(), "encode_s": encode_s, "ray": ray.__version__, "arms": args.arms,
+            "seeds": args.seeds, "trials": args.trials, "references": references,
             "runs": [{**r, "records": [asdict(t) for t in r["records"]]} for r in runs]}
 
 
@@ -358,67 +284,60 @@ def report(results: dict[str, Any], output: Path) -> str:
     rows = []
     for arm in results["arms"]:
         mine = [r for r in runs if r["arm"] == arm]
-        finals = [incumbents(r["records"])[-1] for r in mine]
+        curves = [incumbents(r["records"]) for r in mine]
         stopped = [sum(steps_run(t, TIME_ATTR) < HeadOptim.epochs for t in r["records"]) for r in mine]
         rows.append({"arm": arm, "searcher + scheduler": " + ".join(ARMS[arm]),
-                     "best dev (mean ± sd)": mean_sd([f[1] for f in finals]),
-                     "its test (mean ± sd)": mean_sd([f[2] for f in finals]),
-                     "epochs spent (mean)": float(np.mean([f[0] for f in finals])),
+                     "best dev (mean ± sd)": mean_sd([c[-1][1] for c in curves]),
+                     "its test (mean ± sd)": mean_sd([c[-1][2] for c in curves]),
+                     "epochs spent (mean)": float(np.mean([c[-1][0] for c in curves])),
                      "trials stopped early (mean)": float(np.mean(stopped)),
                      "wall s (mean)": float(np.mean([r["wall_s"] for r in mine])),
-                     "trials to 99% of final (mean)": float(np.mean([_trials_to(incumbents(r["records"]), 0.99)
-                                                                     for r in mine]))})
+                     "trials to 99% of final (mean)": float(np.mean([trials_to(c, 0.99) for c in curves]))})
     checkpoints = sorted({max(1, trials // 4), trials // 2, trials})
-    per_seed = [{"arm": r["arm"], "seed": r["seed"],
-                 **{f"dev after {k}": incumbents(r["records"])[k - 1][1] for k in checkpoints},
-                 "test of best": incumbents(r["records"])[-1][2], "epochs": incumbents(r["records"])[-1][0],
-                 "wall s": r["wall_s"],
-                 **{f"best {k.split('.')[-1]}": v for k, v in best_trial(r["records"], METRIC, "max", TIME_ATTR,
-                                                                          HeadOptim.epochs).values.items()}}
-                for r in runs]
+    per_seed = []
+    for r in runs:
+        curve = incumbents(r["records"])
+        best = best_trial(r["records"], METRIC, "max", TIME_ATTR, HeadOptim.epochs)
+        per_seed.append({"arm": r["arm"], "seed": r["seed"], **{f"dev after {k}": curve[k - 1][1] for k in checkpoints},
+                         "test of best": curve[-1][2], "epochs": curve[-1][0], "wall s": r["wall_s"],
+                         **{f"best {k.split('.')[-1]}": v for k, v in best.values.items()}})
     reference_rows = [{"reference (no search)": name, "dev (mean ± sd)": mean_sd([m[METRIC] for m in ms]),
-                       "test (mean ± sd)": mean_sd([m[TEST_METRIC] for m in ms])}
-                      for name, ms in references.items()]
+                       "test (mean ± sd)": mean_sd([m[TEST_METRIC] for m in ms])} for name, ms in references.items()]
     png = output.with_suffix(".png")
     plot(runs, references, png, trials)
     encoded = f"{results['encode_s']:.0f} s of it encoding" if results["encode_s"] else "embeddings read from the cache"
+    space = ", ".join(f"`{k}` {next(iter(v))} {list(next(iter(v.values())))}" for k, v in SPACE.items())
     return f"""# Sweep efficiency: Optuna TPE + ASHA vs random search (same trial budget)
 
-Command: `{results['command']}`
-Date: {results['date']}
-Machine: 2 CPU cores, no GPU, torch {results['versions']['torch']}; Ray {results['versions']['ray']}
-(`ray.init(num_cpus=2)`), two trials at a time with one torch thread each. 1-min load average
-{results['load_start']:.2f} at the start, {results['load_end']:.2f} at the end (above ~2, other work shared
-the machine: wall times are inflated, epochs and scores are not). Whole run: {results['minutes']:.1f} min
-({encoded}).
+Command: `{results['command']}`  
+Date: {results['date']}. Machine: {results['machine']} ({encoded}); Ray {results['ray']} (`ray.init(num_cpus=2)`),
+two trials at a time with one torch thread each. A load above ~2 means other work shared the machine: wall times
+are inflated, epochs and scores are not.
 
 ## Objective
 
-Wang et al. (2022)'s SCL fine-tuning (§3.3: loss = CE + λ·L_SCL over each English example and its
-translations; zero-shot: CE on English only) with the encoder frozen, so that a trial takes
-seconds and many sweeps fit on 2 cores. The search space is Wang et al. (2022)'s τ and λ (§5.2–5.3) plus
-the head's learning rate and weight decay.
+Wang et al. (2022)'s SCL fine-tuning (§3.3: loss = CE + λ·L_SCL over each English example and its translations;
+zero-shot: CE on English only) with the encoder frozen, so that a trial takes seconds and many sweeps fit on 2 cores.
+The search space is Wang et al. (2022)'s τ and λ (§5.2–5.3) plus the head's learning rate and weight decay.
 
 - Embeddings: `{MODEL}` (mean pooling, "query: " prefix, max length 128), 384-d, encoded once:
   701 English train sentences, their 9 × 701 translations (views), dev (10 × 99) and test (10 × 204).
-- Trial: projection 384 → 256 → 256 (GELU), dropout 0.1, linear head; AdamW; batch 32 English
-  examples, each with {HeadSettings.views} translations drawn per epoch (seeded); {HeadOptim.epochs} epochs (22 steps each).
-- Space (`xlt.sweep.space`): {', '.join(f'`{k}` {next(iter(v))} {list(next(iter(v.values())))}' for k, v in SPACE.items())}.
+- Trial: projection 384 → 256 → 256 (GELU), dropout 0.1, linear head; AdamW; batch 32 English examples, each
+  with {HeadSettings.views} translations drawn per epoch (seeded); {HeadOptim.epochs} epochs (22 steps each).
+- Space (`xlt.sweep.space`): {space}.
 - Budget: {trials} trials per sweep; seeds {results['seeds']} (the searcher's seed and the trials' training seed;
   `random` and `random-asha` of one seed draw the same configurations).
 - ASHA: `train/epoch`, max_t {HeadOptim.epochs}, grace 1, reduction factor 2 (rungs 1, 2, 4, 8, 16);
   TPE: {min(10, max(2, trials // 3))} random start-up trials (`xlt.sweep.runner.startup_trials`).
-- Score: dev accuracy averaged over the 9 target languages, at the trial's last epoch; the
-  incumbent is the best trial that ran all epochs (`xlt.sweep.best.best_trial`); its test score
-  is reported, never used.
+- Score: dev accuracy averaged over the 9 target languages, at the trial's last epoch; the incumbent is the best
+  trial that ran all epochs (`xlt.sweep.best.best_trial`); its test score is reported, never used.
 
 ## Results
 
 {markdown_table(rows, digits=4)}
 
-"Trials to 99% of final": trials until the incumbent came within 1% (relative) of the sweep's
-final incumbent. "Epochs spent": training epochs summed over all trials (without ASHA every trial
-runs {HeadOptim.epochs}).
+"Trials to 99% of final": trials until the incumbent came within 1% (relative) of the sweep's final incumbent.
+"Epochs spent": training epochs summed over all trials (without ASHA every trial runs {HeadOptim.epochs}).
 
 Without a search (all {HeadOptim.epochs} epochs, lr 1e-3, weight decay 0.01):
 
@@ -433,31 +352,22 @@ Per sweep (the last four columns: the incumbent's configuration):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = harness.parser(__doc__, "sweep_efficiency.md", data_dir=True)
     parser.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(ARMS))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--trials", type=int, default=32, help="trials per sweep (the same budget for every arm)")
-    parser.add_argument("--data-dir", help="data root (default: $XLT_DATA_DIR)")
-    parser.add_argument("--output", default=str(REPO / "benchmarks" / "sweep_efficiency.md"))
     parser.add_argument("--report-only", action="store_true",
-                        help=f"rewrite the markdown and plot from {OUT.relative_to(REPO)}/<output stem>.json, "
-                             "run nothing")
+                        help="rewrite the markdown and plot from results/sweep_efficiency/<out stem>.json, run nothing")
     args = parser.parse_args()
-    path = OUT / Path(args.output).with_suffix(".json").name
+    path = OUT / args.out.with_suffix(".json").name
     if args.report_only:
         results = json.loads(path.read_text())
     else:
-        results = measure(args)
-        OUT.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(results, indent=1, default=str))
-    text = report(results, Path(args.output))
-    Path(args.output).write_text(text, encoding="utf-8")
-    print(text)
-
-
-def _trials_to(curve: list[tuple[int, float, float]], fraction: float) -> float:
-    final = curve[-1][1]
-    return next((k + 1 for k, (_, dev, _) in enumerate(curve) if dev >= fraction * final), float("nan"))
+        harness.write(path, results := measure(args))
+    # A reading written by hand below the generated part (for the stored run) stays when only the report is redone.
+    old = args.out.read_text(encoding="utf-8") if args.report_only and args.out.is_file() else ""
+    text = report(results, args.out) + (old[old.index("\n## Reading"):] if "\n## Reading" in old else "")
+    print(harness.write(args.out, text).read_text(encoding="utf-8"))
 
 
 if __name__ == "__main__":

@@ -1,43 +1,28 @@
-"""Tasks beyond SIB-200 with the bundled models: XNLI, PAWS-X, NusaX (issue 12).
+"""Tasks beyond SIB-200 with the bundled models: XNLI, PAWS-X, NusaX (issue 12), each part a job of the platform
+run on a preset: ``probe`` (``jobs/evaluate.py``'s frozen-linear probe of both bundled models on each task),
+``bucc`` (``jobs/evaluate.py --protocol bucc``: BUCC 2018 zh-en mining) and ``finetune`` (``jobs/finetune.py`` on
+``configs/finetune_<task>.yaml``, CE against CE + SCL on full-translation views, e5 only; sizes and seeds in
+``SIZES`` and ``SEEDS``). Every run is stored under ``results/benchmarks/tasks/`` as soon as it ends, so a killed
+benchmark continues with what is missing.
 
-    python benchmarks/tasks.py                    # probe + fine-tuning, resumable; then the report
+    python benchmarks/tasks.py                    # probe + bucc + fine-tuning -> benchmarks/tasks.md and .json
     python benchmarks/tasks.py --only probe       # one part
-    python benchmarks/tasks.py --report-only      # rewrite benchmarks/tasks.md from the stored runs
-
-Parts, each a job of the platform run on a preset:
-
-- ``probe``: ``jobs/evaluate.py``'s frozen-linear probe (``configs/evaluate_sib200.yaml`` with the
-  task replaced) of both bundled models on each task: logistic regression on frozen embeddings of
-  the English train split, C chosen on English dev; accuracy and macro-F1 per language.
-- ``bucc``: ``jobs/evaluate.py --protocol bucc`` for both bundled models: BUCC 2018 zh-en mining,
-  the margin threshold chosen on one half of the source sentences and F1 reported on the other.
-- ``finetune``: ``jobs/finetune.py`` on ``configs/finetune_<task>.yaml``, CE against CE + SCL
-  (Wang et al. 2022, §3.3, λ = 1, τ = 1.0) on full-translation views (the task's own translations of the
-  train split, one view per example into a target drawn per view; the t_f = 1 of Wang et al. 2022, §4.1),
-  e5 only; sizes and seeds in ``FINETUNE``.
-
-Every run stores its result under ``results/benchmarks/tasks/`` as soon as it ends (fine-tuning
-runs also checkpoint every epoch), so a killed benchmark continues with what is missing.
-Writes ``benchmarks/tasks.md`` and ``benchmarks/tasks.json``.
+    python benchmarks/tasks.py --report-only      # the report from the stored runs
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
 import time
-from pathlib import Path
 
-from xlt.hardware import cpu_model
+import harness
 from xlt.config import apply_overrides, from_dict, merge_presets
+from xlt.hardware import cpu_model
 from xlt.report import markdown_table
 
-
-REPO = Path(__file__).resolve().parents[1]
-
-
+REPO = harness.REPO
 STORE = REPO / "results" / "benchmarks" / "tasks"
 MODELS = ("bundled:multilingual-e5-small", "bundled:use-multilingual-v3")
 TASKS = ("nusax", "pawsx", "xnli")
@@ -53,57 +38,45 @@ SCL = ("objectives=[{name: supervised_contrastive_alignment, weight: 1.0, params
 VARIANTS = {"ce": (), "scl": SCL}
 
 
-def _stored(name: str) -> Path:
-    return STORE / f"{name}.json"
+def load(name: str) -> dict | None:
+    path = STORE / f"{name}.json"
+    return json.loads(path.read_text()) if path.is_file() else None
 
 
-def _save(name: str, payload: dict) -> None:
+def save(name: str, payload: dict) -> None:
     payload = {**payload, "load_1min_at_end": os.getloadavg()[0]}  # other work on the machine skews the times
     STORE.mkdir(parents=True, exist_ok=True)
-    tmp = _stored(name).with_suffix(".tmp")
+    tmp = STORE / f"{name}.tmp"
     tmp.write_text(json.dumps(payload, indent=1), encoding="utf-8")
-    os.replace(tmp, _stored(name))
+    os.replace(tmp, STORE / f"{name}.json")
 
 
-def run_probe(task: str) -> None:
+def run_evaluate(name: str, overrides: list[str], stored: dict) -> None:
+    """``jobs/evaluate.py``'s run of ``configs/evaluate_sib200.yaml`` with ``overrides``, unless stored already."""
     from xlt.eval.protocols import EvaluateConfig, run_evaluation
 
-    name = f"probe-{task}"
-    if _stored(name).is_file():
+    if load(name) is not None:
         return
-    data = apply_overrides(merge_presets(REPO / "configs" / "evaluate_sib200.yaml"),
-                           [f"task={{include: configs/tasks/{task}.yaml}}", *PROBE_SIZES[task], "progress=false"])
+    data = apply_overrides(merge_presets(REPO / "configs" / "evaluate_sib200.yaml"), [*overrides, "progress=false"])
     start = time.perf_counter()
     result = run_evaluation(from_dict(EvaluateConfig, data))
-    _save(name, {"rows": result["rows"], "seconds": time.perf_counter() - start, "overrides": PROBE_SIZES[task]})
+    save(name, {"rows": result["rows"], "seconds": time.perf_counter() - start, **stored})
     print(f"{name}: {time.perf_counter() - start:.0f}s", flush=True)
 
 
-def run_bucc() -> None:
-    from xlt.eval.protocols import EvaluateConfig, run_evaluation
-
-    if _stored("bucc").is_file():
-        return
-    data = apply_overrides(merge_presets(REPO / "configs" / "evaluate_sib200.yaml"), ["protocol=bucc", "progress=false"])
-    start = time.perf_counter()
-    result = run_evaluation(from_dict(EvaluateConfig, data))
-    _save("bucc", {"rows": result["rows"], "seconds": time.perf_counter() - start})
-    print(f"bucc: {time.perf_counter() - start:.0f}s", flush=True)
-
-
 def views(task: str) -> str:
+    """One full-translation view per example into a target drawn per view (t_f = 1, Wang et al. 2022, §4.1)."""
     from xlt.tasks import TaskConfig, load_task
 
     cfg = from_dict(TaskConfig, merge_presets(REPO / "configs" / "tasks" / f"{task}.yaml"), prefix="task.")
-    langs = ", ".join(load_task(cfg).target_langs)
-    return f"data.augment={{t_f: 1, t_p: 0, t_c: 0, languages: [{langs}]}}"
+    return f"data.augment={{t_f: 1, t_p: 0, t_c: 0, languages: [{', '.join(load_task(cfg).target_langs)}]}}"
 
 
 def run_finetune(task: str, variant: str, seed: int) -> None:
     from xlt.train import build_trainer, load_finetune_config, prepare, results_rows
 
     name = f"finetune-{task}-{variant}-seed{seed}"
-    if _stored(name).is_file():
+    if load(name) is not None:
         return
     overrides = [*SIZES[task], f"optim.seed={seed}", f"output.dir={STORE / 'runs'}/{name}",
                  *((views(task), *VARIANTS[variant]) if variant != "ce" else ())]
@@ -111,16 +84,12 @@ def run_finetune(task: str, variant: str, seed: int) -> None:
     trainer = build_trainer(prepare(load_finetune_config(REPO / "configs" / f"finetune_{task}.yaml", overrides)))
     result = trainer.fit()
     cfg = trainer.config
-    _save(name, {"rows": results_rows(result.metrics, cfg.task.source_lang), "seconds": time.perf_counter() - start,
-                 "overrides": overrides, "train_rows": cfg.data.train_rows})
+    save(name, {"rows": results_rows(result.metrics, cfg.task.source_lang), "seconds": time.perf_counter() - start,
+                "overrides": overrides, "train_rows": cfg.data.train_rows})
     print(f"{name}: {time.perf_counter() - start:.0f}s", flush=True)
 
 
-def _load(name: str) -> dict | None:
-    return json.loads(_stored(name).read_text()) if _stored(name).is_file() else None
-
-
-def _mean_std(values: list[float]) -> str:
+def mean_sd(values: list[float]) -> str:
     if len(values) == 1:
         return f"{values[0]:.3f}"
     return f"{statistics.mean(values):.3f} ± {statistics.stdev(values):.3f}"
@@ -129,9 +98,9 @@ def _mean_std(values: list[float]) -> str:
 def report(command: str) -> str:
     out = ["# Tasks beyond SIB-200 with the bundled models (XNLI, PAWS-X, NusaX)", "",
            f"Command: `{command}` (each run is stored when it ends and reported from there). Machine: "
-           f"{cpu_model()}, 2 cores. Load: the 1-minute load average at the end of each part is in its heading; "
-           "the probes of XNLI, PAWS-X and NusaX ran while the test suite shared the machine (their times are "
-           "not measurements of speed).", "",
+           f"{cpu_model()}, {os.cpu_count()} cores. Load: the 1-minute load average at the end of each part is in its "
+           "heading; the probes of XNLI, PAWS-X and NusaX ran while the test suite shared the machine (their times "
+           "are not measurements of speed).", "",
            "## Sizes and protocol", "",
            "- XNLI (`configs/tasks/xnli.yaml`): English train = the first 2,000 rows of English validation "
            "(no MultiNLI offline), dev = validation[2000:] (490 per language), test as stated per table. "
@@ -149,8 +118,8 @@ def report(command: str) -> str:
            "English training pairs (dev[:600]), dev and test as above; NusaX as above. "
            "Seeds: NusaX 0, 1, 2 (mean ± std); XNLI and PAWS-X seed 0. Test split after the last epoch.", ""]
     for task in TASKS:
-        probe = _load(f"probe-{task}")
         out += [f"## {task}", ""]
+        probe = load(f"probe-{task}")
         if probe is None:
             out += ["Probe: not run yet.", ""]
         else:
@@ -158,41 +127,36 @@ def report(command: str) -> str:
             rows = [{"model": m.split(":")[1], "score": score,
                      **{lang: next(r[score] for r in probe["rows"] if r["model"] == m and r["lang"] == lang)
                         for lang in langs}} for m in MODELS for score in ("acc", "f1")]
-            load = probe.get("load_1min_at_end")
+            load_1min = probe.get("load_1min_at_end")
             out += [f"### Frozen-linear probe (test; {probe['seconds'] / 60:.1f} min"
-                    f"{f', load {load:.1f}' if load is not None else ''})", "", markdown_table(rows), ""]
-        rows = []
+                    f"{f', load {load_1min:.1f}' if load_1min is not None else ''})", "", markdown_table(rows), ""]
+        rows, seconds = [], 0.0
         for variant in VARIANTS:
-            runs = [r for seed in SEEDS[task] if (r := _load(f"finetune-{task}-{variant}-seed{seed}"))]
+            runs = [r for seed in SEEDS[task] if (r := load(f"finetune-{task}-{variant}-seed{seed}"))]
             if not runs:
                 continue
+            seconds += sum(r["seconds"] for r in runs)
             langs = [r["lang"] for r in runs[0]["rows"]]
-            for score in ("acc", "f1"):
-                rows.append({"variant": f"CE{' + SCL' if variant == 'scl' else ''}", "score": score,
-                             "seeds": len(runs),
-                             **{lang: _mean_std([next(x[f"test {score}"] for x in r["rows"] if x["lang"] == lang)
-                                                 for r in runs]) for lang in langs}})
-        if rows:
-            minutes = sum(_load(f"finetune-{task}-{v}-seed{s}")["seconds"] for v in VARIANTS for s in SEEDS[task]
-                          if _load(f"finetune-{task}-{v}-seed{s}")) / 60
-            out += [f"### Fine-tuning e5, CE vs CE + SCL (test; {minutes:.0f} min of runs)", "", markdown_table(rows), ""]
-        else:
-            out += ["Fine-tuning: not run yet.", ""]
-    bucc = _load("bucc")
+            rows += [{"variant": f"CE{' + SCL' if variant == 'scl' else ''}", "score": score, "seeds": len(runs),
+                      **{lang: mean_sd([next(x[f"test {score}"] for x in r["rows"] if x["lang"] == lang) for r in runs])
+                         for lang in langs}} for score in ("acc", "f1")]
+        out += ([f"### Fine-tuning e5, CE vs CE + SCL (test; {seconds / 60:.0f} min of runs)", "",
+                 markdown_table(rows), ""] if rows else ["Fine-tuning: not run yet.", ""])
+    bucc = load("bucc")
     out += ["## BUCC 2018 zh-en bitext mining", ""]
     if bucc is None:
         out += ["Not run yet.", ""]
     else:
-        rows = [{"model": r["model"].split(":")[1], **{k: r[k] for k in ("part", "n_src", "n_tgt", "n_gold", "precision",
-                                                                            "recall", "f1", "threshold")}}
-                for r in bucc["rows"]]
+        keys = ("part", "n_src", "n_tgt", "n_gold", "precision", "recall", "f1", "threshold")
+        rows = [{"model": r["model"].split(":")[1], **{k: r[k] for k in keys}} for r in bucc["rows"]]
         out += [f"{bucc['rows'][0]['protocol']} ({bucc['seconds'] / 60:.1f} min)", "", markdown_table(rows), ""]
     return "\n".join(out)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", nargs="+", choices=("probe", "bucc", "finetune"), default=("probe", "bucc", "finetune"))
+    parser = harness.parser(__doc__, "tasks.md")
+    parts = ("probe", "bucc", "finetune")
+    parser.add_argument("--only", nargs="+", choices=parts, default=parts)
     parser.add_argument("--tasks", nargs="+", choices=TASKS, default=TASKS)
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args()
@@ -202,11 +166,11 @@ def main() -> None:
         from xlt.logs import quiet_libraries
 
         quiet_libraries()
-        if "probe" in args.only:
-            for task in args.tasks:
-                run_probe(task)
+        for task in args.tasks if "probe" in args.only else ():
+            run_evaluate(f"probe-{task}", [f"task={{include: configs/tasks/{task}.yaml}}", *PROBE_SIZES[task]],
+                         {"overrides": PROBE_SIZES[task]})
         if "bucc" in args.only:
-            run_bucc()
+            run_evaluate("bucc", ["protocol=bucc"], {})
         if "finetune" in args.only:
             init_ray()
             # Seed by seed across tasks: every task has its first seed before any task its third.
@@ -216,9 +180,9 @@ def main() -> None:
                         run_finetune(task, variant, SEEDS[task][index])
     # The runs are made by the plain command (resumable); --report-only only re-renders stored runs.
     text = report("python benchmarks/tasks.py")
-    (REPO / "benchmarks" / "tasks.md").write_text(text + "\n", encoding="utf-8")
-    results = {name.stem: json.loads(name.read_text()) for name in sorted(STORE.glob("*.json"))}
-    (REPO / "benchmarks" / "tasks.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
+    harness.write(args.out, text + "\n")
+    harness.write(args.out.with_suffix(".json"),
+                  {path.stem: json.loads(path.read_text()) for path in sorted(STORE.glob("*.json"))})
     print(text)
 
 
