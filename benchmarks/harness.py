@@ -59,14 +59,71 @@ class Machine:
         return {"command": command_line(), "date": self.date, "machine": self.line()}
 
 
-def write(path: str | Path, result: str | dict[str, Any]) -> Path:
-    """Write a result (markdown text, or a JSON-able mapping) to ``path`` and say where."""
+def write(path: str | Path, result: str | dict[str, Any], show: bool = False) -> Path:
+    """Write a result (markdown text, or a JSON-able mapping) to ``path`` and say where; ``show``: print it first."""
+    if show:
+        print(result if isinstance(result, str) else json.dumps(result, indent=2, default=str))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(result if isinstance(result, str) else json.dumps(result, indent=2, default=str) + "\n",
                     encoding="utf-8")
     print(f"wrote {path}")
     return path
+
+
+def stored(path: str | Path, run: Any) -> dict[str, Any]:
+    """The result stored at ``path`` (JSON), else ``run()``'s, stored there with the machine it ran on (``Machine``'s
+    fields): a script of many runs resumes where it stopped, and each run names its own CPU, load and command."""
+    path = Path(path)
+    if path.is_file():
+        return json.loads(path.read_text())
+    machine = Machine()
+    result = run()
+    write(path.with_suffix(".tmp"), {**result, **machine.fields()})
+    os.replace(path.with_suffix(".tmp"), path)
+    return json.loads(path.read_text())
+
+
+class local_ray:
+    """A quiet local Ray of ``num_cpus`` for the ``with`` block (no dashboard, workers' logs not forwarded), shut down
+    after it."""
+
+    def __init__(self, num_cpus: int = 2, **init: Any) -> None:
+        self.init = {"num_cpus": num_cpus, "include_dashboard": False, "log_to_driver": False, **init}
+
+    def __enter__(self) -> Any:
+        import ray
+
+        return ray.init(**self.init)
+
+    def __exit__(self, *exc: object) -> None:
+        import ray
+
+        ray.shutdown()
+
+
+def mean_sd(values: list[float], digits: int = 3) -> str:
+    """``mean ± sd`` over seeds; the value alone for one."""
+    import statistics
+
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f}"
+    return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
+
+
+def padded_tokens(lengths: Any, batch_size: int, sort_by_length: bool, chunk: int | None = None) -> int:
+    """The tokens an encoder computes over texts of ``lengths`` in batches of ``batch_size``: per batch, its rows times
+    its longest, in ``TextEncoder.encode``'s order (by length when ``sort_by_length``); with ``chunk``, the texts
+    come in chunks of that many rows (a labelling UDF's batches), each ordered and batched on its own."""
+    import numpy as np
+
+    lengths = np.asarray(lengths)
+    total = 0
+    for lo in range(0, len(lengths), chunk or len(lengths) or 1):
+        part = lengths[lo:lo + (chunk or len(lengths))]
+        order = np.argsort(part, kind="stable") if sort_by_length else np.arange(len(part))
+        total += sum(len(b) * int(part[b].max()) for b in np.split(order, range(batch_size, len(order), batch_size)))
+    return int(total)
 
 
 def data_root(data_dir: str | None = None) -> Path:
@@ -142,13 +199,13 @@ class Watch:
     ``pss:raylet``, ``pss:workers``, ``pss:other``), of the driver's RSS and of ``/dev/shm``'s growth; the number
     of processes; a timeline of the PSS sum. On exit: ``wall`` seconds, ``cpu`` seconds of the tree (a process
     that ends between two samples loses at most one interval) and ``others``, the cores other processes used.
-    Reading every process's page map costs CPU: over Ray's eleven processes at four samples a second, most of a
-    core, so throughput runs sample seldom."""
+    Reading every process's page map (PSS, USS) costs CPU: over Ray's eleven processes at four samples a second,
+    most of a core, so throughput runs sample seldom, or only RSS (``full=False``, about a twentieth of that)."""
 
-    def __init__(self, every: float = 0.5, pid: int | None = None) -> None:
+    def __init__(self, every: float = 0.5, pid: int | None = None, full: bool = True) -> None:
         import psutil
 
-        self.every, self.root = every, psutil.Process(pid or os.getpid())
+        self.every, self.full, self.root = every, full, psutil.Process(pid or os.getpid())
         self.peak: dict[str, float] = {}
         self.timeline: list[tuple[float, float]] = []
         self.samples, self.first_cpu, self.last_cpu = 0, {}, {}
@@ -167,19 +224,23 @@ class Watch:
         sums: dict[str, float] = {"processes": len(family)}
         for process in family:
             try:
-                memory, times = process.memory_full_info(), process.cpu_times()
+                memory = process.memory_full_info() if self.full else process.memory_info()
+                times = process.cpu_times()
             except psutil.Error:
                 continue
             self.last_cpu[process.pid] = times.user + times.system
-            role = f"pss:{_role(process, self.root.pid)}"
-            for key, value in (("rss", memory.rss), ("pss", memory.pss), ("uss", memory.uss), (role, memory.pss)):
+            sizes = {"rss": memory.rss}
+            if self.full:
+                sizes.update(pss=memory.pss, uss=memory.uss, **{f"pss:{_role(process, self.root.pid)}": memory.pss})
+            for key, value in sizes.items():
                 sums[key] = sums.get(key, 0.0) + value / 2**20
             if process.pid == self.root.pid:
                 sums["driver_rss"] = memory.rss / 2**20
         sums["shm"] = (shutil.disk_usage("/dev/shm").used - self.shm) / 2**20
         if record:
             self.samples += 1
-            self.timeline.append((round(time.perf_counter() - self.start, 1), round(sums.get("pss", 0.0), 1)))
+            total = sums.get("pss", sums["rss"])
+            self.timeline.append((round(time.perf_counter() - self.start, 1), round(total, 1)))
             for key, value in sums.items():
                 self.peak[key] = max(self.peak.get(key, 0.0), value)
         return sums.get("pss", 0.0)
@@ -203,14 +264,15 @@ class Watch:
         self.others = max(0.0, (cpu_busy_seconds() - self.busy - self.cpu) / self.wall)
 
 
-def watch_command(command: list[str], env: dict[str, str] | None = None, every: float = 0.25) -> Watch:
+def watch_command(command: list[str], env: dict[str, str] | None = None, every: float = 0.25,
+                  full: bool = True) -> Watch:
     """Run ``command`` from the repository root, watched (``Watch``) until it ends; raises with its output's tail
     when it fails."""
     proc = subprocess.Popen(command, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     output: list[str] = []
     reader = threading.Thread(target=lambda: output.extend(proc.stdout), daemon=True)
     reader.start()
-    with Watch(every, proc.pid) as watch:
+    with Watch(every, proc.pid, full) as watch:
         proc.wait()
     reader.join()
     if proc.returncode:
