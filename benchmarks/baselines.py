@@ -1,9 +1,7 @@
-"""benchmarks/baselines.md: the declared recipes against what a user tries first, from the baselines studies.
-
-For each study of ``STUDIES`` (its units' records under ``benchmarks/studies/<name>/units``; a study with units
-still to run is shown as far as it went): every arm's average target accuracy and macro-F1 over seeds, the fewest
-classes it predicted, its minutes a unit; then each recipe (``recipe_arms``) − the best baseline, with paired
-bootstrap intervals (``xlt.study.report.comparisons``).
+"""The declared recipes against what a user tries first, from the baselines studies' unit records (under
+``benchmarks/studies/<name>/units``; a study still running is shown as far as it went): per arm, average target
+accuracy and macro-F1 over seeds, the fewest classes predicted, minutes a unit; then each recipe (``recipe_arms``)
+− the best baseline, with paired bootstrap intervals (``xlt.study.report.comparisons``).
 
     python jobs/study.py --study studies/baselines_sib200_150.yaml     # each of STUDIES: runs (and resumes) it
     python benchmarks/baselines.py                                      # -> benchmarks/baselines.md
@@ -31,9 +29,8 @@ ADAPTED = "adapted-e5"  # the e5 probe adapted to each target's unlabelled pool 
 
 
 def recipe_arms(study: Study) -> dict[str, str]:
-    """The arms of the declared recipe of the study's task type and of the other recipe: for single texts the
-    adapted e5 probe is declared (``configs/evaluate_nusax.yaml``) and the job preset's recipe (co-training's LM
-    learner, fine-tuning) the other; for sentence pairs the other way round."""
+    """The declared recipe's arm and the other's: for single texts the adapted e5 probe is declared and the job
+    preset's recipe (co-training's LM learner, fine-tuning) the other; for sentence pairs the other way round."""
     preset = f"{PRESET}/lm" if study.job == "cotrain" else PRESET
     paired = from_dict(TaskConfig, study.job_data(study.variant(PRESET))["task"]).paired
     return {"declared": preset, "other": ADAPTED} if paired else {"declared": ADAPTED, "other": preset}
@@ -52,14 +49,12 @@ def study_section(study: Study) -> tuple[str, dict | None]:
         return f"{head}\n\nNothing has run yet: {len(missing)} units to run.", None
     arms = summary(records)
     cpus = sorted({r.get("cpu") or r.get("device") for r in records})
-    rows = [{"arm": study.label(arm), "seeds": len(s["seeds"]), "avg target acc": _spread(s, "acc"),
-             "avg target macro-F1": _spread(s, "f1"),
+    rows = [{"arm": study.label(arm), "seeds": len(s["seeds"]), "avg target acc": spread(s, "acc"),
+             "avg target macro-F1": spread(s, "f1"),
              "classes predicted (fewest)": f"{s['classes_predicted']} / {s['classes']}" if "classes" in s else None,
              "minutes a unit": s["minutes"]} for arm, s in arms.items()]
-    parts = [head, f"Ran on: {', '.join(cpus)}."]
-    if missing:
-        parts.append(f"Not finished yet: {', '.join(missing)}.")
-    parts.append(markdown_table(rows))
+    parts = [head, f"Ran on: {', '.join(cpus)}.", *([f"Not finished yet: {', '.join(missing)}."] if missing else []),
+             markdown_table(rows)]
     recipes = recipe_arms(study)
     baselines = {arm: s["acc"]["mean"] for arm, s in arms.items() if arm not in recipes.values() and "acc" in s}
     if not baselines:
@@ -81,29 +76,23 @@ def study_section(study: Study) -> tuple[str, dict | None]:
 
 
 def recipe_table(overview: list[dict], recipe: str) -> tuple[int, int, str]:
-    """How many tasks ``recipe`` (declared or other) was measured on, how many it wins, and their table."""
+    """The tasks that measured ``recipe``, those where it is above the best baseline beyond noise, and its table."""
     rows = [{"task": row["task"], **row[recipe], "best baseline": row["best baseline"]}
             for row in overview if recipe in row]
     above = sum(row.pop("above") for row in rows)
     return len(rows), above, markdown_table(rows) if rows else ""
 
 
-def _spread(arm: dict, score: str) -> str | None:
+def spread(arm: dict, score: str) -> str | None:
     """``mean ± std`` over seeds; one run's value alone."""
-    if score not in arm:
-        return None
-    s = arm[score]
-    return f"{s['mean']:.3f}" if len(arm["seeds"]) == 1 else f"{s['mean']:.3f} ± {s['std']:.3f}"
+    s = arm.get(score)
+    return None if s is None else f"{s['mean']:.3f}" + ("" if len(arm["seeds"]) == 1 else f" ± {s['std']:.3f}")
 
 
 def main() -> None:
     args = harness.parser(__doc__, "baselines.md").parse_args()
-    sections, overview = [], []
-    for name in STUDIES:
-        section, row = study_section(load_study(REPO / "studies" / f"{name}.yaml"))
-        sections.append(section)
-        if row:
-            overview.append(row)
+    sections, overview = zip(*(study_section(load_study(REPO / "studies" / f"{name}.yaml")) for name in STUDIES))
+    overview = [row for row in overview if row]
     text = ["# The declared recipes against the first things a user tries",
             "```\npython benchmarks/baselines.py   # after python jobs/study.py --study studies/<each study>.yaml\n```",
             "The frozen probe of each bundled model, CE fine-tuning (one learning rate for every weight), SetFit with "
@@ -120,7 +109,7 @@ def main() -> None:
             so_far = "" if measured == len(STUDIES) else f" measured so far (of {len(STUDIES)})"
             text += [f"{name} above the best baseline with the seeds-and-items interval above 0: {above} of "
                      f"{measured} tasks{so_far}.", table]
-    print(harness.write(args.out, "\n\n".join(text + sections) + "\n").read_text(encoding="utf-8"))
+    harness.write(args.out, "\n\n".join(text + list(sections)) + "\n", show=True)
 
 
 if __name__ == "__main__":

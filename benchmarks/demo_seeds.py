@@ -1,12 +1,10 @@
 """`make demo` at three seeds: above the better frozen probe, every class predicted, the same result when run again.
+Each run's final classifier (the LM learner's) is scored as a study scores a unit, against the same seed's ``declared``
+unit of ``studies/baselines_sib200_150.yaml`` (the same config, an earlier trial); prints demo_seeds.md's table.
 
     make demo ARGS="--set lm.optim.seed=S --set emb.optim.seed=S --set selection.seed=S \\
                     --set output.dir=results/cotrain/demo-seedS"           # S = 0, 1, 2 (0: plain make demo)
-    python benchmarks/demo_seeds.py results/cotrain/demo-seed0 results/cotrain/demo-seed1 results/cotrain/demo-seed2
-
-Each run's final classifier (the LM learner's) scored as a study scores a unit, against the same seed's ``declared``
-unit of ``studies/baselines_sib200_150.yaml`` (the same config, an earlier trial). Prints demo_seeds.md's table.
-"""
+    python benchmarks/demo_seeds.py results/cotrain/demo-seed0 results/cotrain/demo-seed1 results/cotrain/demo-seed2"""
 
 from __future__ import annotations
 
@@ -22,35 +20,30 @@ from xlt.report import markdown_table
 from xlt.study.units import scored_arm
 from xlt.train.workload import read_predictions
 
-STUDY = harness.HERE / "studies" / "baselines_sib200_150"
-COMPARED = ("acc", "f1", "items", "iterations")  # what must repeat exactly
-
 
 def demo_row(run: Path) -> dict:
-    results = json.loads((run / "results.json").read_text(encoding="utf-8"))
+    results = json.loads((run / "results.json").read_bytes())
     seed, source = results["config"]["lm"]["optim"]["seed"], results["config"]["task"]["source_lang"]
     with latest_checkpoint(learner_run(str(run), "lm")).as_directory() as last:
         arm = scored_arm(read_predictions(last)["test"], source)
     arm["iterations"] = [h[metric_name("test", ACC, AVG_TARGET)] for h in results["history"] if h["learner"] == "lm"]
-    unit = json.loads((STUDY / "units" / f"declared-seed{seed}.json").read_text(encoding="utf-8"))
-    unit = unit["arms"]["declared/lm"]
-    differs = [key for key in COMPARED if arm[key] != unit[key]]
+    unit = json.loads((harness.HERE / "studies" / "baselines_sib200_150" / "units" / f"declared-seed{seed}.json")
+                      .read_bytes())["arms"]["declared/lm"]
+    differs = [key for key in ("acc", "f1", "items", "iterations") if arm[key] != unit[key]]  # what must repeat exactly
     probe, scores = max(results["probes"].items(), key=lambda kv: kv[1][ACC][AVG_TARGET])
-    seconds = max(row["start s"] + row["seconds"] for row in results["phases"])
-    return {"seed": seed, "avg target acc": round(arm[ACC][AVG_TARGET], 4),
-            "avg target macro-F1": round(arm[F1][AVG_TARGET], 4),
-            "better frozen probe (acc / F1)": f"{probe}: {scores[ACC][AVG_TARGET]:.4f} / {scores[F1][AVG_TARGET]:.4f}",
-            "above it": "yes" if arm[ACC][AVG_TARGET] > scores[ACC][AVG_TARGET] else "NO",
+    acc, f1, best = arm[ACC][AVG_TARGET], arm[F1][AVG_TARGET], scores[ACC][AVG_TARGET]
+    return {"seed": seed, "avg target acc": round(acc, 4), "avg target macro-F1": round(f1, 4),
+            "better frozen probe (acc / F1)": f"{probe}: {best:.4f} / {scores[F1][AVG_TARGET]:.4f}",
+            "above it": "yes" if acc > best else "NO",
             "classes predicted": f"{arm['classes_predicted']} / {arm['classes']}",
             "the study's unit again": "identical" if not differs else "differs: " + ", ".join(differs),
-            "job minutes": round(seconds / 60, 2)}
+            "job minutes": round(max(row["start s"] + row["seconds"] for row in results["phases"]) / 60, 2)}
 
 
 def main() -> None:
     parser = harness.parser(__doc__)
     parser.add_argument("runs", nargs="+", type=Path, help="finished demo runs' output directories")
-    args = parser.parse_args()
-    print(f"{markdown_table([demo_row(run) for run in args.runs])}\n\nCPU: {cpu_model()}")
+    print(f"{markdown_table([demo_row(run) for run in parser.parse_args().runs])}\n\nCPU: {cpu_model()}")
 
 
 if __name__ == "__main__":

@@ -3,10 +3,8 @@
     python jobs/cotrain.py --set output.dir=/tmp/demo 2> /tmp/demo.log      # the demo, timed
     python benchmarks/demo_time.py --run "learners on Ray Train=/tmp/demo:/tmp/demo.log" [--run ...]
 
-Each ``--run label=OUTPUT_DIR:LOG`` is a finished demo: its ``results.json`` and its stderr, whose timestamps
-time each iteration (Ray's start to iteration 0's summary line, then summary to summary). Writes
-``benchmarks/demo_time.json``; prints the tables of ``benchmarks/demo_time.md``.
-"""
+Each ``--run LABEL=OUTPUT_DIR:LOG``, a finished demo: its ``results.json`` and timestamped stderr. Writes
+``benchmarks/demo_time.json``; prints the tables of ``benchmarks/demo_time.md``."""
 
 from __future__ import annotations
 
@@ -20,8 +18,6 @@ from xlt.report import markdown_table
 
 # The job's lines (HH:MM:SS message) and Ray's (YYYY-MM-DD HH:MM:SS,mmm LEVEL ...).
 LINE = re.compile(r"^(?:\d{4}-\d\d-\d\d )?(\d\d:\d\d:\d\d)(?:,\d+)?\s+(.*)$")
-REAL = re.compile(r"^real\s+(\d+)m([\d.]+)s$", re.M)  # bash's `time`, when the job ran under it
-SUMMARY = re.compile(r"^iteration (\d+): ")
 
 
 def seconds_between(start: str, end: str) -> float:
@@ -30,25 +26,15 @@ def seconds_between(start: str, end: str) -> float:
 
 
 def iteration_times(log: Path) -> tuple[list[float], float]:
-    """Wall seconds of each iteration (from the first timestamped line, Ray's start) and of the whole
-    job (bash's ``real`` when the log has it, else first to last timestamped line)."""
+    """Wall seconds of each iteration (from Ray's start, then summary line to summary line) and of the whole job."""
     text = log.read_text(errors="replace")
     stamped = [m.groups() for m in map(LINE.match, text.splitlines()) if m]
     if not stamped:
         raise ValueError(f"{log} has no timestamped lines: not the stderr of jobs/cotrain.py")
-    marks = [stamped[0][0]] + [t for t, message in stamped if SUMMARY.match(message)]
-    real = REAL.search(text)
+    marks = [stamped[0][0]] + [t for t, message in stamped if re.match(r"iteration \d+: ", message)]
+    real = re.search(r"^real\s+(\d+)m([\d.]+)s$", text, re.M)  # bash's `time`, when the job ran under it
     total = int(real[1]) * 60 + float(real[2]) if real else seconds_between(stamped[0][0], stamped[-1][0])
     return [seconds_between(a, b) for a, b in zip(marks, marks[1:])], total
-
-
-def accuracy_rows(label: str, results: dict) -> list[dict]:
-    history, split = results["history"], results["config"]["data"]["eval_split"]
-    last = max(h["iteration"] for h in history)
-    langs = [key.rsplit("/", 1)[1] for key in history[0] if key.startswith(f"{split}/acc/")]
-    return [{"run": label, "learner": h["learner"], "iteration": h["iteration"],
-             **{lang: h.get(f"{split}/acc/{lang}") for lang in langs}}
-            for h in history if h["iteration"] in (0, last)]
 
 
 def main() -> None:
@@ -57,14 +43,17 @@ def main() -> None:
     args = parser.parse_args()
     runs, per_iteration, accuracy = {}, [], []
     for spec in args.run:
-        label, _, paths = spec.partition("=")
-        out, _, log = paths.partition(":")
+        label, out, log = re.fullmatch(r"(.*?)=(.*?):(.*)", spec).groups()
         results = json.loads(Path(out, "results.json").read_text())
         iterations, total = iteration_times(Path(log))
         runs[label] = {"iterations_s": iterations, "total_s": total, "phases": results.get("phases", [])}
         per_iteration.append({"run": label, **{f"iteration {i} s": s for i, s in enumerate(iterations)},
                               "whole job min": total / 60})
-        accuracy += accuracy_rows(label, results)
+        history, acc = results["history"], f"{results['config']['data']['eval_split']}/acc/"
+        last = max(h["iteration"] for h in history)
+        accuracy += [{"run": label, "learner": h["learner"], "iteration": h["iteration"],
+                      **{key.removeprefix(acc): h.get(key) for key in history[0] if key.startswith(acc)}}
+                     for h in history if h["iteration"] in (0, last)]
     print("### Wall time per iteration\n\n" + markdown_table(per_iteration, digits=1))
     for label, run in runs.items():
         if run["phases"]:

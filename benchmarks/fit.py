@@ -1,12 +1,10 @@
-"""How closely the fine-tuned units of a study fit the rows they trained on, against their test rows.
+"""How closely the fine-tuned units of a study fit the rows they trained on, against their test rows: a unit far better
+on the English pairs it was trained on than on English test pairs has learned those pairs rather than the task.
 
     .venv/bin/python benchmarks/fit.py studies/scl-pawsx.yaml ce-seed0 scl-seed0  # -> fidelity/scl-pawsx-fit.md
 
-A unit that scores far higher on the English pairs it was trained on than on English test pairs has learned those
-pairs rather than the task. Each unit's latest checkpoint under ``<the study's output>/runs/<unit>/`` predicts, as
-the job's evaluation does (``Classifier.predict``), the source-language rows its configuration trained on
-(``xlt.train.data.train_rows``: originals only, no views) and the source language's test rows.
-"""
+Each unit's latest checkpoint predicts as the job's evaluation does (``Classifier.predict``) its source-language
+training rows (``xlt.train.data.train_rows``: originals only, no views) and test rows."""
 
 from __future__ import annotations
 
@@ -31,13 +29,11 @@ def unit_fit(unit: Path) -> dict:
     checkpoint = Path(latest_checkpoint(unit).path)
     cfg = read_checkpoint(checkpoint).config
     task = load_task(cfg.task, cfg.data.data_dir)
-    source = task.source_lang
-    train = [r for r in train_rows(cfg.data, task) if r["lang"] == source]
-    test = [r for r in eval_rows(task, "test", cfg.data.max_examples) if r["lang"] == source]
+    train = [r for r in train_rows(cfg.data, task) if r["lang"] == task.source_lang]
+    test = [r for r in eval_rows(task, "test", cfg.data.max_examples) if r["lang"] == task.source_lang]
     classifier = load_classifier(checkpoint)
-    return {"unit": unit.name, "checkpoint": checkpoint.name, "train_rows": len(train),
-            "train": accuracy(classifier, train), "test_rows": len(test), "test": accuracy(classifier, test),
-            "source": source}
+    return {"unit": unit.name, "checkpoint": checkpoint.name, "source": task.source_lang, "train_rows": len(train),
+            "train": accuracy(classifier, train), "test_rows": len(test), "test": accuracy(classifier, test)}
 
 
 def main() -> None:
@@ -46,18 +42,14 @@ def main() -> None:
     parser.add_argument("units", nargs="+", help="its units (run directories under <output>/runs/), e.g. ce-seed0")
     parser.add_argument("--out", type=Path, help="default: benchmarks/fidelity/<study>-fit.md")
     args = parser.parse_args()
-    study = load_study(args.study)
-    machine = harness.Machine()
-    fits = []
+    study, machine, fits = load_study(args.study), harness.Machine(), []
     for name in args.units:
         fits.append(unit_fit(Path(study.output) / "runs" / name))
         print(f"{name}: train {fits[-1]['train']:.3f}, test {fits[-1]['test']:.3f}", flush=True)
     source = fits[0]["source"]
     rows = [{"unit": f["unit"], "checkpoint": f["checkpoint"],
-             f"{source} train": f"{f['train']:.3f} ({f['train_rows']})",
-             f"{source} test": f"{f['test']:.3f} ({f['test_rows']})",
-             "train − test": f"{f['train'] - f['test']:+.3f}"}
-            for f in fits]
+             **{f"{source} {split}": f"{f[split]:.3f} ({f[split + '_rows']})" for split in ("train", "test")},
+             "train − test": f"{f['train'] - f['test']:+.3f}"} for f in fits]
     harness.write(args.out or harness.HERE / "fidelity" / f"{study.name}-fit.md",
                   f"{machine.header(f'{study.name}: fit to the training rows against the test rows')}\n"
                   f"Accuracy of each unit's final checkpoint on the {source} rows it was trained on and on the "

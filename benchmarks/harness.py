@@ -78,9 +78,11 @@ def stored(path: str | Path, run: Any) -> dict[str, Any]:
     if path.is_file():
         return json.loads(path.read_text())
     machine = Machine()
-    result = run()
-    write(path.with_suffix(".tmp"), {**result, **machine.fields()})
+    result = {**run(), **machine.fields()}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.with_suffix(".tmp").write_text(json.dumps(result, indent=2, default=str) + "\n", encoding="utf-8")
     os.replace(path.with_suffix(".tmp"), path)
+    print(f"wrote {path}")
     return json.loads(path.read_text())
 
 
@@ -278,6 +280,23 @@ def watch_command(command: list[str], env: dict[str, str] | None = None, every: 
     if proc.returncode:
         raise RuntimeError(f"{' '.join(command)} failed:\n{''.join(output)[-3000:]}")
     return watch
+
+
+def view_batches(prepared: Any, batch_size: int) -> list[Any]:
+    """A prepared fine-tuning job's train rows with the view columns its augmentation UDF adds, in ``ViewBatch``es of
+    ``batch_size``, as the engine's loop takes them."""
+    import numpy as np
+
+    from xlt.augment import CrossLingualAugment
+    from xlt.train.batches import batches_of, flatten_batch
+    from xlt.train.data import augmentation_sources
+
+    cfg, rows = prepared.config, prepared.train
+    augment = CrossLingualAugment.from_config(cfg.data.augment, **augmentation_sources(cfg.data, prepared.task))
+    views = augment({key: np.array([row[key] for row in rows], dtype=object) for key in rows[0]})
+    label_index = {label: i for i, label in enumerate(cfg.task.labels)}
+    return [flatten_batch(b, label_index)
+            for b in batches_of([{key: views[key][i] for key in views} for i in range(len(rows))], batch_size)]
 
 
 def train_step(training: Any, batch: Any, max_grad_norm: float = 1.0) -> dict[str, float]:

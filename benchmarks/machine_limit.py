@@ -2,11 +2,9 @@
 
     python benchmarks/machine_limit.py --threads 2 --out benchmarks/machine_limit.json
 
-A throughput is also a fraction of it (``fraction_of_limit``: rows/s × tokens per row × FLOPs per token ÷ GEMM
-FLOP/s). GEMM: best timed ``torch.mm`` of ``n × n`` matrices (``2 n³`` FLOPs), fp32, and bf16 where native
-(``--all-dtypes``: emulated too). Forward FLOPs per token: ``2 N`` for the ``N`` non-embedding weights plus
-attention's ``4 × layers × S × hidden`` (Kaplan et al. 2020, Table 1).
-"""
+``fraction_of_limit`` sets a throughput against it. GEMM: best timed ``torch.mm`` of ``n × n`` matrices (``2 n³``
+FLOPs), fp32, and bf16 where native (``--all-dtypes``: emulated too). Forward FLOPs per token: ``2 N`` for the ``N``
+non-embedding weights plus attention's ``4 × layers × S × hidden`` (Kaplan et al. 2020, Table 1)."""
 
 from __future__ import annotations
 
@@ -31,14 +29,12 @@ def gemm_gflops(dtype: str, n: int = 1024, repeats: int = 5, threads: int | None
 def encoder_flops_per_token(source: str, seq_len: int) -> dict[str, float]:
     """Forward FLOPs per token of ``source``'s transformer at ``seq_len``, with the counts they come from."""
     backbone = load_encoder(EncoderConfig(source=source)).backbone
-    config = backbone.config
+    layers, hidden = backbone.config.num_hidden_layers, backbone.config.hidden_size
     embedding = {id(p) for module in backbone.modules() if module.__class__.__name__.endswith("Embedding")
                  for p in module.parameters(recurse=False)}
     weights = sum(p.numel() for p in backbone.parameters() if id(p) not in embedding)
-    attention = 4 * config.num_hidden_layers * seq_len * config.hidden_size
-    return {"non_embedding_weights": float(weights), "layers": float(config.num_hidden_layers),
-            "hidden": float(config.hidden_size), "seq_len": float(seq_len),
-            "forward_flops_per_token": float(2 * weights + attention)}
+    return {"non_embedding_weights": float(weights), "layers": float(layers), "hidden": float(hidden),
+            "seq_len": float(seq_len), "forward_flops_per_token": float(2 * weights + 4 * layers * seq_len * hidden)}
 
 
 def fraction_of_limit(rows_per_s: float, tokens_per_row: float, flops_per_token: float, gflops: float) -> float:
@@ -46,36 +42,29 @@ def fraction_of_limit(rows_per_s: float, tokens_per_row: float, flops_per_token:
     return rows_per_s * tokens_per_row * flops_per_token / (gflops * 1e9)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main() -> None:
     parser = harness.parser(__doc__, "machine_limit.json")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="torch threads (default: every core)")
     parser.add_argument("--size", type=int, default=1024, help="GEMM matrix size n")
     parser.add_argument("--model", default="bundled:multilingual-e5-small", help="the encoder whose FLOPs are counted")
     parser.add_argument("--seq-len", type=int, default=64, help="sequence length of the attention term")
     parser.add_argument("--all-dtypes", action="store_true", help="also time bf16 where the CPU has no native bf16")
-    args = parser.parse_args(argv)
-
-    machine = harness.Machine()
-    flags = cpu_flags()
+    args = parser.parse_args()
+    machine, flags = harness.Machine(), cpu_flags()
     bf16 = native_bf16(flags)
-    gemm = {"float32": gemm_gflops("float32", args.size, threads=args.threads)}
-    if bf16 or args.all_dtypes:
-        gemm["bfloat16"] = gemm_gflops("bfloat16", args.size, threads=args.threads)
+    dtypes = ("float32", "bfloat16") if bf16 or args.all_dtypes else ("float32",)
+    gemm = {dtype: gemm_gflops(dtype, args.size, threads=args.threads) for dtype in dtypes}
     model = encoder_flops_per_token(args.model, args.seq_len)
-    print(machine.line())
-    for dtype, value in gemm.items():
-        native = "" if dtype == "float32" else (" (native)" if bf16 else " (emulated: no avx512_bf16/amx_bf16)")
-        print(f"  {dtype} GEMM {args.size}: {value:.1f} GFLOP/s{native}")
-    print(f"  {args.model}: {model['forward_flops_per_token'] / 1e6:.1f} MFLOP per token forward at S={args.seq_len} "
-          f"({model['non_embedding_weights'] / 1e6:.1f} M non-embedding weights)")
+    native = {"float32": "", "bfloat16": " (native)" if bf16 else " (emulated: no avx512_bf16/amx_bf16)"}
+    print(machine.line(), *(f"  {d} GEMM {args.size}: {v:.1f} GFLOP/s{native[d]}" for d, v in gemm.items()), sep="\n")
     ceiling = gemm["float32"] * 1e9 / model["forward_flops_per_token"]
-    print(f"  ceiling: {ceiling:,.0f} tokens/s forward in fp32 ({ceiling / args.seq_len:,.0f} rows/s of "
-          f"{args.seq_len} tokens)")
+    print(f"  {args.model}: {model['forward_flops_per_token'] / 1e6:.1f} MFLOP per token forward at S={args.seq_len} "
+          f"({model['non_embedding_weights'] / 1e6:.1f} M non-embedding weights)\n  ceiling: {ceiling:,.0f} tokens/s "
+          f"forward in fp32 ({ceiling / args.seq_len:,.0f} rows/s of {args.seq_len} tokens)")
     harness.write(args.out, {**machine.fields(), "threads": args.threads, "gemm_size": args.size, "native_bf16": bf16,
                              "bf16_flags": sorted(flags & set(NATIVE_BF16_FLAGS)), "gemm_gflops": gemm,
                              "model": args.model, **model})
-    return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()

@@ -2,11 +2,10 @@
 
     python benchmarks/predict_scale.py memory        # tiny:bert; 10k, 100k and 1M rows; in process and one actor
     python benchmarks/predict_scale.py throughput    # e5; 20,000 SIB-200 sentences; bare loop, job, job + actor
-    python benchmarks/predict_scale.py report        # benchmarks/predict_scale.md from the parts stored so far
+    python benchmarks/predict_scale.py report        # benchmarks/predict_scale.md from the runs stored so far
     python benchmarks/predict_scale.py memory --rows 1000 2000 --store /tmp/ps    # a check that it runs
 
-Each run is stored when it ends (``--store``, default results/benchmarks/predict_scale/) and skipped when it is
-there, so a part resumes; ``report`` writes the markdown, with each run's method, CPU and load, from what is stored.
+Each run is stored under ``--store`` when it ends and skipped when it is there, so a part resumes.
 """
 
 from __future__ import annotations
@@ -27,19 +26,18 @@ WORDS = ("the of and to in is was for on that with as by at from his her an whic
          "north south water light house market station island language history king queen village road").split()
 LANGS = ("en", "de", "fr")
 METHOD = (
-    "Memory: synthetic JSON Lines corpora (20 seeded words a row, three languages in the `lang` field, no id) labelled "
-    "by `jobs/predict.py` as a user runs it (a subprocess; shards of 10,000 rows) with a tiny:bert classifier, so that "
-    "reading, checking, shards and writing grow, not the model's time. Sampled every 0.25 s: the driver's RSS; sums "
-    "over it and every process under it (Ray's, the labelling actor) of USS (which leaves out the object store's "
-    "shared memory) and of PSS (shared pages split between the processes mapping them).\n\n"
-    "Throughput: 20,000 rows, every SIB-200 sentence offline twice over, bundled:multilingual-e5-small under a fresh "
-    "head, fp32, batches of 64: a bare `Classifier.predict` loop in this process (sorted by length as a whole), the "
-    "job in process (`inference.num_actors: 0`), the job with one actor holding both cores, and the bare loop again: "
-    "the machine's speed drifts by 10-20 % over minutes, so each job is set against the bare loops before and after.")
+    "Memory: synthetic JSON Lines corpora (20 seeded words a row, three languages in `lang`, no id) labelled by "
+    "`jobs/predict.py` as a user runs it (a subprocess; shards of 10,000 rows) with a tiny:bert classifier, so that "
+    "reading, checking, shards and writing grow, not the model's time. Sampled every 0.25 s: the driver's RSS; over it "
+    "and every process under it (Ray's, the labelling actor), the sums of USS (without the object store's shared "
+    "memory) and of PSS (shared pages split between the processes mapping them).\n\n"
+    "Throughput: 20,000 rows (every SIB-200 sentence twice over), bundled:multilingual-e5-small under a fresh head, "
+    "fp32, batches of 64, one after the other: a bare `Classifier.predict` loop in this process (sorted by length as a "
+    "whole), the job in process (`inference.num_actors: 0`), the job with one actor holding both cores, the bare loop "
+    "again. The machine's speed drifts by 10-20 % over minutes: each job is set against the bare loops around it.")
 
 
 def synthetic_corpus(path: Path, rows: int) -> Path:
-    """``rows`` JSON Lines of 20 seeded words and a language."""
     if not path.is_file():
         rng = random.Random(0)
         with open(path.with_suffix(".tmp"), "w", encoding="utf-8") as sink:
@@ -50,8 +48,7 @@ def synthetic_corpus(path: Path, rows: int) -> Path:
 
 
 def checkpoint(run: Path, source: str) -> Path:
-    """A fine-tuning run's output (the job reads its record): a classifier over SIB-200's labels with a fresh head on
-    ``source``, its checkpoint in ``run/epoch001``."""
+    """A fine-tuning run's record and checkpoint (``run/epoch001``): SIB-200's labels, a fresh head on ``source``."""
     import torch
 
     from xlt.engine import write_state
@@ -69,34 +66,17 @@ def checkpoint(run: Path, source: str) -> Path:
     return run
 
 
-def watched(command: list[str], env: dict[str, str], every: float = 0.25) -> dict:
-    """``command``'s wall time and peaks of memory (MB), watched every ``every`` seconds."""
-    watch = harness.watch_command(command, env, every)
-    return {"driver_rss_mb": watch.peak["driver_rss"], "uss_sum_mb": watch.peak["uss"],
-            "pss_sum_mb": watch.peak["pss"], "processes": watch.peak["processes"], "seconds": watch.wall,
-            "sampled_every_s": every, "pss_timeline_mb": watch.timeline[::max(1, len(watch.timeline) // 200)]}
-
-
-def stored(store: Path, name: str, run) -> dict:
-    """The stored result ``name``, or ``run()``'s, stored with the CPU, the load and the time."""
-    from xlt.hardware import cpu_model
-
-    path = store / f"{name}.json"
-    if path.is_file():
-        return json.loads(path.read_text())
-    load = os.getloadavg()[0]
-    result = {**run(), "cpu": cpu_model(), "load_1min_start": load, "load_1min_end": os.getloadavg()[0],
-              "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "command": " ".join(sys.argv)}
-    harness.write(path, result)
-    return result
-
-
-def job(model: Path, corpus: Path, work: Path, actors: int) -> tuple[list[str], Path]:
-    """The predict job's command, as a user runs it, and the directory it writes."""
+def job(model: Path, corpus: Path, rows: int, actors: int, work: Path, env: dict, every: float) -> dict:
+    """The predict job run as a user runs it, watched every ``every`` s: its seconds, peaks (MiB) and phases."""
     out = Path(tempfile.mkdtemp(prefix="predict-scale-", dir=work))
     sets = [f"model.path={model}", f"input.path={corpus}", "input.lang_field=lang", f"output.dir={out}",
             f"inference.num_actors={actors}", "inference.num_cpus=2", "inference.threads=2"]
-    return [sys.executable, "jobs/predict.py", "--no-tracking", *(x for s in sets for x in ("--set", s))], out
+    watch = harness.watch_command([sys.executable, "jobs/predict.py", "--no-tracking",
+                                   *(x for s in sets for x in ("--set", s))], env, every)
+    phases = json.loads((out / "results.json").read_text())["phases"]
+    return {"rows": rows, "actors": actors, "seconds": watch.wall, "peak": watch.peak, "sampled_every_s": every,
+            "pss_timeline_mb": watch.timeline[::max(1, len(watch.timeline) // 200)],
+            "phases": {p["phase"]: p["seconds"] for p in phases}}
 
 
 def memory(args, store: Path, work: Path, env: dict[str, str]) -> None:
@@ -104,8 +84,8 @@ def memory(args, store: Path, work: Path, env: dict[str, str]) -> None:
     for rows in args.rows:
         corpus = synthetic_corpus(work / f"corpus-{rows}.jsonl", rows)
         for actors in args.actors:
-            stored(store, f"memory-{rows}-actors{actors}",
-                   lambda: {"rows": rows, "actors": actors, **watched(job(model, corpus, work, actors)[0], env)})
+            harness.stored(store / f"memory-{rows}-actors{actors}.json",
+                           lambda: job(model, corpus, rows, actors, work, env, every=0.25))
 
 
 def throughput(args, store: Path, work: Path, env: dict[str, str]) -> None:
@@ -127,108 +107,88 @@ def throughput(args, store: Path, work: Path, env: dict[str, str]) -> None:
         classifier.predict([r["text"] for r in items], batch_size=64)
         return {"rows": rows, "seconds": time.perf_counter() - loaded, "model_load_s": loaded - start}
 
-    def run(actors: int) -> dict:
-        command, out = job(model, corpus, work, actors)
-        result = {"rows": rows, "actors": actors, **watched(command, env, every=10)}
-        phases = json.loads((out / "results.json").read_text())["phases"]
-        return {**result, "phases": {p["phase"]: p["seconds"] for p in phases}}
-
-    # The bare loop before and after the jobs: the two bound how much the machine's speed drifted meanwhile.
-    stored(store, f"throughput-{rows}-bare", bare)
+    harness.stored(store / f"throughput-{rows}-bare.json", bare)
     for actors in (0, 1):
-        stored(store, f"throughput-{rows}-actors{actors}", lambda: run(actors))
-    stored(store, f"throughput-{rows}-bare-after", bare)
+        harness.stored(store / f"throughput-{rows}-actors{actors}.json",
+                       lambda: job(model, corpus, rows, actors, work, env, every=10))
+    harness.stored(store / f"throughput-{rows}-bare-after.json", bare)
 
 
 def quarters(timeline: list) -> str:
-    """The PSS of every process a quarter, half, three quarters of the way through a run, and at its end: whether
-    memory climbs with the rows read or levels off."""
-    return ", ".join(f"{timeline[min(len(timeline) - 1, round(q * (len(timeline) - 1)))][1]:.0f}"
-                     for q in (0.25, 0.5, 0.75, 1.0)) if timeline else "–"
+    """PSS a quarter, half, three quarters through a run and at its end: does it climb with the rows read?"""
+    last = len(timeline) - 1
+    return ", ".join(f"{timeline[round(q * last)][1]:.0f}" for q in (0.25, 0.5, 0.75, 1.0)) if timeline else "–"
 
 
 def report(store: Path, output: Path) -> None:
-    results = {p.stem: json.loads(p.read_text()) for p in sorted(store.glob("*.json"))}
+    results = {p.stem: json.loads(p.read_text()) for p in sorted(store.glob("*.json"), key=lambda p: p.stem)}
     mem = sorted((r for k, r in results.items() if k.startswith("memory-")), key=lambda r: (r["actors"], r["rows"]))
-    load = lambda r: f"{r['load_1min_start']:.1f}-{r['load_1min_end']:.1f}"  # noqa: E731
     text = ["# Predict on corpora of any size (issue 72)", "", "```",
             *(f"python benchmarks/predict_scale.py {part}" for part in ("memory", "throughput", "report")), "```", "",
-            "Each row names the CPU and the 1-minute load of its run (other work on the machine slows a run; it does "
-            "not change its memory).", "", METHOD]
+            "Each row names the machine and load of its run (other work slows a run; it does not change its memory).",
+            "", METHOD]
     if mem:
         text += ["", "## Memory against rows", "", markdown_table([
             {"rows": f"{r['rows']:,}", "labelling": f"{r['actors']} actor" if r["actors"] else "in the driver",
-             "driver peak RSS (MB)": f"{r['driver_rss_mb']:.0f}",
-             "peak USS, every process (MB)": f"{r['uss_sum_mb']:.0f}",
+             "driver peak RSS (MB)": f"{r['peak']['driver_rss']:.0f}",
+             "peak USS, every process (MB)": f"{r['peak']['uss']:.0f}",
              "PSS at ¼, ½, ¾, last sample (MB)": quarters(r["pss_timeline_mb"]),
-             "peak PSS, every process (MB)": f"{r['pss_sum_mb']:.0f}", "processes": r["processes"],
-             "seconds": f"{r['seconds']:.0f}", "rows/s": f"{r['rows'] / r['seconds']:.0f}", "CPU": r["cpu"],
-             "load": load(r)} for r in mem])]
+             "peak PSS, every process (MB)": f"{r['peak']['pss']:.0f}", "processes": r["peak"]["processes"],
+             "seconds": f"{r['seconds']:.0f}", "rows/s": f"{r['rows'] / r['seconds']:.0f}", "machine": r["machine"]}
+            for r in mem])]
     for actors in (0, 1):
-        runs = {r["rows"]: r for r in mem if r["actors"] == actors}
+        runs = {r["rows"]: r["peak"] for r in mem if r["actors"] == actors}
         if 100_000 in runs and 1_000_000 in runs:
-            ratio = lambda key: runs[1_000_000][key] / runs[100_000][key]  # noqa: E731
+            ratio = {key: runs[1_000_000][key] / runs[100_000][key] for key in ("driver_rss", "uss", "pss")}
             text += ["", f"{'With one actor' if actors else 'In the driver'}: 1M rows against 100k, driver RSS "
-                     f"×{ratio('driver_rss_mb'):.2f}, USS of every process ×{ratio('uss_sum_mb'):.2f}, PSS of every "
-                     f"process ×{ratio('pss_sum_mb'):.2f}."]
-    through = sorted(((k, r) for k, r in results.items() if k.startswith("throughput-")),
-                     key=lambda item: ("-bare" not in item[0], item[0]))  # the bare loops first
-    if through:
-        bares = [r for k, r in through if "-bare" in k]
+                     f"×{ratio['driver_rss']:.2f}, USS of every process ×{ratio['uss']:.2f}, PSS of every process "
+                     f"×{ratio['pss']:.2f}."]
+    bares = [r for k, r in results.items() if k.startswith("throughput-") and "-bare" in k]  # before, after
+    if bares:
         bare_s = sum(r["seconds"] for r in bares) / len(bares)  # each job against the mean of the bare loops
-        rows, fixed = [], []
-        for k, r in through:
-            if "-bare" in k:
-                rows.append((f"bare loop{' (again, after the jobs)' if k.endswith('-after') else ''}: "
-                             "Classifier.predict over every row, in process (model load apart)", r["seconds"], r))
-                continue
+        rows = [(f"bare loop{' (again, after the jobs)' if i else ''}: Classifier.predict over every row, in process "
+                 "(model load apart)", r["seconds"], r) for i, r in enumerate(bares)]
+        fixed = ["the bare loop's model load " + ", ".join(f"{r['model_load_s']:.1f} s" for r in bares)]
+        for r in (r for k, r in results.items() if k.startswith("throughput-") and "-actors" in k):
             where = "1 actor" if r["actors"] else "in process"
-            rows.append((f"jobs/predict.py, {where}: the whole command (Python, imports, Ray, the model, reading, "
-                         "labelling, writing)", r["seconds"], r))
-            rows.append((f"jobs/predict.py, {where}: after its start-up (phase 'label and write': reading, "
-                         "checking, labelling, writing)", r["phases"]["label and write"], r))
-            fixed.append(f"{where}: " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in r["phases"].items()
-                                                  if name != "label and write")
-                         + f", and {r['seconds'] - sum(r['phases'].values()):.1f} s of Python start and imports")
+            rows += [(f"jobs/predict.py, {where}: the whole command (Python, imports, Ray, the model, reading, "
+                      "labelling, writing)", r["seconds"], r),
+                     (f"jobs/predict.py, {where}: after its start-up (phase 'label and write': reading, checking, "
+                      "labelling, writing)", r["phases"]["label and write"], r)]
+            fixed.append(f"the job, {where} (its results.json): " + ", ".join(
+                f"{name} {seconds:.1f} s" for name, seconds in r["phases"].items() if name != "label and write")
+                + f", and {r['seconds'] - sum(r['phases'].values()):.1f} s of Python start and imports")
+        table = markdown_table([
+            {"run": run, "seconds": f"{seconds:.1f}", "rows/s": f"{bares[0]['rows'] / seconds:.1f}",
+             "vs bare loop": f"{bare_s / seconds:.2f}",
+             "vs each bare loop": "/".join(f"{b['seconds'] / seconds:.2f}" for b in bares),
+             "machine": r["machine"], "date": r["date"],
+             "memory sampled every": f"{r['sampled_every_s']:g} s" if "sampled_every_s" in r else "–"}
+            for run, seconds, r in rows])
         text += ["", f"## Rows/s against a bare loop: {bares[0]['rows']:,} SIB-200 sentences, e5, fp32", "",
-                 "Run one after the other, alone on the machine: the bare loop, the job in process, the job with one "
-                 "actor, the bare loop again. \"vs bare loop\" is the bare loops' mean time "
-                 f"({bare_s:.1f} s) over the run's; the two bare loops differ by how much the machine's speed drifted "
-                 "in between, and \"vs each bare loop\" is the run against each of them: the ratio lies between the "
-                 "two where the drift is steady." + ("" if len(bares) > 1 else
-                                                     " **Only the first bare loop is stored**: the ratios do not "
-                                                     "bound that drift."), "",
-                 markdown_table([{"run": run, "seconds": f"{seconds:.1f}",
-                                  "rows/s": f"{bares[0]['rows'] / seconds:.1f}",
-                                  "vs bare loop": f"{bare_s / seconds:.2f}",
-                                  "vs each bare loop": "/".join(f"{b['seconds'] / seconds:.2f}" for b in bares),
-                                  "CPU": r["cpu"], "load": load(r), "ended": r["date"],
-                                  "memory sampled every": f"{r['sampled_every_s']:g} s" if "sampled_every_s" in r
-                                  else "–"} for run, seconds, r in rows]),
-                 "", "Fixed costs. The bare loop's model load, apart: "
-                 + ", ".join(f"{r['model_load_s']:.1f} s" for r in bares) + ". The job's phases "
-                 "(its results.json): " + "; ".join(fixed) + "."]
-    print("\n".join(text))
-    harness.write(output, "\n".join(text) + "\n")
+                 f"\"vs bare loop\" is the bare loops' mean time ({bare_s:.1f} s) over the run's; \"vs each bare "
+                 "loop\", the run against each of them: the ratio lies between the two where the machine's speed "
+                 "drifts steadily." + ("" if len(bares) > 1 else " **Only the first bare loop is stored**: the "
+                                       "ratios do not bound that drift."), "", table, "",
+                 f"Fixed costs: {'; '.join(fixed)}."]
+    harness.write(output, "\n".join(text) + "\n", show=True)
 
 
 def main() -> None:
     parser = harness.parser(__doc__, "predict_scale.md", data_dir=True)
     parser.add_argument("part", choices=("memory", "throughput", "report"))
     parser.add_argument("--rows", type=int, nargs="+", default=[10_000, 100_000, 1_000_000],
-                        help="memory: corpus sizes; throughput: the first of them caps the rows (default 20,000)")
-    parser.add_argument("--actors", type=int, nargs="+", default=[0, 1],
-                        help="memory: labelling actors (0: the driver)")
-    parser.add_argument("--store", default=str(harness.REPO / "results" / "benchmarks" / "predict_scale"))
+                        help="memory: corpus sizes; throughput: the least of them sets the rows (default 20,000)")
+    parser.add_argument("--actors", type=int, nargs="+", default=[0, 1], help="memory: labelling actors (0: none)")
+    parser.add_argument("--store", type=Path, default=harness.REPO / "results" / "benchmarks" / "predict_scale")
     args = parser.parse_args()
-    store = Path(args.store)
     if args.part == "report":
-        return report(store, args.out)
+        return report(args.store, args.out)
     os.environ["XLT_DATA_DIR"] = str(harness.data_root(args.data_dir))
     env = {**os.environ, "RAY_ADDRESS": "", "HF_HUB_OFFLINE": "1"}
-    work = store / "work"
+    work = args.store / "work"
     work.mkdir(parents=True, exist_ok=True)
-    (memory if args.part == "memory" else throughput)(args, store, work, env)
+    (memory if args.part == "memory" else throughput)(args, args.store, work, env)
 
 
 if __name__ == "__main__":

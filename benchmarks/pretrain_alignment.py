@@ -1,10 +1,9 @@
-"""Contrastive alignment pretraining of the bundled e5 (issue 7): Tatoeba before/after on held-apart languages,
-SIB-200 zero-shot transfer after fine-tuning, InfoNCE vs CZ-NCE at a small batch, three recipes. Each variant is
-``jobs/pretrain.py``'s run of a ``configs/pretrain_*.yaml`` preset with the overrides in ``VARIANTS``, then
-``jobs/finetune.py``'s run of ``configs/finetune_sib200.yaml`` on the exported encoder (``base``: the bundled e5
-itself). Runs live under ``results/pretrain_alignment[-quick][-pairs<N>]/``; an interrupted benchmark resumes each
-run from its latest checkpoint, a finished variant is read back. Evaluation never sees trained sentences: Tatoeba
-fr/ar/sw are held apart, and pairs holding one of their sentences or a SIB-200 dev/test sentence are dropped.
+"""Contrastive alignment pretraining of the bundled e5 (issue 7): Tatoeba before/after on held-apart languages
+(fr/ar/sw) and SIB-200 zero-shot transfer after fine-tuning, for three recipes and InfoNCE vs CZ-NCE at a small batch.
+Each variant is ``jobs/pretrain.py``'s run of a ``configs/pretrain_*.yaml`` preset with its ``VARIANTS`` overrides,
+then ``jobs/finetune.py``'s of ``configs/finetune_sib200.yaml`` on the exported encoder. Runs live under
+``results/pretrain_alignment[-quick][-pairs<N>]/`` and resume from their latest checkpoint; a finished one is read back.
+Evaluation never sees trained sentences: pairs holding a Tatoeba fr/ar/sw or SIB-200 dev/test sentence are dropped.
 
     python benchmarks/pretrain_alignment.py --pairs 500    # -> benchmarks/pretrain_alignment.md, .json; hours
     python benchmarks/pretrain_alignment.py --quick --model tiny:bert --only veco2   # a check of the script
@@ -12,14 +11,20 @@ fr/ar/sw are held apart, and pairs holding one of their sentences or a SIB-200 d
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
 
 import harness
+from xlt.eval.evaluators import EvalContext, EvalSpec, retrieval
+from xlt.logs import quiet_libraries
 from xlt.metrics import AVG_TARGET
+from xlt.models import EncoderConfig, load_encoder
+from xlt.pretrain import trainer as pretraining
+from xlt.pretrain.config import load_pretrain_config
+from xlt.pretrain.parallel import evaluation_rows
 from xlt.report import markdown_table
+from xlt.train import build_trainer, load_finetune_config, results_rows
 
 CONFIGS = harness.REPO / "configs"
 MODEL = "bundled:multilingual-e5-small"
@@ -41,12 +46,7 @@ QUICK_FINETUNE = ("optim.epochs=1", "data.max_examples=64")
 
 
 def tatoeba(model_cfg, data) -> dict[str, float]:
-    """``val/tatoeba/<lang>`` and ``/avg`` of an encoder on the held-apart pairs of ``data`` (a ``PretrainData``),
-    as the pretraining loop measures them."""
-    from xlt.models import load_encoder
-    from xlt.eval.evaluators import EvalContext, EvalSpec, retrieval
-    from xlt.pretrain.parallel import evaluation_rows
-
+    """``val/tatoeba/<lang>`` and ``/avg`` on a ``PretrainData``'s held-apart pairs, as pretraining measures them."""
     rows = evaluation_rows(data, harness.data_root())
     columns = {key: [r[key] for r in rows] for key in ("lang", "src", "tgt")}
     spec = EvalSpec("retrieval", "val", data="tatoeba")
@@ -54,19 +54,14 @@ def tatoeba(model_cfg, data) -> dict[str, float]:
 
 
 def pretrain(variant: str, storage: Path, quick: bool, model: str, pairs: int) -> dict:
-    """Pretrain one variant; returns the encoder source, Tatoeba before/per epoch/after and the run's numbers."""
-    from xlt.pretrain.config import load_pretrain_config
-    from xlt.pretrain.trainer import build_trainer, encoder_dir, prepare
-
-    label, preset, overrides = VARIANTS[variant]
+    _, preset, overrides = VARIANTS[variant]
     overrides = [*overrides, *(QUICK_PRETRAIN if quick else ()), *([f"data.max_pairs={pairs}"] if pairs else ()),
                  f"model.source={model}", f"output.dir={storage}/{variant}"]
     cfg = load_pretrain_config(CONFIGS / preset, overrides)
     before = tatoeba(cfg.model, cfg.data)
-    prepared = prepare(cfg)
+    prepared = pretraining.prepare(cfg)
     start = time.monotonic()
-    result = build_trainer(prepared).fit()
-    encoder = encoder_dir(result.checkpoint.path)
+    result = pretraining.build_trainer(prepared).fit()
     history = result.metrics_dataframe
     per_epoch = [{k: float(row[k]) for k in history.columns if k.startswith("val/tatoeba/")}
                  for _, row in history.iterrows()]
@@ -75,8 +70,8 @@ def pretrain(variant: str, storage: Path, quick: bool, model: str, pairs: int) -
                                                          if x.params else "") for x in cfg.objectives)
     settings = (f"{objectives}; lr {o.lr:g}, {o.batch_size} pairs x {o.grad_accum_steps} accumulated, "
                 f"{o.epochs} epoch(s), max_length {cfg.model.max_length}")
-    return {"source": f"local:{encoder}", "overrides": overrides, "settings": settings,
-            "minutes": (time.monotonic() - start) / 60,
+    return {"source": f"local:{pretraining.encoder_dir(result.checkpoint.path)}", "overrides": overrides,
+            "settings": settings, "minutes": (time.monotonic() - start) / 60,
             "train_pairs": prepared.config.data.train_rows, "excluded": prepared.mixture.excluded,
             "mixture": prepared.mixture.rows(), "steps": result.metrics["train/global_step"],
             "final_losses": {k: v for k, v in result.metrics.items() if k.startswith("train/loss")},
@@ -85,39 +80,27 @@ def pretrain(variant: str, storage: Path, quick: bool, model: str, pairs: int) -
 
 
 def finetune(variant: str, source: str, storage: Path, quick: bool) -> dict:
-    """Fine-tune the encoder ``source`` on English SIB-200; per-language accuracy rows."""
-    from xlt.train import build_trainer, load_finetune_config, results_rows
-
     overrides = [f"model.source={source}", f"output.dir={storage}/{variant}-sib200",
                  "optim.log_every_steps=0", *(QUICK_FINETUNE if quick else ())]
     trainer = build_trainer(load_finetune_config(CONFIGS / "finetune_sib200.yaml", overrides))
     start = time.monotonic()
     result = trainer.fit()
-    cfg = trainer.config
     return {"finetune_overrides": overrides, "finetune_minutes": (time.monotonic() - start) / 60,
-            "rows": results_rows(result.metrics, cfg.task.source_lang)}
+            "rows": results_rows(result.metrics, trainer.config.task.source_lang)}
 
 
 def run(variant: str, storage: Path, quick: bool, model: str, pairs: int) -> dict:
-    """Pretrain (unless ``base``) and fine-tune one variant, or read back its finished record."""
-    done = storage / variant / "benchmark.json"
-    if done.is_file():
-        return json.loads(done.read_text())
-    record: dict = {"variant": variant}
-    if VARIANTS[variant][1] is None:
-        from xlt.models import EncoderConfig
-        from xlt.pretrain.config import load_pretrain_config
+    """Pretrain (unless ``base``: the bundled e5 itself) and fine-tune one variant, or read back its record."""
+    def record() -> dict:
+        if VARIANTS[variant][1] is not None:
+            pretrained = pretrain(variant, storage, quick, model, pairs)
+        else:
+            held = [f"data.eval_langs=[{', '.join(HELD_APART)}]", f"data.eval_max_pairs={200 if quick else 0}"]
+            data = load_pretrain_config(CONFIGS / "pretrain_veco2.yaml", held).data
+            pretrained = {"source": model, "tatoeba_before": tatoeba(EncoderConfig(source=model), data)}
+        return {"variant": variant, **pretrained, **finetune(variant, pretrained["source"], storage, quick)}
 
-        held = load_pretrain_config(CONFIGS / "pretrain_veco2.yaml", [f"data.eval_langs=[{', '.join(HELD_APART)}]",
-                                                                       f"data.eval_max_pairs={200 if quick else 0}"])
-        record["source"] = model
-        record["tatoeba_before"] = tatoeba(EncoderConfig(source=model), held.data)
-    else:
-        record.update(pretrain(variant, storage, quick, model, pairs))
-    record.update(finetune(variant, record["source"], storage, quick))
-    done.parent.mkdir(parents=True, exist_ok=True)
-    done.write_text(json.dumps(record, indent=2, default=str))
-    return record
+    return harness.stored(storage / variant / "benchmark.json", record)
 
 
 def accuracy(record: dict, lang: str) -> float:
@@ -126,11 +109,10 @@ def accuracy(record: dict, lang: str) -> float:
 
 
 def report(records: list[dict], machine: harness.Machine, quick: bool) -> str:
-    """Markdown: Tatoeba before/after, SIB-200 accuracy per language, one row per run."""
     labels = {name: label for name, (label, _, _) in VARIANTS.items()}
-    retrieval = [{"variant": labels[r["variant"]],
-                  **{f"{lang} {when}": r.get(f"tatoeba_{when}", {}).get(f"val/tatoeba/{lang}")  # base: no "after"
-                     for lang in (*HELD_APART, "avg") for when in ("before", "after")}} for r in records]
+    tatoeba_rows = [{"variant": labels[r["variant"]],
+                     **{f"{lang} {when}": r.get(f"tatoeba_{when}", {}).get(f"val/tatoeba/{lang}")  # base: no "after"
+                        for lang in (*HELD_APART, "avg") for when in ("before", "after")}} for r in records]
     sib = [{"test acc": lang, **{labels[r["variant"]]: accuracy(r, lang) for r in records}}
            for lang in ("en", *TARGETS, AVG_TARGET, "transfer_gap")]
     runs = [{"variant": labels[r["variant"]], "train pairs": r.get("train_pairs"), "steps": r.get("steps"),
@@ -140,12 +122,9 @@ def report(records: list[dict], machine: harness.Machine, quick: bool) -> str:
     settings = [f"- {labels[r['variant']]}: {r['settings']}" for r in records if "settings" in r]
     return "\n\n".join([
         machine.header("Alignment pretraining: Tatoeba and SIB-200 transfer" + (" (quick)" if quick else "")).rstrip(),
-        "## Tatoeba accuracy on held-apart languages (mean of xx→en and en→xx)",
-        markdown_table(retrieval),
-        "## SIB-200 test accuracy after fine-tuning on English (configs/finetune_sib200.yaml)",
-        markdown_table(sib),
-        "## Runs",
-        markdown_table(runs, columns=list(dict.fromkeys(k for r in runs for k in r))),  # base has no losses
+        "## Tatoeba accuracy on held-apart languages (mean of xx→en and en→xx)", markdown_table(tatoeba_rows),
+        "## SIB-200 test accuracy after fine-tuning on English (configs/finetune_sib200.yaml)", markdown_table(sib),
+        "## Runs", markdown_table(runs, columns=list(dict.fromkeys(k for r in runs for k in r))),  # base: no losses
         *(["## Pretraining settings", "\n".join(settings)] if settings else []),
     ]) + "\n"
 
@@ -155,8 +134,7 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
     parser.add_argument("--quick", action="store_true", help="32 pairs per language pair, 200 Tatoeba pairs, "
                                                              "1 fine-tuning epoch on 64 examples per language")
-    parser.add_argument("--pairs", type=int, default=0, help="pairs per language pair (data.max_pairs; "
-                                                                 "default: the preset's, every pair)")
+    parser.add_argument("--pairs", type=int, default=0, help="data.max_pairs (default: the preset's, every pair)")
     parser.add_argument("--model", default=MODEL, help="the encoder to start from (tiny:bert to test the script)")
     parser.add_argument("--storage", type=Path, help="default results/pretrain_alignment[-quick][-pairs<N>]")
     parser.add_argument("--out", type=Path, help="default benchmarks/pretrain_alignment[_quick] (.md and .json)")
@@ -167,23 +145,14 @@ def main() -> None:
     runs = f"pretrain_alignment{suffix}" + (f"-pairs{args.pairs}" if args.pairs else "")
     storage = (args.storage or harness.REPO / "results" / runs).resolve()
     out = args.out or harness.HERE / f"pretrain_alignment{suffix.replace('-', '_')}"
-
-    import ray
-
-    from xlt.logs import quiet_libraries
-
     quiet_libraries()
-    machine = harness.Machine()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    records = []
-    for variant in args.only:
-        print(f"== {variant}", flush=True)
-        records.append(run(variant, storage, args.quick, args.model, args.pairs))
-        print(f"   SIB-200 avg_target {accuracy(records[-1], AVG_TARGET):.3f}", flush=True)
+    machine, records = harness.Machine(), []
+    with harness.local_ray(2):
+        for variant in args.only:
+            records.append(run(variant, storage, args.quick, args.model, args.pairs))
+            print(f"{variant}: SIB-200 avg_target {accuracy(records[-1], AVG_TARGET):.3f}", flush=True)
     harness.write(out.with_suffix(".json"), {**machine.fields(), "records": records})
-    text = report(records, machine, args.quick)
-    harness.write(out.with_suffix(".md"), text)
-    print(text)
+    harness.write(out.with_suffix(".md"), report(records, machine, args.quick), show=True)
 
 
 if __name__ == "__main__":

@@ -3,13 +3,9 @@
     .venv/bin/python benchmarks/pseudo_label_throughput.py     # a few minutes on 2 idle cores
     .venv/bin/python benchmarks/pseudo_label_throughput.py --rows 64 --repeats 1 --out /tmp/x.md    # a check
 
-On the same ``--rows`` SIB-200 train sentences of every language (shuffled with ``--seed``, cycled if more are asked
-for), ``bundled:multilingual-e5-small`` under a fresh seeded head (throughput does not depend on its weights) labels
-every row at ``--precision``: a plain ``Classifier.predict`` loop over chunks of ``--batch-size``; ``Labellers`` in
-the driver (``num_actors: 0``); ``ray_data_pool.pseudo_label`` on ``--actors`` actors, length-bucketed and in input
-order. rows/s is also set against the machine's limit (``machine_limit.py``) and the plain loop; the padded tokens
-computed against the real ones; the labels of each way checked against the plain loop's. Writes
-benchmarks/pseudo_label_throughput.md.
+The same SIB-200 train rows labelled each way by e5 under a fresh head: rows/s against the machine's limit
+(``machine_limit.py``) and the plain loop, padded tokens against the real ones, labels against the plain loop's.
+Writes benchmarks/pseudo_label_throughput.md.
 """
 
 from __future__ import annotations
@@ -25,33 +21,18 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
+import torch
+
 import harness
 from machine_limit import encoder_flops_per_token, fraction_of_limit, gemm_gflops
+from ray_data_pool import pseudo_label
 from xlt.hardware import PRECISIONS, autocast, native_bf16, resolve_precision
+from xlt.inference import ClassifierSpec, InferenceSettings, build_classifier, share_classifier
+from xlt.inference.labellers import Labellers
+from xlt.models import EncoderConfig
 from xlt.report import markdown_table
 
 SOURCE = "bundled:multilingual-e5-small"
-
-
-def read_rows(task, n: int, seed: int) -> tuple[pa.Table, list[str]]:
-    """``n`` rows (id, text, lang) of all SIB-200 train sentences, shuffled; and the languages."""
-    langs = sorted(task.langs)
-    pool = [(e.id, e.text, e.lang) for lang in langs for e in task.examples("train", lang)]
-    random.Random(seed).shuffle(pool)
-    picked = [pool[i % len(pool)] for i in range(n)]  # cycles only when n exceeds the pool
-    return pa.table({"id": [f"{row_id}#{i}" for i, (row_id, _, _) in enumerate(picked)],
-                     "text": [text for _, text, _ in picked], "lang": [lang for _, _, lang in picked]}), langs
-
-
-def padded_tokens(lengths: np.ndarray, batch_size: int, encode_batch_size: int, sort_by_length: bool) -> int:
-    """Tokens the model computes: per UDF batch, sub-batches in ``encode``'s order, rows x longest."""
-    total = 0
-    for lo in range(0, len(lengths), batch_size):
-        chunk = lengths[lo:lo + batch_size]
-        order = np.argsort(chunk, kind="stable") if sort_by_length else np.arange(len(chunk))
-        total += sum(len(sub) * int(chunk[sub].max()) for sub in np.split(order, range(encode_batch_size, len(order),
-                                                                                       encode_batch_size)))
-    return total
 
 
 @dataclass
@@ -67,28 +48,16 @@ class Config:
         return f"{self.name} ({'bucketed' if self.sort_by_length else 'unsorted'})"
 
 
-def run_plain(classifier, table: pa.Table, args, config: Config) -> None:
-    texts, ids = table.column("text").to_pylist(), table.column("id").to_pylist()
-    t0 = time.perf_counter()
-    for lo in range(0, len(texts), args.batch_size):
-        with autocast(args.precision):
-            pred = classifier.predict(texts[lo:lo + args.batch_size], batch_size=args.encode_batch_size)
-        config.labels.update(zip(ids[lo:lo + args.batch_size], zip(pred.labels, pred.probabilities)))
-    config.walls.append(time.perf_counter() - t0)
-
-
 def consume(batches, config: Config) -> None:
-    """Time a pass over the lazily labelled ``batches``, from its start to its last batch and to its first (the
-    actor pool: its actors started; in the driver: the classifier built from the spec, one block predicted)."""
+    """Time a pass over the lazily labelled ``batches``: to its last batch, and to its first (start-up included)."""
     t0, first = time.perf_counter(), None
     for batch in batches:
-        if first is None:
-            first = time.perf_counter() - t0
+        first = first or time.perf_counter() - t0
         ids = batch.column("id").to_pylist()
         config.labels.update(zip(ids, zip(batch.column("pseudo_label").to_pylist(),
                                           map(np.asarray, batch.column("probabilities").to_pylist()))))
     config.walls.append(time.perf_counter() - t0)
-    config.first_batch.append(float("nan") if first is None else first)
+    config.first_batch.append(first)
 
 
 def compare(a: Config, b: Config) -> str:
@@ -103,7 +72,7 @@ def main(argv: list[str] | None = None) -> None:
     p = harness.parser(__doc__, "pseudo_label_throughput.md", data_dir=True)
     p.add_argument("--rows", type=int, default=2000, help="rows to pseudo-label per pass")
     p.add_argument("--repeats", type=int, default=3, help="timed passes per configuration")
-    p.add_argument("--actors", type=int, default=2, help="actor-pool size")
+    p.add_argument("--actors", type=int, default=2)
     p.add_argument("--batch-size", type=int, default=256, help="rows per UDF call / predict chunk")
     p.add_argument("--encode-batch-size", type=int, default=64, help="texts per forward pass")
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="torch threads (default: every core)")
@@ -112,43 +81,43 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     machine = harness.Machine()
     task = harness.sib200(harness.data_root(args.data_dir))
-    table, langs = read_rows(task, args.rows, args.seed)
+    langs = sorted(task.langs)
+    every = [(e.id, e.text, e.lang) for lang in langs for e in task.examples("train", lang)]
+    random.Random(args.seed).shuffle(every)
+    picked = [every[i % len(every)] for i in range(args.rows)]  # cycled past the pool
+    ids, texts = [f"{row_id}#{i}" for i, (row_id, _, _) in enumerate(picked)], [text for _, text, _ in picked]
+    table = pa.table({"id": ids, "text": texts, "lang": [lang for _, _, lang in picked]})
 
-    import ray
     import ray.data
-    import torch
-
-    from ray_data_pool import pseudo_label
-    from xlt.inference import ClassifierSpec, InferenceSettings, build_classifier, share_classifier
-    from xlt.inference.labellers import Labellers
-    from xlt.models import EncoderConfig
 
     torch.set_num_threads(args.threads)
     model = EncoderConfig(source=SOURCE)
     t0 = time.perf_counter()
     classifier = build_classifier(ClassifierSpec(model, task.labels))  # fresh, seeded head
     load_s = time.perf_counter() - t0
-    texts = table.column("text").to_pylist()
     lengths = np.asarray(classifier.encoder.lengths(texts))
     real = int(lengths.sum())
     blocks = [table.slice(lo, args.batch_size) for lo in range(0, table.num_rows, args.batch_size)]
-
     cores = os.cpu_count() or 1
     actor_cpus = cores / args.actors
-    ray.init(num_cpus=cores, include_dashboard=False, log_to_driver=False)
-    try:
+    pool = f"{args.actors} actors x {max(1, int(actor_cpus))} threads"
+    plain = Config("plain loop (Classifier.predict)", True, f"1 process x {args.threads} threads")
+    here = Config("in the driver (labellers, num_actors 0)", True, f"1 process x {args.threads} threads")
+    configs = [plain, here, Config("actor pool", True, pool), Config("actor pool", False, pool)]
+    with harness.local_ray(cores):
         ray.data.DataContext.get_current().enable_progress_bars = False
         spec = share_classifier(classifier, model)  # the object store: no shared filesystem needed
-        pool = f"{args.actors} actors x {max(1, int(actor_cpus))} threads"
-        plain = Config("plain loop (Classifier.predict)", True, f"1 process x {args.threads} threads")
-        here = Config("in the driver (labellers, num_actors 0)", True, f"1 process x {args.threads} threads")
-        configs = [plain, here, Config("actor pool", True, pool), Config("actor pool", False, pool)]
         with autocast(args.precision):  # warm-up
             classifier.predict(texts[:args.batch_size], batch_size=args.encode_batch_size)
         for rep in range(args.repeats):
             for c in configs:
                 if c is plain:
-                    run_plain(classifier, table, args, c)
+                    t0 = time.perf_counter()
+                    for lo in range(0, len(texts), args.batch_size):
+                        with autocast(args.precision):
+                            pred = classifier.predict(texts[lo:lo + args.batch_size], batch_size=args.encode_batch_size)
+                        c.labels.update(zip(ids[lo:lo + args.batch_size], zip(pred.labels, pred.probabilities)))
+                    c.walls.append(time.perf_counter() - t0)
                 elif c is here:
                     settings = InferenceSettings(encode_batch_size=args.encode_batch_size, num_actors=0,
                                                  threads=args.threads, precision=args.precision)
@@ -162,8 +131,6 @@ def main(argv: list[str] | None = None) -> None:
                     consume(ds.iter_batches(batch_format="pyarrow", batch_size=None), c)
                 print(f"rep {rep + 1}/{args.repeats} {c.title()}: {c.walls[-1]:.2f} s "
                       f"({args.rows / c.walls[-1]:.1f} rows/s)", file=sys.stderr)
-    finally:
-        ray.shutdown()
 
     precision = resolve_precision(args.precision)
     flops = encoder_flops_per_token(SOURCE, round(real / args.rows))["forward_flops_per_token"]
@@ -172,46 +139,41 @@ def main(argv: list[str] | None = None) -> None:
     rows = []
     for c in configs:
         med = statistics.median(c.walls)
+        rate = args.rows / med
         first = statistics.median(c.first_batch) if c.first_batch else None
         after = None if first is None or args.rows <= args.batch_size else \
             (args.rows - args.batch_size) / (med - first)  # approximate: the first output batch is one block
-        padded = padded_tokens(lengths, args.batch_size, args.encode_batch_size, c.sort_by_length)
+        padded = harness.padded_tokens(lengths, args.encode_batch_size, c.sort_by_length, chunk=args.batch_size)
         rows.append({"run": c.name, "order": "length-bucketed" if c.sort_by_length else "unsorted",
-                     "workers": c.workers, "median s": f"{med:.2f}", "rows/s (median)": f"{args.rows / med:.1f}",
-                     "rows/s (best)": f"{args.rows / min(c.walls):.1f}",
-                     "× plain loop": f"{args.rows / med / plain_rate:.2f}",
-                     "fraction of limit": f"{fraction_of_limit(args.rows / med, real / args.rows, flops, gflops):.2f}",
+                     "workers": c.workers, "median s": f"{med:.2f}", "rows/s (median)": f"{rate:.1f}",
+                     "rows/s (best)": f"{args.rows / min(c.walls):.1f}", "× plain loop": f"{rate / plain_rate:.2f}",
+                     "fraction of limit": f"{fraction_of_limit(rate, real / args.rows, flops, gflops):.2f}",
                      "1st batch s": None if first is None else f"{first:.2f}",
                      "rows/s after 1st batch": None if after is None else f"{after:.1f}",
                      "padded tokens": f"{padded:,}", "padding share": f"{1 - real / padded:.1%}"})
     by_lang = Counter(table.column("lang").to_pylist())
     facts = [
         f"Model: `{SOURCE}` (mean pooling, prefix `query: `, max_length {model.max_length}) + a fresh "
-        f"{len(classifier.labels)}-label head (seed {model.seed}): throughput does not depend on the head's "
-        f"weights, so label quality is irrelevant; loading it took {load_s:.1f} s in this process",
-        f"Data: {args.rows} SIB-200 train sentences of {len(langs)} languages, shuffled (seed {args.seed}): "
-        + ", ".join(f"{lang} {by_lang[lang]}" for lang in langs),
-        f"Tokens: {real:,} real (mean {lengths.mean():.1f}, max {lengths.max()} per text); padded tokens: per "
-        "sub-batch, rows x the longest text, as `TextEncoder.encode` pads; the padding share is the part of the "
-        "computed tokens that is padding",
-        f"Precision: {args.precision} → {precision} (native bf16: {'yes' if native_bf16() else 'no'}); limit: "
-        f"{'bf16' if precision == 'bf16' else 'fp32'} GEMM {gflops:.0f} GFLOP/s on {args.threads} threads, "
+        f"{len(classifier.labels)}-label head (seed {model.seed}; throughput does not depend on its weights), loaded "
+        f"in {load_s:.1f} s; precision {args.precision} → {precision} (native bf16: {native_bf16()})",
+        f"Data: {args.rows} SIB-200 train sentences, shuffled (seed {args.seed}): "
+        + ", ".join(f"{lang} {by_lang[lang]}" for lang in langs) + f"; {real:,} real tokens (mean "
+        f"{lengths.mean():.1f}, max {lengths.max()} per text); padded: per sub-batch, rows x its longest text",
+        f"Limit: {'bf16' if precision == 'bf16' else 'fp32'} GEMM {gflops:.0f} GFLOP/s on {args.threads} threads, "
         f"{flops / 1e6:.1f} MFLOP per token forward",
         f"Batches: {args.batch_size} rows per UDF call / predict chunk, {args.encode_batch_size} per forward pass; "
-        f"Ray {ray.__version__}: actors reserve {actor_cpus:g} CPUs each on `ray.init(num_cpus={cores})`; the state "
+        f"Ray {ray.__version__}: actors reserve {actor_cpus:g} CPUs each of `ray.init(num_cpus={cores})`, the state "
         "dict reaches them through the object store",
-        f"Protocol: timed passes per configuration: {args.repeats}, round-robin; actor-pool passes include "
-        "actor start-up and model loading, in-driver passes the model's loading from the spec; 'after 1st batch' "
-        "excludes it (approximately: the rows of the first output block)",
-        "Raw times (s): " + "; ".join(f"{c.title()} " + "/".join(f"{t:.2f}" for t in c.walls) for c in configs),
+        f"Protocol: {args.repeats} timed passes per configuration, round-robin; actor-pool passes include actor "
+        "start-up and model loading, in-driver passes the model's loading from the spec; 'after 1st batch' excludes "
+        "it (approximately: the rows of the first output block). Raw times (s): "
+        + "; ".join(f"{c.title()} " + "/".join(f"{t:.2f}" for t in c.walls) for c in configs),
     ]
     checks = [compare(plain, here), compare(plain, configs[2]), compare(configs[2], configs[3])]
-    md = "\n".join([
+    harness.write(args.out, "\n".join([
         machine.header("Pseudo-labelling throughput: actor-pool UDF and in-driver pass vs plain loop"),
         *[f"- {fact}" for fact in facts], "", markdown_table(rows), "",
-        "## Checks", "", *[f"- {line}" for line in checks], ""])
-    print(md)
-    harness.write(args.out, md)
+        "## Checks", "", *[f"- {line}" for line in checks], ""]), show=True)
 
 
 if __name__ == "__main__":

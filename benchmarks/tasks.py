@@ -1,9 +1,7 @@
-"""Tasks beyond SIB-200 with the bundled models: XNLI, PAWS-X, NusaX (issue 12), each part a job of the platform
-run on a preset: ``probe`` (``jobs/evaluate.py``'s frozen-linear probe of both bundled models on each task),
-``bucc`` (``jobs/evaluate.py --protocol bucc``: BUCC 2018 zh-en mining) and ``finetune`` (``jobs/finetune.py`` on
-``configs/finetune_<task>.yaml``, CE against CE + SCL on full-translation views, e5 only; sizes and seeds in
-``SIZES`` and ``SEEDS``). Every run is stored under ``results/benchmarks/tasks/`` as soon as it ends, so a killed
-benchmark continues with what is missing.
+"""Tasks beyond SIB-200 with the bundled models: XNLI, PAWS-X, NusaX (issue 12), each part a job of the platform on a
+preset: ``probe`` (``jobs/evaluate.py``'s frozen-linear probe), ``bucc`` (``--protocol bucc``: BUCC 2018 zh-en mining)
+and ``finetune`` (``jobs/finetune.py``, CE against CE + SCL, e5 only). Every run is stored under
+``results/benchmarks/tasks/`` as it ends, so a killed benchmark continues with what is missing.
 
     python benchmarks/tasks.py                    # probe + bucc + fine-tuning -> benchmarks/tasks.md and .json
     python benchmarks/tasks.py --only probe       # one part
@@ -14,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import time
 
 import harness
@@ -27,11 +24,8 @@ STORE = REPO / "results" / "benchmarks" / "tasks"
 MODELS = ("bundled:multilingual-e5-small", "bundled:use-multilingual-v3")
 TASKS = ("nusax", "pawsx", "xnli")
 # Per task: the split overrides that fix the sizes (stated in the report) and the fine-tuning seeds.
-SIZES = {
-    "xnli": ["task.splits.train=validation[:600]", "task.splits.test=test[:300]"],
-    "pawsx": ["task.splits.train=dev[:600]"],
-    "nusax": [],
-}
+SIZES = {"xnli": ["task.splits.train=validation[:600]", "task.splits.test=test[:300]"],
+         "pawsx": ["task.splits.train=dev[:600]"], "nusax": []}
 PROBE_SIZES = {"xnli": ["task.splits.test=test[:1000]"], "pawsx": [], "nusax": []}
 SEEDS = {"xnli": (0,), "pawsx": (0,), "nusax": (0, 1, 2)}
 SCL = ("objectives=[{name: supervised_contrastive_alignment, weight: 1.0, params: {temperature: 1.0}}]",)
@@ -43,80 +37,56 @@ def load(name: str) -> dict | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def save(name: str, payload: dict) -> None:
-    payload = {**payload, "load_1min_at_end": os.getloadavg()[0]}  # other work on the machine skews the times
-    STORE.mkdir(parents=True, exist_ok=True)
-    tmp = STORE / f"{name}.tmp"
-    tmp.write_text(json.dumps(payload, indent=1), encoding="utf-8")
-    os.replace(tmp, STORE / f"{name}.json")
+def store(name: str, run) -> None:
+    """``run()``'s record, stored under ``name`` with the load at its end (other work skews the times)."""
+    harness.stored(STORE / f"{name}.json", lambda: {**run(), "load_1min_at_end": os.getloadavg()[0]})
 
 
-def run_evaluate(name: str, overrides: list[str], stored: dict) -> None:
-    """``jobs/evaluate.py``'s run of ``configs/evaluate_sib200.yaml`` with ``overrides``, unless stored already."""
+def run_evaluate(overrides: list[str]) -> dict:
+    """``jobs/evaluate.py``'s run of ``configs/evaluate_sib200.yaml`` with ``overrides``."""
     from xlt.eval.protocols import EvaluateConfig, run_evaluation
 
-    if load(name) is not None:
-        return
     data = apply_overrides(merge_presets(REPO / "configs" / "evaluate_sib200.yaml"), [*overrides, "progress=false"])
     start = time.perf_counter()
-    result = run_evaluation(from_dict(EvaluateConfig, data))
-    save(name, {"rows": result["rows"], "seconds": time.perf_counter() - start, **stored})
-    print(f"{name}: {time.perf_counter() - start:.0f}s", flush=True)
+    return {"rows": run_evaluation(from_dict(EvaluateConfig, data))["rows"], "seconds": time.perf_counter() - start}
 
 
-def views(task: str) -> str:
-    """One full-translation view per example into a target drawn per view (t_f = 1, Wang et al. 2022, §4.1)."""
+def run_finetune(task: str, variant: str, seed: int, name: str) -> dict:
     from xlt.tasks import TaskConfig, load_task
-
-    cfg = from_dict(TaskConfig, merge_presets(REPO / "configs" / "tasks" / f"{task}.yaml"), prefix="task.")
-    return f"data.augment={{t_f: 1, t_p: 0, t_c: 0, languages: [{', '.join(load_task(cfg).target_langs)}]}}"
-
-
-def run_finetune(task: str, variant: str, seed: int) -> None:
     from xlt.train import build_trainer, load_finetune_config, prepare, results_rows
 
-    name = f"finetune-{task}-{variant}-seed{seed}"
-    if load(name) is not None:
-        return
-    overrides = [*SIZES[task], f"optim.seed={seed}", f"output.dir={STORE / 'runs'}/{name}",
-                 *((views(task), *VARIANTS[variant]) if variant != "ce" else ())]
+    overrides = [*SIZES[task], f"optim.seed={seed}", f"output.dir={STORE / 'runs'}/{name}"]
+    # One full-translation view per example into a target drawn per view (t_f = 1, Wang et al. 2022, §4.1).
+    if variant != "ce":
+        task_cfg = from_dict(TaskConfig, merge_presets(REPO / "configs" / "tasks" / f"{task}.yaml"), prefix="task.")
+        targets = ", ".join(load_task(task_cfg).target_langs)
+        overrides += [f"data.augment={{t_f: 1, t_p: 0, t_c: 0, languages: [{targets}]}}", *VARIANTS[variant]]
     start = time.perf_counter()
     trainer = build_trainer(prepare(load_finetune_config(REPO / "configs" / f"finetune_{task}.yaml", overrides)))
-    result = trainer.fit()
-    cfg = trainer.config
-    save(name, {"rows": results_rows(result.metrics, cfg.task.source_lang), "seconds": time.perf_counter() - start,
-                "overrides": overrides, "train_rows": cfg.data.train_rows})
-    print(f"{name}: {time.perf_counter() - start:.0f}s", flush=True)
-
-
-def mean_sd(values: list[float]) -> str:
-    if len(values) == 1:
-        return f"{values[0]:.3f}"
-    return f"{statistics.mean(values):.3f} ± {statistics.stdev(values):.3f}"
+    metrics, cfg = trainer.fit().metrics, trainer.config
+    return {"rows": results_rows(metrics, cfg.task.source_lang), "seconds": time.perf_counter() - start,
+            "overrides": overrides, "train_rows": cfg.data.train_rows}
 
 
 def report(command: str) -> str:
     out = ["# Tasks beyond SIB-200 with the bundled models (XNLI, PAWS-X, NusaX)", "",
-           f"Command: `{command}` (each run is stored when it ends and reported from there). Machine: "
-           f"{cpu_model()}, {os.cpu_count()} cores. Load: the 1-minute load average at the end of each part is in its "
-           "heading; the probes of XNLI, PAWS-X and NusaX ran while the test suite shared the machine (their times "
-           "are not measurements of speed).", "",
+           f"Command: `{command}` (each run is stored when it ends and reported from there). Machine: {cpu_model()}, "
+           f"{os.cpu_count()} cores. The 1-minute load average at the end of each part is in its heading; the probes "
+           "ran while the test suite shared the machine (their times are not measurements of speed).", "",
            "## Sizes and protocol", "",
-           "- XNLI (`configs/tasks/xnli.yaml`): English train = the first 2,000 rows of English validation "
-           "(no MultiNLI offline), dev = validation[2000:] (490 per language), test as stated per table. "
-           "PAWS-X: English train = dev[:1200], dev = dev[1200:1600], test = dev[1600:] (up to 400 per "
-           "language after dropping `NS` rows). NusaX: 500 English train reviews, 100 dev, 400 test per language.",
-           "- Probe: both bundled models, frozen; logistic regression (lbfgs) on the English train embeddings, "
-           "C in {0.1, 1, 10, 100} chosen on English dev. Pairs: e5 encodes each pair jointly (its tokenizer's "
-           "pair input), USE-m3 embeds the sides apart and the probe reads [u; v; |u−v|; u*v]. The probe is "
-           "deterministic (a convex objective solved by lbfgs), so seeds would only repeat the same numbers: "
-           "one run per model. XNLI test capped at its first 1,000 rows per language.",
+           "- XNLI (`configs/tasks/xnli.yaml`): English train = validation[:2000] (no MultiNLI offline), dev = "
+           "validation[2000:] (490 per language), test as stated per table. PAWS-X: English train = dev[:1200], dev = "
+           "dev[1200:1600], test = dev[1600:] (up to 400 per language without `NS` rows). NusaX: 500 English train "
+           "reviews, 100 dev, 400 test per language.",
+           "- Probe: both bundled models, frozen; logistic regression (lbfgs) on the English train embeddings, C in "
+           "{0.1, 1, 10, 100} chosen on English dev. Pairs: e5 encodes each pair jointly, USE-m3 embeds the sides "
+           "apart and the probe reads [u; v; |u−v|; u*v]. Deterministic (a convex objective): one run per model. "
+           "XNLI test: its first 1,000 rows per language.",
            "- Fine-tuning: `configs/finetune_<task>.yaml` (e5, word embeddings frozen, AdamW lr 5e-5, batch 16, "
-           "3 epochs, 1 Ray Train worker with 2 CPUs), CE against CE + SCL (λ = 1, τ = 1.0) on one "
-           "full-translation view per English example (the task's own translation into a target drawn per "
-           "view). XNLI: 600 English training pairs (validation[:600]), test[:300] per language; PAWS-X: 600 "
-           "English training pairs (dev[:600]), dev and test as above; NusaX as above. "
-           "Seeds: NusaX 0, 1, 2 (mean ± std); XNLI and PAWS-X seed 0. Test split after the last epoch.", ""]
+           "3 epochs, 1 Ray Train worker with 2 CPUs), CE against CE + SCL (λ = 1, τ = 1.0) on one view per English "
+           "example (the task's own translation into a target drawn per view). XNLI: validation[:600] in English, "
+           "test[:300] per language; PAWS-X: dev[:600] in English. Seeds: NusaX 0, 1, 2 (mean ± std); XNLI and "
+           "PAWS-X 0. Test split after the last epoch.", ""]
     for task in TASKS:
         out += [f"## {task}", ""]
         probe = load(f"probe-{task}")
@@ -138,8 +108,8 @@ def report(command: str) -> str:
             seconds += sum(r["seconds"] for r in runs)
             langs = [r["lang"] for r in runs[0]["rows"]]
             rows += [{"variant": f"CE{' + SCL' if variant == 'scl' else ''}", "score": score, "seeds": len(runs),
-                      **{lang: mean_sd([next(x[f"test {score}"] for x in r["rows"] if x["lang"] == lang) for r in runs])
-                         for lang in langs}} for score in ("acc", "f1")]
+                      **{lang: harness.mean_sd([next(x[f"test {score}"] for x in r["rows"] if x["lang"] == lang)
+                                                for r in runs]) for lang in langs}} for score in ("acc", "f1")]
         out += ([f"### Fine-tuning e5, CE vs CE + SCL (test; {seconds / 60:.0f} min of runs)", "",
                  markdown_table(rows), ""] if rows else ["Fine-tuning: not run yet.", ""])
     bucc = load("bucc")
@@ -167,23 +137,23 @@ def main() -> None:
 
         quiet_libraries()
         for task in args.tasks if "probe" in args.only else ():
-            run_evaluate(f"probe-{task}", [f"task={{include: configs/tasks/{task}.yaml}}", *PROBE_SIZES[task]],
-                         {"overrides": PROBE_SIZES[task]})
+            overrides = [f"task={{include: configs/tasks/{task}.yaml}}", *PROBE_SIZES[task]]
+            store(f"probe-{task}", lambda: {**run_evaluate(overrides), "overrides": PROBE_SIZES[task]})
         if "bucc" in args.only:
-            run_evaluate("bucc", ["protocol=bucc"], {})
+            store("bucc", lambda: run_evaluate(["protocol=bucc"]))
         if "finetune" in args.only:
             init_ray()
             # Seed by seed across tasks: every task has its first seed before any task its third.
             for index in range(max(len(SEEDS[t]) for t in args.tasks)):
                 for task in (t for t in args.tasks if index < len(SEEDS[t])):
                     for variant in VARIANTS:
-                        run_finetune(task, variant, SEEDS[task][index])
+                        name = f"finetune-{task}-{variant}-seed{SEEDS[task][index]}"
+                        store(name, lambda: run_finetune(task, variant, SEEDS[task][index], name))
     # The runs are made by the plain command (resumable); --report-only only re-renders stored runs.
     text = report("python benchmarks/tasks.py")
-    harness.write(args.out, text + "\n")
+    harness.write(args.out, text + "\n", show=True)
     harness.write(args.out.with_suffix(".json"),
                   {path.stem: json.loads(path.read_text()) for path in sorted(STORE.glob("*.json"))})
-    print(text)
 
 
 if __name__ == "__main__":

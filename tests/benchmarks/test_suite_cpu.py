@@ -30,7 +30,7 @@ def test_each_process_is_counted_under_its_kind():
 def test_a_command_is_measured_and_its_exit_status_kept(tmp_path, monkeypatch):
     module = load_benchmark("suite_cpu")
     output = tmp_path / "cpu.json"
-    monkeypatch.setattr(sys, "argv", ["suite_cpu.py", "--output", str(output), "--", sys.executable, "-c",
+    monkeypatch.setattr(sys, "argv", ["suite_cpu.py", "--out", str(output), "--", sys.executable, "-c",
                                       "import sys, time; time.sleep(0.6); sys.exit(3)"])
     with pytest.raises(SystemExit) as exited:
         module.main()
