@@ -38,6 +38,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -318,27 +319,30 @@ def _wheelhouse(*variables: str) -> tuple[float, dict]:
 
 def rehearse(args: argparse.Namespace) -> None:
     from xlt.hardware import cpu_model
-    from xlt.report import command_line, markdown_table
+    from xlt.report import markdown_table
 
     node_has, work = Path("configs/install/gpu-node.txt"), Path(".cache/airgap").resolve()
     if not (node_has.is_file() and Path("jobs/gpu_check.py").is_file()):
         raise FileNotFoundError(f"{Path.cwd()}: not xlt's checkout (no {node_has} or jobs/gpu_check.py); run "
                                 "the rehearsal from the checkout's root")
+    # The node's Python sees nothing of this checkout: with PYTHONPATH=platform its pip would list xlt (the
+    # editable install's metadata lies there) as installed, and the wheelhouse would leave everything out.
+    node_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     image = work / "node-image"
     if not (image / ".complete").exists():
         shutil.rmtree(image, ignore_errors=True)
-        _run([args.python, "-m", "venv", str(image)])
+        _run([args.python, "-m", "venv", str(image)], env=node_env)
         wanted = [line.split("#")[0].strip() for line in node_has.read_text().splitlines()]
-        _run([str(image / "bin" / "python"), "-m", "pip", "install", "--quiet", *filter(None, wanted)])
+        _run([str(image / "bin" / "python"), "-m", "pip", "install", "--quiet", *filter(None, wanted)], env=node_env)
         (image / ".complete").touch()
     freeze = work / "node-freeze.txt"
-    freeze.write_text(_run([str(image / "bin" / "python"), "-m", "pip", "freeze"])[1])
+    freeze.write_text(_run([str(image / "bin" / "python"), "-m", "pip", "freeze"], env=node_env)[1])
     build311, manifest311 = _wheelhouse("PYTHON_VERSION=3.11", f"TARGET_HAS={freeze}")
 
     node = work / "node"
     shutil.rmtree(node, ignore_errors=True)
     shutil.copytree(image, node, symlinks=True)
-    offline = {**os.environ, "PIP_CONFIG_FILE": os.devnull, "PIP_INDEX_URL": "http://127.0.0.1:9/simple",
+    offline = {**node_env, "PIP_CONFIG_FILE": os.devnull, "PIP_INDEX_URL": "http://127.0.0.1:9/simple",
                "PATH": f"{node / 'bin'}{os.pathsep}{os.environ['PATH']}"}
     installed_s, installed = _run(["sh", "-c", "PYTHONPATH=platform python3 -m xlt.wheelhouse install "
                                    "dist/wheelhouse"], env=offline)
@@ -354,7 +358,7 @@ def rehearse(args: argparse.Namespace) -> None:
     ended = [line for line in installed.splitlines() if line.startswith("xlt ")][-1]
     lines = [
         "# The air-gapped install", "",
-        f"Command: `{command_line()}`  ",
+        f"Command: `{shlex.join(['python', '-m', 'xlt.wheelhouse', *sys.argv[1:]])}`  ",
         f"Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. CPU: {cpu_model()} ({os.cpu_count()} cores). "
         f"This machine: Python {sys.version.split()[0]}; the node's image here: Python 3.11 with {node_has}'s "
         "versions.", "",
