@@ -194,3 +194,13 @@ def test_a_sweep_stopped_by_ctrl_c_reports_its_unfinished_trials_as_interrupted(
     assert "## Sweep lr-smoke: finetune, random + none, 2 trials" in stdout and "val/f1/avg_target" in stdout
     best = load_finetune_config(out / "best.yaml")
     assert best.task.name == "xnli" and best.task.paired and best.task.target_langs == ("de", "zh")
+
+
+def test_a_sweep_refuses_evaluation_off_in_one_line_before_ray_starts(data_dir, tmp_path, capsys):
+    """A sweep selects on dev after every epoch: a preset without that eval (``evals: []``) is refused first."""
+    from jobs.inprocess import assert_one_error_line, run_in_process
+
+    ran = run_in_process("sweep.py", "--smoke", "--set", "evals=[]", "--storage", str(tmp_path / "sweep"),
+                         capsys=capsys, data_dir=data_dir)
+    assert_one_error_line(ran, "evals=[] is not valid: expected a classification of val scored every epoch")
+    assert not (tmp_path / "sweep").exists()

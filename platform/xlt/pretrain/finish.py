@@ -11,7 +11,7 @@ from ..engine import RESULTS_FILE, final_metrics, run_dir
 from ..eval.evaluators import TATOEBA
 from ..metrics import per_language
 from ..record import update_record
-from ..report import Finished, markdown_table, write_results
+from ..report import NOTHING_SCORED, Finished, markdown_table, write_results
 from ..storage import join, staged
 from ..tracking import Tracker
 from .trainer import PreparedPretrain, encoder_dir
@@ -29,6 +29,8 @@ def finish_pretrain(prepared: PreparedPretrain, result: Any, tracker: Tracker) -
             f"sentences; {cfg.data.train_rows} annotated)\n\n{markdown_table(prepared.mixture.rows())}\n")
     if tatoeba:
         text += f"\n### Tatoeba accuracy after epoch {cfg.optim.epochs} (held apart)\n\n{markdown_table(tatoeba)}\n"
+    elif not cfg.evals:
+        text += f"\n{NOTHING_SCORED}\n"
     with staged(directory) as out:  # beside the checkpoints, local or on a store
         tracker.artifacts(write_results(out / RESULTS_FILE, {
             "mixture": prepared.mixture.rows(), "excluded": prepared.mixture.excluded, "tatoeba": tatoeba,

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# A job's ending where its config scores nothing (``evals: []``): trained, checkpointed and exported all the same.
+NOTHING_SCORED = ("Evaluation off (`evals: []`): nothing was scored. The model is trained, checkpointed and exported "
+                  "(`output.export`) as with evaluation on.")
+
 
 @dataclass(frozen=True)
 class Finished:

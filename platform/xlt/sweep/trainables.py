@@ -164,6 +164,12 @@ def trial_bundle(driver_share: Mapping[str, float]) -> dict[str, float]:
     return dict(driver_share) or DRIVER_ONLY
 
 
+def _check_finetune(cfg: FinetuneConfig) -> None:
+    check(cfg.scores_dev_every_epoch, "evals", [f"{e.type} of {e.split}" for e in cfg.evals],
+          "a classification of val scored every epoch ({type: classification, split: val, every_epoch: true}, as "
+          "the presets have it): a sweep selects on dev after every epoch")
+
+
 def _check_cotrain(cfg: CotrainConfig) -> None:
     check(cfg.data.eval_split == "dev", "data.eval_split", cfg.data.eval_split,
           "dev in a sweep, which selects on dev and never on test (search_spaces/cotrain.yaml sets it in "
@@ -192,7 +198,7 @@ JOBS: dict[Job, JobSpec] = {
         FinetuneConfig, finetune_trial, TRAIN_EPOCH, max_t=lambda cfg: cfg.optim.epochs,
         resources=lambda cfg: trial_bundle(cfg.scaling.driver_share()),
         footprint=lambda cfg: cfg.scaling.footprint(),
-        check=lambda cfg: None, renames=lambda name: (f"output.dir=results/finetune/{name}-best",)),
+        check=_check_finetune, renames=lambda name: (f"output.dir=results/finetune/{name}-best",)),
     "cotrain": JobSpec(
         CotrainConfig, cotrain_trial, TRAIN_ITERATION, max_t=lambda cfg: cfg.iterations + 1,
         resources=lambda cfg: trial_bundle(cfg.driver_share()), footprint=CotrainConfig.footprint,

@@ -157,11 +157,16 @@ class FinetuneConfig:
     output: OutputSettings = field(default_factory=lambda: OutputSettings(dir="results/finetune/finetune"))
     evals: tuple[EvalSpec, ...] = free((EvalSpec("classification", "val", every_epoch=True), EvalSpec("classification", "test")))
 
+    @property
+    def scores_dev_every_epoch(self) -> bool:
+        """Whether an eval scores dev after every epoch (a classification of val, ``every_epoch: true``): what
+        choosing by dev needs (``optim.keep: best-dev``, a sweep)."""
+        return any(e.type == "classification" and e.split == "val" and e.every_epoch for e in self.evals)
+
     def __post_init__(self) -> None:
         object.__setattr__(self, "optim", resolve_auto(self.optim, self.scaling))
         check_evals("evals", self.evals, EVAL_DATA)
-        check(self.optim.keep == "last" or any(e.type == "classification" and e.split == "val" and e.every_epoch
-                                               for e in self.evals), "optim.keep", self.optim.keep,
+        check(self.optim.keep == "last" or self.scores_dev_every_epoch, "optim.keep", self.optim.keep,
               "last, or evals scoring dev after every epoch (a classification of val, every_epoch: true): best-dev "
               f"keeps the epoch of the best {self.task.source_lang} dev accuracy")
         check(self.data.augment is None or self.data.augment.source_lang == self.task.source_lang,

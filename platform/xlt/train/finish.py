@@ -10,7 +10,7 @@ from ..engine import RESULTS_FILE, final_metrics, run_dir
 from ..export import export_recorded
 from ..metrics import TRAIN_EPOCH, TRAIN_KEPT_EPOCH
 from ..record import EXPORT_DIR, update_record
-from ..report import Finished, markdown_table, write_results
+from ..report import NOTHING_SCORED, Finished, markdown_table, write_results
 from ..storage import join, staged
 from ..tracking import Tracker
 from .config import FinetuneConfig
@@ -21,9 +21,10 @@ def finish_finetune(cfg: FinetuneConfig, result: Any, tracker: Tracker) -> Finis
     """A fine-tuning run's per-language table (of its final metrics: a finished run's rerun reports none, its last
     checkpoint's), ``results.json`` beside the checkpoints, its export. ``result``: the run's ``fit()``."""
     metrics = final_metrics(result)
-    rows = results_rows(metrics, cfg.task.source_lang)
+    rows = results_rows(metrics, cfg.task.source_lang) if cfg.evals else []
     text = (f"## {cfg.output.name}: {cfg.task.name}, {cfg.model.source}, {cfg.data.setting}, "
-            f"objectives: {', '.join(['ce'] + [o.name for o in cfg.objectives])}\n\n{markdown_table(rows)}")
+            f"objectives: {', '.join(['ce'] + [o.name for o in cfg.objectives])}\n\n"
+            + (markdown_table(rows) if rows else NOTHING_SCORED))
     if TRAIN_KEPT_EPOCH in metrics:  # optim.keep: best-dev
         text += (f"\n\nThe weights of epoch {int(metrics[TRAIN_KEPT_EPOCH])} (of {int(metrics[TRAIN_EPOCH])} trained, "
                  f"{cfg.optim.epochs} set), the best {cfg.task.source_lang} dev accuracy (optim.keep: best-dev"
@@ -31,7 +32,8 @@ def finish_finetune(cfg: FinetuneConfig, result: Any, tracker: Tracker) -> Finis
     directory = run_dir(cfg)
     with staged(directory) as out:  # beside the checkpoints, local or on a store
         tracker.artifacts(write_results(out / RESULTS_FILE, {
-            "rows": rows, "metrics": metrics, "checkpoint": result.checkpoint.path, "config": asdict(cfg)}))
+            "rows": rows, "scored": bool(rows), "metrics": metrics, "checkpoint": result.checkpoint.path,
+            "config": asdict(cfg)}))
     tracker.tag("xlt.checkpoint", result.checkpoint.path)
     outputs = {"results": join(directory, RESULTS_FILE), "checkpoint": result.checkpoint.path}
     if cfg.output.export:  # the classifier for use outside xlt, and the run's MLflow model
