@@ -51,6 +51,32 @@ def test_an_export_loads_in_sentence_transformers_and_back_as_the_classifier(tmp
     assert (tmp_path / "export" / "README.md").read_text() == "# a card\n"
 
 
+def test_an_export_holds_exactly_the_weights_it_loads_and_every_library_loads_it_quietly(tmp_path, capfd):
+    """No pooler (xlt pools itself): sentence-transformers, transformers (told ``add_pooling_layer=False``, as the
+    card says) and xlt load it without a load report, with the embeddings xlt gave; an export written before, whose
+    encoder sentence-transformers saved with a randomly initialised pooler, loads quietly in xlt too."""
+    from safetensors import safe_open
+    from sentence_transformers import SentenceTransformer
+    from transformers import AutoModel
+
+    model = classifier("tiny:bert", "mean")
+    export = model.save_pretrained(tmp_path / "export")
+    with safe_open(str(export / "model.safetensors"), framework="pt") as stored:
+        assert not [name for name in stored.keys() if name.startswith("pooler.")]
+    ours = model.encoder.encode(TEXTS)
+    capfd.readouterr()
+    assert np.abs(SentenceTransformer(str(export), device="cpu").encode(TEXTS) - ours).max() < 1e-5
+    AutoModel.from_pretrained(export, add_pooling_layer=False)
+    assert np.abs(Classifier.from_pretrained(export).encoder.encode(TEXTS) - ours).max() < 1e-6
+    printed = capfd.readouterr()
+    assert "LOAD REPORT" not in printed.out + printed.err
+    AutoModel.from_pretrained(export).save_pretrained(export)  # as exports were: a pooler nobody trained
+    capfd.readouterr()
+    assert np.abs(Classifier.from_pretrained(export).encoder.encode(TEXTS) - ours).max() < 1e-6
+    printed = capfd.readouterr()
+    assert "LOAD REPORT" not in printed.out + printed.err
+
+
 def test_what_sentence_transformers_cannot_pool_is_refused_and_a_non_export_is_named(tmp_path):
     with pytest.raises(ValueError, match="only a transformer encoder pooled by cls or mean of its last layer"):
         classifier("tiny:bert", "avg_first_last").save_pretrained(tmp_path / "export")

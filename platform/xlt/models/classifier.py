@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -42,6 +42,7 @@ from .loader import EncoderConfig, load_encoder
 from .state import load_trained
 
 CLASSIFIER_FILE, HEAD_FILE = "classifier.json", "head.safetensors"
+ST_CONFIG_FILE = "sentence_bert_config.json"  # sentence-transformers' settings of the Transformer module
 COMBINATION_FILE = "combination.json"  # a CombinedClassifier's export: its members, each a Classifier's export
 FLOOR = 1e-6  # the least probability a combination reads (a rounded 0 does not veto the other members)
 
@@ -135,6 +136,10 @@ class Classifier(nn.Module):
         # its save then writes the tokenizer again, truncating at max_length: sentence-transformers 6 keeps
         # max_seq_length as the tokenizer's model_max_length, not in sentence_bert_config.json.
         sentence_transformer(encoder, directory).save(str(directory))
+        if kwargs := backbone_kwargs(encoder):  # sentence-transformers builds the backbone as saved, quietly
+            config = json.loads((directory / ST_CONFIG_FILE).read_text(encoding="utf-8"))
+            (directory / ST_CONFIG_FILE).write_text(json.dumps({**config, "model_args": kwargs}, indent=2),
+                                                     encoding="utf-8")
         head = {name: value.detach().cpu().contiguous() for name, value in self.state_dict().items()
                 if not name.startswith("encoder.")}
         save_file(head, str(directory / HEAD_FILE))
@@ -205,11 +210,18 @@ def sentence_transformer(encoder: TextEncoder, directory: str | Path, *, prompts
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     encoder.save(directory)
-    modules = [Transformer(str(directory), max_seq_length=encoder.max_length),
+    modules = [Transformer(str(directory), max_seq_length=encoder.max_length, model_kwargs=backbone_kwargs(encoder)),
                Pooling(encoder.dim, pooling_mode=encoder.pooling)]
     named = {"query": encoder.prefix} if prompts and encoder.prefix else None
     return SentenceTransformer(modules=modules, prompts=named, default_prompt_name="query" if named else None,
                                device="cpu")
+
+
+def backbone_kwargs(encoder: TransformerEncoder) -> dict[str, Any]:
+    """What rebuilds ``encoder``'s backbone with exactly the weights it has: xlt pools the hidden states itself and
+    builds a BERT-like backbone without its pooler (``add_pooling_layer=False``), which ``AutoModel`` adds unless told
+    (as random weights, or as weights a checkpoint holds that nothing trained)."""
+    return {"add_pooling_layer": False} if getattr(encoder.backbone, "pooler", ...) is None else {}
 
 
 def check_exportable(encoder: TextEncoder) -> None:

@@ -163,13 +163,29 @@ def load_transformer(spec: ModelSpec, seed: int = 0):
     if spec.kind == "random":
         return random_model(path, seed), tokenizer
     try:
-        try:  # the pooler is unused (pooling is ours) and would load as random weights
-            model = AutoModel.from_pretrained(path, add_pooling_layer=False)
-        except TypeError:  # architectures without a pooler do not take the argument
+        if saved_pooler(path):  # e.g. an export written before exports left it out: loaded, then dropped
             model = AutoModel.from_pretrained(path)
+            model.pooler = None
+        else:
+            try:  # the pooler is unused (pooling is ours) and would load as random weights
+                model = AutoModel.from_pretrained(path, add_pooling_layer=False)
+            except TypeError:  # architectures without a pooler do not take the argument
+                model = AutoModel.from_pretrained(path)
     except OSError as e:
         raise OSError(f"cannot load {spec}: {_load_hint(spec)} ({e})") from e
     return model, tokenizer
+
+
+def saved_pooler(path: str) -> bool:
+    """Whether the checkpoint in directory ``path`` holds a pooler's weights (``pooler.*`` in ``model.safetensors``),
+    which a backbone built without its pooler would report as unexpected."""
+    weights = Path(path) / "model.safetensors"
+    if not weights.is_file():
+        return False
+    from safetensors import safe_open
+
+    with safe_open(str(weights), framework="pt") as stored:
+        return any(name.startswith("pooler.") for name in stored.keys())
 
 
 def random_model(path: str, seed: int):

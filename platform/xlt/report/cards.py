@@ -23,4 +23,7 @@ def card_use(call: str, note: str = "", loader: str = "Classifier") -> list[str]
             "```python", *encoder,
             f"from xlt.models import {loader}",
             f"predictions = {loader}.from_pretrained(DIR).{call}   # labels, confidence, probabilities",
-            "```", *([note.strip(" ()").capitalize() + ".", ""] if note else [""])]
+            "```", *([note.strip(" ()").capitalize() + ".", ""] if note else [""]),
+            *(["The encoder holds no pooler (xlt pools the hidden states itself): through transformers, "
+               "`AutoModel.from_pretrained(DIR, add_pooling_layer=False)` for an architecture that has one (BERT, "
+               "XLM-R).", ""] if loader == "Classifier" else [])]
