@@ -59,7 +59,8 @@ def main() -> None:
     with Tracker("finetune", cfg.output.name, run_dir(cfg), enabled=args.tracking) as tracker:
         tracker.params(cfg)
         run = build_trainer(prepared, callbacks=tracker.callbacks())
-        finished = finish_finetune(run.config, run.fit(), tracker)  # the resolved config: absolute paths, labels
+        # the resolved config: absolute paths, labels; the rows its task left out (task.unknown_labels: drop)
+        finished = finish_finetune(run.config, run.fit(), tracker, prepared.task.dropped)
         print("\n" + finished.text)
         print("\n" + epilogue(finished.outputs, f"python jobs/finetune.py --resume {run_dir(run.config)}  "
                               "(more epochs: --set optim.epochs=N)", tracker.how_to_look()))

@@ -37,6 +37,7 @@ def sentiment(**entries: object) -> TaskConfig:
 
 
 FORMATS = ["jsonl", "csv", "tsv", "parquet"]
+DROP_HINT = "(task.unknown_labels: drop leaves such rows out)"
 LABELS = ["sports", "travel", "politics"]
 
 
@@ -257,7 +258,8 @@ def test_integer_labels_read_as_strings(tmp_path: Path) -> None:
     closed = load_task(task_config(**entries, labels=["0", "2"]), tmp_path)
     with pytest.raises(DataError) as err:
         closed.examples("dev", "de")
-    assert str(err.value) == f"{tmp_path}/u/de/train.jsonl:2: unknown label '1' in column 'label'; valid labels: 0, 2"
+    assert str(err.value) == (f"{tmp_path}/u/de/train.jsonl:2: unknown label '1' in column 'label'; valid labels: 0, 2 "
+                              f"{DROP_HINT}")
 
 
 def pair_rows(lang: str, n: int = 4, ns: tuple[int, ...] = ()) -> list[dict]:
@@ -362,7 +364,7 @@ def test_labels_default_to_the_source_train_split_and_close_the_set(tmp_path: Pa
     with pytest.raises(DataError) as err:
         task.examples("train", "de")
     assert str(err.value) == (f"{tmp_path}/sent/de/train.tsv:3: unknown label 'mixed' in column 'label'; "
-                              "valid labels: neg, pos")
+                              f"valid labels: neg, pos {DROP_HINT}")
 
 
 def test_pool_without_labels(tmp_path: Path) -> None:
@@ -435,7 +437,25 @@ def test_label_outside_the_label_set(tmp_path: Path) -> None:
     with pytest.raises(DataError) as err:
         task.examples("dev", "de")
     assert str(err.value) == (f"{tmp_path}/sent/de/dev.tsv:3: unknown label 'neutral' in column 'label'; "
-                              "valid labels: neg, pos")
+                              f"valid labels: neg, pos {DROP_HINT}")
+
+
+def test_unknown_labels_drop_leaves_labelled_rows_out_and_a_pool_rows_gold_label_only(tmp_path, caplog):
+    """``task.unknown_labels: drop``: a target language's class the task lacks (a release whose targets have a
+    ``neutral`` class) is counted per split and language; the pool keeps every row, without that gold label."""
+    sentiment_root(tmp_path, langs=("en", "de"), splits=("train", "dev", "test", "pool"))
+    rows = [["gut", "pos"], ["egal", "neutral"], ["schlecht", "neg"], ["naja", "neutral"]]
+    for split in ("dev", "pool"):
+        write_tsv(tmp_path / "sent" / "de" / f"{split}.tsv", ["text", "label"], rows)
+    splits = {"train": "train", "dev": "dev", "test": "test", "pool": "pool"}
+    task = load_task(sentiment(labels=["neg", "pos"], unknown_labels="drop", splits=splits), tmp_path)
+    assert [(ex.text, ex.label) for ex in task.examples("dev", "de")] == [("gut", "pos"), ("schlecht", "neg")]
+    assert [(ex.text, ex.label) for ex in task.examples("pool", "de")] == [
+        ("gut", "pos"), ("egal", None), ("schlecht", "neg"), ("naja", None)]
+    assert task.dropped == {"dev/de": 2, "pool/de": 2}
+    assert "task sent: 2 rows left out of dev/de with a label outside the task's" in caplog.text
+    with pytest.raises(ConfigError, match=re.escape("task.unknown_labels='keep' is not valid")):
+        sentiment(unknown_labels="keep")
 
 
 def test_empty_text_and_empty_pair_side(tmp_path: Path) -> None:
@@ -540,7 +560,8 @@ def test_csv_multiline_field_keeps_line_numbers(tmp_path: Path) -> None:
     assert message == f"{path}:4: empty text in column 'text'; expected a non-empty string"
     # An error in a record that spans lines 2-3 is reported at its first line.
     message, path = dev_error(tmp_path, "csv", b'text,label,lang\n"zwei\nZeilen",weather,de\n')
-    assert message == f"{path}:2: unknown label 'weather' in column 'label'; valid labels: sports, travel, politics"
+    assert message == (f"{path}:2: unknown label 'weather' in column 'label'; valid labels: sports, travel, politics "
+                       f"{DROP_HINT}")
     task, _ = dev_split(tmp_path, "csv", b'text,label,lang\n"zwei\nZeilen",sports,de\n')
     assert [ex.text for ex in task.examples("dev", "de")] == ["zwei\nZeilen"]
 

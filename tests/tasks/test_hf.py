@@ -113,7 +113,7 @@ def test_a_label_outside_the_label_set(tmp_path: Path) -> None:
     with pytest.raises(DataError) as err:
         task.examples("train", "en")
     assert str(err.value) == (f"{tmp_path}/reviews[train]: row 1: unknown label 'negative' in column 'label'; "
-                              "valid labels: positive, neutral")
+                              "valid labels: positive, neutral (task.unknown_labels: drop leaves such rows out)")
 
 
 def test_a_missing_column_names_the_columns_present(tmp_path: Path) -> None:
@@ -160,7 +160,7 @@ def test_string_labels_and_empty_text_name_the_row(tmp_path: Path) -> None:
     with pytest.raises(DataError) as err:
         task.examples("train", "de")
     assert str(err.value) == (f"{tmp_path}/s/de[train]: row 1: unknown label 'weather' in column 'label'; "
-                              "valid labels: sports, travel")
+                              "valid labels: sports, travel (task.unknown_labels: drop leaves such rows out)")
     with pytest.raises(DataError) as err:
         task.examples("dev", "de")
     assert str(err.value) == f"{tmp_path}/s/de[dev]: row 1: empty text in column 'text'; expected a non-empty string"

@@ -1,6 +1,6 @@
 """A fine-tuning or pretraining run with evaluation off (``evals: []``, production retraining) ends without a score:
 the ending says nothing was scored, ``results.json`` holds no rows and says so, and the run's record is updated with
-what it wrote. (The jobs themselves: ``python jobs/finetune.py --smoke --set 'evals=[]'`` trains, checkpoints and
+what it wrote; the rows its task left out for an unknown label are counted in both. (The jobs themselves: ``python jobs/finetune.py --smoke --set 'evals=[]'`` trains, checkpoints and
 exports; here their endings, on a run's metrics without a score.) What needs a score refuses evaluation off before
 training: ``optim.keep: best-dev`` here, a sweep in ``tests/sweep/test_overrides.py``."""
 
@@ -36,9 +36,13 @@ def test_a_finetuning_run_without_evals_ends_saying_nothing_was_scored(tmp_path)
     from xlt.train.finish import finish_finetune
 
     cfg = load_finetune_config(REPO / "configs" / "finetune_sib200.yaml", ["evals=[]", f"output.dir={tmp_path / 'run'}"])
-    text, results = ended(tmp_path, "finetune", cfg, lambda result, tracker: finish_finetune(cfg, result, tracker))
+    dropped = {"test/de": 2, "train/en": 3}  # task.unknown_labels: drop (tests/tasks/test_files.py)
+    text, results = ended(tmp_path, "finetune", cfg,
+                          lambda result, tracker: finish_finetune(cfg, result, tracker, dropped))
     assert NOTHING_SCORED in text and "| lang " not in text
     assert results["rows"] == [] and results["scored"] is False and results["metrics"] == TRAINED
+    assert results["dropped rows"] == dropped
+    assert "Rows left out for a label outside the task's (task.unknown_labels: drop): test/de 2, train/en 3." in text
 
 
 def test_a_pretraining_run_without_evals_ends_saying_nothing_was_scored(tmp_path):

@@ -9,7 +9,7 @@ from dataclasses import asdict
 from ..export import export_recorded
 from ..metrics import ACC, AVG_TARGET, F1, metric_name
 from ..record import EXPORT_DIR, update_record
-from ..report import Finished, Phases, markdown_table, write_results
+from ..report import Finished, Phases, dropped_rows, markdown_table, write_results
 from ..storage import join, staged
 from ..tracking import Tracker
 from .classifier import CLASSIFIER, describe, kept_record, members
@@ -61,14 +61,15 @@ def finish_cotrain(cfg: CotrainConfig, data: PreparedCotrain, state: LoopState, 
             f"### Per iteration ({split} accuracy)\n\n{markdown_table(iteration_rows(state.history, split, source))}\n\n"
             f"### Per language ({split} accuracy)\n\n{language_table(ACC)}\n\n"
             f"### Per language ({split} macro-F1)\n\n{language_table(F1)}\n\n"
-            f"### Where the time went (this run; {overlap(cfg)})\n\n{phases.table()}\n")
+            + (f"{dropped_rows(data.task.dropped)}\n\n" if data.task.dropped else "")
+            + f"### Where the time went (this run; {overlap(cfg)})\n\n{phases.table()}\n")
     with staged(cfg.output.dir) as out:  # a URI output gets these files when the block ends
         (out / "results.md").write_text(text, encoding="utf-8")
         plot = plot_iterations(state.history, split, out / "accuracy_per_iteration.png", label)
         write_results(out / "results.json", {"history": state.history, "probes": probes, "config": asdict(cfg),
                                              "classifier": {"learners": list(members(chosen)),
                                                             "iteration": kept, "metrics": chosen},
-                                             "phases": phases.rows()})
+                                             "dropped rows": dict(data.task.dropped), "phases": phases.rows()})
         tracker.artifacts(out / "results.json", out / "results.md", plot)
     outputs = {what: join(cfg.output.dir, name) for what, name in (
         ("results", "results.json"), ("tables", "results.md"), ("plot", "accuracy_per_iteration.png"),

@@ -82,8 +82,10 @@ class Cells:
             raise self.fail(f"empty text in column {column!r}; expected a non-empty string")
         return value
 
-    def label(self, column: str, valid: Collection[str] | None) -> str:
+    def label(self, column: str, valid: Collection[str] | None, optional: bool = False) -> str | None:
         value = self.get(column)
+        if optional and value in (None, ""):
+            return None
         if value is None:
             raise self.fail(f"no label in column {column!r}; every row of a labelled split needs one (unlabelled text is read as the task's pool split)")
         # bool is an int subclass; True as a label is almost surely a wrong column.
@@ -95,7 +97,8 @@ class Cells:
         if not label.strip():
             raise self.fail(f"empty label in column {column!r}; every row of a labelled split needs one (unlabelled text is read as the task's pool split)")
         if valid is not None and label not in valid:
-            raise self.fail(f"unknown label {label!r} in column {column!r}; valid labels: {', '.join(valid)}")
+            raise self.fail(f"unknown label {label!r} in column {column!r}; valid labels: {', '.join(valid)} "
+                            "(task.unknown_labels: drop leaves such rows out)")
         return label
 
     def lang(self, column: str) -> str:
@@ -140,10 +143,11 @@ def examples_from_rows(
     lang: str,
     labels: Collection[str] | None = None,
     id_prefix: str,
+    optional_label: bool = False,
 ) -> list[Example]:
     """Validate ``rows`` (at least one: the task layer says which language and split had none) and
     build one ``Example`` each, in ``lang`` (any accepted code). ``labels``, when given, is the
-    closed set of valid labels of ``fields.label``.
+    closed set of valid labels of ``fields.label``; ``optional_label``: a row without one has none (a pool's gold).
     """
     code = normalize_lang(lang)
     ids = _Ids(source, id_prefix)
@@ -155,7 +159,7 @@ def examples_from_rows(
                 id=ids.assign(cells, fields.id, index),
                 text=cells.text(fields.text),
                 lang=code,
-                label=cells.label(fields.label, labels) if fields.label is not None else None,
+                label=cells.label(fields.label, labels, optional_label) if fields.label is not None else None,
                 text_pair=cells.text(fields.text_pair) if fields.text_pair is not None else None,
                 source_id=cells.optional_id(fields.source_id),
             )

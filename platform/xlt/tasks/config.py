@@ -29,6 +29,10 @@ registry in ``xlt.tasks.registry`` (``files`` or ``hf``); the rest is the same f
   same sentences in every language under ``link`` (``xlt.data.sample``). Another seed, another
   sample; slices written in ``splits`` stay ranges.
 - ``drop``: text values that mark a row to skip (PAWS-X's untranslated ``NS`` placeholders).
+- ``unknown_labels``: ``error`` (a labelled row whose label is not one of ``labels`` stops the job, naming its
+  file and line) or ``drop`` (such rows are left out of the labelled splits and counted per split and language,
+  ``Task.dropped``; a pool row only loses its gold label, never the row): a release whose target languages
+  have a class the source lacks.
 - ``unquote``: ``once`` (a text field CSV-quoted as a whole is unquoted once, as pandas wrote it) or
   ``nested`` (until it no longer is: a release that quoted some fields twice, as SIB-200's).
 - ``header`` / ``columns``: a headerless TSV/CSV names its columns here. ``label_path``: texts and
@@ -51,6 +55,7 @@ ROLES: tuple[str, ...] = ("train", "dev", "test", "pool")
 Link = Literal["none", "id", "line", "source_id"]
 Format = Literal["auto", "tsv", "csv", "jsonl", "parquet", "txt"]
 Unquote = Literal["once", "nested"]
+UnknownLabels = Literal["error", "drop"]
 _SLICE = re.compile(r"^(?P<name>[^\[\]]+)(\[(?P<start>-?\d*):(?P<stop>-?\d*)\])?$")
 
 
@@ -139,6 +144,7 @@ class TaskConfig:
     sample_seed: int = 0
     drop: tuple[str, ...] = ()
     unquote: Unquote = "once"
+    unknown_labels: UnknownLabels = "error"
 
     def __post_init__(self) -> None:
         check_type(self)

@@ -93,7 +93,7 @@ def languages_on_disk(template: str, data_dir: Path | None, languages: dict[str,
 
 
 def read_split(cfg: TaskConfig, data_dir: Path | None, split: SplitRef, lang: str, name: str,
-               labels: Sequence[str] | None, labelled: bool) -> list[Example]:
+               labels: Sequence[str] | None, labelled: bool, dropped: dict[str, int] | None = None) -> list[Example]:
     """The examples of language ``lang`` (named ``name`` on disk) in ``split``.
 
     ``labelled=False`` reads a label when the column is there (kept as gold for scoring) and
@@ -113,7 +113,7 @@ def read_split(cfg: TaskConfig, data_dir: Path | None, split: SplitRef, lang: st
         rows, joined = _with_label_file(cfg, data_dir, name, split.name, path, rows, required=labelled)
         columns = [*(columns or []), *([cfg.fields.label] if joined else [])]
     return to_examples(cfg, source, header_pos, columns, rows, split, lang, labels, labelled,
-                       one_language="lang" in placeholders(cfg.path))
+                       one_language="lang" in placeholders(cfg.path), dropped=dropped)
 
 
 def _with_label_file(cfg: TaskConfig, data_dir: Path | None, name: str, split: str, text_path: Path,
@@ -140,7 +140,7 @@ def _with_label_file(cfg: TaskConfig, data_dir: Path | None, name: str, split: s
 
 
 def read(cfg: TaskConfig, data_dir: Path | None, role: str, lang: str, labels: Sequence[str] | None,
-         found: dict[str, str]) -> list[Example]:
-    """The ``files`` reader of the registry: ``role``'s split of ``lang``."""
+         found: dict[str, str], dropped: dict[str, int] | None = None) -> list[Example]:
+    """The ``files`` reader of the registry: ``role``'s split of ``lang`` (``dropped``: ``to_examples``')."""
     return read_split(cfg, data_dir, cfg.splits.ref(role), lang, found.get(lang, lang), labels,
-                      labelled=role != "pool")
+                      labelled=role != "pool", dropped=dropped)

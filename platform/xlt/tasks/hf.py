@@ -43,8 +43,8 @@ def found_languages(cfg: TaskConfig, data_dir: Path | None) -> dict[str, str]:
 
 
 def read(cfg: TaskConfig, data_dir: Path | None, role: str, lang: str, labels: Sequence[str] | None,
-         found: dict[str, str]) -> list[Example]:
-    """The ``hf`` reader of the registry: ``role``'s split of ``lang``."""
+         found: dict[str, str], dropped: dict[str, int] | None = None) -> list[Example]:
+    """The ``hf`` reader of the registry: ``role``'s split of ``lang`` (``dropped``: ``to_examples``')."""
     split = cfg.splits.ref(role)
     name = found.get(lang, lang)
     values = {"lang": name, "split": split.name}
@@ -58,4 +58,4 @@ def read(cfg: TaskConfig, data_dir: Path | None, role: str, lang: str, labels: S
     one_language = cfg.fields.lang is None or any("lang" in placeholders(t or "")
                                                   for t in (cfg.path, cfg.hf_config, cfg.data_files))
     return to_examples(cfg, source, None, ds.column_names, rows, split, lang, labels, labelled=role != "pool",
-                       one_language=one_language)
+                       one_language=one_language, dropped=dropped)

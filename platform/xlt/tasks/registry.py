@@ -2,7 +2,8 @@
 
 A type is three functions over a ``TaskConfig``: ``check`` (the keys it needs, raising
 ``ConfigError``), ``found`` (language code -> the name the data uses for it) and ``read`` (the
-examples of one role's split in one language). Presets (SIB-200, XNLI, PAWS-X, NusaX) are not
+examples of one role's split in one language, counting rows ``unknown_labels: drop`` left out into its last
+argument). Presets (SIB-200, XNLI, PAWS-X, NusaX) are not
 types: they are configs of these (``configs/tasks/``).
 """
 
@@ -25,7 +26,8 @@ if TYPE_CHECKING:
 class TaskType:
     check: Callable[[TaskConfig], None]
     found: Callable[[TaskConfig, Path | None], dict[str, str]]
-    read: Callable[[TaskConfig, Path | None, str, str, Sequence[str] | None, dict[str, str]], list[Example]]
+    read: Callable[[TaskConfig, Path | None, str, str, Sequence[str] | None, dict[str, str], dict[str, int]],
+                   list[Example]]
 
 
 TASK_TYPES: dict[str, TaskType] = {

@@ -15,12 +15,15 @@ n-th row of another even when a placeholder is dropped from one of them.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
 from ..data.records import Example
 from ..data.rows import ExampleFields, Row, RowSource, check_columns, examples_from_rows
 from ..text.languages import normalize_lang
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from .config import SplitRef, TaskConfig
@@ -31,12 +34,14 @@ ID_COLUMN = "__id__"  # the row column carrying the task-wide id: <task>/<lang>/
 
 def to_examples(cfg: TaskConfig, source: RowSource, header_pos: int | None, columns: Collection[str] | None,
                 rows: list[tuple[int, Row]], split: SplitRef, lang: str, labels: Sequence[str] | None,
-                labelled: bool, one_language: bool) -> list[Example]:
+                labelled: bool, one_language: bool, dropped: dict[str, int] | None = None) -> list[Example]:
     """Examples of ``lang`` from the rows of ``split``.
 
     ``labelled=False`` (the unlabelled pool) keeps a label where the data has one (gold, for
     scoring pseudo-labels only) and reads rows without. ``one_language``: every row is in
-    ``lang`` (a file per language); otherwise ``fields.lang`` says which rows are.
+    ``lang`` (a file per language); otherwise ``fields.lang`` says which rows are. Under
+    ``unknown_labels: drop``, the rows left out for a label outside ``labels`` (a pool row: its gold label
+    only) are added to ``dropped`` under ``<split>/<lang>`` (``pool/<lang>``).
     """
     fields = cfg.fields
     # JSONL has no header (columns is None): a label counts as present when every row has one.
@@ -64,6 +69,15 @@ def to_examples(cfg: TaskConfig, source: RowSource, header_pos: int | None, colu
         rows = [(pos, row) for pos, row in rows if not _dropped(row, cfg)]
     if cfg.label_map and has_label:
         rows = [(pos, _relabel(source, pos, row, fields.label, cfg.label_map)) for pos, row in rows]
+    unknown = 0
+    if cfg.unknown_labels == "drop" and labels is not None and has_label:
+        rows, unknown = _without_unknown_labels(rows, fields.label, set(labels), keep_rows=not labelled)
+        if unknown:
+            where = f"{split.name if labelled else 'pool'}/{lang}"
+            if dropped is not None:
+                dropped[where] = dropped.get(where, 0) + unknown
+            log.warning("task %s: %d %s of %s with a label outside the task's (task.unknown_labels: drop)", cfg.name,
+                        unknown, "rows left out" if labelled else "pool rows without their gold label", where)
     if not rows:
         raise source.error(None, f"no rows for language {lang!r} in split {split} (after the language, the slice "
                                  f"and the dropped values {list(cfg.drop)}); expected at least one")
@@ -76,7 +90,19 @@ def to_examples(cfg: TaskConfig, source: RowSource, header_pos: int | None, colu
     example_fields = ExampleFields(text=fields.text, label=fields.label if has_label else None,
                                    id=ID_COLUMN, text_pair=fields.text_pair, source_id=link)
     return examples_from_rows(rows, source, example_fields, lang=lang, labels=labels if has_label else None,
-                              id_prefix=prefix)
+                              id_prefix=prefix, optional_label=bool(unknown) and not labelled)
+
+
+def _without_unknown_labels(rows: list[tuple[int, Row]], column: str, labels: set[str],
+                            keep_rows: bool) -> tuple[list[tuple[int, Row]], int]:
+    """``rows`` without those whose label is outside ``labels`` (``keep_rows``: with their label cleared instead),
+    and how many they were."""
+    unknown = [row.get(column) not in (None, "") and str(row[column]) not in labels for _, row in rows]
+    if keep_rows:
+        kept = [(pos, {**row, column: None}) if out else (pos, row) for (pos, row), out in zip(rows, unknown)]
+    else:
+        kept = [item for item, out in zip(rows, unknown) if not out]
+    return kept, sum(unknown)
 
 
 def _row_lang(source: RowSource, pos: int, row: Row, column: str, by_name: dict[str, str]) -> str:

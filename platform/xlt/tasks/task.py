@@ -39,6 +39,9 @@ class Task:
         self.config, self.data_dir, self.found = config, data_dir, found
         self._type = task_type(config)
         self._cache: dict[tuple[str, str], list[Example]] = {}
+        # Rows left out for a label outside ``labels`` (``unknown_labels: drop``), by ``<split>/<lang>``; pool
+        # rows that lost their gold label count as ``pool/<lang>``.
+        self.dropped: dict[str, int] = {}
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -67,7 +70,8 @@ class Task:
         key = (role, lang)
         if key in self._cache:
             return self.draw(role, self._cache[key], limit)
-        examples = self._type.read(self.config, self.data_dir, role, lang, self.labels or None, self.found)
+        examples = self._type.read(self.config, self.data_dir, role, lang, self.labels or None, self.found,
+                                   self.dropped)
         if keep:
             self._cache[key] = examples
         return self.draw(role, examples, limit)
