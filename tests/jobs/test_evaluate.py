@@ -25,6 +25,21 @@ def run_job(data_dir, tmp_path, capsys):
 ADAPTED = "adapt={center: true, rounds: 1}"  # the probe adapted to the target pools (xlt.eval.adaptation)
 
 
+def test_a_label_the_source_lacks_is_dropped_and_counted_where_the_task_says_so(run_job, tmp_path):
+    """``task.unknown_labels: drop``: SIB-200 read as if it had no ``geography`` class (a target release's extra class
+    stands for it) leaves those rows out of every split, and the ending and results count them per split and
+    language; without the option the first such row stops the job in one line naming it."""
+    six = "task.labels=[science/technology, travel, politics, sports, health, entertainment]"
+    proc = run_job("--smoke", "--set", "task.target_langs=[de]", "--set", six, "--set", "task.unknown_labels=drop")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    dropped = json.loads((tmp_path / "frozen-linear.json").read_text())["dropped rows"]
+    assert set(dropped) == {"train/en", "dev/en", "test/en", "test/de"} and all(n > 0 for n in dropped.values())
+    assert f"(task.unknown_labels: drop): dev/en {dropped['dev/en']}, test/de {dropped['test/de']}" in proc.stdout
+    refused = run_job("--smoke", "--set", "task.target_langs=[de]", "--set", six)
+    assert refused.returncode == 2 and "unknown label 'geography'" in refused.stderr
+    assert "(task.unknown_labels: drop leaves such rows out)" in refused.stderr
+
+
 @pytest.mark.parametrize("protocol, task, columns, extra", [
     ("frozen-linear", "sib200", "| f1 ", ()), ("frozen-linear", "xnli", "| f1 ", ("--set", ADAPTED)),
     ("tatoeba", "tatoeba", "| xx->en ", ()), ("mining", "tatoeba", "| f1 ", ()), ("bucc", "bucc2018", "| held-out ", ())])

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import config_text, save_config
 from ..record import EXPORT_DIR, FINISHED, export_entry, write_record
-from ..report import Finished, markdown_table, write_results
+from ..report import Finished, dropped_rows, markdown_table, write_results
 from ..report.cards import card_metadata, card_use
 from .protocols import EvaluateConfig
 
@@ -31,6 +31,8 @@ def finish_evaluation(cfg: EvaluateConfig, result: dict[str, Any], tracker: Trac
                      + markdown_table([{k: v for k, v in r.items() if k not in ("model", "protocol")} for r in rows])
                      + "".join(f"\n\nProtocol: {protocol}"
                                for protocol in dict.fromkeys(r["protocol"] for r in rows if "protocol" in r)))
+    if result.get("dropped rows"):
+        parts.append(dropped_rows(result["dropped rows"]))
     out = Path(cfg.output.dir)
     save_config(cfg, out / "config.yaml")
     classifiers = result.pop("classifiers", {})

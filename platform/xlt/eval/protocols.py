@@ -320,12 +320,13 @@ def retrieval_languages(cfg: EvaluateConfig, root: Path) -> list[str]:
 
 @dataclass(frozen=True)
 class Evaluator:
-    """A protocol with its data read and checked: the data's name, its languages, and how it scores
-    one encoder."""
+    """A protocol with its data read and checked: the data's name, its languages, how it scores one encoder, and the
+    rows its task left out for a label outside the task's (``task.unknown_labels: drop``; ``Task.dropped``)."""
 
     task: str
     langs: list[str]
     score: Callable[[TextEncoder], Scored]
+    dropped: dict[str, int] = field(default_factory=dict)
 
 
 def _frozen_linear(cfg: EvaluateConfig) -> Evaluator:
@@ -333,7 +334,8 @@ def _frozen_linear(cfg: EvaluateConfig) -> Evaluator:
     task = load_task(cfg.task, cfg.data.data_dir)
     task.check({"train": [task.source_lang], "dev": [task.source_lang], "test": task.langs,
                 **({"pool": task.target_langs} if cfg.adapt.active else {})})
-    return Evaluator(task.config.name, list(task.langs), lambda encoder: frozen_linear_rows(encoder, task, cfg))
+    return Evaluator(task.config.name, list(task.langs), lambda encoder: frozen_linear_rows(encoder, task, cfg),
+                     task.dropped)
 
 
 def _retrieval(rows_of: Callable[[TextEncoder, Path, list[str], EvaluateConfig], list[dict[str, Any]]],
@@ -381,4 +383,5 @@ def run_evaluation(cfg: EvaluateConfig) -> dict[str, Any]:
         if scored.classifier is not None:
             classifiers[model_cfg.source] = scored.classifier.cpu()
     return {"protocol": cfg.protocol, "task": evaluator.task, "languages": evaluator.langs, "rows": rows,
+            **({"dropped rows": dict(evaluator.dropped)} if evaluator.dropped else {}),
             **({"classifiers": classifiers} if cfg.output.export else {})}
