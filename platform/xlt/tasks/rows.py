@@ -74,8 +74,8 @@ def to_examples(cfg: TaskConfig, source: RowSource, header_pos: int | None, colu
         rows, unknown = _without_unknown_labels(rows, fields.label, set(labels), keep_rows=not labelled)
         if unknown:
             where = f"{split.name if labelled else 'pool'}/{lang}"
-            if dropped is not None:
-                dropped[where] = dropped.get(where, 0) + unknown
+            if dropped is not None:  # a split read again (a pool too large to keep) counts once
+                dropped[where] = unknown
             log.warning("task %s: %d %s of %s with a label outside the task's (task.unknown_labels: drop)", cfg.name,
                         unknown, "rows left out" if labelled else "pool rows without their gold label", where)
     if not rows:
