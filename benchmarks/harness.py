@@ -105,12 +105,11 @@ class local_ray:
 
 
 def mean_sd(values: list[float], digits: int = 3) -> str:
-    """``mean ± sd`` over seeds; the value alone for one."""
-    import statistics
+    """``mean ± sd`` over seeds (``xlt.eval.stats.mean_std``); the value alone for one."""
+    from xlt.eval.stats import mean_std
 
-    if len(values) == 1:
-        return f"{values[0]:.{digits}f}"
-    return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
+    mean, sd = mean_std(values)
+    return f"{mean:.{digits}f}" if len(values) == 1 else f"{mean:.{digits}f} ± {sd:.{digits}f}"
 
 
 def padded_tokens(lengths: Any, batch_size: int, sort_by_length: bool, chunk: int | None = None) -> int:
