@@ -159,7 +159,7 @@ def test_the_declared_recipe_exports_the_jobs_classifier_as_it_scored(killed, da
     import pandas as pd
 
     from xlt.cotrain.classifier import kept_iteration
-    from xlt.inference import InferenceSettings
+    from xlt.predict.config import PredictInference
     from xlt.models import CombinedClassifier, load_pretrained
     from xlt.predict import InputConfig, ModelRef, PredictConfig, PredictData, predict, prepare as prepare_predict
     from xlt.cotrain.finish import export_cotrain
@@ -230,7 +230,7 @@ def test_the_declared_recipe_exports_the_jobs_classifier_as_it_scored(killed, da
         predict(prepare_predict(PredictConfig(
             model=model, input=InputConfig(task=cfg.task, split="test", max_rows=4),
             output=OutputSettings(str(tmp_path / name)), data=PredictData(data_dir=cfg.data.data_dir),
-            inference=InferenceSettings(num_actors=0, batch_size=8, precision="fp32"))))
+            inference=PredictInference(num_actors=0, batch_size=8, precision="fp32"))))
     by_run, by_export = (pd.read_parquet(tmp_path / name / "predictions").sort_values("id") for name in ("run", "export"))
     assert list(by_run["label"]) == list(by_export["label"]) and len(by_run) == 4 * len(task.langs)
     columns = [f"p_{label}" for label in task.labels]

@@ -5,6 +5,7 @@ lost (a pass that loses its actor's node: tests/cluster/test_node_failure.py).""
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from xlt.inference import InferenceSettings
@@ -92,6 +93,14 @@ def test_one_pool_of_actors_labels_every_table_and_survives_losing_an_actor(ray_
         out = tmp_path / "out"
         with pytest.raises(ValueError, match="bad row"):
             write_shards(shards_then_a_bad_row(), labellers, LABELS, False, str(out), "jsonl")
+        # A centred classifier's new languages (xlt.predict.centring): the actors' sums are this process's.
+        labellers.load(centred_spec(tmp_path))
+        over_actors = labellers.language_sums(languages_tables())
+    with Labellers(InferenceSettings(num_actors=0, batch_size=2, threads=1, precision="fp32")) as here:
+        here.load(centred_spec(tmp_path))
+        in_process = here.language_sums(languages_tables())
+    assert {lang: n for lang, (_, n) in over_actors[None].items()} == {"de": 3, "xx": 4}
+    assert all(np.array_equal(over_actors[None][lang][0], in_process[None][lang][0]) for lang in ("de", "xx"))
     expected = PseudoLabelUDF(spec_of(2, tmp_path))(batch_of(TEXTS)).column("probabilities").to_pylist()
     assert after.column("probabilities").to_pylist() == expected
     assert streamed[1] is None and [t.column("text").to_pylist() for t in (streamed[0], *streamed[2:])] == \
@@ -99,6 +108,22 @@ def test_one_pool_of_actors_labels_every_table_and_survives_losing_an_actor(ray_
     assert streamed[2].column("probabilities").to_pylist() == expected
     assert sorted(p.name for p in (out / "predictions").iterdir()) == ["shard-00000", "shard-00001"]
     assert all((out / "predictions" / name / "_SUCCESS").is_file() for name in ("shard-00000", "shard-00001"))
+
+
+def centred_spec(tmp_path) -> ClassifierSpec:
+    """``trained_like(1)`` reading normalised features centred on an (``en``) mean: new languages to it are any other."""
+    from xlt.models import Classifier
+
+    trained = trained_like(1)
+    centred = Classifier(trained.encoder, LABELS, normalize=True, languages=["en"])
+    return share_classifier(centred, MODEL, path=tmp_path / "centred.pt")
+
+
+def languages_tables() -> list:
+    """Tables of rows in ``en`` (a centred language) and two others, ``de`` and ``xx``, across tables."""
+    first, second = batch_of(TEXTS[:4]), batch_of(TEXTS[3:])
+    return [first.set_column(2, "lang", pa.array(["en", "de", "xx", "de"])),
+            second.set_column(2, "lang", pa.array(["xx", "xx", "de"])), batch_of(TEXTS[:1])]
 
 
 def shards_then_a_bad_row():

@@ -127,7 +127,7 @@ def test_the_adapted_probe_exports_as_a_classifier_that_labels_a_split_as_it_was
     import pandas as pd
 
     from xlt.config import load_config
-    from xlt.inference import InferenceSettings
+    from xlt.predict.config import PredictInference
     from xlt.eval.protocols import EvaluateConfig
     from xlt.models import Classifier
     from xlt.predict import InputConfig, ModelRef, PredictConfig, predict, prepare
@@ -152,7 +152,7 @@ def test_the_adapted_probe_exports_as_a_classifier_that_labels_a_split_as_it_was
     predict(prepare(PredictConfig(model=ModelRef(str(tmp_path)),  # the evaluation's output, through its record
                                   input=InputConfig(task=cfg.task, split="test", max_rows=cfg.data.max_examples),
                                   output=OutputSettings(str(out)),
-                                  inference=InferenceSettings(num_actors=0, batch_size=4, precision="fp32"))))
+                                  inference=PredictInference(num_actors=0, batch_size=4, precision="fp32"))))
     frame = pd.read_parquet(out / "predictions")
     assert sorted(frame["id"]) == sorted(gold)
     reported = {r["lang"]: r["acc"] for r in json.loads((tmp_path / "frozen-linear.json").read_text())["rows"]}

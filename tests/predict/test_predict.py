@@ -19,7 +19,7 @@ from conftest import REPO
 from xlt.data import DataError
 from xlt.engine import write_state
 from xlt.predict import InputConfig, ModelRef, PredictConfig, model_spec, predict, prepare
-from xlt.inference import InferenceSettings
+from xlt.predict.config import PredictInference
 from xlt.record import FINISHED, MissingRecord, write_record
 from xlt.storage import OutputSettings, read_text
 from xlt.train import load_classifier
@@ -67,7 +67,7 @@ def finetune_run(run: Path, paired: bool = False) -> Path:
 
 def config(model: Path, out: Path | str, **input_fields) -> PredictConfig:
     return PredictConfig(model=ModelRef(str(model)), input=InputConfig(**input_fields), output=OutputSettings(str(out)),
-                         shard_rows=3, inference=InferenceSettings(num_actors=0, batch_size=2, precision="fp32"))
+                         shard_rows=3, inference=PredictInference(num_actors=0, batch_size=2, precision="fp32"))
 
 
 def read_predictions(out: Path) -> pd.DataFrame:
@@ -119,7 +119,7 @@ def test_pairs_of_a_csv_from_a_runs_named_classifier(tmp_path):
     cfg = PredictConfig(model=ModelRef(str(run), learner="emb"),
                         input=InputConfig(path=str(corpus), text_field="premise", pair_field="hypothesis", lang="de"),
                         output=OutputSettings(str(tmp_path / "out")), format="csv",
-                        inference=InferenceSettings(num_actors=0, batch_size=2, precision="fp32"))
+                        inference=PredictInference(num_actors=0, batch_size=2, precision="fp32"))
     predict(prepare(cfg))
     frame = pd.concat(pd.read_csv(p) for p in sorted((tmp_path / "out" / "predictions").glob("shard-*/*.csv")))
     assert list(frame.columns) == ["id", "lang", "text", "text_pair", "label", "confidence",
@@ -237,7 +237,7 @@ def test_a_directory_of_compressed_files_streams_through_one_pool_of_actors(ray_
     texts = corpus_directory(tmp_path / "corpus")
     cfg = dataclasses.replace(config(model, tmp_path / "out", path=str(tmp_path / "corpus"), text_field="sentence",
                                      lang_field="language"),
-                              inference=InferenceSettings(num_actors=2, num_cpus=0.5, batch_size=2, precision="fp32"))
+                              inference=PredictInference(num_actors=2, num_cpus=0.5, batch_size=2, precision="fp32"))
     written = predict(prepare(cfg))
     frame = read_predictions(tmp_path / "out")
     assert written.rows == len(texts) == len(frame) == 8 and sorted(frame["id"]) == sorted(texts)
@@ -307,17 +307,93 @@ def test_a_model_that_is_not_a_classifier_or_reads_other_items_is_refused(tmp_pa
         prepare(config(paired, tmp_path / "out", path=str(tmp_path / "corpus.txt"), lang="de"))
 
 
-def test_a_language_a_centred_classifier_has_no_mean_for_is_refused_before_any_row_is_read(tmp_path):
+def centred_probe(directory: Path):
+    """A tiny:bert probe export centred on a mean for en and fr (an adapted probe's: ``xlt.eval.adaptation``)."""
+    import torch
+
     from xlt.models import Classifier, EncoderConfig, load_encoder
 
+    torch.manual_seed(5)
+    classifier = Classifier(load_encoder(EncoderConfig(source="tiny:bert")), LABELS, normalize=True,
+                            languages=["en", "fr"])
+    classifier.language_means.normal_(0, 0.2)
+    classifier.head.weight.data.normal_(0, 3.0)  # labels that differ from row to row
+    classifier.save_pretrained(directory)
+    return classifier
+
+
+def test_a_language_a_centred_classifier_has_no_mean_for_is_refused_before_any_row_is_read(tmp_path):
     export = tmp_path / "probe"
-    Classifier(load_encoder(EncoderConfig(source="tiny:bert")), LABELS, normalize=True,
-               languages=["en", "fr"]).save_pretrained(export)
+    centred_probe(export)
     (tmp_path / "corpus.txt").write_text("hallo\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"has none for \['de'\], which input .*corpus.txt holds; it knows en, fr"):
+    with pytest.raises(ValueError, match=r"has none for \['de'\], which input .*corpus.txt holds; it knows en, fr "
+                                         r"\(inference.new_languages: centre-on-input centres a new one"):
         prepare(config(export, tmp_path / "out", path=str(tmp_path / "corpus.txt"), lang="de"))
     assert prepare(config(export, tmp_path / "out", path=str(tmp_path / "corpus.txt"), lang="fr")).spec.languages == \
         ("en", "fr")
+
+
+NEW = {"de": ["der rover fand wasser", "das finale endete", "eine reise nach rom", "die wahl", "ein neues album"],
+       "sw": ["rover ilipata maji", "fainali iliisha", "safari ya roma", "uchaguzi mkuu", "albamu mpya", "afya njema"]}
+
+
+def test_new_languages_are_centred_on_their_rows_in_the_input_once_and_reused_by_a_rerun(tmp_path, capsys, data_dir):
+    """``inference.new_languages: centre-on-input`` through the job: a probe centred on en and fr labels a corpus
+    that holds fr and two languages it has no mean for; each new one is centred on the mean of its own rows'
+    normalised embeddings (the naive reference below), fr on its own mean, the head unchanged; the means are saved,
+    and a rerun after a stop reads them; fewer rows than ``inference.new_language_rows`` is one error line."""
+    from jobs.inprocess import run_in_process
+    from xlt.models import Classifier
+
+    probe = centred_probe(tmp_path / "probe")
+    rows = [{"text": t, "lang": lang} for lang, texts in {**NEW, "fr": TEXTS["fr"]}.items() for t in texts]
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    out = tmp_path / "out"
+    args = ("--set", f"model.path={tmp_path / 'probe'}", "--set", f"input.path={corpus}", "--set",
+            "input.lang_field=lang", "--set", f"output.dir={out}", "--set", "shard_rows=4", "--set",
+            "inference.new_languages=centre-on-input", "--set", "inference.new_language_rows=5")
+    ran = run_in_process("predict.py", *args, capsys=capsys, data_dir=data_dir)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert "(inference.new_languages: centre-on-input): de (5 rows), sw (6 rows); means in input_means.json" in ran.stdout
+    assert json.loads((out / "results.json").read_text())["centred on the input"] == {"de": 5, "sw": 6}
+
+    reference = Classifier.from_pretrained(tmp_path / "probe")  # naive: each new language's mean by hand
+    means = {}
+    for lang, texts in NEW.items():
+        x = reference.encoder.encode(texts)
+        means[lang] = (x / np.linalg.norm(x, axis=1, keepdims=True)).mean(axis=0)
+    reference.add_languages(means)
+    frame = pd.read_parquet(out / "predictions")
+    expected = reference.predict(list(frame["text"]), langs=list(frame["lang"]))
+    assert list(frame["label"]) == expected.labels and len(set(expected.labels)) > 1
+    # The job encodes the mean pass's rows in batches of their own (shard_rows), padded otherwise than here.
+    assert np.abs(frame[[f"p_{label}" for label in probe.labels]].to_numpy() - expected.probabilities).max() < 1e-4
+    saved = json.loads((out / "input_means.json").read_text())
+    assert [(m["lang"], m["rows"]) for m in saved["means"]] == [("de", 5), ("sw", 6)]
+    assert all(np.abs(np.asarray(m["mean"]) - means[m["lang"]]).max() < 1e-5 for m in saved["means"])
+    assert reference.languages == ["en", "fr", "de", "sw"] and torch_equal(reference.head.weight, probe.head.weight)
+
+    for shard in (out / "predictions").iterdir():  # a stop before the last shards: the rerun writes them again
+        if shard.name >= "shard-00002":
+            (shard / "_SUCCESS").unlink()
+    rerun = run_in_process("predict.py", *args, capsys=capsys, data_dir=data_dir)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert "sw (6 rows); the means an earlier run wrote to input_means.json" in rerun.stdout
+    assert json.loads((out / "input_means.json").read_text()) == saved
+    assert pd.read_parquet(out / "predictions").equals(frame)
+
+    few = run_in_process("predict.py", *args, "--set", f"output.dir={tmp_path / 'few'}", "--set",
+                         "inference.new_language_rows=6", capsys=capsys, data_dir=data_dir)
+    assert few.returncode == 2 and few.stderr.strip().splitlines()[-1].startswith(
+        f"error: input {corpus}: too few rows to centre de (5) on (inference.new_language_rows: 6)")
+    assert not (tmp_path / "few" / "predictions").exists()
+
+
+def torch_equal(a, b) -> bool:
+    import torch
+
+    return bool(torch.equal(a, b))
 
 
 def test_the_smoke_job_writes_a_task_split_to_the_s3_server(job_env, tmp_path, s3):
@@ -336,3 +412,19 @@ def test_the_smoke_job_writes_a_task_split_to_the_s3_server(job_env, tmp_path, s
     assert table.num_rows == 8 * 10 and len(table.column("id").unique()) == 80  # 8 rows of each of 10 languages
     assert f"{out}/results.json" in proc.stdout and "80 rows labelled" in proc.stdout
     assert json.loads(read_text(f"{out}/results.json"))["precision"] == "fp32"  # what it computed in
+
+
+def test_a_task_splits_rows_of_a_label_the_task_lacks_are_dropped_and_counted(tmp_path, capsys, data_dir):
+    """``task.unknown_labels: drop`` on a task's split: SIB-200 read as if it had no ``geography`` class; the rows
+    that hold it are left out of the prediction and counted per split and language in the ending and results."""
+    from jobs.inprocess import run_in_process
+
+    six = "input.task.labels=[science/technology, travel, politics, sports, health, entertainment]"
+    ran = run_in_process("predict.py", "--smoke", "--set", f"model.path={finetune_run(tmp_path / 'model')}",
+                         "--set", f"output.dir={tmp_path / 'out'}", "--set", "input.task.target_langs=[de]",
+                         "--set", six, "--set", "input.task.unknown_labels=drop", capsys=capsys, data_dir=data_dir)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert set(results["dropped rows"]) == {"test/en", "test/de"} and all(n > 0 for n in results["dropped rows"].values())
+    assert f"(task.unknown_labels: drop): test/de {results['dropped rows']['test/de']}, test/en" in ran.stdout
+    assert results["rows"] == 16  # the draw of 8 rows a language, from the rows kept

@@ -6,6 +6,7 @@ Ray."""
 from __future__ import annotations
 
 import gzip
+import json
 import re
 import shlex
 
@@ -49,10 +50,11 @@ def test_the_readmes_predict_and_export_commands_run_as_typed(tmp_path, monkeypa
         (tmp_path / "corpus" / f"{part}.jsonl.gz").write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
 
     nusax = probe_export(tmp_path / "results/evaluate/nusax/export/multilingual-e5-small")
+    (tmp_path / "swahili.txt").write_text("".join(f"habari ya siku {i}\n" for i in range(120)), encoding="utf-8")
     (tmp_path / "configs").symlink_to(REPO / "configs")  # the checkout's task files, as from its root
 
     predicts, exports = readme_commands("predict.py"), readme_commands("export.py")
-    assert len(predicts) == 4 and len(exports) == 1
+    assert len(predicts) == 5 and len(exports) == 1
     for args in predicts + exports:
         job = "predict.py" if args in predicts else "export.py"
         ran = run_in_process(job, *args, capsys=capsys, data_dir=data_dir)
@@ -66,6 +68,8 @@ def test_the_readmes_predict_and_export_commands_run_as_typed(tmp_path, monkeypa
     assert (tmp_path / "results/export/sib200/head.safetensors").is_file()
     labelled = pd.read_parquet(tmp_path / "results/predict/nusax/predictions")
     assert set(labelled["lang"]) == set(nusax.languages) and len(labelled) == 400 * len(nusax.languages)
+    swahili = json.loads((tmp_path / "results/predict/swahili/results.json").read_text())
+    assert swahili["centred on the input"] == {"sw": 120} and swahili["rows"] == 120
 
 
 def probe_export(directory):

@@ -46,7 +46,7 @@ class Combination:
     @property
     def languages(self) -> tuple[str, ...]:
         """The languages every member can predict (a centred member knows only its own)."""
-        known = [set(spec.languages) for spec in self.members.values() if spec.languages]
+        known = [set(spec.known_languages) for spec in self.members.values() if spec.languages]
         return tuple(sorted(set.intersection(*known))) if known else ()
 
 

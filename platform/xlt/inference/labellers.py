@@ -54,11 +54,19 @@ class LabelWorker:
     def label(self, table: pa.Table, version: int, spec: list[Any]) -> pa.Table:
         """``table`` labelled by load ``version``, whose spec is ``spec[0]``, an object reference (in a list, so
         that Ray hands it over unread): read only by an actor that Ray restarted, on its first table."""
+        self._current(version, spec)
+        return self.udf(table)
+
+    def language_sums(self, table: pa.Table, version: int, spec: list[Any]) -> dict:
+        """``PseudoLabelUDF.language_sums`` of ``table`` by load ``version`` (``label``'s arguments)."""
+        self._current(version, spec)
+        return self.udf.language_sums(table)
+
+    def _current(self, version: int, spec: list[Any]) -> None:
         if version != self.version:
             import ray
 
             self.load(ray.get(spec[0]), version)
-        return self.udf(table)
 
 
 class Labellers:
@@ -152,8 +160,29 @@ class Labellers:
         for _, table in self._spread(enumerate(tables)):
             yield table
 
-    def _spread(self, items: Iterable[tuple[Any, Any]]) -> Iterator[tuple[Any, pa.Table]]:
-        """``(key, table labelled)`` for each ``(key, table)`` of ``items``, as each finishes: ``TASKS_PER_ACTOR``
+    def language_sums(self, tables: Iterable[pa.Table]) -> dict[str | None, dict[str, tuple[Any, int]]]:
+        """Over ``tables``, for each centred classifier loaded, by language it has no mean for: the sum of the rows'
+        uncentred features and their number (``PseudoLabelUDF.language_sums``), each table to the next labeller
+        free; added in the tables' order, so that the sums do not depend on which labeller finished first."""
+        if self.here is not None:
+            parts = enumerate(self.here.udf.language_sums(table) for table in tables)
+        else:
+            parts = self._spread(enumerate(tables), "language_sums")
+        totals: dict[str | None, dict[str, tuple[Any, int]]] = {}
+        waiting: dict[int, dict] = {}  # parts that finished before an earlier table's: at most the tables in flight
+        following = 0
+        for index, part in parts:
+            waiting[index] = part
+            while following in waiting:
+                for name, by_lang in waiting.pop(following).items():
+                    for lang, (total, n) in by_lang.items():
+                        before, count = totals.setdefault(name, {}).get(lang, (0.0, 0))
+                        totals[name][lang] = (before + total, count + n)
+                following += 1
+        return totals
+
+    def _spread(self, items: Iterable[tuple[Any, Any]], method: str = "label") -> Iterator[tuple[Any, Any]]:
+        """``(key, table labelled)`` (or ``method``'s result) for each ``(key, table)`` of ``items``, as each finishes: ``TASKS_PER_ACTOR``
         tables queued on each actor, so that the next table's transfer overlaps the current one's labelling
         (``ray.util.ActorPool`` queues one), the next table given to the first actor to finish one; ``items`` is
         read only as actors free up."""
@@ -167,7 +196,7 @@ class Labellers:
         def give(actor: Any) -> None:
             item = next(todo, None)
             if item is not None:
-                running[actor.label.remote(item[1], self.loads, [self.spec])] = (item[0], actor)
+                running[getattr(actor, method).remote(item[1], self.loads, [self.spec])] = (item[0], actor)
 
         for actor in self.actors:
             for _ in range(TASKS_PER_ACTOR):

@@ -136,7 +136,8 @@ class PseudoLabelUDF:
         self.classifiers = {name: self.classifiers[name] for name in specs}
         self.specs = specs
 
-    def __call__(self, batch: pa.Table) -> pa.Table:
+    def _items(self, batch: pa.Table) -> list:
+        """The batch's texts (pairs: ``(text, text_pair)``), checked."""
         import pyarrow as pa
 
         if not isinstance(batch, pa.Table):
@@ -154,15 +155,48 @@ class PseudoLabelUDF:
                 raise ValueError(f"{batch.column(name).null_count} of {batch.num_rows} rows have a null {name!r}; "
                                  "drop them before pseudo-labelling (a null has no prediction)")
         sides = [batch.column(name).to_pylist() for name in columns]
-        items = sides[0] if len(sides) == 1 else list(zip(*sides))
+        return sides[0] if len(sides) == 1 else list(zip(*sides))
+
+    @staticmethod
+    def _langs(batch: pa.Table, name: str | None) -> list[str]:
+        """Each row's language, which a classifier centred on each language's mean reads."""
+        if LANG_COLUMN not in batch.column_names:
+            raise KeyError(f"the batch has no {LANG_COLUMN!r} column, which classifier {name or ''} reads: it "
+                           f"centres each language on its own mean; columns: {batch.column_names}")
+        return batch.column(LANG_COLUMN).to_pylist()
+
+    def language_sums(self, batch: pa.Table) -> dict[str | None, dict[str, tuple[np.ndarray, int]]]:
+        """For each centred classifier, by language it has no mean for: the sum (float64) of the batch's rows'
+        ``Classifier.uncentred`` features in that language, and how many rows (``xlt.predict.centring``)."""
+        sums: dict[str | None, dict[str, tuple[np.ndarray, int]]] = {}
+        items = None
+        for name, classifier in self.classifiers.items():
+            if not classifier.languages:
+                continue
+            langs = self._langs(batch, name)
+            new = [i for i, lang in enumerate(langs) if lang not in classifier.languages]
+            if not new:
+                continue
+            items = self._items(batch) if items is None else items
+            with autocast(self.precision, self.device):
+                features = classifier.uncentred([items[i] for i in new], batch_size=self.encode_batch_size,
+                                                sort_by_length=self.sort_by_length,
+                                                tokens_per_batch=self.tokens_per_batch)
+            features = features.float().cpu().numpy().astype(np.float64)
+            by_lang: dict[str, list[int]] = {}
+            for row, i in enumerate(new):
+                by_lang.setdefault(langs[i], []).append(row)
+            sums[name] = {lang: (features[rows].sum(axis=0), len(rows)) for lang, rows in by_lang.items()}
+        return sums
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        import pyarrow as pa
+
+        items = self._items(batch)
         added = {}
         for name, classifier in self.classifiers.items():
-            langs = None
-            if classifier.languages:  # centred on each language's mean: it reads the rows' languages
-                if LANG_COLUMN not in batch.column_names:
-                    raise KeyError(f"the batch has no {LANG_COLUMN!r} column, which classifier {name or ''} reads: it "
-                                   f"centres each language on its own mean; columns: {batch.column_names}")
-                langs = batch.column(LANG_COLUMN).to_pylist()
+            # centred on each language's mean: it reads the rows' languages
+            langs = self._langs(batch, name) if classifier.languages else None
             with autocast(self.precision, self.device):
                 pred = classifier.predict(items, batch_size=self.encode_batch_size, sort_by_length=self.sort_by_length,
                                           tokens_per_batch=self.tokens_per_batch, langs=langs)

@@ -51,6 +51,8 @@ class ClassifierSpec:
             loaded from ``model.source`` already holds (a checkpoint's: ``xlt.models.load_trained``).
         normalize, languages: the classifier's features normalised, and centred on each of these
             languages' means (``Classifier``: an exported probe's); its predictions need each row's ``lang``.
+        input_means: ``(language, mean)`` of languages the classifier was not centred on, each centred on its
+            rows' mean in the input it labels (``Classifier.add_languages``; ``xlt.predict.centring``).
     """
 
     model: EncoderConfig
@@ -60,6 +62,12 @@ class ClassifierSpec:
     from_source: tuple[str, ...] = ()
     normalize: bool = False
     languages: tuple[str, ...] = ()
+    input_means: tuple[tuple[str, tuple[float, ...]], ...] = ()
+
+    @property
+    def known_languages(self) -> tuple[str, ...]:
+        """The languages it centres: its own and those centred on the input."""
+        return self.languages + tuple(lang for lang, _ in self.input_means)
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, EncoderConfig):
@@ -70,6 +78,7 @@ class ClassifierSpec:
         object.__setattr__(self, "labels", labels)  # a list would make the frozen spec unhashable
         object.__setattr__(self, "from_source", tuple(self.from_source))
         object.__setattr__(self, "languages", tuple(self.languages))
+        object.__setattr__(self, "input_means", tuple((lang, tuple(mean)) for lang, mean in self.input_means))
         if isinstance(self.state, Path):
             object.__setattr__(self, "state", str(self.state))
         if self.state is not None and not isinstance(self.state, str):
@@ -140,6 +149,8 @@ def build_classifier(spec: ClassifierSpec) -> Classifier:
         raise ValueError(f"the state dict in {_where(spec.state)} does not fit a Classifier over "
                          f"{spec.model.source!r} with {len(spec.labels)} labels: was the spec built with the "
                          f"classifier's own EncoderConfig and labels? {e}") from e
+    if spec.input_means:
+        classifier.add_languages(dict(spec.input_means))
     return classifier.eval()
 
 

@@ -108,6 +108,37 @@ class Classifier(nn.Module):
         rows = torch.tensor([self.languages.index(lang) for lang in langs], device=embeddings.device)
         return nn.functional.normalize(embeddings - self.language_means[rows].to(embeddings.dtype), dim=-1)
 
+    def add_languages(self, means: Mapping[str, np.ndarray | Sequence[float]]) -> None:
+        """Centre each language of ``means`` on its mean from now on (a language's mean is that of its
+        ``uncentred`` features: ``xlt.predict.centring``), beside the languages it knows."""
+        if not self.languages:
+            raise ValueError("this classifier centres no language: it has no means to add to")
+        known = sorted(set(means) & set(self.languages))
+        if known:
+            raise ValueError(f"this classifier has a mean for {known} already")
+        added = torch.as_tensor(np.stack([np.asarray(m, dtype=np.float32) for m in means.values()]),
+                                device=self.language_means.device, dtype=self.language_means.dtype)
+        if added.shape[1] != self.language_means.shape[1]:
+            raise ValueError(f"a language mean has {added.shape[1]} dimensions; this classifier's features have "
+                             f"{self.language_means.shape[1]}")
+        self.languages += list(means)
+        self.language_means = torch.cat([self.language_means, added])
+
+    @torch.no_grad()
+    def uncentred(self, texts: Sequence[Item], batch_size: int = 64, sort_by_length: bool = True,
+                  tokens_per_batch: int = 0) -> torch.Tensor:
+        """The features of ``texts`` before any language's mean is taken off (normalised if ``normalize``), in
+        batches as ``predict`` encodes them."""
+        was_training = self.training
+        self.eval()
+        try:
+            features = torch.from_numpy(self.encoder.encode(texts, batch_size=batch_size, sort_by_length=sort_by_length,
+                                                            tokens_per_batch=tokens_per_batch))
+        finally:
+            self.train(was_training)
+        features = features.to(self.head.weight.device)
+        return nn.functional.normalize(features, dim=-1) if self.normalize else features
+
     @torch.no_grad()
     def predict(self, texts: Sequence[Item], batch_size: int = 64, sort_by_length: bool = True,
                 tokens_per_batch: int = 0, langs: Sequence[str] | None = None) -> Predictions:

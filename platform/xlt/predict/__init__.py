@@ -5,6 +5,8 @@
   ``ClassifierSpec`` the actors rebuild it from
 - ``corpus``: a corpus of files (a file, a directory, a glob; local or ``s3://``; compressed or not) read as a stream
 - ``inputs``: a corpus or a task's split as a stream of checked rows, in shards
+- ``centring``: a language a centred classifier has no mean for, centred on its rows in the input
+  (``inference.new_languages: centre-on-input``)
 - ``writer``: shards labelled by the job's one pool of labellers (``xlt.inference.labellers``) and written, each
   complete or absent (resumable)
 - ``finish``: how ``jobs/predict.py`` ends (its table, results and record)
@@ -15,10 +17,12 @@ single texts); ``predict`` streams the rows, checking each as it passes, labels 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..report.phases import Phases
+from .centring import CENTRE_ON_INPUT, centre_on_input, new_languages
 from .config import ModelRef, PredictConfig, PredictData, load_predict_config
 from .inputs import Input, InputConfig, open_input
 from .models import Combination, model_spec
@@ -41,10 +45,11 @@ def prepare(cfg: PredictConfig) -> PreparedPredict:
         reads = "sentence pairs" if spec.paired else "single texts"
         given = "pairs" if source.paired else "single texts (set input.pair_field for a file's second text)"
         raise ValueError(f"model {checkpoint} reads {reads}; input {cfg.input.path or cfg.input.split} holds {given}")
-    unknown = sorted(set(source.languages or ()) - set(spec.languages)) if spec.languages else []
-    if unknown:
+    unknown = new_languages(spec, set(source.languages or ()))
+    if unknown and cfg.inference.new_languages != CENTRE_ON_INPUT:
         raise ValueError(f"model {checkpoint} centres each language on its own mean and has none for {unknown}, "
-                         f"which input {source.name} holds; it knows {', '.join(spec.languages)}")
+                         f"which input {source.name} holds; it knows {', '.join(spec.languages)} "
+                         f"(inference.new_languages: {CENTRE_ON_INPUT} centres a new one on its rows in the input)")
     return PreparedPredict(cfg, checkpoint, spec, source)
 
 
@@ -54,14 +59,24 @@ def predict(prepared: PreparedPredict, done: Callable[[int], None] = lambda n: N
     Ray (``ray.init``) only for ``inference.num_actors`` > 0."""
     from ..inference.labellers import Labellers
 
-    cfg, phases = prepared.config, phases or Phases()
+    cfg, phases, spec = prepared.config, phases or Phases(), prepared.spec
     with Labellers(cfg.inference) as labellers:
-        members = tuple(prepared.spec.members) if isinstance(prepared.spec, Combination) else ()
+        members = tuple(spec.members) if isinstance(spec, Combination) else ()
         with phases("load the model"):
-            labellers.load(prepared.spec.members if members else prepared.spec)
+            labellers.load(spec.members if members else spec)
+        centred = None
+        if cfg.inference.new_languages == CENTRE_ON_INPUT and spec.languages:
+            with phases("centre new languages on the input"):
+                centred = centre_on_input(spec, prepared.checkpoint, prepared.input, labellers, cfg.output.dir,
+                                          cfg.shard_rows, cfg.inference.new_language_rows)
+                if centred.rows:
+                    spec = centred.spec
+                    labellers.load(spec.members if members else spec)
         with phases("label and write"):
-            return write_shards(prepared.input.shards(cfg.shard_rows), labellers, prepared.spec.labels,
-                                prepared.spec.paired, cfg.output.dir, cfg.format, done, members)
+            written = write_shards(prepared.input.shards(cfg.shard_rows), labellers, spec.labels, spec.paired,
+                                   cfg.output.dir, cfg.format, done, members)
+    return dataclasses.replace(written, centred=centred.rows if centred else {},
+                               centred_reused=bool(centred and centred.reused))
 
 
 __all__ = ["Input", "InputConfig", "ModelRef", "PredictConfig", "PredictData", "PreparedPredict", "Written",

@@ -9,9 +9,11 @@ from typing import Literal
 from ..config import check, load_config
 from ..inference import InferenceSettings
 from ..storage import OutputSettings
+from .centring import CENTRE_ON_INPUT
 from .inputs import InputConfig
 
 Format = Literal["parquet", "csv", "jsonl"]
+NEW_LANGUAGES = ("refuse", CENTRE_ON_INPUT)
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,16 @@ class PredictInference(InferenceSettings):
     # fp32: the predictions are Classifier.predict's (bf16 or auto: faster, and labels agree on
     # nearly every row: benchmarks/inference_precision.md).
     precision: str = "fp32"
+    # A language a centred (adapted) classifier has no mean for: refuse it before any row is read, or centre it
+    # on the mean of its rows in the input, given at least new_language_rows of them (xlt.predict.centring).
+    new_languages: str = "refuse"
+    new_language_rows: int = 100
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check(self.new_languages in NEW_LANGUAGES, "inference.new_languages", self.new_languages,
+              " or ".join(NEW_LANGUAGES))
+        check(self.new_language_rows >= 1, "inference.new_language_rows", self.new_language_rows, "an integer >= 1")
 
 
 @dataclass(frozen=True)

@@ -32,12 +32,15 @@ PREDICTIONS = "predictions"
 
 @dataclass
 class Written:
-    """What the shards hold: rows, rows per (language, label), bad rows skipped, and how many shards a rerun kept."""
+    """What the shards hold: rows, rows per (language, label), bad rows skipped, how many shards a rerun kept, and
+    the languages centred on the input."""
 
     rows: int = 0
     labels: Counter = field(default_factory=Counter)
     rejected: int = 0
     skipped: int = 0
+    centred: dict[str, int] = field(default_factory=dict)  # languages centred on the input: rows (xlt.predict.centring)
+    centred_reused: bool = False  # their means read from an earlier run's
 
     def add(self, record: dict[str, Any]) -> None:
         self.rows += record["rows"]
