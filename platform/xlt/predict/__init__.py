@@ -65,7 +65,9 @@ def predict(prepared: PreparedPredict, done: Callable[[int], None] = lambda n: N
         with phases("load the model"):
             labellers.load(spec.members if members else spec)
         centred = None
-        if cfg.inference.new_languages == CENTRE_ON_INPUT and spec.languages:
+        known = prepared.input.languages  # None: each row names its own, so the first pass finds them
+        if cfg.inference.new_languages == CENTRE_ON_INPUT and spec.languages and \
+                (known is None or new_languages(spec, set(known))):
             with phases("centre new languages on the input"):
                 centred = centre_on_input(spec, prepared.checkpoint, prepared.input, labellers, cfg.output.dir,
                                           cfg.shard_rows, cfg.inference.new_language_rows)
