@@ -36,16 +36,18 @@ test: install
 test-quick: install
 	$(PY) -m pytest -q --quick
 
-# For a node without a package index (README, "Air-gapped clusters"): the wheels xlt's core needs that the
+# For a node without a package index (README, "Air-gapped clusters"): the wheels xlt's core and EXTRAS need that the
 # node's Python (PYTHON_VERSION) lacks, given what it holds (TARGET_HAS: its pip freeze, or this list),
 # in parts of at most PART_MIB MiB with their sha256 sums under dist/wheelhouse/.
 PYTHON_VERSION ?= 3.12
 TARGET_HAS ?= configs/install/gpu-node.txt
 PART_MIB ?= 60
+# EXTRAS: ONNX for CPU workers (jobs/predict.py --set model.backend=onnx); EXTRAS= for the core only.
+EXTRAS ?= onnx
 wheelhouse: install
 	rm -rf dist/wheelhouse
 	$(PY) -m xlt.wheelhouse build --python-version $(PYTHON_VERSION) --target-has $(TARGET_HAS) \
-		--part-mib $(PART_MIB) --out dist/wheelhouse
+		--part-mib $(PART_MIB) --extras "$(EXTRAS)" --out dist/wheelhouse
 
 clean:
 	rm -rf $(VENV) .pytest_cache

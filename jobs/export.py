@@ -3,6 +3,7 @@
     python jobs/export.py results/finetune/sib200-e5-zero-shot results/export/sib200
     python jobs/export.py results/cotrain/demo results/export/demo --learner classifier
     python jobs/export.py results/sweeps/scl results/export/scl     # the sweep's best trial
+    python jobs/export.py results/finetune/sib200-e5-zero-shot results/export/sib200 --onnx   # + onnx/*.onnx
     python jobs/export.py --smoke         # the fine-tuning smoke run's model (or the one given), to results/smoke/export
 
 The model: a run's output directory, whose record (``run.json``) names the classifiers it produced:
@@ -10,7 +11,9 @@ The model: a run's output directory, whose record (``run.json``) names the class
 study's unit by name; ``xlt.predict.models``). Training jobs
 export at their end with ``--set output.export=true`` (``jobs/sweep.py --export``). The export directory loads as ``SentenceTransformer(dir)`` (the encoder, with its
 pooling and prefix) and ``xlt.models.Classifier.from_pretrained(dir)`` (the classifier), and holds a
-model card, ``README.md``: task, labels, languages, the scores its run reported, the config.
+model card, ``README.md``: task, labels, languages, the scores its run reported, the config. With ``--onnx``
+the encoder as ONNX too, in sentence-transformers' layout (``onnx/model.onnx``, fp32, and ``onnx/model_qint8.onnx``,
+dynamic int8), which ``jobs/predict.py --set model.backend=onnx`` (or ``onnx-int8``) labels with on CPU workers.
 """
 
 from __future__ import annotations
@@ -29,6 +32,9 @@ def main() -> None:
     parser.add_argument("--learner", metavar="NAME",
                         help="which classifier of the run's record (default: the record's own; a co-training run's "
                              "lm, emb or classifier; of a co-training sweep, the learner it scored with)")
+    parser.add_argument("--onnx", action="store_true",
+                        help="the encoder as ONNX too, fp32 and int8, for jobs/predict.py --set model.backend=onnx "
+                             "(or onnx-int8) on CPU workers (needs xlt[onnx])")
     parser.add_argument("--smoke", action="store_true", help="the fine-tuning smoke run's model (jobs/finetune.py --smoke)")
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     args = parser.parse_args()
@@ -40,7 +46,7 @@ def main() -> None:
     model, directory = (args.model or SMOKE[0], args.directory or SMOKE[1]) if args.smoke else (args.model, args.directory)
     if not model or not directory:
         parser.error("give the model and the export directory (or --smoke)")
-    out = export_model(model, directory, args.learner)
+    out = export_model(model, directory, args.learner, onnx=args.onnx)
     print(f"exported {model} to {out}\n"
           f"  SentenceTransformer('{out}')  |  xlt.models.Classifier.from_pretrained('{out}')  |  {out}/README.md")
 

@@ -28,18 +28,25 @@ PAPERS = {"multiview_alignment": "Wang et al. 2022, MVA", "contrastive_alignment
           "semantic_alignment": "Yu & Joty 2021, SA"}
 
 
-def export_model(model: str | Path, directory: str | Path, name: str | None = None) -> str:
+def export_model(model: str | Path, directory: str | Path, name: str | None = None, onnx: bool = False) -> str:
     """Export classifier ``name`` (default: the record's own) of the run in ``model`` to ``directory``
-    (``jobs/export.py``); returns where it went."""
+    (``jobs/export.py``), with ``onnx`` its encoder as ONNX too; returns where it went."""
     if is_export(model):
         raise ValueError(f"{model} is an export already: copy the directory, or export the run it came from")
-    return export_recorded(model, {name: directory})[f"export {name or 'classifier'}"]
+    return export_recorded(model, {name: directory}, onnx=onnx)[f"export {name or 'classifier'}"]
 
 
-def export_recorded(run: str | Path, exports: Mapping[str | None, str | Path], tracker: Any = None) -> dict[str, str]:
+def export_recorded(run: str | Path, exports: Mapping[str | None, str | Path], tracker: Any = None,
+                    onnx: bool = False) -> dict[str, str]:
     """Export each classifier ``exports`` names (``None``: the record's default) of the run in ``run`` to its
-    directory (local or URI), logged as ``tracker``'s MLflow model of that name; returns where each went. Every
-    classifier is built and checked for an export form first, so a refusal writes nothing."""
+    directory (local or URI), logged as ``tracker``'s MLflow model of that name; with ``onnx``, each encoder as ONNX
+    beside its weights too, fp32 and int8 (``xlt.models.onnx_backbone``; a combination's in each member's
+    sub-directory); returns where each went. Every classifier is built and checked for an export form first, so a
+    refusal writes nothing."""
+    if onnx:
+        from .models.onnx_backbone import onnxruntime
+
+        onnxruntime("an ONNX export")
     built = {}
     for name, directory in exports.items():
         record, entry, where = lookup(run, name)
@@ -58,6 +65,11 @@ def export_recorded(run: str | Path, exports: Mapping[str | None, str | Path], t
         label = name or "classifier"
         with staged(directory) as out:
             model.save_pretrained(out, card=text)
+            if onnx:
+                from .models.onnx_backbone import export_onnx
+
+                for member_name, member in _members(model).items():
+                    export_onnx(member.encoder, out if member_name is None else out / member_name)
             if tracker is not None and not hasattr(model, "members") and (logged := tracker.model(out, label)):
                 outputs[f"mlflow model {label}"] = logged
         outputs[f"export {label}"] = str(directory)

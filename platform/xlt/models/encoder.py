@@ -219,7 +219,8 @@ class TransformerEncoder(TextEncoder):
 
     @property
     def device(self) -> torch.device:
-        return next(self.backbone.parameters()).device
+        weight = next(self.backbone.parameters(), None)  # none: an onnxruntime session (models.onnx_backbone)
+        return torch.device("cpu") if weight is None else weight.device
 
     def tokenize(self, texts: Sequence[str], pairs: Sequence[str] | None = None) -> dict[str, torch.Tensor]:
         """Pad to the longest input of this batch, truncate at ``max_length``; with ``pairs``, the

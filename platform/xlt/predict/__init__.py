@@ -12,7 +12,8 @@
 - ``finish``: how ``jobs/predict.py`` ends (its table, results and record)
 
 ``prepare`` checks what can fail before a row is read (the model, the input's files and formats, pairs against
-single texts); ``predict`` streams the rows, checking each as it passes, labels and writes them.
+single texts, languages) and writes the model's encoder as ONNX where ``model.backend`` needs it and the model is
+not an export that holds it; ``predict`` streams the rows, checking each as it passes, labels and writes them.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from ..report.phases import Phases
 from .centring import CENTRE_ON_INPUT, centre_on_input, new_languages
 from .config import ModelRef, PredictConfig, PredictData, load_predict_config
 from .inputs import Input, InputConfig, open_input
-from .models import Combination, model_spec
+from .models import Combination, model_spec, on_backend
 from .writer import Written, write_shards
 
 
@@ -50,6 +51,7 @@ def prepare(cfg: PredictConfig) -> PreparedPredict:
         raise ValueError(f"model {checkpoint} centres each language on its own mean and has none for {unknown}, "
                          f"which input {source.name} holds; it knows {', '.join(spec.languages)} "
                          f"(inference.new_languages: {CENTRE_ON_INPUT} centres a new one on its rows in the input)")
+    spec = on_backend(spec, checkpoint, cfg.model.backend, cfg.output.dir)  # an ONNX export, if it needs one
     return PreparedPredict(cfg, checkpoint, spec, source)
 
 

@@ -8,6 +8,7 @@ from typing import Literal
 
 from ..config import check, load_config
 from ..inference import InferenceSettings
+from ..models.onnx_backbone import BACKENDS
 from ..storage import OutputSettings
 from .centring import CENTRE_ON_INPUT
 from .inputs import InputConfig
@@ -20,10 +21,15 @@ NEW_LANGUAGES = ("refuse", CENTRE_ON_INPUT)
 class ModelRef:
     """A trained classifier: ``path`` is a run's output directory, whose record names the classifier ``learner``
     names (default: the record's own; a co-training run's ``lm``, ``emb`` or ``classifier``), or an export:
-    ``xlt.predict.models``."""
+    ``xlt.predict.models``; ``backend``: what runs its encoder."""
 
     path: str
     learner: str | None = None
+    # torch, or onnx / onnx-int8: the encoder on onnxruntime, on CPU workers (xlt.predict.models.on_backend)
+    backend: str = "torch"
+
+    def __post_init__(self) -> None:
+        check(self.backend in BACKENDS, "model.backend", self.backend, " or ".join(BACKENDS))
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,11 @@ class PredictConfig:
         check(self.shard_rows >= 1, "shard_rows", self.shard_rows, "an integer >= 1")
         check(not self.output.export, "output.export", True, "false: predict trains nothing (export a model with "
               "jobs/export.py)")
+        if self.model.backend != "torch":  # onnxruntime's CPU build, in the ONNX file's own precision
+            check(self.inference.precision == "fp32", "inference.precision", self.inference.precision,
+                  f"fp32 with model.backend={self.model.backend} (the ONNX file sets its precision: onnx or onnx-int8)")
+            check(self.inference.num_gpus == 0, "inference.num_gpus", self.inference.num_gpus,
+                  f"0 with model.backend={self.model.backend}: onnxruntime labels on CPU workers")
 
 
 def load_predict_config(path: str | Path | None, overrides=(), smoke: str | Path | None = None) -> PredictConfig:

@@ -20,7 +20,8 @@ def finish_prediction(prepared: PreparedPredict, written: Written, phases: Phase
               **{label: written.labels.get((lang, label), 0) for label in prepared.spec.labels}} for lang in langs]
     dropped = dict(prepared.input.task.dropped) if prepared.input.task is not None else {}
     notes = [line for line in (centred_on_input(written), dropped_rows(dropped)) if line]
-    text = (f"## {written.rows} rows labelled by {prepared.checkpoint}"
+    backend = "" if cfg.model.backend == "torch" else f" on {cfg.model.backend} (onnxruntime)"
+    text = (f"## {written.rows} rows labelled by {prepared.checkpoint}{backend}"
             + (f" ({written.skipped} shard(s) kept from an earlier run)" if written.skipped else "")
             + (f"; {written.rejected} bad row(s) skipped: predictions/shard-*/_rejected.jsonl" if written.rejected else "")
             + "".join(f"\n\n{line}" for line in notes)
@@ -31,7 +32,8 @@ def finish_prediction(prepared: PreparedPredict, written: Written, phases: Phase
                                              "rejected": written.rejected, "by_language": table,
                                              "centred on the input": written.centred, "dropped rows": dropped,
                                              "phases": phases.rows(),
-                                             "format": cfg.format, "precision": cfg.inference.precision})
+                                             "format": cfg.format, "backend": cfg.model.backend,
+                                             "precision": cfg.inference.precision})
     outputs = {"predictions": join(cfg.output.dir, PREDICTIONS, f"shard-*/ ({cfg.format})"),
                "results": join(cfg.output.dir, "results.json"),
                **({"input means": join(cfg.output.dir, MEANS_FILE)} if written.centred else {})}

@@ -29,17 +29,20 @@ class Phases:
     @contextmanager
     def __call__(self, name: str, **labels: Any) -> Iterator[None]:
         """Time the ``with`` body as phase ``name`` (``labels``, e.g. ``iteration=0``, become
-        columns); logged when it ends, recorded even when it raises."""
-        began = time.perf_counter()
+        columns); logged when it ends, recorded even when it raises (not logged then: the job's error says
+        why, in one line)."""
+        began, failed = time.perf_counter(), True
         try:
             yield
+            failed = False
         finally:
             seconds = time.perf_counter() - began
             row = {**labels, "phase": name, "start s": began - self.start, "seconds": seconds}
             with self._lock:
                 self._rows.append(row)
             where = " ".join(f"{key} {value}" for key, value in labels.items())
-            logger.info("%s%s: %.1f s", f"{where} " if where else "", name, seconds)
+            if not failed:
+                logger.info("%s%s: %.1f s", f"{where} " if where else "", name, seconds)
 
     def rows(self) -> list[dict[str, Any]]:
         """The phases so far, in order of start."""
