@@ -2,6 +2,8 @@
 
     python benchmarks/predict_scale.py memory        # tiny:bert; 10k, 100k and 1M rows; in process and one actor
     python benchmarks/predict_scale.py throughput    # e5; 20,000 SIB-200 sentences; bare loop, job, job + actor
+    python benchmarks/predict_scale.py backends      # e5 probe; SIB-200 test; PyTorch fp32/bf16, ONNX fp32/int8
+    python benchmarks/predict_scale.py onnx-variants # the encoder alone: other ONNX graphs and batch sizes
     python benchmarks/predict_scale.py report        # benchmarks/predict_scale.md from the runs stored so far
     python benchmarks/predict_scale.py memory --rows 1000 2000 --store /tmp/ps    # a check that it runs
 
@@ -13,6 +15,8 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
+import shutil
 import sys
 import tempfile
 import time
@@ -34,7 +38,16 @@ METHOD = (
     "Throughput: 20,000 rows (every SIB-200 sentence twice over), bundled:multilingual-e5-small under a fresh head, "
     "fp32, batches of 64, one after the other: a bare `Classifier.predict` loop in this process (sorted by length as a "
     "whole), the job in process (`inference.num_actors: 0`), the job with one actor holding both cores, the bare loop "
-    "again. The machine's speed drifts by 10-20 % over minutes: each job is set against the bare loops around it.")
+    "again. The machine's speed drifts by 10-20 % over minutes: each job is set against the bare loops around it.\n\n"
+    "Backends: the SIB-200 test sentences of every language (204 each), labelled by `jobs/predict.py` as a user runs it "
+    "(a subprocess, in process, both cores, batches of 64) with an e5 probe (frozen bundled:multilingual-e5-small, "
+    "normalised embeddings, a logistic regression fitted on English train with C chosen on English dev) exported with "
+    "its ONNX files (`xlt.models.onnx_backbone.export_onnx`, what `jobs/export.py --onnx` writes), on each backend in "
+    "turn, round after round: PyTorch fp32, PyTorch bf16 (where the CPU computes in it), ONNX fp32, ONNX int8. Rows/s "
+    "of the phase 'label and write' (reading, labelling, writing; start-up apart), and each backend against PyTorch "
+    "fp32 of its own round. Agreement, largest probability difference and accuracy from the first round's predictions.")
+BACKENDS = (("PyTorch fp32", "torch", "fp32"), ("PyTorch bf16", "torch", "bf16"), ("ONNX fp32", "onnx", "fp32"),
+            ("ONNX int8", "onnx-int8", "fp32"))
 
 
 def synthetic_corpus(path: Path, rows: int) -> Path:
@@ -66,17 +79,29 @@ def checkpoint(run: Path, source: str) -> Path:
     return run
 
 
-def job(model: Path, corpus: Path, rows: int, actors: int, work: Path, env: dict, every: float) -> dict:
-    """The predict job run as a user runs it, watched every ``every`` s: its seconds, peaks (MiB) and phases."""
+def job(model: Path, corpus: Path, rows: int, actors: int, work: Path, env: dict, every: float,
+        sets: tuple[str, ...] = (), keep: bool = False) -> dict:
+    """The predict job run as a user runs it (``sets``: more of its settings), watched every ``every`` s: its
+    seconds, peaks (MiB) and phases; ``keep``: its predictions too (id -> label, probabilities)."""
     out = Path(tempfile.mkdtemp(prefix="predict-scale-", dir=work))
-    sets = [f"model.path={model}", f"input.path={corpus}", "input.lang_field=lang", f"output.dir={out}",
-            f"inference.num_actors={actors}", "inference.num_cpus=2", "inference.threads=2"]
+    sets = (f"model.path={model}", f"input.path={corpus}", "input.lang_field=lang", f"output.dir={out}",
+            f"inference.num_actors={actors}", "inference.num_cpus=2", "inference.threads=2", *sets)
     watch = harness.watch_command([sys.executable, "jobs/predict.py", "--no-tracking",
                                    *(x for s in sets for x in ("--set", s))], env, every)
     phases = json.loads((out / "results.json").read_text())["phases"]
+    kept = {}
+    if keep:
+        import pandas as pd
+
+        frame = pd.read_parquet(out / "predictions")
+        columns = [c for c in frame.columns if c.startswith("p_")]
+        kept = {"labels": [c.removeprefix("p_") for c in columns], "predictions": {
+            i: [label, [round(float(p), 7) for p in ps]]
+            for i, label, ps in zip(frame["id"], frame["label"], frame[columns].to_numpy())}}
+    shutil.rmtree(out)
     return {"rows": rows, "actors": actors, "seconds": watch.wall, "peak": watch.peak, "sampled_every_s": every,
             "pss_timeline_mb": watch.timeline[::max(1, len(watch.timeline) // 200)],
-            "phases": {p["phase"]: p["seconds"] for p in phases}}
+            "phases": {p["phase"]: p["seconds"] for p in phases}, **kept}
 
 
 def memory(args, store: Path, work: Path, env: dict[str, str]) -> None:
@@ -114,6 +139,143 @@ def throughput(args, store: Path, work: Path, env: dict[str, str]) -> None:
     harness.stored(store / f"throughput-{rows}-bare-after.json", bare)
 
 
+def probe_export(directory: Path, task) -> Path:
+    """The e5 probe (``METHOD``) exported with its ONNX files to ``directory``."""
+    import numpy as np
+
+    from xlt.eval.adaptation import Probe, fit_probe
+    from xlt.models import EncoderConfig, load_encoder
+    from xlt.models.onnx_backbone import export_onnx
+
+    if (directory / "onnx" / "model_qint8.onnx").is_file():
+        return directory
+    encoder = load_encoder(EncoderConfig(source="bundled:multilingual-e5-small"))
+
+    def xy(split: str):
+        examples = task.examples(split, task.source_lang)
+        x = encoder.encode([ex.text for ex in examples], normalize=True)
+        return x, np.array([task.labels.index(ex.label) for ex in examples])
+
+    model = fit_probe(*xy("train"), *xy("dev"), c_values=(0.1, 1.0, 10.0, 100.0), max_iter=2000, seed=0)
+    classifier = Probe(model, {}).classifier(encoder, task.labels, paired=False, normalize=True)
+    classifier.save_pretrained(directory)
+    export_onnx(classifier.encoder, directory)
+    return directory
+
+
+def backends(args, store: Path, work: Path, env: dict[str, str]) -> None:
+    from xlt.hardware import precisions
+
+    task = harness.sib200()
+    rows = [{"id": f"{lang}:{i}", "text": ex.text, "lang": lang, "gold": ex.label} for lang in task.langs
+            for i, ex in enumerate(task.examples("test", lang))]
+    corpus = work / "sib200-test.jsonl"
+    corpus.write_text("".join(json.dumps({k: r[k] for k in ("id", "text", "lang")}, ensure_ascii=False) + "\n"
+                              for r in rows), encoding="utf-8")
+    (work / "sib200-test-gold.json").write_text(json.dumps({r["id"]: r["gold"] for r in rows}), encoding="utf-8")
+    model = probe_export(work / "e5-probe", task)
+    arms = [arm for arm in BACKENDS if arm[2] != "bf16" or "bf16" in precisions("cpu")]
+    for round_ in range(args.rounds):
+        for name, backend, precision in arms:
+            harness.stored(store / f"backends-{round_}-{backend}-{precision}.json", lambda: {
+                "arm": name, "round": round_, **job(model, corpus, len(rows), 0, work, env, every=10, keep=round_ == 0,
+                                                    sets=(f"model.backend={backend}", f"inference.precision={precision}",
+                                                          "inference.encode_batch_size=64"))})
+
+
+def onnx_variants(args, store: Path, work: Path, env: dict[str, str]) -> None:
+    """Whether another ONNX graph or batch size reaches ONNX fp32 >= 1.5x PyTorch fp32: the encoder alone over the
+    same sentences, PyTorch against the exported graph and onnxruntime's transformer optimizer's (fused attention,
+    SkipLayerNorm, BiasGelu), in batches of 32 and 64, round after round."""
+    import torch
+
+    from xlt.models import EncoderConfig, load_encoder
+    from xlt.models.onnx_backbone import OnnxBackbone
+
+    task = harness.sib200()
+    texts = [ex.text for lang in task.langs for ex in task.examples("test", lang)]
+    model = probe_export(work / "e5-probe", task)
+    graphs = {"onnx": model / "onnx" / "model.onnx", "onnx, transformer-optimized": work / "model_optimized.onnx"}
+    if not graphs["onnx, transformer-optimized"].is_file():
+        from onnxruntime.transformers.optimizer import optimize_model
+
+        config = load_encoder(EncoderConfig(source=f"local:{model}")).backbone.config
+        optimize_model(str(graphs["onnx"]), model_type="bert", num_heads=config.num_attention_heads,
+                       hidden_size=config.hidden_size).save_model_to_file(str(graphs["onnx, transformer-optimized"]))
+    torch.set_num_threads(2)
+    encoder = load_encoder(EncoderConfig(source=f"local:{model}"))
+    backbones = {"PyTorch fp32": encoder.backbone,
+                 **{name: OnnxBackbone(path, encoder.backbone.config, threads=2) for name, path in graphs.items()}}
+    for round_ in range(args.rounds):
+        for batch in (32, 64):
+            for name, backbone in backbones.items():
+                def run() -> dict:
+                    encoder.backbone = backbone
+                    encoder.encode(texts[:64], batch_size=batch)  # warm
+                    start = time.perf_counter()
+                    encoder.encode(texts, batch_size=batch)
+                    return {"variant": name, "batch": batch, "round": round_, "rows": len(texts),
+                            "seconds": time.perf_counter() - start}
+                harness.stored(store / f"variants-{round_}-{batch}-{name.replace(' ', '').replace(',', '-')}.json", run)
+
+
+def variants_report(results: dict[str, dict]) -> list[str]:
+    runs = [r for k, r in results.items() if k.startswith("variants-")]
+    if not runs:
+        return []
+    rate = {(r["round"], r["batch"], r["variant"]): r["rows"] / r["seconds"] for r in runs}
+    table = []
+    for batch in sorted({r["batch"] for r in runs}):
+        for variant in dict.fromkeys(r["variant"] for r in runs):
+            rounds = sorted(k for k, b, v in rate if (b, v) == (batch, variant))
+            table.append({"encoder batch": batch, "backbone": variant, "rounds": len(rounds),
+                          "rows/s": harness.mean_sd([rate[(k, batch, variant)] for k in rounds], 1),
+                          "vs PyTorch fp32, same round and batch": harness.mean_sd(
+                              [rate[(k, batch, variant)] / rate[(k, batch, "PyTorch fp32")] for k in rounds], 2),
+                          "CPU": runs[0]["machine"].split(",")[0]})
+    return ["", f"### Other graphs and batches: the encoder alone, {runs[0]['rows']:,} sentences (`python "
+            "benchmarks/predict_scale.py onnx-variants`)", "", markdown_table(table)]
+
+
+def backends_report(results: dict[str, dict], gold: dict[str, str]) -> list[str]:
+    import numpy as np
+
+    runs = [r for k, r in results.items() if k.startswith("backends-")]
+    if not runs:
+        return []
+    rate = {(r["round"], r["arm"]): r["rows"] / r["phases"]["label and write"] for r in runs}
+    arms = [name for name, *_ in BACKENDS if any(r["arm"] == name for r in runs)]
+    first = {r["arm"]: r for r in runs if r["round"] == 0}
+    reference = first["PyTorch fp32"]["predictions"]
+    table, accuracy = [], []
+    for arm in arms:
+        rounds = sorted(k for k, a in rate if a == arm)
+        ratios = [rate[(k, arm)] / rate[(k, "PyTorch fp32")] for k in rounds if (k, "PyTorch fp32") in rate]
+        predicted = first[arm]["predictions"]
+        agree = np.mean([predicted[i][0] == reference[i][0] for i in reference])
+        delta = max(np.abs(np.subtract(predicted[i][1], reference[i][1])).max() for i in reference)
+        machine = {r["machine"].split(",")[0] for r in runs if r["arm"] == arm}
+        table.append({"backend": arm, "rounds": len(rounds),
+                      "rows/s (label and write)": harness.mean_sd([rate[(k, arm)] for k in rounds], 1),
+                      "vs PyTorch fp32, same round": harness.mean_sd(ratios, 2),
+                      "labels as PyTorch fp32": f"{agree:.2%}", "largest |Δp| vs PyTorch fp32": f"{delta:.1e}",
+                      "CPU": ", ".join(sorted(machine))})
+        by_lang: dict[str, list[bool]] = {}
+        for i, (label, _) in predicted.items():
+            by_lang.setdefault(i.split(":")[0], []).append(label == gold[i])
+        accuracy.append({"backend": arm, **{lang: f"{np.mean(v):.3f}" for lang, v in sorted(by_lang.items())},
+                         "mean": f"{np.mean([np.mean(v) for v in by_lang.values()]):.3f}"})
+    onnx = [row for row in table if row["backend"] == "ONNX fp32"]
+    goal = (f"ONNX fp32 against PyTorch fp32: {onnx[0]['vs PyTorch fp32, same round']}× "
+            f"({'meets' if float(onnx[0]['vs PyTorch fp32, same round'].split()[0]) >= 1.5 else 'short of'} the "
+            "issue's goal of 1.5×). " if onnx else "")
+    dates = sorted(r["date"] for r in runs)
+    return ["", f"## Backends: {runs[0]['rows']:,} SIB-200 test sentences, e5 probe, in process", "",
+            f"{len(runs)} runs from {dates[0]} to {dates[-1]}; the first: {runs[0]['machine']}.", "",
+            markdown_table(table), "", goal + "Accuracy on SIB-200 test, by language (the first round's predictions):",
+            "", markdown_table(accuracy)]
+
+
 def quarters(timeline: list) -> str:
     """PSS a quarter, half, three quarters through a run and at its end: does it climb with the rows read?"""
     last = len(timeline) - 1
@@ -124,7 +286,9 @@ def report(store: Path, output: Path) -> None:
     results = {p.stem: json.loads(p.read_text()) for p in sorted(store.glob("*.json"), key=lambda p: p.stem)}
     mem = sorted((r for k, r in results.items() if k.startswith("memory-")), key=lambda r: (r["actors"], r["rows"]))
     text = ["# Predict on corpora of any size (issue 72)", "", "```",
-            *(f"python benchmarks/predict_scale.py {part}" for part in ("memory", "throughput", "report")), "```", "",
+            *(f"python benchmarks/predict_scale.py {part}"
+              for part in ("memory", "throughput", "backends", "onnx-variants", "report")),
+            "```", "",
             "Each row names the machine and load of its run (other work slows a run; it does not change its memory).",
             "", METHOD]
     if mem:
@@ -171,12 +335,30 @@ def report(store: Path, output: Path) -> None:
                  "drifts steadily." + ("" if len(bares) > 1 else " **Only the first bare loop is stored**: the "
                                        "ratios do not bound that drift."), "", table, "",
                  f"Fixed costs: {'; '.join(fixed)}."]
-    harness.write(output, "\n".join(text) + "\n", show=True)
+    gold = store / "work" / "sib200-test-gold.json"
+    text += backends_report(results, json.loads(gold.read_text()) if gold.is_file() else {}) + variants_report(results)
+    harness.write(output, kept_sections("\n".join(text) + "\n", output.read_text() if output.is_file() else ""),
+                  show=True)
+
+
+def kept_sections(generated: str, existing: str) -> str:
+    """``generated`` with each ``## `` section of ``existing`` whose part has no runs in this store (each part may
+    run on another machine, another day): the report is the union of the parts, each from the runs that made it."""
+    def sections(markdown: str) -> tuple[str, dict[str, str]]:
+        head, *parts = re.split(r"(?m)^(?=## )", markdown)
+        return head, {part.split()[1].rstrip(":"): part.rstrip("\n") + "\n" for part in parts}
+
+    head, made = sections(generated)
+    _, before = sections(existing)
+    order = ("Memory", "Rows/s", "Backends")
+    return head.rstrip("\n") + "\n\n" + "\n".join(made.get(key) or before[key] for key in order
+                                                    if key in made or key in before)
 
 
 def main() -> None:
     parser = harness.parser(__doc__, "predict_scale.md", data_dir=True)
-    parser.add_argument("part", choices=("memory", "throughput", "report"))
+    parser.add_argument("part", choices=("memory", "throughput", "backends", "onnx-variants", "report"))
+    parser.add_argument("--rounds", type=int, default=3, help="backends: rounds of every backend in turn")
     parser.add_argument("--rows", type=int, nargs="+", default=[10_000, 100_000, 1_000_000],
                         help="memory: corpus sizes; throughput: the least of them sets the rows (default 20,000)")
     parser.add_argument("--actors", type=int, nargs="+", default=[0, 1], help="memory: labelling actors (0: none)")
@@ -188,7 +370,8 @@ def main() -> None:
     env = {**os.environ, "RAY_ADDRESS": "", "HF_HUB_OFFLINE": "1"}
     work = args.store / "work"
     work.mkdir(parents=True, exist_ok=True)
-    (memory if args.part == "memory" else throughput)(args, args.store, work, env)
+    {"memory": memory, "throughput": throughput, "backends": backends,
+     "onnx-variants": onnx_variants}[args.part](args, args.store, work, env)
 
 
 if __name__ == "__main__":

@@ -37,12 +37,14 @@ def export_model(model: str | Path, directory: str | Path, name: str | None = No
 
 
 def export_recorded(run: str | Path, exports: Mapping[str | None, str | Path], tracker: Any = None,
-                    onnx: bool = False) -> dict[str, str]:
+                    onnx: bool = False, backend: str = "torch") -> dict[str, str]:
     """Export each classifier ``exports`` names (``None``: the record's default) of the run in ``run`` to its
-    directory (local or URI), logged as ``tracker``'s MLflow model of that name; with ``onnx``, each encoder as ONNX
-    beside its weights too, fp32 and int8 (``xlt.models.onnx_backbone``; a combination's in each member's
-    sub-directory); returns where each went. Every classifier is built and checked for an export form first, so a
-    refusal writes nothing."""
+    directory (local or URI), logged as ``tracker``'s MLflow model of that name, labelling on ``backend``
+    (``output.export_backend``); with ``onnx`` (or a backend other than torch), each encoder as ONNX beside its
+    weights too, fp32 and int8 (``xlt.models.onnx_backbone``; a combination's in each member's sub-directory);
+    returns where each went. Every classifier is built and checked for an export form first, so a refusal writes
+    nothing."""
+    onnx = onnx or backend != "torch"
     if onnx:
         from .models.onnx_backbone import onnxruntime
 
@@ -70,7 +72,7 @@ def export_recorded(run: str | Path, exports: Mapping[str | None, str | Path], t
 
                 for member_name, member in _members(model).items():
                     export_onnx(member.encoder, out if member_name is None else out / member_name)
-            if tracker is not None and not hasattr(model, "members") and (logged := tracker.model(out, label)):
+            if tracker is not None and not hasattr(model, "members") and (logged := tracker.model(out, label, backend)):
                 outputs[f"mlflow model {label}"] = logged
         outputs[f"export {label}"] = str(directory)
     return outputs

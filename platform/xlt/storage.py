@@ -30,6 +30,9 @@ from .config import check
 from .resume import free
 
 
+EXPORT_BACKENDS = ("torch", "onnx", "onnx-int8")  # xlt.models.onnx_backbone.BACKENDS
+
+
 def is_uri(path: str | Path) -> bool:
     return "://" in str(path)
 
@@ -68,8 +71,13 @@ class OutputSettings:
     # (xlt.export). Pretraining refuses it: every checkpoint of it holds its encoder, a local:
     # model, already; predict and retrieval refuse it too.
     export: bool = free(False)
+    # What that MLflow model labels with: torch, or onnx / onnx-int8, its encoder written as ONNX beside the export
+    # and run on onnxruntime (xlt.models.onnx_backbone; the extra xlt[onnx]).
+    export_backend: str = free("torch")
 
     def __post_init__(self) -> None:
+        check(self.export_backend in EXPORT_BACKENDS, "output.export_backend", self.export_backend,
+              " or ".join(EXPORT_BACKENDS))
         parent, name = split(self.dir)
         bucket = parent.partition("?")[0].partition("://")[2]  # empty unless a URI's name sits under a bucket
         check(bool(name) and (bool(bucket) or not is_uri(self.dir)), "output.dir", self.dir,

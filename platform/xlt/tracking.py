@@ -188,10 +188,12 @@ class Tracker(Sink):
             if Path(path).is_file():
                 self.client.log_artifact(self.run_id, str(path))
 
-    def model(self, export: str | Path, name: str = "classifier") -> str | None:
+    def model(self, export: str | Path, name: str = "classifier", backend: str = "torch") -> str | None:
         """Log an export (``Classifier.save_pretrained``) as this run's MLflow model ``name``, which the
-        model registry can serve: a pyfunc (``exported_classifier``) over the export's files. Returns
-        the model's URI (``None`` with tracking off)."""
+        model registry can serve: a pyfunc (``exported_classifier``) over the export's files, labelling on
+        ``backend`` (``torch``, or ``onnx`` / ``onnx-int8``: the export's ONNX files, ``xlt.models.onnx_backbone``),
+        which the model states (its ``model_config`` and ``metadata``). Returns the model's URI (``None`` with
+        tracking off)."""
         if self.run_id is None:
             return None
         from importlib.metadata import version
@@ -200,9 +202,11 @@ class Tracker(Sink):
 
         mlflow.set_tracking_uri(self.uri)
         with mlflow.start_run(run_id=self.run_id):  # the run's own status is set by finish()
+            requirements = SERVING_REQUIREMENTS + (() if backend == "torch" else ("onnxruntime",))
             info = mlflow.pyfunc.log_model(name=name, python_model=exported_classifier(),
-                                           artifacts={"export": str(export)},
-                                           pip_requirements=[f"{p}=={version(p)}" for p in SERVING_REQUIREMENTS])
+                                           artifacts={"export": str(export)}, model_config={"backend": backend},
+                                           metadata={"backend": backend},
+                                           pip_requirements=[f"{p}=={version(p)}" for p in requirements])
         return info.model_uri
 
     def callbacks(self, prefix: str = "", epochs_per_fit: int = 0) -> list[TrackingCallback]:
@@ -308,7 +312,8 @@ def trial_runs_class() -> type:
 
 def exported_classifier():
     """An MLflow pyfunc over an xlt classifier export (where xlt is installed): ``predict`` takes a
-    DataFrame with ``text`` (and ``text_pair`` for a pair classifier) and returns ``label``,
+    DataFrame with ``text`` (and ``text_pair`` for a pair classifier; ``lang`` for a centred probe), labels it on
+    the backend its ``model_config`` names (``Tracker.model``) and returns ``label``,
     ``confidence`` and ``p_<label>`` for each label, as ``jobs/predict.py`` writes them. Built on
     first use: ``mlflow.pyfunc`` costs a job's start-up seconds, and its untyped-``predict`` warning
     (the input is a DataFrame) is silenced here rather than printed by every job."""
@@ -321,9 +326,17 @@ def exported_classifier():
 
         class ExportedClassifier(PythonModel):
             def load_context(self, context) -> None:
+                from pathlib import Path
+
                 from xlt.models import Classifier
 
-                self.classifier = Classifier.from_pretrained(context.artifacts["export"])
+                export = context.artifacts["export"]
+                self.classifier = Classifier.from_pretrained(export)
+                backend = (context.model_config or {}).get("backend", "torch")
+                if backend != "torch":  # the export's ONNX files (xlt.models.onnx_backbone)
+                    from xlt.models.onnx_backbone import FILES, ONNX_DIR, use_onnx
+
+                    use_onnx(self.classifier.encoder, Path(export) / ONNX_DIR / FILES[backend])
 
             def predict(self, context, model_input, params=None):
                 import pandas as pd

@@ -122,7 +122,8 @@ def test_the_readmes_evaluate_commands_run_as_typed_up_to_the_evaluation(tmp_pat
 def test_the_adapted_probe_exports_as_a_classifier_that_labels_a_split_as_it_was_scored(run_job, tmp_path, data_dir,
                                                                                         monkeypatch, mlflow_store):
     """``output.export``: the probe, centred per language, as a classifier that ``jobs/predict.py``'s pipeline loads
-    from the export and runs over the same test rows: its accuracy in every language is the one the table reports."""
+    from the export and runs over the same test rows: its accuracy in every language is the one the table reports;
+    with ``output.export_backend: onnx`` its MLflow model says so and labels on the export's ONNX files, as PyTorch."""
     import mlflow
     import pandas as pd
 
@@ -134,7 +135,8 @@ def test_the_adapted_probe_exports_as_a_classifier_that_labels_a_split_as_it_was
     from xlt.storage import OutputSettings
     from xlt.tasks import load_task
 
-    proc = run_job("--smoke", "--set", "task.target_langs=[de, zh]", "--set", ADAPTED, "--set", "output.export=true")
+    proc = run_job("--smoke", "--set", "task.target_langs=[de, zh]", "--set", ADAPTED, "--set", "output.export=true",
+                   "--set", "output.export_backend=onnx")
     assert proc.returncode == 0, proc.stderr[-3000:]
     export = tmp_path / "export" / "bert"  # tiny:bert's export
     assert ["export", "bert", str(export)] in [line.split() for line in proc.stdout.splitlines()]
@@ -159,8 +161,12 @@ def test_the_adapted_probe_exports_as_a_classifier_that_labels_a_split_as_it_was
     for lang, rows in frame.groupby("lang"):
         assert (rows["label"] == rows["id"].map(gold)).mean() == pytest.approx(reported[lang]), lang
     mlflow.set_tracking_uri(mlflow_store)
-    served = mlflow.pyfunc.load_model(uri).predict(frame[["text", "lang"]])  # the run's MLflow model reads lang too
-    assert list(served["label"]) == list(frame["label"])
+    served = mlflow.pyfunc.load_model(uri)
+    assert served.metadata.metadata == {"backend": "onnx"} and (export / "onnx" / "model.onnx").is_file()
+    labelled = served.predict(frame[["text", "lang"]])  # the run's MLflow model reads lang too
+    assert list(labelled["label"]) == list(frame["label"])
+    columns = [f"p_{label}" for label in classifier.labels]
+    assert abs(labelled[columns].to_numpy() - frame[columns].to_numpy()).max() < 1e-4
 
 
 def test_an_encoder_that_cannot_be_exported_is_refused_before_any_is_scored(run_job):

@@ -99,7 +99,10 @@ def test_pairs_a_centred_probe_and_a_combination_label_on_onnx_as_on_pytorch(run
 
 def test_what_has_no_onnx_form_a_bad_setting_and_a_missing_extra_are_one_line(run_predict, tmp_path, monkeypatch):
     from xlt.models import EncoderConfig, load_encoder
-    from xlt.models.onnx_backbone import export_onnx
+    from xlt.models.onnx_backbone import BACKENDS, export_onnx
+    from xlt.storage import EXPORT_BACKENDS
+
+    assert EXPORT_BACKENDS == BACKENDS  # output.export_backend takes what model.backend takes
 
     with pytest.raises(ValueError, match="only a transformer encoder pooled by cls or mean of its last layer"):
         export_onnx(load_encoder(EncoderConfig(source="tiny:bert", pooling="avg_first_last")), tmp_path / "x")

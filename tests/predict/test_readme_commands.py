@@ -21,12 +21,13 @@ from xlt.train.checkpoint import checkpoint_entry
 from .test_predict import checkpoint, finetune_run
 
 
-def readme_commands(job: str) -> list[list[str]]:
-    """The ``python jobs/<job> ...`` command lines of the README's bash blocks, continuation lines joined,
-    comments dropped."""
+def readme_commands(*jobs: str) -> list[list[str]]:
+    """The ``python jobs/<job> ...`` command lines of ``jobs`` in the README's bash blocks, in the README's order,
+    continuation lines joined, comments dropped; each as ``[<job>, *arguments]`` when ``jobs`` are several."""
     blocks = re.findall(r"```bash\n(.*?)```", (REPO / "README.md").read_text(), flags=re.S)
     lines = "\n".join(blocks).replace("\\\n", " ").splitlines()
-    return [shlex.split(line, comments=True)[2:] for line in lines if line.startswith(f"python jobs/{job} ")]
+    return [shlex.split(line, comments=True)[1 if len(jobs) > 1 else 2:] for line in lines
+            if any(line.startswith(f"python jobs/{job} ") for job in jobs)]
 
 
 def test_the_readmes_predict_and_export_commands_run_as_typed(tmp_path, monkeypatch, capsys, data_dir, s3_server):
@@ -53,11 +54,10 @@ def test_the_readmes_predict_and_export_commands_run_as_typed(tmp_path, monkeypa
     (tmp_path / "swahili.txt").write_text("".join(f"habari ya siku {i}\n" for i in range(120)), encoding="utf-8")
     (tmp_path / "configs").symlink_to(REPO / "configs")  # the checkout's task files, as from its root
 
-    predicts, exports = readme_commands("predict.py"), readme_commands("export.py")
-    assert len(predicts) == 5 and len(exports) == 1
-    for args in predicts + exports:
-        job = "predict.py" if args in predicts else "export.py"
-        ran = run_in_process(job, *args, capsys=capsys, data_dir=data_dir)
+    commands = readme_commands("predict.py", "export.py")  # in order: an export before the predict that reads it
+    assert [job for job, *_ in commands].count("jobs/predict.py") == 6 and len(commands) == 8
+    for job, *args in commands:
+        ran = run_in_process(job.removeprefix("jobs/"), *args, capsys=capsys, data_dir=data_dir)
         assert ran.returncode == 0, (args, ran.stderr[-3000:])
     assert len(pd.read_parquet(tmp_path / "results/predict/corpus/predictions")) == 2
     with store.open_input_stream("bucket/xlt/predict/pairs/predictions/shard-00000/part-00000.csv") as source:
@@ -66,6 +66,8 @@ def test_the_readmes_predict_and_export_commands_run_as_typed(tmp_path, monkeypa
     assert sorted(pd.read_parquet(gz / "predictions")["id"]) == ["a.jsonl.gz:1", "b.jsonl.gz:1"]
     assert "a.jsonl.gz" in (gz / "predictions/shard-00000/_rejected.jsonl").read_text()
     assert (tmp_path / "results/export/sib200/head.safetensors").is_file()
+    assert (tmp_path / "results/export/sib200-onnx/onnx/model_qint8.onnx").is_file()
+    assert json.loads((tmp_path / "results/predict/corpus-int8/results.json").read_text())["backend"] == "onnx-int8"
     labelled = pd.read_parquet(tmp_path / "results/predict/nusax/predictions")
     assert set(labelled["lang"]) == set(nusax.languages) and len(labelled) == 400 * len(nusax.languages)
     swahili = json.loads((tmp_path / "results/predict/swahili/results.json").read_text())

@@ -84,4 +84,5 @@ def export_cotrain(cfg: CotrainConfig, tracker: Tracker | None = None) -> dict[s
     """Each learner and the job's classifier, as the run's record names them, to ``<output.dir>/export/<name>``
     (``xlt.export``; nothing is written if one has no export form); returns where each went."""
     return export_recorded(cfg.output.dir, {name: join(cfg.output.dir, EXPORT_DIR, name)
-                                            for name in (*LEARNERS, CLASSIFIER)}, tracker)
+                                            for name in (*LEARNERS, CLASSIFIER)}, tracker,
+                           backend=cfg.output.export_backend)

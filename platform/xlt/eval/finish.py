@@ -46,8 +46,12 @@ def finish_evaluation(cfg: EvaluateConfig, result: dict[str, Any], tracker: Trac
         name = source.partition(":")[2].rstrip("/").rpartition("/")[2]  # hf:org/name, local:/dir/name -> name
         card = probe_card(cfg, source, [r for r in result["rows"] if r["model"] == source])
         outputs[f"export {name}"] = str(classifier.save_pretrained(out / EXPORT_DIR / name, card=card))
+        if cfg.output.export_backend != "torch":  # what its MLflow model labels with (output.export_backend)
+            from ..models.onnx_backbone import export_onnx
+
+            export_onnx(classifier.encoder, outputs[f"export {name}"])
         entries[name] = export_entry(outputs[f"export {name}"], out, what=f"the frozen-linear probe of {source}")
-        if (model := tracker.model(outputs[f"export {name}"], name)) is not None:
+        if (model := tracker.model(outputs[f"export {name}"], name, cfg.output.export_backend)) is not None:
             outputs[f"mlflow model {name}"] = model
     write_record(out, "evaluate", cfg, FINISHED, classifiers=entries,
                  default=next(iter(entries)) if len(entries) == 1 else None, outputs=outputs)

@@ -32,6 +32,7 @@ def finish_sweep(sweep: Sweep, records: Sequence[TrialRecord], export: bool, tra
                  classifiers={BEST: {"run": relative(directory, run), "classifier": learner,
                                      "what": f"the best trial of sweep {sweep.settings.name}"}}, default=BEST)
     if export:
-        outputs |= export_recorded(directory, {None: join(directory, EXPORT_DIR)}, tracker)
+        outputs |= export_recorded(directory, {None: join(directory, EXPORT_DIR)}, tracker,
+                                   backend=sweep.config.output.export_backend)
         update_record(directory, outputs=outputs)
     return Finished(text, outputs)

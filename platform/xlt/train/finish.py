@@ -43,6 +43,7 @@ def finish_finetune(cfg: FinetuneConfig, result: Any, tracker: Tracker,
     tracker.tag("xlt.checkpoint", result.checkpoint.path)
     outputs = {"results": join(directory, RESULTS_FILE), "checkpoint": result.checkpoint.path}
     if cfg.output.export:  # the classifier for use outside xlt, and the run's MLflow model
-        outputs |= export_recorded(directory, {None: join(directory, EXPORT_DIR)}, tracker)
+        outputs |= export_recorded(directory, {None: join(directory, EXPORT_DIR)}, tracker,
+                                   backend=cfg.output.export_backend)
     update_record(directory, outputs=outputs)
     return Finished(text, outputs)
