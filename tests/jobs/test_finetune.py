@@ -109,3 +109,24 @@ def test_bad_input_is_one_error_line_before_ray_starts(args, message, data_dir, 
                          capsys=capsys, data_dir=data_dir)
     assert_one_error_line(ran, message)
     assert not any(tmp_path.iterdir())  # nothing half-written
+
+
+@pytest.mark.ray
+def test_the_readmes_evaluation_off_command_trains_checkpoints_and_exports(job_env, tmp_path, mlflow_store):
+    """The README's ``evals=[]`` line as typed, from a checkout's root (its ``results/`` here): production retraining
+    trains both epochs, checkpoints, exports and logs its MLflow model, and its ending and ``results.json`` say
+    that nothing was scored."""
+    from predict.test_readme_commands import readme_commands
+    from xlt.report import NOTHING_SCORED
+
+    (typed,) = [args for args in readme_commands("finetune.py") if "evals=[]" in args]
+    (tmp_path / "configs").symlink_to(REPO / "configs")
+    proc = subprocess.run([sys.executable, str(REPO / "jobs" / "finetune.py"), *typed], capture_output=True,
+                          text=True, env=job_env, cwd=tmp_path, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert NOTHING_SCORED in proc.stdout and "mlflow model" in proc.stdout
+    run = tmp_path / "results" / "smoke" / "finetune_sib200"
+    result = json.loads((run / "results.json").read_text())
+    assert (result["scored"], result["rows"], result["metrics"]["train/epoch"]) == (False, [], 2)
+    assert (run / "export" / "head.safetensors").is_file() and Path(result["checkpoint"], "model.pt").is_file()
+    assert json.loads((run / "run.json").read_text())["status"] == "finished"
