@@ -1,84 +1,205 @@
-"""xlt's fine-tuning step against Hugging Face's ``Trainer`` on the same work, interleaved in one process.
+"""xlt's fine-tuning against Hugging Face's ``Trainer`` on the same work, each run as a user runs it: its own
+command, in its own process, the two alternating.
 
-    python benchmarks/step_vs_hf_trainer.py        # 3 runs of each -> step_vs_hf_trainer.md; --runs 1 --rows 64: a look
+    python benchmarks/step_vs_hf_trainer.py             # 3 runs of each, fp32 and bf16 -> step_vs_hf_trainer.md
+    python benchmarks/step_vs_hf_trainer.py --runs 1 --precisions fp32 --store /tmp/s   # a look
+    python benchmarks/step_vs_hf_trainer.py profile     # one run of each under py-spy: where the loop's time goes
+    python benchmarks/step_vs_hf_trainer.py report      # the .md from the runs stored so far
+    python benchmarks/step_vs_hf_trainer.py hf --precision fp32 --result r.json        # the HF arm alone
 
-The work: ``bundled:multilingual-e5-small`` on SIB-200's English training rows (``query: `` prefix), batch 16, max
-length 128, word embeddings frozen, fp32, AdamW at 5e-5 with a linear schedule, one epoch, no evaluation, 2 torch
-threads. xlt: ``jobs/finetune.py``'s path in this process, ``train/samples_per_s`` (data iteration included). HF:
-``Trainer`` on ``BertForSequenceClassification`` of the same checkpoint (CLS pooler + dropout + linear head; xlt
-mean-pools), dynamic padding, no checkpoint or logging, ``train_samples_per_second``."""
+The work: ``bundled:multilingual-e5-small`` on SIB-200's 701 English training rows (``query: `` prefix), batch 16,
+max length 128, word embeddings frozen, AdamW at 5e-5 with a linear schedule and weight decay 0.01, gradients
+clipped at 1.0, one epoch, no evaluation, 2 threads; fp32, and bf16 autocast where the CPU computes in it.
+
+- xlt: ``python jobs/finetune.py --config configs/finetune_sib200.yaml --no-tracking`` with ``scaling.num_workers=0
+  scaling.threads=2 optim.epochs=1 optim.precision=<p> evals=[]``; its ``train/samples_per_s`` (the training
+  loop: data iteration, steps, the epoch's end) from ``results.json``.
+- HF: this script's ``hf`` part, a user's HF script: the TSV read by ``datasets``, tokenised once with
+  ``Dataset.map``, ``BertForSequenceClassification`` of the same checkpoint (CLS pooler + dropout + linear head;
+  xlt mean-pools), ``DataCollatorWithPadding``, ``Trainer`` with ``bf16`` for bf16; its
+  ``train_samples_per_second``.
+- Both: the wall time of the whole command (Python start, imports, reading, model load, Ray for xlt, training,
+  writing), measured from here. Each run is stored when it ends (``--store``): a stopped benchmark resumes.
+"""
 
 from __future__ import annotations
 
-import statistics
+import json
+import os
+import subprocess
+import sys
 import tempfile
 import time
-
-import torch
-import transformers
-from transformers import (AutoTokenizer, BertForSequenceClassification, DataCollatorWithPadding, Trainer,
-                          TrainingArguments)
+from pathlib import Path
 
 import harness
-from xlt.cli import init_ray
-from xlt.metrics import TRAIN_EPOCH_TIME_S, TRAIN_SAMPLES_PER_S
-from xlt.models.sources import bundled_e5_dir
-from xlt.report import markdown_table
-from xlt.train import build_trainer, load_finetune_config, prepare
+
+ROWS = "{data_dir}/sib200/eng_Latn/train.tsv"
+ARMS = ("xlt", "HF Trainer")
 
 
-def xlt_config(rows: int, out: str):
-    return load_finetune_config(harness.REPO / "configs" / "finetune_sib200.yaml", [
-        "scaling.num_workers=0", "scaling.threads=2", "optim.epochs=1", "optim.precision=fp32", "evals=[]",
-        f"data.max_examples={rows}", "task.target_langs=[de]", f"output.dir={out}"])
+def hf(precision: str, result: Path, data_dir: Path) -> None:
+    """The HF arm, as a user of transformers writes it (module docstring); its metrics to ``result``."""
+    import torch
+    from datasets import load_dataset
+    from transformers import (AutoTokenizer, BertForSequenceClassification, DataCollatorWithPadding, Trainer,
+                              TrainingArguments)
+    from transformers.utils import logging
 
+    from xlt.models.sources import bundled_e5_dir
 
-def run_xlt(rows: int) -> dict[str, float]:
-    with tempfile.TemporaryDirectory(prefix="xlt-step-") as out:
-        metrics = build_trainer(xlt_config(rows, out)).fit().metrics
-    return {"examples/s": metrics[TRAIN_SAMPLES_PER_S], "epoch s": metrics[TRAIN_EPOCH_TIME_S]}
-
-
-def run_hf(texts: list[str], labels: list[int], names: list[str]) -> dict[str, float]:
-    transformers.logging.set_verbosity_error()
+    logging.set_verbosity_error()
+    torch.set_num_threads(2)
+    rows = load_dataset("csv", data_files=ROWS.format(data_dir=data_dir), delimiter="\t", split="train")
+    names = sorted(set(rows["category"]))
     tokenizer = AutoTokenizer.from_pretrained(bundled_e5_dir())
-    torch.manual_seed(0)
+    data = rows.map(lambda r: {**tokenizer(f"query: {r['text']}", truncation=True, max_length=128),
+                               "labels": names.index(r["category"])}, remove_columns=rows.column_names)
     model = BertForSequenceClassification.from_pretrained(bundled_e5_dir(), num_labels=len(names))
     model.get_input_embeddings().weight.requires_grad_(False)
-    data = [{**tokenizer(t, truncation=True, max_length=128), "labels": y} for t, y in zip(texts, labels)]
     with tempfile.TemporaryDirectory(prefix="hf-step-") as out:
         args = TrainingArguments(output_dir=out, per_device_train_batch_size=16, num_train_epochs=1, learning_rate=5e-5,
                                  weight_decay=0.01, lr_scheduler_type="linear", max_grad_norm=1.0, save_strategy="no",
-                                 logging_strategy="no", report_to=[], use_cpu=True, seed=0, disable_tqdm=True)
+                                 logging_strategy="no", report_to=[], use_cpu=True, seed=0, disable_tqdm=True,
+                                 bf16=precision == "bf16")
         metrics = Trainer(model=model, args=args, train_dataset=data,
                           data_collator=DataCollatorWithPadding(tokenizer)).train().metrics
-    return {"examples/s": metrics["train_samples_per_second"], "epoch s": metrics["train_runtime"]}
+    result.write_text(json.dumps({"rows": len(data), "examples/s": metrics["train_samples_per_second"],
+                                  "loop s": metrics["train_runtime"]}))
+
+
+def run_arm(arm: str, precision: str, env: dict[str, str], prefix: list[str] = ()) -> dict:
+    """One run of ``arm`` in its own process (``prefix``: a profiler's command before it): its training loop's
+    examples/s and the command's wall time."""
+    with tempfile.TemporaryDirectory(prefix="step-vs-hf-") as out:
+        command = [sys.executable, *arm_command(arm, precision, out)]
+        start = time.perf_counter()
+        proc = subprocess.run([*prefix, *command], cwd=harness.REPO, env=env, capture_output=True, text=True)
+        wall = time.perf_counter() - start
+        if proc.returncode != 0:
+            raise RuntimeError(f"{arm} {precision} failed:\n{proc.stderr[-3000:]}")
+        if arm == "xlt":
+            metrics = json.loads(Path(out, "run", "results.json").read_text())["metrics"]
+            measured = {"rows": round(metrics["train/samples_per_s"] * metrics["train/epoch_time_s"]),
+                        "examples/s": metrics["train/samples_per_s"], "loop s": metrics["train/epoch_time_s"],
+                        "waiting for data s": metrics.get("train/data_wait_s")}
+        else:
+            measured = json.loads(Path(out, "hf.json").read_text())
+    return {"arm": arm, "precision": precision, **measured, "command s": wall}
+
+
+def arm_command(arm: str, precision: str, out: str) -> list[str]:
+    """The arguments of ``python`` that run ``arm`` in ``precision``, writing under ``out``."""
+    if arm == "xlt":
+        sets = ["scaling.num_workers=0", "scaling.threads=2", "optim.epochs=1", f"optim.precision={precision}",
+                "evals=[]", f"output.dir={out}/run"]
+        return ["jobs/finetune.py", "--config", "configs/finetune_sib200.yaml", "--no-tracking",
+                *(x for s in sets for x in ("--set", s))]
+    return ["benchmarks/step_vs_hf_trainer.py", "hf", "--precision", precision, "--result", f"{out}/hf.json"]
+
+
+# Where a training loop's wall time goes, by the first of these found on a sample's stack (py-spy on the arm's own
+# process, idle samples too: a thread waiting for the next batch is the loop's time).
+CATEGORIES = (("optimizer and schedule", ("torch/optim/", "zero_grad")), ("gradient clipping", ("clip_grad",)),
+              ("backward", ("backward (torch/",)), ("tokenising", ("tokeniz",)), ("forward and loss", ("forward (",)),
+              ("batches: reading, shuffling, collating", ("ray/data", "iter_batches", "collat", "step_inputs",
+                                                         "_next_data", "flatten_batch", "fetcher")))
+LOOPS = {"xlt": "run_epoch (", "HF Trainer": "_inner_training_loop ("}
+
+
+def profile(arm: str, precision: str, env: dict[str, str], work: Path) -> dict:
+    """One run of ``arm`` under py-spy (50 samples/s of the arm's own process, without pausing it: sampling its Ray
+    processes too took a core of the two): of the samples
+    inside the training loop (``LOOPS``) on the thread that runs it, the share of each of ``CATEGORIES``."""
+    raw = work / f"profile-{arm.replace(' ', '')}-{precision}.txt"
+    run = run_arm(arm, precision, env, prefix=[str(Path(sys.executable).parent / "py-spy"), "record", "--idle",
+                                               "--threads", "--nonblocking", "--rate", "50", "--format", "raw",
+                                               "-o", str(raw), "--"])
+    counts: dict[str, int] = {}
+    for line in raw.read_text().splitlines():
+        stack, _, n = line.rpartition(" ")
+        if LOOPS[arm] not in stack:
+            continue
+        category = next((name for name, marks in CATEGORIES if any(m in stack for m in marks)), "other in the loop")
+        counts[category] = counts.get(category, 0) + int(n)
+    total = sum(counts.values())
+    return {**run, "samples": total,
+            "share": {name: counts.get(name, 0) / total for name in (*(n for n, _ in CATEGORIES), "other in the loop")}}
+
+
+def report(store: Path, output: Path) -> None:
+    from xlt.report import markdown_table
+
+    runs = sorted((json.loads(p.read_text()) for p in store.glob("run-*.json")), key=lambda r: r["date"])
+    if not runs:
+        raise SystemExit(f"no runs stored under {store}")
+    table = [{"run": r["run"], "precision": r["precision"], "arm": r["arm"], "examples/s (loop)": f"{r['examples/s']:.2f}",
+              "loop s": f"{r['loop s']:.1f}", "command s": f"{r['command s']:.1f}", "date": r["date"],
+              "CPU, load": r["machine"].split(";")[0].split(",")[0] + ", " + r["machine"].split("load average ")[1]
+              .split(";")[0]} for r in runs]
+    lines = []
+    for precision in dict.fromkeys(r["precision"] for r in runs):
+        pairs = [(x, h) for x in runs for h in runs if (x["arm"], h["arm"]) == ARMS and x["run"] == h["run"]
+                 and x["precision"] == h["precision"] == precision]
+        if not pairs:
+            continue
+        loop = [x["examples/s"] / h["examples/s"] for x, h in pairs]
+        command = [h["command s"] / x["command s"] for x, h in pairs]
+        mean = {arm: sum(r["examples/s"] for r in runs if (r["arm"], r["precision"]) == (arm, precision))
+                / sum(1 for r in runs if (r["arm"], r["precision"]) == (arm, precision)) for arm in ARMS}
+        lines.append(f"- {precision}: examples/s of the training loop, xlt {mean['xlt']:.2f} and HF Trainer "
+                     f"{mean['HF Trainer']:.2f}; xlt / HF per pair of neighbouring runs {harness.mean_sd(loop, 2)} "
+                     f"({', '.join(f'{v:.2f}' for v in loop)}); the whole command, HF's time over xlt's "
+                     f"{harness.mean_sd(command, 2)} ({', '.join(f'{v:.2f}' for v in command)}).")
+    profiles = sorted((json.loads(p.read_text()) for p in store.glob("profile-*.json")), key=lambda r: r["date"])
+    if profiles:
+        rows = [{"arm": r["arm"], "precision": r["precision"], "examples/s under py-spy": f"{r['examples/s']:.2f}",
+                 "loop s": f"{r['loop s']:.1f}", **{name: f"{share * r['loop s']:.1f} s ({share:.0%})"
+                                                     for name, share in r["share"].items()}} for r in profiles]
+        lines += ["", "Where each loop's time goes (`python benchmarks/step_vs_hf_trainer.py profile`: py-spy at 50 "
+                  "samples/s, the loop's thread, idle samples counted; each category is the first of the script's "
+                  "`CATEGORIES` on a sample's stack, its share times the loop's seconds):", "", markdown_table(rows)]
+    commands = [f"`python {' '.join(arm_command(arm, precision, '<tmp>'))}`"
+                for precision in dict.fromkeys(r["precision"] for r in runs) for arm in ARMS]
+    text = (f"# xlt's fine-tuning against HF Trainer, each run as a user runs it\n\nCommand: `python "
+            f"benchmarks/step_vs_hf_trainer.py` (then `report`). The work, and what each number is: the script's "
+            f"docstring. Each run is its own process; the arms alternate, xlt first.\n\n{markdown_table(table)}\n\n"
+            + "\n".join(lines) + "\n\nThe commands, as each run ran them (`<tmp>`: a temporary directory):\n\n"
+            + "\n".join(f"- {c}" for c in commands) + "\n")
+    harness.write(output, text, show=True)
 
 
 def main() -> None:
-    parser = harness.parser(__doc__, "step_vs_hf_trainer.md")
-    parser.add_argument("--runs", type=int, default=3, help="runs of each, interleaved")
-    parser.add_argument("--rows", type=int, default=0, help="English training rows (0: all 701)")
+    parser = harness.parser(__doc__, "step_vs_hf_trainer.md", data_dir=True)
+    parser.add_argument("part", nargs="?", default="runs", choices=("runs", "profile", "report", "hf"))
+    parser.add_argument("--runs", type=int, default=3, help="runs of each arm and precision, alternating")
+    parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16"], help="bf16 only where the CPU has it")
+    parser.add_argument("--precision", default="fp32", help="hf: the arm's precision")
+    parser.add_argument("--result", type=Path, help="hf: where its metrics go")
+    parser.add_argument("--store", type=Path, default=harness.REPO / "results" / "benchmarks" / "step_vs_hf_trainer")
     args = parser.parse_args()
-    init_ray(num_cpus=2)
-    torch.set_num_threads(2)  # HF's threads; xlt's are scaling.threads
-    machine = harness.Machine()
-    prepared = prepare(xlt_config(args.rows, "/tmp/xlt-step-unused"))  # xlt's own rows and labels, for HF too
-    names, train = list(prepared.config.task.labels), prepared.train
-    texts, labels = [f"query: {r['text']}" for r in train], [names.index(r["label"]) for r in train]
-    arms = {"xlt": lambda: run_xlt(args.rows), "HF Trainer": lambda: run_hf(texts, labels, names)}
-    runs: list[dict] = []
-    for i in range(args.runs):
-        for name, run in arms.items():  # the start's time first, then the run
-            runs.append({"run": i + 1, "arm": name, "UTC": time.strftime("%H:%M:%S", time.gmtime()),
-                         **{k: round(v, 2) for k, v in run().items()}})
-            print(runs[-1], flush=True)
-    xlt, hf = (statistics.mean(r["examples/s"] for r in runs if r["arm"] == arm) for arm in arms)
-    ratios = ", ".join(f"{a['examples/s'] / b['examples/s']:.2f}" for a, b in zip(runs[::2], runs[1::2]))
-    harness.write(args.out, machine.header("xlt's fine-tuning step against HF Trainer, on the same work")
-                  + f"\n{len(texts)} rows. The work and what each number is: the script's docstring. Runs alternate, "
-                  f"xlt first.\n\n{markdown_table(runs)}\n\nMean examples/s: xlt {xlt:.2f}, HF Trainer {hf:.2f}; "
-                  f"xlt / HF {xlt / hf:.2f}× (per pair of neighbouring runs: {ratios}).\n", show=True)
+    data_dir = harness.data_root(args.data_dir)
+    if args.part == "hf":
+        return hf(args.precision, args.result, data_dir)
+    if args.part == "report":
+        return report(args.store, args.out)
+    from xlt.hardware import precisions
+
+    env = {**os.environ, "XLT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1", "RAY_ADDRESS": "",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(harness.REPO / "platform"), os.environ.get("PYTHONPATH")]))}
+    if args.part == "profile":
+        args.store.mkdir(parents=True, exist_ok=True)
+        for precision in (p for p in args.precisions if p in precisions("cpu")):
+            for arm in ARMS:
+                harness.stored(args.store / f"profile-{precision}-{arm.replace(' ', '')}.json",
+                               lambda: profile(arm, precision, env, args.store))
+        return report(args.store, args.out)
+    for i in range(1, args.runs + 1):
+        for precision in (p for p in args.precisions if p in precisions("cpu")):
+            for arm in ARMS:
+                harness.stored(args.store / f"run-{i}-{precision}-{arm.replace(' ', '')}.json",
+                               lambda: {"run": i, **run_arm(arm, precision, env)})
+    report(args.store, args.out)
 
 
 if __name__ == "__main__":
