@@ -19,7 +19,10 @@ clipped at 1.0, one epoch, no evaluation, 2 threads; fp32, and bf16 autocast whe
   xlt mean-pools), ``DataCollatorWithPadding``, ``Trainer`` with ``bf16`` for bf16; its
   ``train_samples_per_second``.
 - Both: the wall time of the whole command (Python start, imports, reading, model load, Ray for xlt, training,
-  writing), measured from here. Each run is stored when it ends (``--store``): a stopped benchmark resumes.
+  writing), measured from here, and how often the process's main thread (the loop's, one of torch's two) was
+  preempted (``nonvoluntary_ctxt_switches``) and how many threads the process held, read from ``/proc`` as it ran.
+  ``--diagnose`` adds a third arm: HF with a local Ray started in its process and left idle. Each run is stored
+  when it ends (``--store``): a stopped benchmark resumes.
 """
 
 from __future__ import annotations
@@ -36,10 +39,16 @@ import harness
 
 ROWS = "{data_dir}/sib200/eng_Latn/train.tsv"
 ARMS = ("xlt", "HF Trainer")
+DIAGNOSIS = "HF Trainer, Ray started"  # --diagnose: HF with an idle local Ray in its process
 
 
-def hf(precision: str, result: Path, data_dir: Path) -> None:
-    """The HF arm, as a user of transformers writes it (module docstring); its metrics to ``result``."""
+def hf(precision: str, result: Path, data_dir: Path, ray: bool = False) -> None:
+    """The HF arm, as a user of transformers writes it (module docstring); its metrics to ``result``. ``ray``: with
+    a local Ray started in its process first, as ``jobs/finetune.py`` starts one, and left idle (a diagnosis)."""
+    if ray:
+        from xlt.cli import init_ray
+
+        init_ray()
     import torch
     from datasets import load_dataset
     from transformers import (AutoTokenizer, BertForSequenceClassification, DataCollatorWithPadding, Trainer,
@@ -74,10 +83,20 @@ def run_arm(arm: str, precision: str, env: dict[str, str], prefix: list[str] = (
     with tempfile.TemporaryDirectory(prefix="step-vs-hf-") as out:
         command = [sys.executable, *arm_command(arm, precision, out)]
         start = time.perf_counter()
-        proc = subprocess.run([*prefix, *command], cwd=harness.REPO, env=env, capture_output=True, text=True)
+        proc = subprocess.Popen([*prefix, *command], cwd=harness.REPO, env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True)
+        main_thread = {}
+        while proc.poll() is None:  # the main thread's last counts (/proc/<pid>/status): it runs the loop
+            try:
+                main_thread = dict(line.split(":\t", 1) for line in Path(f"/proc/{proc.pid}/status").read_text()
+                                   .splitlines() if ":\t" in line)
+            except OSError:
+                pass
+            time.sleep(0.5)
+        stderr = proc.stderr.read()
         wall = time.perf_counter() - start
         if proc.returncode != 0:
-            raise RuntimeError(f"{arm} {precision} failed:\n{proc.stderr[-3000:]}")
+            raise RuntimeError(f"{arm} {precision} failed:\n{stderr[-3000:]}")
         if arm == "xlt":
             metrics = json.loads(Path(out, "run", "results.json").read_text())["metrics"]
             measured = {"rows": round(metrics["train/samples_per_s"] * metrics["train/epoch_time_s"]),
@@ -85,7 +104,9 @@ def run_arm(arm: str, precision: str, env: dict[str, str], prefix: list[str] = (
                         "waiting for data s": metrics.get("train/data_wait_s")}
         else:
             measured = json.loads(Path(out, "hf.json").read_text())
-    return {"arm": arm, "precision": precision, **measured, "command s": wall}
+    return {"arm": arm, "precision": precision, **measured, "command s": wall,
+            "main thread preempted": int(main_thread.get("nonvoluntary_ctxt_switches", 0)),
+            "threads": int(main_thread.get("Threads", 0))}
 
 
 def arm_command(arm: str, precision: str, out: str) -> list[str]:
@@ -95,7 +116,8 @@ def arm_command(arm: str, precision: str, out: str) -> list[str]:
                 "evals=[]", f"output.dir={out}/run"]
         return ["jobs/finetune.py", "--config", "configs/finetune_sib200.yaml", "--no-tracking",
                 *(x for s in sets for x in ("--set", s))]
-    return ["benchmarks/step_vs_hf_trainer.py", "hf", "--precision", precision, "--result", f"{out}/hf.json"]
+    return ["benchmarks/step_vs_hf_trainer.py", "hf", "--precision", precision, "--result", f"{out}/hf.json",
+            *(["--ray"] if arm == DIAGNOSIS else [])]
 
 
 # Where a training loop's wall time goes, by the first of these found on a sample's stack (py-spy on the arm's own
@@ -134,7 +156,9 @@ def report(store: Path, output: Path) -> None:
     if not runs:
         raise SystemExit(f"no runs stored under {store}")
     table = [{"run": r["run"], "precision": r["precision"], "arm": r["arm"], "examples/s (loop)": f"{r['examples/s']:.2f}",
-              "loop s": f"{r['loop s']:.1f}", "command s": f"{r['command s']:.1f}", "date": r["date"],
+              "loop s": f"{r['loop s']:.1f}", "command s": f"{r['command s']:.1f}",
+              "main thread preempted": r.get("main thread preempted", "–"), "threads": r.get("threads", "–"),
+              "date": r["date"],
               "CPU, load": r["machine"].split(";")[0].split(",")[0] + ", " + r["machine"].split("load average ")[1]
               .split(";")[0]} for r in runs]
     lines = []
@@ -147,6 +171,11 @@ def report(store: Path, output: Path) -> None:
         command = [h["command s"] / x["command s"] for x, h in pairs]
         mean = {arm: sum(r["examples/s"] for r in runs if (r["arm"], r["precision"]) == (arm, precision))
                 / sum(1 for r in runs if (r["arm"], r["precision"]) == (arm, precision)) for arm in ARMS}
+        diagnosed = [(d, h) for d in runs for h in runs if (d["arm"], h["arm"]) == (DIAGNOSIS, ARMS[1])
+                     and d["run"] == h["run"] and d["precision"] == h["precision"] == precision]
+        if diagnosed:
+            lines.append(f"- {precision}, the diagnosis: HF Trainer with an idle Ray started in its process against "
+                         f"without, per run {harness.mean_sd([d['examples/s'] / h['examples/s'] for d, h in diagnosed], 2)}.")
         lines.append(f"- {precision}: examples/s of the training loop, xlt {mean['xlt']:.2f} and HF Trainer "
                      f"{mean['HF Trainer']:.2f}; xlt / HF per pair of neighbouring runs {harness.mean_sd(loop, 2)} "
                      f"({', '.join(f'{v:.2f}' for v in loop)}); the whole command, HF's time over xlt's "
@@ -162,7 +191,7 @@ def report(store: Path, output: Path) -> None:
     commands = [f"`python {' '.join(arm_command(arm, precision, '<tmp>'))}`"
                 for precision in dict.fromkeys(r["precision"] for r in runs) for arm in ARMS]
     text = (f"# xlt's fine-tuning against HF Trainer, each run as a user runs it\n\nCommand: `python "
-            f"benchmarks/step_vs_hf_trainer.py` (then `report`). The work, and what each number is: the script's "
+            f"{' '.join([sys.argv[0], *sys.argv[1:]])}`. The work, and what each number is: the script's "
             f"docstring. Each run is its own process; the arms alternate, xlt first.\n\n{markdown_table(table)}\n\n"
             + "\n".join(lines) + "\n\nThe commands, as each run ran them (`<tmp>`: a temporary directory):\n\n"
             + "\n".join(f"- {c}" for c in commands) + "\n")
@@ -176,11 +205,13 @@ def main() -> None:
     parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16"], help="bf16 only where the CPU has it")
     parser.add_argument("--precision", default="fp32", help="hf: the arm's precision")
     parser.add_argument("--result", type=Path, help="hf: where its metrics go")
+    parser.add_argument("--ray", action="store_true", help="hf: start a local Ray in the process first, idle")
+    parser.add_argument("--diagnose", action="store_true", help=f"runs: a third arm, {DIAGNOSIS!r}")
     parser.add_argument("--store", type=Path, default=harness.REPO / "results" / "benchmarks" / "step_vs_hf_trainer")
     args = parser.parse_args()
     data_dir = harness.data_root(args.data_dir)
     if args.part == "hf":
-        return hf(args.precision, args.result, data_dir)
+        return hf(args.precision, args.result, data_dir, args.ray)
     if args.part == "report":
         return report(args.store, args.out)
     from xlt.hardware import precisions
@@ -196,7 +227,7 @@ def main() -> None:
         return report(args.store, args.out)
     for i in range(1, args.runs + 1):
         for precision in (p for p in args.precisions if p in precisions("cpu")):
-            for arm in ARMS:
+            for arm in (*ARMS, *([DIAGNOSIS] if args.diagnose else [])):
                 harness.stored(args.store / f"run-{i}-{precision}-{arm.replace(' ', '')}.json",
                                lambda: {"run": i, **run_arm(arm, precision, env)})
     report(args.store, args.out)
