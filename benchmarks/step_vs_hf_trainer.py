@@ -83,8 +83,8 @@ def run_arm(arm: str, precision: str, env: dict[str, str], prefix: list[str] = (
     with tempfile.TemporaryDirectory(prefix="step-vs-hf-") as out:
         command = [sys.executable, *arm_command(arm, precision, out)]
         start = time.perf_counter()
-        proc = subprocess.Popen([*prefix, *command], cwd=harness.REPO, env=env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, text=True)
+        log = open(Path(out, "stderr.txt"), "w")  # a file, not a pipe: a pipe left unread would stall the run when full
+        proc = subprocess.Popen([*prefix, *command], cwd=harness.REPO, env=env, stdout=subprocess.DEVNULL, stderr=log)
         main_thread = {}
         while proc.poll() is None:  # the main thread's last counts (/proc/<pid>/status): it runs the loop
             try:
@@ -93,8 +93,9 @@ def run_arm(arm: str, precision: str, env: dict[str, str], prefix: list[str] = (
             except OSError:
                 pass
             time.sleep(0.5)
-        stderr = proc.stderr.read()
         wall = time.perf_counter() - start
+        log.close()
+        stderr = Path(out, "stderr.txt").read_text()
         if proc.returncode != 0:
             raise RuntimeError(f"{arm} {precision} failed:\n{stderr[-3000:]}")
         if arm == "xlt":
