@@ -129,6 +129,12 @@ class Classifier(nn.Module):
                   tokens_per_batch: int = 0) -> torch.Tensor:
         """The features of ``texts`` before any language's mean is taken off (normalised if ``normalize``), in
         batches as ``predict`` encodes them."""
+        features = self._encoded(texts, batch_size, sort_by_length, tokens_per_batch)
+        return nn.functional.normalize(features, dim=-1) if self.normalize else features
+
+    def _encoded(self, texts: Sequence[Item], batch_size: int, sort_by_length: bool,
+                 tokens_per_batch: int) -> torch.Tensor:
+        """The encoder's embeddings of ``texts`` in inference mode, on the head's device."""
         was_training = self.training
         self.eval()
         try:
@@ -136,8 +142,7 @@ class Classifier(nn.Module):
                                                             tokens_per_batch=tokens_per_batch))
         finally:
             self.train(was_training)
-        features = features.to(self.head.weight.device)
-        return nn.functional.normalize(features, dim=-1) if self.normalize else features
+        return features.to(self.head.weight.device)
 
     @torch.no_grad()
     def predict(self, texts: Sequence[Item], batch_size: int = 64, sort_by_length: bool = True,
@@ -145,15 +150,8 @@ class Classifier(nn.Module):
         """Inference in batches (length-bucketed unless ``sort_by_length`` is false, and within a
         token budget if ``tokens_per_batch`` > 0: the encoder's ``encode``), then the head;
         ``langs``: each text's language, which a centred classifier needs."""
-        was_training = self.training
-        self.eval()
-        try:
-            features = torch.from_numpy(self.encoder.encode(texts, batch_size=batch_size, sort_by_length=sort_by_length,
-                                                            tokens_per_batch=tokens_per_batch))
-            features = self.features(features.to(self.head.weight.device), langs)
-            probs = torch.softmax(self.head(features).float(), dim=-1).cpu().numpy()
-        finally:
-            self.train(was_training)
+        features = self.features(self._encoded(texts, batch_size, sort_by_length, tokens_per_batch), langs)
+        probs = torch.softmax(self.head(features).float(), dim=-1).cpu().numpy()  # the head has no dropout of its own
         best = probs.argmax(1)
         return Predictions([self.labels[i] for i in best], probs.max(1), probs)
 
