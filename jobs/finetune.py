@@ -23,7 +23,8 @@ label or language is one ``error: file:line: ...`` line and exit status 2 (``--d
 traceback). Prints one line per epoch (and every ``optim.log_every_steps`` steps) on stderr, then
 the per-language accuracy / macro-F1 table on stdout, and writes ``results.json`` (rows, metrics,
 config, checkpoint) into the run directory. Ray: $RAY_ADDRESS or ``--address``, else a new local
-instance.
+instance, only where the run needs one (Ray Train workers, ``data.augment``'s views): a run in the job's
+process (``scaling.num_workers: 0``) trains on rows it holds, without Ray.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def main() -> None:
     from xlt.train.finish import finish_finetune
     from xlt.logs import configure_logging, quiet_libraries
     from xlt.tracking import Tracker
-    from xlt.train import build_trainer, load_finetune_config, prepare, resume_config
+    from xlt.train import build_trainer, load_finetune_config, needs_ray, prepare, resume_config
 
     quiet_libraries()
     configure_logging(args.verbose)
@@ -55,7 +56,7 @@ def main() -> None:
         cfg = load_finetune_config(args.config or DEFAULT_PRESET, overrides, smoke=SMOKE_PRESET if args.smoke else None)
     prepared = prepare(cfg)  # every row read and checked before Ray starts
 
-    init_ray(args.address, args.verbose)
+    init_ray(args.address, args.verbose, needed=needs_ray(prepared.config))
     with Tracker("finetune", cfg.output.name, run_dir(cfg), enabled=args.tracking) as tracker:
         tracker.params(cfg)
         run = build_trainer(prepared, callbacks=tracker.callbacks())

@@ -86,14 +86,19 @@ def job_overrides(args: argparse.Namespace) -> list[str]:
     return args.overrides + ([f"data.data_dir={args.data_dir}"] if args.data_dir else [])
 
 
-def init_ray(address: str | None = None, verbose: bool = False, num_cpus: int | None = None) -> None:
+def init_ray(address: str | None = None, verbose: bool = False, num_cpus: int | None = None,
+             needed: bool = True) -> None:
     """Connect to ``address`` or ``$RAY_ADDRESS``; otherwise start a local Ray (of ``num_cpus``
-    CPUs; by default the machine's). Not ``ray.init()``'s default, which attaches to whichever
-    cluster this machine started last. Every worker process runs ``xlt.logs.setup_worker`` first,
-    so that it is as quiet as the driver (``xlt.logs.configure_logging``)."""
+    CPUs; by default the machine's) if the job ``needed`` one: a job that trains in its own process
+    on rows it holds runs without (``xlt.engine.rows``: a local Ray's processes slow its steps, and
+    starting it takes seconds). Not ``ray.init()``'s default, which attaches to whichever cluster
+    this machine started last. Every worker process runs ``xlt.logs.setup_worker`` first, so that
+    it is as quiet as the driver (``xlt.logs.configure_logging``)."""
+    address = address or os.environ.get("RAY_ADDRESS")
+    if not (address or needed):
+        return
     import ray
 
-    address = address or os.environ.get("RAY_ADDRESS")
     # Train's print patch would route tqdm_ray's state lines into its logger: bars would not draw.
     env_vars = {VERBOSE_ENV: "1" if verbose else "0", "RAY_TRAIN_ENABLE_PRINT_PATCH": "0",
                 "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S": TRAIN_POLL_S,

@@ -32,6 +32,7 @@ from .. import placement
 from ..engine import FitService
 from ..metrics import TRAIN_LOSS
 from ..engine.checkpoints import CONFIG_FILE, keep_model, latest_checkpoint, read_model
+from ..engine.rows import run_rows
 from ..storage import OutputSettings, join, read_text
 from ..tasks import Task
 from ..eval.evaluators import EvalSpec
@@ -107,12 +108,11 @@ def learner_service(name: str, cfg: LearnerConfig, task: Task, labeled: int, eva
     as ``val`` beside a ``test`` split (what the job's classifier keeps its iteration by); ``labeled``:
     the size of the original labelled set (the run's config, which a rerun job must match);
     ``callbacks``: Ray Train ``UserCallback``s (experiment tracking)."""
-    import ray.data
-
     config = learner_config(name, cfg, task, output, labeled)
-    datasets = {split: ray.data.from_items([dict(r) for r in evaluation])}
+    here = config.scaling.num_workers == 0
+    datasets = {split: run_rows([dict(r) for r in evaluation], here)}
     if dev and split != DEV:
-        datasets[DEV] = ray.data.from_items([dict(r) for r in dev])
+        datasets[DEV] = run_rows([dict(r) for r in dev], here)
     return FitService(FINETUNE, config, datasets, callbacks)
 
 

@@ -8,7 +8,7 @@ report. There are two contexts:
 - ``RayTrainContext``: inside a Ray Train worker; each method is Ray Train's (``ray.train.get_context()``,
   ``prepare_model``, ``get_dataset_shard``, ``get_checkpoint``, ``report``).
 - ``InProcessContext``: a run in the calling thread (``scaling.num_workers: 0``): one rank, the datasets
-  whole, and checkpoints persisted the way Ray Train's controller persists them, so that everything
+  whole and held in this process (``xlt.engine.rows``: Ray need not run), and checkpoints persisted the way Ray Train's controller persists them, so that everything
   that reads a run directory reads both alike:
 
   - a reported checkpoint is copied to ``<run dir>/<checkpoint_dir_name>`` (local or URI);
@@ -44,8 +44,9 @@ from torch import nn
 from ..storage import put, read_text, remove, staged
 
 if TYPE_CHECKING:
-    import ray.data
     from ray.train import Checkpoint
+
+    from .rows import LocalRows
 
 CHECKPOINTS_FILE = "xlt_checkpoints.json"  # an in-process run's checkpoint names, oldest first
 TORCH_STATE = threading.Lock()  # torch's generator and threads: held by the in-process run that trains now
@@ -134,7 +135,7 @@ class InProcessContext(RunContext):
 
     directory: str  # the run's output.dir, local (absolute) or a URI
     num_to_keep: int
-    datasets: Mapping[str, ray.data.Dataset]
+    datasets: Mapping[str, LocalRows]
     callbacks: Sequence[Any] = ()
     use_gpu: bool = False  # the module on this process's GPU (engine.settings.check_device)
     metrics: dict[str, Any] | None = field(default=None, init=False)  # of the last report

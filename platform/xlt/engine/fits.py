@@ -15,9 +15,9 @@ each time, a fixed cost larger than a small learner's fit (``benchmarks/learner_
 A fit's rows are split as Ray Data splits a run's train set (equal shards of ``rows // workers``
 rows, in data order) and fed as a run's shard is (``loop.epoch_batches``: Ray Data's local shuffle of
 at least ``optim.shuffle_buffer`` rows, 0: data order, seeded per epoch with ``epoch_seed``), each
-worker's share one Ray Data block. Ray's buffer takes a block whole, so a served fit draws from its
-whole shard: the permutation ``numpy.random.default_rng(seed).permutation(rows)``, as a run's
-one-block dataset would (``tests/engine/test_fits.py``).
+worker's share held in its process as one block (``rows.LocalRows``). Ray's buffer takes a block whole, so a
+served fit draws from its whole shard: the permutation ``numpy.random.default_rng(seed).permutation(rows)``, as a
+run's one-block dataset would (``tests/engine/test_fits.py``).
 
 Resuming: every checkpoint carries its fit's config. A worker group that starts (the first time,
 after a worker failure under ``FailureConfig``, or in a rerun job on the same run directory, where
@@ -50,6 +50,7 @@ from ..metrics import TRAIN_FIT
 from ..placement import this_node
 from . import checkpoints
 from .context import RunContext
+from .rows import LocalRows
 from .loop import Workload, start_training, train_epochs
 from .training import TrainState
 from .runs import launch, run_dir
@@ -73,7 +74,6 @@ def serve_fits(context: RunContext, run_cfg: Any, workload: Workload, requests: 
     """The train function of a ``FitService`` run: serve ``requests`` until it closes (module docstring).
     ``run_cfg`` named the run and set its workers (``launch``); each fit brings its own config."""
     import ray
-    import ray.data
 
     rank, world = context.rank, context.world
     restored = context.latest_checkpoint()
@@ -86,9 +86,8 @@ def serve_fits(context: RunContext, run_cfg: Any, workload: Workload, requests: 
             resumed_from = training.restore(state) if state is not None else 0
             if rank == 0 and state is not None:
                 logger.info(f"{cfg.output.name}: resuming after epoch {training.epoch} at global step {resumed_from}")
-            # One block: the shard is in memory already, and an epoch of one block costs Ray Data
-            # a tenth of what its default 200 blocks cost, on every epoch.
-            rows = ray.data.from_items(shard(ray.get(request.rows[0]), rank, world), override_num_blocks=1).materialize()
+            # Held here, as one block: the shard is in memory already (xlt.engine.rows).
+            rows = LocalRows.from_items(shard(ray.get(request.rows[0]), rank, world), blocks=1)
             name = train_epochs(context, training, workload, cfg, rows, resumed_from=resumed_from,
                                 extra={TRAIN_FIT: request.index}, prefix=f"{cfg.output.name}-")
             if rank == 0:
@@ -120,7 +119,7 @@ class FitService:
     """One Ray Train run serving fits of ``workload`` (module docstring); ``cfg`` names the run and
     sets its scaling, each fit brings its own config. A context manager: leaving it ends the run."""
 
-    def __init__(self, workload: Workload, cfg: Any, datasets: dict[str, ray.data.Dataset],
+    def __init__(self, workload: Workload, cfg: Any, datasets: dict[str, ray.data.Dataset | LocalRows],
                  callbacks: Sequence[Any] = ()) -> None:
         import ray
 

@@ -29,6 +29,7 @@ from .loop import Workload, train_workload
 from .checkpoints import CONFIG_FILE, final_metrics
 from .record import recorder_class
 from .context import InProcessContext, RayTrainContext, RunContext
+from .rows import LocalRows, held_here
 from ..resume import incompatible_changes
 
 if TYPE_CHECKING:
@@ -107,7 +108,7 @@ class Run:
 
     train: TrainFn
     config: Any
-    datasets: dict[str, ray.data.Dataset]
+    datasets: dict[str, ray.data.Dataset | LocalRows]  # rows held here only for a run in this process
     workload: Workload  # what the run's record says it produced (xlt.record)
     callbacks: Sequence[Any] = ()
 
@@ -115,7 +116,7 @@ class Run:
         """Train: a Ray Train run (``scaling.num_workers`` ≥ 1; returns its ``ray.train.Result``), or the
         calling thread's (0; an ``InProcessResult``: the same train function, run directory, checkpoints
         and callbacks, without Ray Train's controller and worker group, whose start-up is seconds a
-        run: most of a small model's fit). The run directory's record (``xlt.record``) says the run is
+        run: most of a small model's fit; its datasets held in this process, ``xlt.engine.rows``). The run directory's record (``xlt.record``) says the run is
         running, then finished with its metrics and the classifiers of its last checkpoint
         (``Workload.classifiers``), or failed."""
         import ray.data
@@ -127,7 +128,7 @@ class Run:
         callbacks = (*self.callbacks, recorder)
         try:
             if cfg.scaling.num_workers == 0:
-                context = InProcessContext(directory, cfg.output.num_to_keep, self.datasets, callbacks,
+                context = InProcessContext(directory, cfg.output.num_to_keep, held_here(self.datasets), callbacks,
                                            use_gpu=cfg.scaling.use_gpu)
                 self.train(context, cfg)
                 result = InProcessResult(context.metrics, context.latest_checkpoint(), directory)
@@ -173,7 +174,7 @@ def on_ray_train(config: dict[str, Any], train: TrainFn, config_class: type, unu
     train(RayTrainContext(cfg.scaling.torch_threads, find_unused_parameters=unused), cfg)
 
 
-def launch(workload: Workload, cfg: Any, datasets: dict[str, ray.data.Dataset], *,
+def launch(workload: Workload, cfg: Any, datasets: dict[str, ray.data.Dataset | LocalRows], *,
            callbacks: Sequence[Any] = (),
            train: TrainFn | None = None) -> Run:
     """The run of ``workload`` on ``cfg`` (a resolved ``workload.config_class``): ``datasets["train"]``

@@ -13,8 +13,8 @@ from .batches import ViewBatch, flatten_batch
 from .checkpoint import load_classifier, read_checkpoint
 from .config import FinetuneConfig, load_finetune_config
 from .workload import FINETUNE, finetune_training
-from .trainer import build_trainer, prepare, results_rows, resume_config
+from .trainer import build_trainer, needs_ray, prepare, results_rows, resume_config
 
 __all__ = ["ViewBatch", "flatten_batch", "load_classifier", "read_checkpoint", "FinetuneConfig", "load_finetune_config",
-           "FINETUNE", "finetune_training", "build_trainer", "prepare",
+           "FINETUNE", "finetune_training", "build_trainer", "needs_ray", "prepare",
            "results_rows", "resume_config"]

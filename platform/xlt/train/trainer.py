@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..engine import Run, absolute_storage, check_device, check_resumable, launch
 from ..engine import resume_config as resume_run_config
+from ..engine.rows import run_rows
 from ..metrics import AVG_TARGET, SCORES, gap_name, metric_name
 from ..tasks import Task, load_task
 from .config import FinetuneConfig
@@ -60,16 +61,23 @@ def prepare(cfg: FinetuneConfig) -> PreparedFinetune:
     return PreparedFinetune(resolved, task, train, val, test)
 
 
-def build_datasets(prepared: PreparedFinetune, train: ray.data.Dataset | None = None) -> dict[str, ray.data.Dataset]:
+def build_datasets(prepared: PreparedFinetune, train: ray.data.Dataset | None = None) -> dict[str, Any]:
     """``train`` (the resolved rows, through the augmentation UDF if configured, or a ready
-    dataset), ``val`` (dev) and ``test`` of the source and target languages."""
-    import ray.data
-
-    ray.data.DataContext.get_current().enable_progress_bars = False
+    dataset), ``val`` (dev) and ``test`` of the source and target languages: held in this process for a run in it
+    (``xlt.engine.rows``), Ray datasets for Ray Train's workers."""
     cfg = prepared.config
-    return {"train": train if train is not None else train_dataset(cfg.data, prepared.task, prepared.train),
-            "val": ray.data.from_items(prepared.val),
-            **({"test": ray.data.from_items(prepared.test)} if evaluated(cfg, "test") else {})}
+    here = cfg.scaling.num_workers == 0
+    if train is None:
+        train = (train_dataset(cfg.data, prepared.task, prepared.train) if cfg.data.augment is not None
+                 else run_rows(prepared.train, here))
+    return {"train": train, "val": run_rows(prepared.val, here),
+            **({"test": run_rows(prepared.test, here)} if evaluated(cfg, "test") else {})}
+
+
+def needs_ray(cfg: FinetuneConfig) -> bool:
+    """Whether a run of ``cfg`` needs Ray: Ray Train's workers, or views made by the augmentation UDF. A run in
+    the job's process on rows it holds does not (``xlt.engine.rows``)."""
+    return cfg.scaling.num_workers > 0 or cfg.data.augment is not None
 
 
 def evaluated(cfg: FinetuneConfig, data: str) -> bool:
