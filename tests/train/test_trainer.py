@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from unittest import mock
 
 import pytest
@@ -75,3 +76,31 @@ def test_resume_continues_at_the_checkpoint_step(ray_cluster, data_dir, tmp_path
     with pytest.raises(ConfigError, match="differs in optim.lr"), \
             mock.patch("xlt.train.data.build_augmented_dataset", side_effect=AssertionError("views made")):
         build_trainer(config(data_dir, tmp_path, "optim.epochs=2", "optim.lr=1e-3"))
+
+
+def test_an_in_process_run_on_rows_it_holds_steps_exactly_as_on_ray_datasets(ray_cluster, data_dir, tmp_path):
+    """An in-process run reads rows it holds (``xlt.engine.rows``), where it read Ray datasets before: the same
+    batches, so the same loss at every step (200 blocks and Ray's local shuffle, over two epochs' seeds)."""
+    import ray.data
+
+    import xlt.engine.loop as loop
+    import xlt.engine.runs as runs
+    import xlt.train.trainer as trainer
+
+    def step_losses(name, *patches):
+        losses, step = [], loop.accumulation_step
+        with mock.patch.object(loop, "accumulation_step",
+                               side_effect=lambda *a, **k: losses.append(step(*a, **k)["loss"]) or {"loss": losses[-1]}):
+            with contextlib.ExitStack() as stack:
+                for patch in patches:
+                    stack.enter_context(patch)
+                build_trainer(load_finetune_config(REPO / "configs" / "finetune_sib200.yaml", [
+                    "model.source=tiny:bert", "model.max_length=32", f"data.data_dir={data_dir}", "task.target_langs=[de]",
+                    "data.max_examples=40", "optim.batch_size=8", "optim.shuffle_buffer=16", "optim.epochs=2",
+                    "evals=[]", "scaling.num_workers=0", f"output.dir={tmp_path / name}"])).fit()
+        return losses
+
+    held = step_losses("held")
+    on_ray = step_losses("ray", mock.patch.object(trainer, "run_rows", lambda items, here: ray.data.from_items(list(items))),
+                         mock.patch.object(runs, "held_here", lambda datasets: datasets))
+    assert len(held) == 10 and held == on_ray  # 40 rows, batches of 8, two epochs
