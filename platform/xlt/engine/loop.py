@@ -345,7 +345,7 @@ def accumulation_step(training: Training, loss: LossFn, micro_batches: Sequence[
     k = len(micro_batches)
     device = device_of(training.module).type
     scaler = training.scaler
-    sums: dict[str, float] = {}
+    sums: dict[str, torch.Tensor] = {}
     for i, batch in enumerate(micro_batches):
         # DDP all-reduces gradients in backward; only the last micro-batch of the step needs it.
         skip_sync = i < k - 1 and hasattr(training.model, "no_sync")
@@ -354,8 +354,10 @@ def accumulation_step(training: Training, loss: LossFn, micro_batches: Sequence[
                 total, parts = loss(training.model, batch)
             share = total / k
             (share if scaler is None else scaler.scale(share)).backward()
+        # Summed as tensors, read once the step is queued: a GPU is not made to wait for the loss before backward.
         for key, value in {"loss": total, **parts}.items():
-            sums[key] = sums.get(key, 0.0) + float(value.detach())
+            value = value.detach().double()
+            sums[key] = sums[key] + value if key in sums else value
     if scaler is not None:
         scaler.unscale_(training.optimizer)  # clip the true gradients
     if max_grad_norm > 0:
@@ -367,7 +369,7 @@ def accumulation_step(training: Training, loss: LossFn, micro_batches: Sequence[
         scaler.update()
     training.scheduler.step()
     training.global_step += 1
-    return {key: value / k for key, value in sums.items()}
+    return {key: float(value) / k for key, value in sums.items()}
 
 
 def grouped(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
