@@ -4,6 +4,7 @@ command, in its own process, the two alternating.
     python benchmarks/step_vs_hf_trainer.py             # 3 runs of each, fp32 and bf16 -> step_vs_hf_trainer.md
     python benchmarks/step_vs_hf_trainer.py --runs 1 --precisions fp32 --store /tmp/s   # a look
     python benchmarks/step_vs_hf_trainer.py profile     # one run of each under py-spy: where the loop's time goes
+    python benchmarks/step_vs_hf_trainer.py models      # the two models alone, in one process
     python benchmarks/step_vs_hf_trainer.py report      # the .md from the runs stored so far
     python benchmarks/step_vs_hf_trainer.py hf --precision fp32 --result r.json        # the HF arm alone
 
@@ -42,9 +43,14 @@ ARMS = ("xlt", "HF Trainer")
 DIAGNOSIS = "HF Trainer, Ray started"  # --diagnose: HF with an idle local Ray in its process
 
 
-def hf(precision: str, result: Path, data_dir: Path, ray: bool = False) -> None:
+def hf(precision: str, result: Path, data_dir: Path, ray: bool = False, rows: Path | None = None,
+       batch_size: int = 16, max_length: int = 128, epochs: int = 1, lr: float = 5e-5,
+       group_by_length: bool = False) -> None:
     """The HF arm, as a user of transformers writes it (module docstring); its metrics to ``result``. ``ray``: with
-    a local Ray started in its process first, as ``jobs/finetune.py`` starts one, and left idle (a diagnosis)."""
+    a local Ray started in its process first, as ``jobs/finetune.py`` starts one, and left idle (a diagnosis).
+    ``rows``: another TSV of ``text`` and ``category`` (a co-training fit's rows: ``cotrain_fit_vs_hf_trainer.py``),
+    trained with the given batch size, length, epochs, learning rate and HF's own length grouping (its
+    ``LengthGroupedSampler``: mega-batches of 50 batches, as ``optim.group_by_length: 50``)."""
     if ray:
         from xlt.cli import init_ray
 
@@ -59,22 +65,69 @@ def hf(precision: str, result: Path, data_dir: Path, ray: bool = False) -> None:
 
     logging.set_verbosity_error()
     torch.set_num_threads(2)
-    rows = load_dataset("csv", data_files=ROWS.format(data_dir=data_dir), delimiter="\t", split="train")
-    names = sorted(set(rows["category"]))
+    table = load_dataset("csv", data_files=str(rows or ROWS.format(data_dir=data_dir)), delimiter="\t", split="train")
+    names = sorted(set(table["category"]))
     tokenizer = AutoTokenizer.from_pretrained(bundled_e5_dir())
-    data = rows.map(lambda r: {**tokenizer(f"query: {r['text']}", truncation=True, max_length=128),
-                               "labels": names.index(r["category"])}, remove_columns=rows.column_names)
+    data = table.map(lambda r: {**tokenizer(f"query: {r['text']}", truncation=True, max_length=max_length),
+                                "labels": names.index(r["category"])}, remove_columns=table.column_names)
     model = BertForSequenceClassification.from_pretrained(bundled_e5_dir(), num_labels=len(names))
     model.get_input_embeddings().weight.requires_grad_(False)
     with tempfile.TemporaryDirectory(prefix="hf-step-") as out:
-        args = TrainingArguments(output_dir=out, per_device_train_batch_size=16, num_train_epochs=1, learning_rate=5e-5,
-                                 weight_decay=0.01, lr_scheduler_type="linear", max_grad_norm=1.0, save_strategy="no",
-                                 logging_strategy="no", report_to=[], use_cpu=True, seed=0, disable_tqdm=True,
-                                 bf16=precision == "bf16")
+        args = TrainingArguments(output_dir=out, per_device_train_batch_size=batch_size, num_train_epochs=epochs,
+                                 learning_rate=lr, weight_decay=0.01, lr_scheduler_type="linear", max_grad_norm=1.0,
+                                 save_strategy="no", logging_strategy="no", report_to=[], use_cpu=True, seed=0,
+                                 disable_tqdm=True, bf16=precision == "bf16",
+                                 train_sampling_strategy="group_by_length" if group_by_length else "random")
         metrics = Trainer(model=model, args=args, train_dataset=data,
                           data_collator=DataCollatorWithPadding(tokenizer)).train().metrics
-    result.write_text(json.dumps({"rows": len(data), "examples/s": metrics["train_samples_per_second"],
+    result.write_text(json.dumps({"rows": len(data) * epochs, "examples/s": metrics["train_samples_per_second"],
                                   "loop s": metrics["train_runtime"]}))
+
+
+def models(data_dir: Path, batches: int = 20, repeats: int = 4) -> dict:
+    """The two arms' models in one process, on the same batches: xlt's classifier (``load_encoder``: the backbone
+    without its pooler, mean pooling, dropout, linear head) and HF's ``BertForSequenceClassification``, word
+    embeddings frozen in both; forward with cross-entropy, then backward, on the first ``batches`` batches of 16
+    tokenised rows, the arms alternating over ``repeats`` passes (the first of each left out: warm-up). Seconds of
+    each arm, fp32 on 2 threads: whether one model computes faster than the other, apart from any process."""
+    import pandas as pd
+    import torch
+    from transformers import AutoTokenizer, BertForSequenceClassification
+    from transformers.utils import logging
+
+    from xlt.models import Classifier, EncoderConfig, load_encoder
+    from xlt.models.sources import bundled_e5_dir
+
+    logging.set_verbosity_error()
+    torch.set_num_threads(2)
+    torch.manual_seed(0)
+    texts = ["query: " + t for t in pd.read_csv(ROWS.format(data_dir=data_dir), sep="\t")["text"]][:16 * batches]
+    tokenizer = AutoTokenizer.from_pretrained(bundled_e5_dir())
+    inputs = [tokenizer(texts[i:i + 16], padding=True, truncation=True, max_length=128, return_tensors="pt")
+              for i in range(0, len(texts), 16)]
+    hf_model = BertForSequenceClassification.from_pretrained(bundled_e5_dir(), num_labels=7)
+    hf_model.get_input_embeddings().weight.requires_grad_(False)
+    encoder = load_encoder(EncoderConfig(source="bundled:multilingual-e5-small"))
+    xlt_model = Classifier(encoder, [str(i) for i in range(7)])
+    encoder.backbone.get_input_embeddings().weight.requires_grad_(False)
+    logits = {"xlt": lambda b: xlt_model.head(xlt_model.dropout(encoder(b["input_ids"], b["attention_mask"]))),
+              "HF Trainer": lambda b: hf_model(input_ids=b["input_ids"], attention_mask=b["attention_mask"]).logits}
+    modules = {"xlt": xlt_model, "HF Trainer": hf_model}
+    seconds = {arm: {"forward s": 0.0, "backward s": 0.0} for arm in ARMS}
+    labels = torch.zeros(16, dtype=torch.long)
+    for repeat in range(repeats):
+        for arm in (ARMS if repeat % 2 else ARMS[::-1]):
+            modules[arm].train()
+            for batch in inputs:
+                start = time.perf_counter()
+                loss = torch.nn.functional.cross_entropy(logits[arm](batch), labels[:len(batch["input_ids"])])
+                middle = time.perf_counter()
+                loss.backward()
+                if repeat:
+                    seconds[arm]["forward s"] += middle - start
+                    seconds[arm]["backward s"] += time.perf_counter() - middle
+                modules[arm].zero_grad(set_to_none=True)
+    return {"batches": batches, "passes counted": repeats - 1, **seconds}
 
 
 def run_arm(arm: str, precision: str, env: dict[str, str], prefix: list[str] = ()) -> dict:
@@ -150,18 +203,8 @@ def profile(arm: str, precision: str, env: dict[str, str], work: Path) -> dict:
             "share": {name: counts.get(name, 0) / total for name in (*(n for n, _ in CATEGORIES), "other in the loop")}}
 
 
-def report(store: Path, output: Path) -> None:
-    from xlt.report import markdown_table
-
-    runs = sorted((json.loads(p.read_text()) for p in store.glob("run-*.json")), key=lambda r: r["date"])
-    if not runs:
-        raise SystemExit(f"no runs stored under {store}")
-    table = [{"run": r["run"], "precision": r["precision"], "arm": r["arm"], "examples/s (loop)": f"{r['examples/s']:.2f}",
-              "loop s": f"{r['loop s']:.1f}", "command s": f"{r['command s']:.1f}",
-              "main thread preempted": r.get("main thread preempted", "–"), "threads": r.get("threads", "–"),
-              "date": r["date"],
-              "CPU, load": r["machine"].split(";")[0].split(",")[0] + ", " + r["machine"].split("load average ")[1]
-              .split(";")[0]} for r in runs]
+def summary(runs: list[dict]) -> list[str]:
+    """Per precision: the arms' mean examples/s, xlt / HF per pair of neighbouring runs, and the whole commands."""
     lines = []
     for precision in dict.fromkeys(r["precision"] for r in runs):
         pairs = [(x, h) for x in runs for h in runs if (x["arm"], h["arm"]) == ARMS and x["run"] == h["run"]
@@ -181,14 +224,49 @@ def report(store: Path, output: Path) -> None:
                      f"{mean['HF Trainer']:.2f}; xlt / HF per pair of neighbouring runs {harness.mean_sd(loop, 2)} "
                      f"({', '.join(f'{v:.2f}' for v in loop)}); the whole command, HF's time over xlt's "
                      f"{harness.mean_sd(command, 2)} ({', '.join(f'{v:.2f}' for v in command)}).")
+    return lines
+
+
+def profile_rows(store: Path, label: str) -> list[dict]:
     profiles = sorted((json.loads(p.read_text()) for p in store.glob("profile-*.json")), key=lambda r: r["date"])
+    return [{"code": label, "arm": r["arm"], "precision": r["precision"],
+             "examples/s under py-spy": f"{r['examples/s']:.2f}", "loop s": f"{r['loop s']:.1f}",
+             "main thread preempted": r.get("main thread preempted", "–"),
+             **{name: f"{share * r['loop s']:.1f} s ({share:.0%})" for name, share in r["share"].items()}}
+            for r in profiles]
+
+
+def report(store: Path, output: Path, before: Path | None = None) -> None:
+    """The .md of the runs in ``store``; ``before``: a store of runs of earlier code, summarised beside them."""
+    from xlt.report import markdown_table
+
+    runs = sorted((json.loads(p.read_text()) for p in store.glob("run-*.json")), key=lambda r: r["date"])
+    if not runs:
+        raise SystemExit(f"no runs stored under {store}")
+    table = [{"run": r["run"], "precision": r["precision"], "arm": r["arm"], "examples/s (loop)": f"{r['examples/s']:.2f}",
+              "loop s": f"{r['loop s']:.1f}", "command s": f"{r['command s']:.1f}",
+              "main thread preempted": r.get("main thread preempted", "–"), "threads": r.get("threads", "–"),
+              "date": r["date"],
+              "CPU, load": r["machine"].split(";")[0].split(",")[0] + ", " + r["machine"].split("load average ")[1]
+              .split(";")[0]} for r in runs]
+    lines = summary(runs)
+    earlier = sorted((json.loads(p.read_text()) for p in before.glob("run-*.json")), key=lambda r: r["date"]) if before else []
+    if earlier:
+        lines += ["", f"Before (`{before.relative_to(harness.REPO) if before.is_relative_to(harness.REPO) else before}`: "
+                  "the runs of `benchmarks/step_vs_hf_trainer_before.md`, xlt's in-process run on Ray datasets beside "
+                  "a local Ray):", "", *summary(earlier)]
+    profiles = profile_rows(store, "after") + (profile_rows(before, "before") if before else [])
     if profiles:
-        rows = [{"arm": r["arm"], "precision": r["precision"], "examples/s under py-spy": f"{r['examples/s']:.2f}",
-                 "loop s": f"{r['loop s']:.1f}", **{name: f"{share * r['loop s']:.1f} s ({share:.0%})"
-                                                     for name, share in r["share"].items()}} for r in profiles]
         lines += ["", "Where each loop's time goes (`python benchmarks/step_vs_hf_trainer.py profile`: py-spy at 50 "
                   "samples/s, the loop's thread, idle samples counted; each category is the first of the script's "
-                  "`CATEGORIES` on a sample's stack, its share times the loop's seconds):", "", markdown_table(rows)]
+                  "`CATEGORIES` on a sample's stack, its share times the loop's seconds):", "", markdown_table(profiles)]
+    if (store / "models.json").is_file():
+        m = json.loads((store / "models.json").read_text())
+        rows = [{"model": arm, **{k: f"{m[arm][k]:.2f}" for k in ("forward s", "backward s")},
+                 "examples/s": f"{16 * m['batches'] * m['passes counted'] / sum(m[arm].values()):.2f}"} for arm in ARMS]
+        lines += ["", f"The two models in one process (`python benchmarks/step_vs_hf_trainer.py models`: {m['batches']} "
+                  f"batches of 16, fp32, forward with CE and backward, the arms alternating, {m['passes counted']} passes "
+                  f"counted; {m['date']}, {m['machine'].split(';')[0]}):", "", markdown_table(rows)]
     commands = [f"`python {' '.join(arm_command(arm, precision, '<tmp>'))}`"
                 for precision in dict.fromkeys(r["precision"] for r in runs) for arm in ARMS]
     text = (f"# xlt's fine-tuning against HF Trainer, each run as a user runs it\n\nCommand: `python "
@@ -201,37 +279,48 @@ def report(store: Path, output: Path) -> None:
 
 def main() -> None:
     parser = harness.parser(__doc__, "step_vs_hf_trainer.md", data_dir=True)
-    parser.add_argument("part", nargs="?", default="runs", choices=("runs", "profile", "report", "hf"))
+    parser.add_argument("part", nargs="?", default="runs", choices=("runs", "profile", "models", "report", "hf"))
     parser.add_argument("--runs", type=int, default=3, help="runs of each arm and precision, alternating")
     parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16"], help="bf16 only where the CPU has it")
     parser.add_argument("--precision", default="fp32", help="hf: the arm's precision")
     parser.add_argument("--result", type=Path, help="hf: where its metrics go")
     parser.add_argument("--ray", action="store_true", help="hf: start a local Ray in the process first, idle")
+    parser.add_argument("--rows", type=Path, help="hf: a TSV of text and category to train on instead")
+    parser.add_argument("--batch-size", type=int, default=16, help="hf")
+    parser.add_argument("--max-length", type=int, default=128, help="hf")
+    parser.add_argument("--epochs", type=int, default=1, help="hf")
+    parser.add_argument("--lr", type=float, default=5e-5, help="hf")
+    parser.add_argument("--group-by-length", action="store_true", help="hf: HF's LengthGroupedSampler")
     parser.add_argument("--diagnose", action="store_true", help=f"runs: a third arm, {DIAGNOSIS!r}")
     parser.add_argument("--store", type=Path, default=harness.REPO / "results" / "benchmarks" / "step_vs_hf_trainer")
+    parser.add_argument("--before", type=Path, help="a store of runs of earlier code, summarised beside these")
     args = parser.parse_args()
     data_dir = harness.data_root(args.data_dir)
     if args.part == "hf":
-        return hf(args.precision, args.result, data_dir, args.ray)
+        return hf(args.precision, args.result, data_dir, args.ray, args.rows, args.batch_size, args.max_length,
+                  args.epochs, args.lr, args.group_by_length)
     if args.part == "report":
-        return report(args.store, args.out)
+        return report(args.store, args.out, args.before)
     from xlt.hardware import precisions
 
     env = {**os.environ, "XLT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1", "RAY_ADDRESS": "",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(harness.REPO / "platform"), os.environ.get("PYTHONPATH")]))}
+    if args.part == "models":
+        harness.stored(args.store / "models.json", lambda: models(data_dir))
+        return report(args.store, args.out, args.before)
     if args.part == "profile":
         args.store.mkdir(parents=True, exist_ok=True)
         for precision in (p for p in args.precisions if p in precisions("cpu")):
             for arm in ARMS:
                 harness.stored(args.store / f"profile-{precision}-{arm.replace(' ', '')}.json",
                                lambda: profile(arm, precision, env, args.store))
-        return report(args.store, args.out)
+        return report(args.store, args.out, args.before)
     for i in range(1, args.runs + 1):
         for precision in (p for p in args.precisions if p in precisions("cpu")):
             for arm in (*ARMS, *([DIAGNOSIS] if args.diagnose else [])):
                 harness.stored(args.store / f"run-{i}-{precision}-{arm.replace(' ', '')}.json",
                                lambda: {"run": i, **run_arm(arm, precision, env)})
-    report(args.store, args.out)
+    report(args.store, args.out, args.before)
 
 
 if __name__ == "__main__":

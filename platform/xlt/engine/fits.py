@@ -28,9 +28,12 @@ interrupted anywhere ends as an uninterrupted one would.
 The worker group holds its resources (``scaling``) for the whole run, also while the driver does
 other work between fits (co-training's pseudo-labelling): what runs beside it needs the rest.
 
-With ``scaling.num_workers: 0`` the run is in process (``context.InProcessContext``): ``serve_fits``
-runs in a thread of the driver, on the same mailbox, and its fits are the only in-process training of
-the driver while they train (two learners in process fit one after the other).
+With ``scaling.num_workers: 0`` the run is in process (``context.InProcessContext``): each fit is served, on the
+same mailbox, in the thread that asks for it, by a run of ``serve_fits`` that returns once that fit is done (two
+learners in process fit one after the other). Not in a thread of its own: torch's OpenMP threads belong to the
+thread that starts them, and where two threads of a process have started them (the driver's pseudo-labelling,
+a fit), libgomp counts more threads than cores and stops spinning between parallel regions; each region then
+wakes its threads from sleep, and a fit ran at 0.67× its speed (``benchmarks/cotrain_fit_vs_hf_trainer.md``).
 """
 
 from __future__ import annotations
@@ -70,9 +73,9 @@ def shard(rows: Sequence[Any], rank: int, world: int) -> Sequence[Any]:
     return rows[rank * n:(rank + 1) * n]
 
 
-def serve_fits(context: RunContext, run_cfg: Any, workload: Workload, requests: Any) -> None:
-    """The train function of a ``FitService`` run: serve ``requests`` until it closes (module docstring).
-    ``run_cfg`` named the run and set its workers (``launch``); each fit brings its own config."""
+def serve_fits(context: RunContext, run_cfg: Any, workload: Workload, requests: Any, last: int | None = None) -> None:
+    """The train function of a ``FitService`` run: serve ``requests`` until it closes, or until fit ``last`` is done
+    (module docstring). ``run_cfg`` named the run and set its workers (``launch``); each fit brings its own config."""
     import ray
 
     rank, world = context.rank, context.world
@@ -95,6 +98,8 @@ def serve_fits(context: RunContext, run_cfg: Any, workload: Workload, requests: 
                 ray.get(requests.finish.remote(request.index, name or Path(restored.path).name))
         after, restored = request.index, None
         del training, rows
+        if last is not None and after >= last:
+            return
 
 
 def _state_of(checkpoint: Checkpoint | None, cfg: Any, config_class: type) -> TrainState | None:
@@ -129,10 +134,13 @@ class FitService:
         # The mailbox lives on the driver's node: a lost worker node must not take the pending fit with it.
         self.requests = ray.remote(num_cpus=0)(FitRequests).options(
             scheduling_strategy=NodeAffinitySchedulingStrategy(this_node(), soft=False)).remote()
-        run = launch(workload, cfg, datasets, callbacks=callbacks,
-                     train=functools.partial(serve_fits, workload=workload, requests=self.requests))
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"fits-{cfg.output.name}")
-        self._run = self._executor.submit(run.fit)  # blocks until the run ends: in its own thread
+        self._served = launch(workload, cfg, datasets, callbacks=callbacks,
+                              train=functools.partial(serve_fits, workload=workload, requests=self.requests))
+        self.in_process = cfg.scaling.num_workers == 0  # each fit served in the thread asking for it (module docstring)
+        self._executor = None if self.in_process else ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix=f"fits-{cfg.output.name}")
+        # A run on workers blocks until it ends: in its own thread.
+        self._run = None if self.in_process else self._executor.submit(self._served.fit)
 
     def fit(self, index: int, cfg: Any, rows: list[dict[str, Any]]) -> FitOutcome:
         """Fit ``index`` (numbers increase from fit to fit) of config ``cfg`` on ``rows``; blocks until done."""
@@ -140,7 +148,11 @@ class FitService:
         from ray.train import Checkpoint
 
         ray.get(self.requests.post.remote(FitRequest(index, dataclasses.asdict(cfg), [ray.put(rows)])))
+        if self.in_process:
+            dataclasses.replace(self._served, train=functools.partial(self._served.train, last=index)).fit()
         while (name := ray.get(self.requests.finished.remote(index, POLL_S))) is None:
+            if self._run is None:  # in process: the fit was served above, or raised there
+                raise RuntimeError(f"the in-process run {self.run_dir} returned without finishing fit {index}")
             if self._run.done():
                 self._run.result()  # raises the run's error
                 raise RuntimeError(f"the Ray Train run {self.run_dir} ended before fit {index} was done")
@@ -156,10 +168,11 @@ class FitService:
 
         try:
             ray.get(self.requests.close.remote())
-            if wait:
+            if wait and self._run is not None:
                 self._run.result()
         finally:
-            self._executor.shutdown(wait=False)
+            if self._executor is not None:
+                self._executor.shutdown(wait=False)
 
     def __enter__(self) -> FitService:
         return self
