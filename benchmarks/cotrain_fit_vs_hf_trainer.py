@@ -3,6 +3,7 @@
 
     python benchmarks/cotrain_fit_vs_hf_trainer.py               # 3 runs of each -> cotrain_fit_vs_hf_trainer.md
     python benchmarks/cotrain_fit_vs_hf_trainer.py report        # the .md from the runs stored so far
+    python benchmarks/cotrain_fit_vs_hf_trainer.py threads       # HF's fit in a thread, after OpenMP in another
     git worktree add /tmp/before <commit>; python benchmarks/cotrain_fit_vs_hf_trainer.py --checkout /tmp/before \
         --arms xlt --store results/benchmarks/cotrain_fit_before --out /tmp/before.md   # the demo of another commit
 
@@ -17,6 +18,10 @@
   1e-2 and its encoder at 1e-4, HF's one rate is 1e-4 (the rate does not change a step's cost).
 
 The arms alternate, xlt first; each run is stored when it ends (``--store``): a stopped benchmark resumes.
+
+``threads``, a diagnosis: the HF arm in a thread of its process, alone or after the main thread ran torch on two
+OpenMP threads (50 matrix products): libgomp counts the threads each master started, and beyond the cores it stops
+spinning between parallel regions (why ``xlt.engine.fits`` serves an in-process fit in the thread asking for it).
 """
 
 from __future__ import annotations
@@ -91,6 +96,38 @@ def run_arm(arm: str, env: dict[str, str], rows: Path, precision: str, checkout:
     return {"arm": arm, "precision": precision, **measured, "command s": wall, "commit": commit.stdout.strip()}
 
 
+def hf_in_thread(rows: Path, precision: str, result: Path, openmp_first: bool) -> None:
+    """``threads``' run: the HF arm in a new thread, after OpenMP work on the main thread if ``openmp_first``."""
+    import threading
+
+    import torch
+
+    from step_vs_hf_trainer import hf
+
+    torch.set_num_threads(2)
+    if openmp_first:
+        x = torch.randn(512, 512)
+        for _ in range(50):
+            x = torch.tanh(x @ x)
+    fit = threading.Thread(target=hf, args=(precision, result, harness.data_root()), kwargs=dict(
+        rows=rows, group_by_length=True, **LM_FIT))
+    fit.start()
+    fit.join()
+
+
+def threads(env: dict[str, str], rows: Path, precision: str, store: Path, runs: int = 2) -> None:
+    for i in range(1, runs + 1):
+        for openmp_first in (True, False):
+            def run() -> dict:
+                with tempfile.TemporaryDirectory(prefix="cotrain-fit-") as out:
+                    subprocess.run([sys.executable, __file__, "hf-in-thread", "--rows", str(rows), "--precision",
+                                    precision, "--result", f"{out}/hf.json", *(["--openmp-first"] if openmp_first else [])],
+                                   cwd=harness.REPO, env=env, check=True, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)
+                    return {"run": i, "openmp first": openmp_first, **json.loads(Path(out, "hf.json").read_text())}
+            harness.stored(store / f"threads-{i}-{'openmp-first' if openmp_first else 'alone'}.json", run)
+
+
 def accuracy_tables(results_md: str) -> str:
     """A demo's ``results.md`` without its time table (``### Where the time went``)."""
     return results_md.split("### Where the time went", 1)[0]
@@ -121,6 +158,14 @@ def report(store: Path, output: Path, before: Path | None = None) -> None:
     ratio = [x["examples/s"] / h["examples/s"] for x, h in pairs]
     demos = [r for r in runs if r["arm"] == "xlt"]
     tables = {accuracy_tables(r["table"]) for r in demos}
+    diagnosis = sorted((json.loads(p.read_text()) for p in store.glob("threads-*.json")), key=lambda r: r["run"])
+    threaded = ""
+    if diagnosis:
+        first = [r["examples/s"] for r in diagnosis if r["openmp first"]]
+        alone = [r["examples/s"] for r in diagnosis if not r["openmp first"]]
+        threaded = (f"\n\nThe diagnosis (`threads`): HF's fit in a thread of its own, {harness.mean_sd(alone, 2)} "
+                    f"examples/s alone against {harness.mean_sd(first, 2)} after the main thread ran torch on two "
+                    f"OpenMP threads ({diagnosis[0]['date']}, {diagnosis[0]['machine'].split(';')[0]}).")
     lines = [f"- The LM learner's fit of iteration 0 against HF Trainer on its rows, per pair of neighbouring runs: "
              f"{harness.mean_sd(ratio, 2)} ({', '.join(f'{v:.2f}' for v in ratio)})."] if ratio else []
     lines.append(f"- `make demo`'s job ({demos[0]['commit']}): {harness.mean_sd([r['command s'] for r in demos], 1)} s "
@@ -134,13 +179,17 @@ def report(store: Path, output: Path, before: Path | None = None) -> None:
                                   else "differ from after's") + ".")
     text = (f"# Co-training's LM fits against HF Trainer, each run as a user runs it\n\nCommand: `python "
             f"{' '.join([sys.argv[0], *sys.argv[1:]])}`. The work, and what each number is: the script's docstring.\n\n"
-            f"{markdown_table(table)}\n\n" + "\n".join(lines) + "\n")
+            f"{markdown_table(table)}\n\n" + "\n".join(lines) + threaded + "\n")
     harness.write(output, text, show=True)
 
 
 def main() -> None:
     parser = harness.parser(__doc__, "cotrain_fit_vs_hf_trainer.md", data_dir=True)
-    parser.add_argument("part", nargs="?", default="runs", choices=("runs", "report"))
+    parser.add_argument("part", nargs="?", default="runs", choices=("runs", "report", "threads", "hf-in-thread"))
+    parser.add_argument("--rows", type=Path, help="hf-in-thread: the TSV")
+    parser.add_argument("--precision", default="bf16", help="hf-in-thread")
+    parser.add_argument("--result", type=Path, help="hf-in-thread: where its metrics go")
+    parser.add_argument("--openmp-first", action="store_true", help="hf-in-thread: OpenMP on the main thread first")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=ARMS)
     parser.add_argument("--before", type=Path, help="report: a store of another commit's demos, compared")
@@ -149,6 +198,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.part == "report":
         return report(args.store, args.out, args.before)
+    if args.part == "hf-in-thread":
+        return hf_in_thread(args.rows, args.precision, args.result, args.openmp_first)
     from xlt.hardware import resolve_precision
 
     data_dir = harness.data_root(args.data_dir)
@@ -157,6 +208,9 @@ def main() -> None:
     rows = args.store / "labelled.tsv"
     labelled_rows(data_dir, rows)
     precision = resolve_precision("auto", "cpu")
+    if args.part == "threads":
+        threads(env, rows, precision, args.store)
+        return report(args.store, args.out, args.before)
     for i in range(1, args.runs + 1):
         for arm in args.arms:
             harness.stored(args.store / f"run-{i}-{arm.replace(' ', '')}.json",
