@@ -9,6 +9,8 @@ import dataclasses
 import os
 import signal
 import sys
+import threading
+from unittest import mock
 
 import pytest
 import torch
@@ -16,6 +18,7 @@ import torch
 from engine.test_loop import ROWS, Regression, ToyConfig, bare_loop, toy_rows, wait_for_snapshot
 from xlt.engine import FitService, ScalingSettings, read_state, launch
 from xlt.storage import OutputSettings
+from xlt.engine import fits
 from xlt.engine.fits import shard
 
 
@@ -141,9 +144,14 @@ def test_a_served_fit_is_fed_as_a_run_of_its_config(ray_cluster, tmp_path):
     shuffled = fit_config(dataclasses.replace(cfg, optim=dataclasses.replace(cfg.optim, shuffle_buffer=ROWS // 2)),
                           "fit0", 2)
     rows = toy_rows()
-    with service(Regression(), cfg) as served:
+    threads = []
+    epochs = fits.train_epochs
+    with mock.patch.object(fits, "train_epochs", lambda *a, **k: threads.append(threading.current_thread())
+                           or epochs(*a, **k)), service(Regression(), cfg) as served:
         fit = read_state(served.fit(0, shuffled, rows).checkpoint.path, ToyConfig).model
         in_order = read_state(served.fit(1, fit_config(cfg, "fit1", 2), rows).checkpoint.path, ToyConfig).model
+    # In process, each fit trains in the thread that asked for it: one OpenMP master per process (xlt.engine.fits).
+    assert threads == [threading.current_thread()] * 2
     ran = launch(Regression(), dataclasses.replace(shuffled, output=OutputSettings(str(tmp_path / "run"))),
                         {"train": ray.data.from_items(rows, override_num_blocks=1)}).fit()
     run = read_state(ran.checkpoint.path, ToyConfig).model
