@@ -58,7 +58,7 @@ def test_a_study_runs_two_units_at_a_time_and_resumes_after_a_stop(head, data_di
     out = tmp_path / "study"
     study = [sys.executable, str(REPO / "jobs" / "study.py"), "--smoke", "--only", "ce", "scl",
              "--seeds", *map(str, SEEDS), "--output", str(out), "--no-tracking",
-             "--set", "optim.epochs=8",  # each unit in its trial's process, on the trial's node
+             "--set", "optim.epochs=30",  # each unit in its trial's process, on the trial's node
              "--set", "optim.lr=0.01"]
     workers = head.add_workers((1, None), (1, None))
     ids = head.node_ids()
@@ -82,11 +82,13 @@ def test_a_study_runs_two_units_at_a_time_and_resumes_after_a_stop(head, data_di
     with open(log, "w") as sink:
         job = subprocess.Popen(head.submit_command(env, study, "xlt-test-study-2", working_dir=False),
                                stdout=sink, stderr=subprocess.STDOUT, cwd=REPO, env=head.env)
-    # A unit of the second run has checkpointed an epoch and is still training: its node fails.
+    # A unit of the second run has checkpointed an epoch and has at least 25 left: its node fails before the unit can
+    # finish there (a tiny model's epoch in process takes a fraction of a second, and a trial outlives its raylet
+    # for a moment).
     deadline = time.monotonic() + 300
     while True:
         running = {unit: metrics for unit, metrics in checkpointed(out).items()
-                   if not (out / "units" / f"{unit}.json").exists() and metrics["train/epoch"] < 7}
+                   if not (out / "units" / f"{unit}.json").exists() and metrics["train/epoch"] < 5}
         if running:
             break
         assert job.poll() is None and time.monotonic() < deadline, log.read_text()[-4000:]
