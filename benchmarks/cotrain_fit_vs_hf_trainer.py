@@ -133,14 +133,9 @@ def accuracy_tables(results_md: str) -> str:
     return results_md.split("### Where the time went", 1)[0]
 
 
-def stored_runs(store: Path) -> list[dict]:
-    """The runs stored in ``store``, in the order they ran (run by run, xlt first)."""
-    return sorted((json.loads(p.read_text()) for p in store.glob("run-*.json")),
-                  key=lambda r: (r["run"], ARMS.index(r["arm"])))
-
-
 def report(store: Path, output: Path, before: Path | None = None) -> None:
     """The .md of the runs in ``store``; ``before``: a store of demos of another commit (``--checkout``), compared."""
+    from step_vs_hf_trainer import stored_runs
     from xlt.report import markdown_table
 
     runs = stored_runs(store)

@@ -100,16 +100,17 @@ def shuffled_batches(block_rows: Sequence[int], batch_size: int, buffer: int, se
     starts = np.cumsum([0, *block_rows])
     blocks = iter([np.arange(start, start + n) for start, n in zip(starts, block_rows) if n > 0])
     pending: list[np.ndarray] = []  # added, not yet shuffled
+    waiting = 0  # their rows
     shuffled, head = np.empty(0, dtype=np.int64), 0  # the last permutation and how much of it was taken
     done = False
     while True:
-        left, waiting = len(shuffled) - head, sum(len(p) for p in pending)
+        left = len(shuffled) - head
         rows = left + waiting
         ready = rows >= batch_size and (done or left >= least_shuffled or rows - batch_size >= reshuffle_at)
         if ready or (done and rows > 0):
             if waiting and (done or left <= least_shuffled):
                 together = np.concatenate([*pending, shuffled[head:]])
-                shuffled, head, pending = together[rng.permutation(len(together))], 0, []
+                shuffled, head, pending, waiting = together[rng.permutation(len(together))], 0, [], 0
             yield shuffled[head:head + batch_size]
             head += len(shuffled[head:head + batch_size])
         elif not done:
@@ -118,6 +119,7 @@ def shuffled_batches(block_rows: Sequence[int], batch_size: int, buffer: int, se
                 done = True
             else:
                 pending.append(block)
+                waiting += len(block)
         else:
             return
 
