@@ -22,8 +22,8 @@ clipped at 1.0, one epoch, no evaluation, 2 threads; fp32, and bf16 autocast whe
 - Both: the wall time of the whole command (Python start, imports, reading, model load, Ray for xlt, training,
   writing), measured from here, and how often the process's main thread (the loop's, one of torch's two) was
   preempted (``nonvoluntary_ctxt_switches``) and how many threads the process held, read from ``/proc`` as it ran.
-  ``--diagnose`` adds a third arm: HF with a local Ray started in its process and left idle. Each run is stored
-  when it ends (``--store``): a stopped benchmark resumes.
+  ``--diagnose ray`` adds an arm: HF with a local Ray started in its process and left idle; ``--diagnose ahead``
+  one of xlt with its input prepared ahead of the step in a thread (``DIAGNOSES``). Each run is stored when it ends (``--store``): a stopped benchmark resumes.
 """
 
 from __future__ import annotations
@@ -40,7 +40,15 @@ import harness
 
 ROWS = "{data_dir}/sib200/eng_Latn/train.tsv"
 ARMS = ("xlt", "HF Trainer")
-DIAGNOSIS = "HF Trainer, Ray started"  # --diagnose: HF with an idle local Ray in its process
+# Arms run beside the two on request (``--diagnose NAME``): name -> (the arm, the arm it is set against, what it is).
+DIAGNOSES = {
+    "ray": ("HF Trainer, Ray started", "HF Trainer", "HF Trainer with an idle local Ray started in its process, "
+            "against without"),
+    "ahead": ("xlt, input ahead", "xlt", "xlt with each micro-batch flattened and tokenised 2 ahead of the step in a "
+              "thread of its own (`--set optim.input_ahead=2`; a GPU's default), against in the step's thread (a "
+              "CPU's default)"),
+}
+DIAGNOSIS_ARMS = tuple(arm for arm, _, _ in DIAGNOSES.values())
 
 
 def hf(precision: str, result: Path, data_dir: Path, ray: bool = False, rows: Path | None = None,
@@ -165,13 +173,13 @@ def run_arm(arm: str, precision: str, env: dict[str, str], prefix: list[str] = (
 
 def arm_command(arm: str, precision: str, out: str) -> list[str]:
     """The arguments of ``python`` that run ``arm`` in ``precision``, writing under ``out``."""
-    if arm == "xlt":
+    if arm in ("xlt", DIAGNOSES["ahead"][0]):
         sets = ["scaling.num_workers=0", "scaling.threads=2", "optim.epochs=1", f"optim.precision={precision}",
-                "evals=[]", f"output.dir={out}/run"]
+                "evals=[]", f"output.dir={out}/run", *(["optim.input_ahead=2"] if arm != "xlt" else [])]
         return ["jobs/finetune.py", "--config", "configs/finetune_sib200.yaml", "--no-tracking",
                 *(x for s in sets for x in ("--set", s))]
     return ["benchmarks/step_vs_hf_trainer.py", "hf", "--precision", precision, "--result", f"{out}/hf.json",
-            *(["--ray"] if arm == DIAGNOSIS else [])]
+            *(["--ray"] if arm == DIAGNOSES["ray"][0] else [])]
 
 
 # Where a training loop's wall time goes, by the first of these found on a sample's stack (py-spy on the arm's own
@@ -215,11 +223,13 @@ def summary(runs: list[dict]) -> list[str]:
         command = [h["command s"] / x["command s"] for x, h in pairs]
         mean = {arm: sum(r["examples/s"] for r in runs if (r["arm"], r["precision"]) == (arm, precision))
                 / sum(1 for r in runs if (r["arm"], r["precision"]) == (arm, precision)) for arm in ARMS}
-        diagnosed = [(d, h) for d in runs for h in runs if (d["arm"], h["arm"]) == (DIAGNOSIS, ARMS[1])
-                     and d["run"] == h["run"] and d["precision"] == h["precision"] == precision]
-        if diagnosed:
-            lines.append(f"- {precision}, the diagnosis: HF Trainer with an idle Ray started in its process against "
-                         f"without, per run {harness.mean_sd([d['examples/s'] / h['examples/s'] for d, h in diagnosed], 2)}.")
+        for arm, against, what in DIAGNOSES.values():
+            diagnosed = [(d, h) for d in runs for h in runs if (d["arm"], h["arm"]) == (arm, against)
+                         and d["run"] == h["run"] and d["precision"] == h["precision"] == precision]
+            if diagnosed:
+                ratios = [d["examples/s"] / h["examples/s"] for d, h in diagnosed]
+                lines.append(f"- {precision}, a diagnosis: {what}, examples/s of the loop per run "
+                             f"{harness.mean_sd(ratios, 2)} ({', '.join(f'{v:.2f}' for v in ratios)}).")
         lines.append(f"- {precision}: examples/s of the training loop, xlt {mean['xlt']:.2f} and HF Trainer "
                      f"{mean['HF Trainer']:.2f}; xlt / HF per pair of neighbouring runs {harness.mean_sd(loop, 2)} "
                      f"({', '.join(f'{v:.2f}' for v in loop)}); the whole command, HF's time over xlt's "
@@ -258,7 +268,7 @@ def stored_runs(store: Path) -> list[dict]:
     """The runs stored in ``store`` in the order they ran: run by run, fp32 first, xlt first."""
     order = ("fp32", "bf16", "fp16")
     return sorted((json.loads(p.read_text()) for p in store.glob("run-*.json")),
-                  key=lambda r: (r["run"], order.index(r["precision"]), (*ARMS, DIAGNOSIS).index(r["arm"])))
+                  key=lambda r: (r["run"], order.index(r["precision"]), (*ARMS, *DIAGNOSIS_ARMS).index(r["arm"])))
 
 
 def report(store: Path, output: Path, before: Path | None = None) -> None:
@@ -317,7 +327,8 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=1, help="hf")
     parser.add_argument("--lr", type=float, default=5e-5, help="hf")
     parser.add_argument("--group-by-length", action="store_true", help="hf: HF's LengthGroupedSampler")
-    parser.add_argument("--diagnose", action="store_true", help=f"runs: a third arm, {DIAGNOSIS!r}")
+    parser.add_argument("--diagnose", nargs="+", choices=sorted(DIAGNOSES), default=[],
+                        help="runs: arms beside the two, " + "; ".join(f"{k}: {v[0]!r}" for k, v in DIAGNOSES.items()))
     parser.add_argument("--store", type=Path, default=harness.REPO / "results" / "benchmarks" / "step_vs_hf_trainer")
     parser.add_argument("--before", type=Path, help="a store of runs of earlier code, summarised beside these")
     args = parser.parse_args()
@@ -343,7 +354,7 @@ def main() -> None:
         return report(args.store, args.out, args.before)
     for i in range(1, args.runs + 1):
         for precision in (p for p in args.precisions if p in precisions("cpu")):
-            for arm in (*ARMS, *([DIAGNOSIS] if args.diagnose else [])):
+            for arm in (*ARMS, *(DIAGNOSES[name][0] for name in args.diagnose)):
                 harness.stored(args.store / f"run-{i}-{precision}-{arm.replace(' ', '')}.json",
                                lambda: {"run": i, **run_arm(arm, precision, env)})
     report(args.store, args.out, args.before)

@@ -16,8 +16,10 @@ every step by what is left of ``--budget``: one that would start past it is skip
 failed without stopping the rest; about 5 minutes on one GPU:
 1. every job's ``--smoke`` (``--no-tracking``): fine-tuning, pretraining, co-training (learners and the
    labelling on the GPU), evaluation, a sweep; what needs a package the node lacks is left out, and said;
-2. the e5-shaped fine-tuning step (``configs/finetune_sib200.yaml``'s, SIB-200 English rows, batch 16)
-   in steps/s at fp32 and at bf16 (fp16 on a GPU without bf16);
+2. the e5-shaped fine-tuning loop (``configs/finetune_sib200.yaml``'s, SIB-200 English rows, batch 16)
+   in steps/s at fp32 and at bf16 (fp16 on a GPU without bf16), its input made in the step's thread and then
+   ahead of it (``optim.input_ahead``: tokenised and pinned in a thread of its own), with the share of the loop
+   the step waited for its input;
 3. pseudo-labelling SIB-200 texts with that model in rows/s at each precision (token-budgeted batches);
 4. exact retrieval (``xlt.eval.retrieval.knn``'s index) on faiss's GPU index against its CPU one, where
    faiss with GPU support was carried; otherwise said.
@@ -161,37 +163,38 @@ def run_smokes(commands: dict[str, list[str]], timeout: float, deadline: float, 
     return rows
 
 
-def finetune_steps_per_s(model: str, device: str, precision: str, steps: int, budget: float) -> tuple[float, int]:
-    """Optimizer steps per second of the SIB-200 fine-tuning step with ``model`` on ``device``, in process;
-    and the steps timed (``steps``, or fewer where ``budget`` seconds ran out)."""
+def finetune_loop(model: str, device: str, precision: str, ahead: int, steps: int, budget: float) -> tuple[float, int, float]:
+    """The SIB-200 fine-tuning loop with ``model`` on ``device`` as the engine runs an epoch (``run_epoch``: each
+    micro-batch flattened and tokenised by the batcher, with ``ahead`` > 0 that many ahead of the step in a thread of
+    its own and pinned; then the step): optimizer steps per second, the steps timed (``steps``, or fewer where
+    ``budget`` seconds ran out), and the share of the loop the step waited for its input."""
     import torch
 
-    from xlt.engine import accumulation_step
+    from xlt.engine import run_epoch
     from xlt.train import load_finetune_config, prepare
-    from xlt.train.batches import batches_of, flatten_batch
+    from xlt.train.batches import batches_of
     from xlt.train.workload import FINETUNE, finetune_training
 
-    prepared = prepare(load_finetune_config(CONFIGS / "finetune_sib200.yaml",
-                                            [f"optim.precision={precision}", f"model.source={model}"]))
+    prepared = prepare(load_finetune_config(CONFIGS / "finetune_sib200.yaml", [
+        f"optim.precision={precision}", f"model.source={model}", f"optim.input_ahead={ahead}"]))
     cfg = prepared.config
-    training = finetune_training(cfg, steps_per_epoch=steps + 5, wrap=lambda m: m.to(device))
-    label_index = {label: i for i, label in enumerate(cfg.task.labels)}
-    batches = [flatten_batch(b, label_index) for b in batches_of(prepared.train, cfg.optim.batch_size)]
-
-    def train_step(training, batch) -> None:  # one optimizer step, as the engine's loop takes it
-        accumulation_step(training, lambda model, b: FINETUNE.loss(training, model, b), [batch], 1.0)
-
-    for b in batches[:3]:  # warm-up: kernels, allocator
-        train_step(training, b)
+    training = finetune_training(cfg, steps_per_epoch=steps + 3, wrap=lambda m: m.to(device))
+    rows = batches_of(prepared.train, cfg.optim.batch_size)
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    run_epoch(training, FINETUNE, rows[:3], cfg, epoch=0)  # warm-up: kernels, allocator
     sync()
     start = time.perf_counter()
-    done = 0
-    while done < steps and time.perf_counter() - start < budget:
-        train_step(training, batches[done % len(batches)])
-        done += 1
+
+    def timed():  # the rows of ``steps`` steps, cut where the budget ends
+        for i in range(steps):
+            if time.perf_counter() - start > budget:
+                return
+            yield rows[i % len(rows)]
+
+    stats, _ = run_epoch(training, FINETUNE, timed(), cfg, epoch=0)
     sync()
-    return done / (time.perf_counter() - start), done
+    seconds = time.perf_counter() - start
+    return stats.steps / seconds, stats.steps, stats.data_wait_s / seconds
 
 
 def pseudo_label_rows_per_s(model: str, precision: str, rows: int, tokens: int) -> tuple[float, int]:
@@ -305,6 +308,7 @@ def main(argv: list[str] | None = None) -> None:
         os.environ["XLT_DATA_DIR"] = str(BUNDLE / "data")  # the smokes' processes read it too
     log, failures, began = Log(out / "gpu_check.log"), [], time.monotonic()
     deadline = began + args.budget
+    from xlt.engine.loop import INPUT_AHEAD
     from xlt.hardware import precisions
 
     device = "cpu" if args.smoke else "cuda"
@@ -319,11 +323,14 @@ def main(argv: list[str] | None = None) -> None:
     model = step("speed model", log, failures, deadline, speed_model) or E5
     speeds = []
     for precision in dict.fromkeys(("fp32", half)):
-        got = step(f"fine-tuning step at {precision}", log, failures, deadline, finetune_steps_per_s, model, device,
-                   precision, steps, args.speed_budget)
-        if got:
-            speeds.append({"measure": f"fine-tuning step (SIB-200, batch 16), {got[1]} steps", "precision": precision,
-                           "per second": f"{got[0]:.2f} steps"})
+        for ahead in (0, INPUT_AHEAD):  # the input made in the step's thread, then ahead of it (optim.input_ahead)
+            where = f"{ahead} batches ahead" if ahead else "in the step's thread"
+            got = step(f"fine-tuning loop at {precision}, input {where}", log, failures, deadline, finetune_loop,
+                       model, device, precision, ahead, steps, args.speed_budget)
+            if got:
+                speeds.append({"measure": f"fine-tuning loop (SIB-200, batch 16), {got[1]} steps, input {where}",
+                               "precision": precision, "per second": f"{got[0]:.2f} steps",
+                               "waiting for input": f"{got[2]:.1%}"})
     for precision in dict.fromkeys(("fp32", half)):
         got = step(f"pseudo-labelling at {precision}", log, failures, deadline, pseudo_label_rows_per_s, model,
                    precision, rows, 32_768)

@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from conftest import REPO
 
 
@@ -28,4 +30,15 @@ def test_a_check_whose_budget_ran_out_skips_every_step_and_says_so(tmp_path):
     report = (out / "gpu.md").read_text()
     for job in ("finetune", "pretrain", "cotrain", "evaluate", "sweep"):
         assert f"| {job} " in report and f"{job} --smoke: skipped" in (out / "gpu_check.log").read_text()
-    assert "## Failed steps" in report and "fine-tuning step at fp32: skipped, the check's --budget ran out" in report
+    assert "## Failed steps" in report and "fine-tuning loop at fp32, input in the step's thread: skipped, the check's --budget ran out" in report
+
+
+@pytest.mark.parametrize("ahead", [0, 2])
+def test_the_fine_tuning_loop_it_times_is_the_engines_epoch_with_its_input_made_here_or_ahead(ahead):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gpu_check", REPO / "jobs" / "gpu_check.py")
+    gpu_check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gpu_check)
+    per_s, steps, waiting = gpu_check.finetune_loop("tiny:bert", "cpu", "fp32", ahead, steps=3, budget=60)
+    assert steps == 3 and per_s > 0 and 0 <= waiting < 1

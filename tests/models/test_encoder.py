@@ -160,3 +160,41 @@ def test_classifier_predict_contract():
 def test_classifier_rejects_bad_labels():
     with pytest.raises(ValueError, match="at least two distinct"):
         Classifier(load_encoder("tiny:bert"), ["a", "a"])
+
+
+@pytest.mark.parametrize("pair_encoding", ["joint", "combine"])
+@pytest.mark.parametrize("items", [TEXTS, PAIRS], ids=["texts", "pairs"])
+def test_items_tokenised_ahead_embed_as_the_items_do(items, pair_encoding):
+    enc = load_encoder(EncoderConfig(source="tiny:xlm-roberta", pair_encoding=pair_encoding))
+    enc.eval()
+    tokens = enc.tokens(items)
+    # Naive reference: the tokenizer called by hand as the module docstring says each encoding reads a pair.
+    texts = [enc.prefix + (item[0] if isinstance(item, tuple) else item) for item in items]
+    if isinstance(items[0], tuple) and pair_encoding == "combine":
+        sides = [b for _, b in items]
+        by_hand = enc.tokenizer(texts + [enc.prefix + b for b in sides], padding=True, truncation=True,
+                                max_length=enc.max_length, return_tensors="pt")
+        assert tokens.sides == len(items)
+    elif isinstance(items[0], tuple):
+        by_hand = enc.tokenizer(texts, [b for _, b in items], padding=True, truncation="longest_first",
+                                max_length=enc.max_length, return_tensors="pt")
+        assert tokens.sides == 0
+    else:
+        by_hand = enc.tokenizer(texts, padding=True, truncation=True, max_length=enc.max_length, return_tensors="pt")
+    assert torch.equal(tokens.tensors["input_ids"], by_hand["input_ids"])
+    assert torch.equal(enc.embed_tokens(tokens), enc.embed(items))
+
+
+def test_an_encoder_of_text_as_it_is_has_no_tokens():
+    from xlt.models.encoder import CachedEncoder, TextEncoder
+
+    class Lengths(TextEncoder):
+        dim, trainable = 1, False
+
+        def embed_texts(self, texts):
+            return torch.tensor([[float(len(t))] for t in texts])
+
+    enc = CachedEncoder(Lengths())
+    assert enc.tokens(["a"]) is None
+    with pytest.raises(TypeError, match="reads text as it is"):
+        enc.embed_tokens(load_encoder("tiny:bert").tokens(["a"]))

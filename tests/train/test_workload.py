@@ -535,3 +535,53 @@ def test_head_init_settings():
     with pytest.raises(ValueError, match="optim.probe_c=0"):
         FinetuneOptim(probe_c=0)
     assert FinetuneOptim(head_init="probe", wise_alpha=0.5).wise_alpha == 0.5  # the probe is θ₀
+
+
+@pytest.mark.parametrize("objectives", [(), (SCL,)], ids=["ce", "ce+scl"])
+def test_an_epoch_prepared_ahead_of_its_steps_trains_as_one_prepared_in_them(objectives, monkeypatch):
+    """The batcher tokenises in a thread of its own, ahead of the step (``xlt.engine.ahead``); dropout on. The same
+    weights and losses as the batcher run in the step's thread, and as texts tokenised by the step itself."""
+    import threading
+
+    from xlt.engine import run_epoch
+    from xlt.engine.loop import input_depth
+    from xlt.train.workload import FINETUNE, Finetuning
+
+    rows = batches_of(rows_with_views() * 3, 2)
+
+    def epoch(depth: int, prepared: bool):
+        cfg = tiny_config(objectives, batch_size=2, input_ahead=depth)
+        monkeypatch.setattr(Finetuning, "prepares_input", lambda self, cfg: prepared)
+        assert input_depth(FINETUNE, cfg, torch.device("cpu")) == (depth if prepared else 0)
+        training = finetune_training(cfg, steps_per_epoch=len(rows))
+        threads, batcher = set(), FINETUNE.batcher
+
+        def recording(*args):
+            inner = batcher(*args)
+            return lambda batch: (threads.add(threading.current_thread().name), inner(batch))[1]
+        monkeypatch.setattr(FINETUNE, "batcher", recording)
+        torch.manual_seed(7)  # dropout
+        stats, _ = run_epoch(training, FINETUNE, rows, cfg, epoch=0)
+        monkeypatch.undo()
+        return stats, {k: v.detach().clone() for k, v in training.module.state_dict().items()}, threads
+
+    ahead, ahead_weights, ahead_threads = epoch(2, True)
+    here, here_weights, here_threads = epoch(2, False)
+    tokenised_here, tokenised_here_weights, _ = epoch(0, True)
+    assert ahead_threads == {"xlt-input-ahead"} and here_threads == {threading.current_thread().name}
+    assert ahead.steps == here.steps == len(rows)
+    for stats, weights in ((here, here_weights), (tokenised_here, tokenised_here_weights)):
+        assert stats.sums == ahead.sums
+        assert all(torch.equal(weights[k], ahead_weights[k]) for k in ahead_weights)
+
+
+def test_input_is_prepared_ahead_of_a_gpus_step_and_in_a_cpus():
+    from xlt.engine.loop import INPUT_AHEAD, input_depth
+    from xlt.train.workload import FINETUNE
+
+    auto, passes = tiny_config(), tiny_config(encoder_pass_rows=4, input_ahead=3)
+    assert input_depth(FINETUNE, auto, torch.device("cuda")) == INPUT_AHEAD
+    assert input_depth(FINETUNE, auto, torch.device("cpu")) == 0
+    assert input_depth(FINETUNE, passes, torch.device("cuda")) == 0  # the step tokenises its own passes
+    with pytest.raises(ValueError, match="optim.input_ahead"):
+        tiny_config(input_ahead=-2)

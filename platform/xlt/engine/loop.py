@@ -13,8 +13,8 @@ or an in-process run's). On every worker it:
    (``workload.begin``: e.g. a head fitted on frozen features); then per epoch it seeds dropout and the
    local shuffle with ``epoch_seed(seed, epoch, rank)``, reads its shard of ``"train"`` in micro-batches
    (``epoch_batches``), groups them into optimizer steps of ``grad_accum_steps`` (``run_epoch``:
-   ``workload.batcher`` turns each into the step's input, ``accumulation_step`` with ``workload.loss``
-   steps), sums the epoch's statistics over the workers, and lets rank 0 evaluate
+   ``workload.batcher`` turns each into the step's input, on a GPU ahead of the step in a thread of its own
+   (``input_depth``, ``xlt.engine.ahead``), ``accumulation_step`` with ``workload.loss`` steps), sums the epoch's statistics over the workers, and lets rank 0 evaluate
    (``workload.evaluate``) and write the checkpoint (the state plus ``workload.write``) while the other
    ranks wait at the report barrier. Evaluation runs on the unwrapped module, so it needs no
    collective calls. Under ``optim.keep: best-dev`` (``keep_best``) rank 0 keeps the weights of the epoch of the
@@ -43,6 +43,7 @@ from torch import nn
 
 from ..progress import progress
 from . import checkpoints
+from .ahead import ahead
 from .context import RunContext
 from ..metrics import TRAIN_EPOCH, TRAIN_GLOBAL_STEP, TRAIN_KEPT_EPOCH, TRAIN_LOSS, TRAIN_SAMPLES_PER_S
 from ..models import frozen_names, load_trained, trained_state
@@ -53,6 +54,9 @@ from .training import (BestEpoch, EpochStats, LossFn, Training, all_reduce_sums,
 
 logger = logging.getLogger(__name__)
 
+# Micro-batches prepared ahead of a GPU's step (``optim.input_ahead: -1``): one being made while one waits keeps the
+# device fed without holding more than a few batches.
+INPUT_AHEAD = 2
 Batcher = Callable[[Any], tuple[Any, int]]  # a micro-batch as iterated -> (the step's input, examples in it)
 EvalRows = Callable[[str, Sequence[str]], "dict[str, list] | None"]  # (dataset, columns) -> its rows, or None
 
@@ -102,6 +106,12 @@ class Workload(ABC):
         """What every worker does to the weights once an epoch is counted (``training.epoch``), before it is
         evaluated and saved (e.g. WiSE-FT's mix after the last); nothing by default. Whatever it does must come out
         the same on every worker."""
+
+    def prepares_input(self, cfg: Any) -> bool:
+        """Whether ``batcher`` prepares the step's whole input, so that the loop may run it ahead of the step in a
+        thread of its own (``xlt.engine.ahead``): it draws from no global generator, and the step uses nothing the
+        batcher uses (a tokenizer); no by default."""
+        return False
 
     def unused_parameters(self, cfg: Any) -> bool:
         """Whether some weights of the step module get no gradient (DDP must then look for them each step)."""
@@ -300,7 +310,8 @@ def run_epoch(training: Training, workload: Workload, batches: Iterable[Any], cf
     worker's statistics and the wall time (data iteration included)."""
     stats = EpochStats()
     loss = functools.partial(workload.loss, training)
-    inputs = step_inputs(batches, workload.batcher(cfg, training, epoch, rank), stats)
+    inputs = step_inputs(batches, workload.batcher(cfg, training, epoch, rank), stats,
+                         input_depth(workload, cfg, device_of(training.module)))
     label = f"{cfg.output.name} epoch {epoch + 1}/{cfg.optim.epochs}"
     bar = progress(steps_per_epoch or None, label, "step") if log else None
     every = cfg.optim.log_every_steps
@@ -384,16 +395,29 @@ def grouped(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
         yield group
 
 
-def step_inputs(batches: Iterable[Any], batcher: Batcher, stats: EpochStats) -> Iterator[tuple[Any, int]]:
-    """``batcher`` of each micro-batch, the time spent waiting for it added to ``stats.data_wait_s``."""
-    iterator = iter(batches)
+def input_depth(workload: Workload, cfg: Any, device: torch.device) -> int:
+    """How many micro-batches ``workload``'s batcher runs ahead of the step on ``device`` (``optim.input_ahead``):
+    none where it does not prepare the step's whole input (``Workload.prepares_input``)."""
+    if not workload.prepares_input(cfg):
+        return 0
+    if cfg.optim.input_ahead >= 0:
+        return cfg.optim.input_ahead
+    return 0 if device.type == "cpu" else INPUT_AHEAD
+
+
+def step_inputs(batches: Iterable[Any], batcher: Batcher, stats: EpochStats,
+                depth: int = 0) -> Iterator[tuple[Any, int]]:
+    """``batcher`` of each micro-batch; with ``depth`` > 0 prepared that many ahead of the step in a thread of its
+    own (``xlt.engine.ahead``). The time the step waits for its input (reading, and the batcher where it runs in
+    the step's thread) is added to ``stats.data_wait_s``."""
+    prepared = ahead((batcher(batch) for batch in batches), depth)
     while True:
         wait = time.perf_counter()
-        batch = next(iterator, None)
+        item = next(prepared, None)
         stats.data_wait_s += time.perf_counter() - wait
-        if batch is None:
+        if item is None:
             return
-        yield batcher(batch)
+        yield item
 
 
 def epoch_line(metrics: Mapping[str, float], workload: Workload) -> str:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 from abc import abstractmethod
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Sequence, Union
 
@@ -41,6 +42,21 @@ Pooling = Literal["cls", "mean", "avg_first_last"]
 PairEncoding = Literal["joint", "combine"]
 POOLINGS: tuple[str, ...] = ("cls", "mean", "avg_first_last")
 ENCODER_DEFAULTS_FILE = "xlt_encoder.json"  # beside a saved checkpoint: its pooling and prefix
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """Items tokenised as a transformer encoder reads them (``TransformerEncoder.tokens``), so that the tokenising
+    can happen before the step that embeds them (``xlt.engine.ahead``): the tokenizer's ``tensors`` (``input_ids``,
+    ``attention_mask``, ...) on CPU, and ``sides`` > 0 where the rows are the first sides of ``sides`` pairs then
+    their second sides, each embedded alone (``pair_encoding: combine``)."""
+
+    tensors: dict[str, torch.Tensor]
+    sides: int = 0
+
+    def pinned(self) -> "Tokens":
+        """The same tokens in page-locked memory, which a GPU copies from while the host goes on (``non_blocking``)."""
+        return Tokens({key: value.pin_memory() for key, value in self.tensors.items()}, self.sides)
 
 
 def masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -107,6 +123,14 @@ class TextEncoder(nn.Module):
             return self.embed_joint(texts, pairs)
         both = self.embed_texts(texts + pairs)  # one pass over both sides: (2B, D)
         return combine_pair(both[: len(texts)], both[len(texts):])
+
+    def tokens(self, items: Sequence[Item]) -> Tokens | None:
+        """``items`` tokenised for ``embed_tokens``, or ``None`` for an encoder that reads text as it is."""
+        return None
+
+    def embed_tokens(self, tokens: Tokens) -> torch.Tensor:
+        """``embed`` of the items ``tokens`` holds (``tokens``)."""
+        raise TypeError(f"{type(self).__name__} reads text as it is; it has no tokens to embed")
 
     def feature_dim(self, paired: bool) -> int:
         """The width of ``embed``'s output for single texts or for pairs."""
@@ -249,13 +273,25 @@ class TransformerEncoder(TextEncoder):
         states = out.hidden_states if needs_all else (out.last_hidden_state,)
         return pool(states, attention_mask, self.pooling, self.layer if needs_all else -1)
 
-    def embed_texts(self, texts: list[str]) -> torch.Tensor:
-        batch = {k: v.to(self.device) for k, v in self.tokenize(texts).items()}
-        return self(batch["input_ids"], batch["attention_mask"])
+    def tokens(self, items: Sequence[Item]) -> Tokens:
+        texts, pairs = split_pairs(items)
+        if pairs is None:
+            return Tokens(dict(self.tokenize(texts)))
+        if self.pair_encoding == "joint":
+            return Tokens(dict(self.tokenize(texts, pairs)))
+        return Tokens(dict(self.tokenize(texts + pairs)), sides=len(texts))  # one pass over both sides: (2B, D)
 
-    def embed_joint(self, texts: list[str], pairs: list[str]) -> torch.Tensor:
-        batch = {k: v.to(self.device) for k, v in self.tokenize(texts, pairs).items()}
-        return self(batch["input_ids"], batch["attention_mask"])
+    def embed_tokens(self, tokens: Tokens) -> torch.Tensor:
+        # non_blocking: from pinned memory (``Tokens.pinned``) the copy overlaps the host's work; otherwise it waits
+        device = self.device
+        out = self(*(tokens.tensors[key].to(device, non_blocking=True) for key in ("input_ids", "attention_mask")))
+        return combine_pair(out[:tokens.sides], out[tokens.sides:]) if tokens.sides else out
+
+    def embed(self, items: Sequence[Item]) -> torch.Tensor:
+        return self.embed_tokens(self.tokens(items))
+
+    def embed_texts(self, texts: list[str]) -> torch.Tensor:
+        return self.embed_tokens(self.tokens(list(texts)))
 
     def save(self, path, model: nn.Module | None = None) -> None:
         """Write backbone + tokenizer + pooling defaults so that ``local:<path>`` loads this encoder back.

@@ -74,6 +74,10 @@ class Pretraining(Workload):
             return batcher(rows, generator=generator, draw_seed=draw_seed), len(rows)
         return batch
 
+    def prepares_input(self, cfg: PretrainConfig) -> bool:
+        """The batcher tokenises, masks and draws from its own generator: the step reads tensors."""
+        return True
+
     def loss(self, training: Training, model: nn.Module,
              inputs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         return model(inputs)

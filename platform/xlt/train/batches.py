@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from ..augment import ALIGNED_VIEW_COLUMNS
-from ..models.encoder import Item
+from ..models.encoder import Item, Tokens
 
 UNKNOWN_LABEL = -1  # the losses' marker for an unlabelled row
 
@@ -45,6 +45,7 @@ class ViewBatch:
     is_anchor: torch.Tensor  # (N,) bool: the originals
     num_examples: int  # B originals
     is_translation: torch.Tensor | None = None  # (N,) bool: full-translation views (None: no kinds given)
+    tokens: Tokens | None = None  # ``texts`` tokenised ahead of the step (``TextEncoder.tokens``), where they were
 
     def __len__(self) -> int:
         return len(self.texts)

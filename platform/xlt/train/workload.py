@@ -24,7 +24,7 @@ Pieces, each usable without Ray (tests, ``benchmarks/train_overhead.py``):
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import json
@@ -36,7 +36,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..engine import EvalRows, Evaluation, Workload, Training, start_training
-from ..engine.training import param_groups
+from ..engine.training import device_of, param_groups
 from ..engine import build_training as build_engine_training
 from ..engine.loop import Batcher
 from ..eval.evaluators import EvalContext, evaluate_all
@@ -45,7 +45,7 @@ from ..losses import WeightedObjectives, build_objectives
 from ..losses.projection import Projection, ProjectionHead, projected_key
 from ..models import Classifier, TransformerEncoder, load_encoder
 from ..models.classifier import build_classifier_over
-from ..models.encoder import CachedEncoder, Item
+from ..models.encoder import CachedEncoder, Item, Tokens
 from ..storage import join, names
 from .batches import UNKNOWN_LABEL, ViewBatch, flatten_batch, items_of
 from .config import FinetuneConfig, FinetuneOptim
@@ -77,11 +77,17 @@ class FeaturesAndLogits(nn.Module):
         dim = classifier.head.in_features
         self.projections = nn.ModuleDict({name: ProjectionHead(dim, p) for name, p in (projections or {}).items()})
 
-    def forward(self, texts: list[Item]) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+    def forward(self, texts: list[Item], tokens: Tokens | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+        """``tokens``: ``texts`` tokenised ahead of the step (``ViewBatch.tokens``), embedded as they are."""
         encoder, head = self.classifier.encoder, self.classifier.head
         with torch.set_grad_enabled(torch.is_grad_enabled() and encoder.trainable):
-            # (N, D)
-            features = encoder.embed_by_length(texts, self.pass_rows) if self.pass_rows else encoder.embed(texts)
+            if tokens is not None:
+                features = encoder.embed_tokens(tokens)  # (N, D)
+            elif self.pass_rows:
+                features = encoder.embed_by_length(texts, self.pass_rows)
+            else:
+                features = encoder.embed(texts)
         features = features.to(head.weight.device)
         logits = head(self.classifier.dropout(features))  # (N, C)
         # g(Φ) of each objective that contrasts a projection (no dropout: Φ as the encoder gives it)
@@ -102,7 +108,7 @@ def compute_losses(model: nn.Module, objectives: WeightedObjectives | None, batc
                    epoch: int = 0) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """``loss = CE + Σ λ_k·aux_k`` over one view batch in an epoch after ``epoch`` completed ones (an
     objective's ``start_epoch``); returns the total and the unweighted parts."""
-    features, logits, projected = model(batch.texts)
+    features, logits, projected = model(batch.texts, batch.tokens)
     outputs = batch.outputs(features, logits) | projected
     ce = supervised_ce(logits, outputs["labels"], outputs["is_anchor"])
     parts = {CE: ce}
@@ -240,10 +246,24 @@ class Finetuning(Workload):
             label_index={label: i for i, label in enumerate(cfg.task.labels)})
 
     def batcher(self, cfg: FinetuneConfig, training: FinetuneTraining, epoch: int, rank: int) -> Batcher:
+        """``flatten_batch`` of the rows and, where the step embeds the batch in one pass, its texts tokenised
+        (``ViewBatch.tokens``; pinned for a GPU to copy while the host goes on): the step's whole input."""
+        encoder = training.classifier.encoder
+        tokenize = self.prepares_input(cfg)
+        pin = device_of(training.module).type == "cuda"
+
         def batch(rows: Mapping[str, Any]) -> tuple[ViewBatch, int]:
             view_batch = flatten_batch(rows, training.label_index)
-            return view_batch, view_batch.num_examples
+            tokens = encoder.tokens(view_batch.texts) if tokenize else None
+            if tokens is not None and pin:
+                tokens = tokens.pinned()
+            return replace(view_batch, tokens=tokens), view_batch.num_examples
         return batch
+
+    def prepares_input(self, cfg: FinetuneConfig) -> bool:
+        """Unless the step embeds its batch in length-sorted passes (``optim.encoder_pass_rows``), which it
+        tokenises itself."""
+        return not cfg.optim.encoder_pass_rows
 
     def begin(self, cfg: FinetuneConfig, training: FinetuneTraining, data: Any) -> None:
         """``optim.head_init: probe``: the head fitted on the frozen features of the training rows
