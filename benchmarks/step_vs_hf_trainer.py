@@ -49,6 +49,7 @@ DIAGNOSES = {
               "CPU's default)"),
 }
 DIAGNOSIS_ARMS = tuple(arm for arm, _, _ in DIAGNOSES.values())
+XLT_ARMS = ("xlt", DIAGNOSES["ahead"][0])  # the arms that run jobs/finetune.py
 
 
 def hf(precision: str, result: Path, data_dir: Path, ray: bool = False, rows: Path | None = None,
@@ -159,7 +160,7 @@ def run_arm(arm: str, precision: str, env: dict[str, str], prefix: list[str] = (
         stderr = Path(out, "stderr.txt").read_text()
         if proc.returncode != 0:
             raise RuntimeError(f"{arm} {precision} failed:\n{stderr[-3000:]}")
-        if arm == "xlt":
+        if arm in XLT_ARMS:
             metrics = json.loads(Path(out, "run", "results.json").read_text())["metrics"]
             measured = {"rows": round(metrics["train/samples_per_s"] * metrics["train/epoch_time_s"]),
                         "examples/s": metrics["train/samples_per_s"], "loop s": metrics["train/epoch_time_s"],
@@ -173,7 +174,7 @@ def run_arm(arm: str, precision: str, env: dict[str, str], prefix: list[str] = (
 
 def arm_command(arm: str, precision: str, out: str) -> list[str]:
     """The arguments of ``python`` that run ``arm`` in ``precision``, writing under ``out``."""
-    if arm in ("xlt", DIAGNOSES["ahead"][0]):
+    if arm in XLT_ARMS:
         sets = ["scaling.num_workers=0", "scaling.threads=2", "optim.epochs=1", f"optim.precision={precision}",
                 "evals=[]", f"output.dir={out}/run", *(["optim.input_ahead=2"] if arm != "xlt" else [])]
         return ["jobs/finetune.py", "--config", "configs/finetune_sib200.yaml", "--no-tracking",
@@ -302,10 +303,17 @@ def report(store: Path, output: Path, before: Path | None = None) -> None:
         lines += ["", f"The two models in one process (`python benchmarks/step_vs_hf_trainer.py models`: {m['batches']} "
                   f"batches of 16, fp32, forward with CE and backward, the arms alternating, {m['passes counted']} passes "
                   f"counted; {m['date']}, {m['machine'].split(';')[0]}):", "", markdown_table(rows)]
-    commands = [f"`python {' '.join(arm_command(arm, precision, '<tmp>'))}`"
-                for precision in dict.fromkeys(r["precision"] for r in runs) for arm in ARMS]
-    text = (f"# xlt's fine-tuning against HF Trainer, each run as a user runs it\n\nRuns: `python "
-            f"benchmarks/step_vs_hf_trainer.py --runs {max(r['run'] for r in runs)}`; this report: `python "
+    precisions = list(dict.fromkeys(r["precision"] for r in runs))
+    arms = [arm for arm in (*ARMS, *DIAGNOSIS_ARMS) if any(r["arm"] == arm for r in runs)]
+    diagnoses = [name for name, (arm, _, _) in DIAGNOSES.items() if arm in arms]
+    commands = [f"`python {' '.join(arm_command(arm, precision, '<tmp>'))}`" for precision in precisions for arm in arms]
+    runs_command = " ".join(["python benchmarks/step_vs_hf_trainer.py", f"--runs {max(r['run'] for r in runs)}",
+                             "--precisions", *precisions, *(["--diagnose", *diagnoses] if diagnoses else []),
+                             *(["--store", str(store.resolve().relative_to(harness.REPO))]
+                               if store.resolve().is_relative_to(harness.REPO) and store.name != "step_vs_hf_trainer"
+                               else [])])
+    text = (f"# xlt's fine-tuning against HF Trainer, each run as a user runs it\n\nRuns: `{runs_command}`; "
+            f"this report: `python "
             f"{' '.join([sys.argv[0], *sys.argv[1:]])}`. The work, and what each number is: the script's "
             f"docstring. Each run is its own process; the arms alternate, xlt first.\n\n{markdown_table(table)}\n\n"
             + "\n".join(lines) + "\n\n" + FINDINGS + "\n\nThe commands, as each run ran them (`<tmp>`: a temporary directory):\n\n"

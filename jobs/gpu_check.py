@@ -308,7 +308,7 @@ def main(argv: list[str] | None = None) -> None:
         os.environ["XLT_DATA_DIR"] = str(BUNDLE / "data")  # the smokes' processes read it too
     log, failures, began = Log(out / "gpu_check.log"), [], time.monotonic()
     deadline = began + args.budget
-    from xlt.engine.loop import INPUT_AHEAD
+    from xlt.engine import OptimSettings
     from xlt.hardware import precisions
 
     device = "cpu" if args.smoke else "cuda"
@@ -323,7 +323,7 @@ def main(argv: list[str] | None = None) -> None:
     model = step("speed model", log, failures, deadline, speed_model) or E5
     speeds = []
     for precision in dict.fromkeys(("fp32", half)):
-        for ahead in (0, INPUT_AHEAD):  # the input made in the step's thread, then ahead of it (optim.input_ahead)
+        for ahead in (0, OptimSettings().input_ahead):  # the input made in the step's thread, then ahead of it
             where = f"{ahead} batches ahead" if ahead else "in the step's thread"
             got = step(f"fine-tuning loop at {precision}, input {where}", log, failures, deadline, finetune_loop,
                        model, device, precision, ahead, steps, args.speed_budget)

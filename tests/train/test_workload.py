@@ -552,7 +552,7 @@ def test_an_epoch_prepared_ahead_of_its_steps_trains_as_one_prepared_in_them(obj
     def epoch(depth: int, prepared: bool):
         cfg = tiny_config(objectives, batch_size=2, input_ahead=depth)
         monkeypatch.setattr(Finetuning, "prepares_input", lambda self, cfg: prepared)
-        assert input_depth(FINETUNE, cfg, torch.device("cpu")) == (depth if prepared else 0)
+        assert input_depth(FINETUNE, cfg) == (depth if prepared else 0)
         training = finetune_training(cfg, steps_per_epoch=len(rows))
         threads, batcher = set(), FINETUNE.batcher
 
@@ -575,13 +575,11 @@ def test_an_epoch_prepared_ahead_of_its_steps_trains_as_one_prepared_in_them(obj
         assert all(torch.equal(weights[k], ahead_weights[k]) for k in ahead_weights)
 
 
-def test_input_is_prepared_ahead_of_a_gpus_step_and_in_a_cpus():
-    from xlt.engine.loop import INPUT_AHEAD, input_depth
+def test_input_is_prepared_ahead_unless_the_step_tokenises_its_own_passes():
+    from xlt.engine.loop import input_depth
     from xlt.train.workload import FINETUNE
 
-    auto, passes = tiny_config(), tiny_config(encoder_pass_rows=4, input_ahead=3)
-    assert input_depth(FINETUNE, auto, torch.device("cuda")) == INPUT_AHEAD
-    assert input_depth(FINETUNE, auto, torch.device("cpu")) == 0
-    assert input_depth(FINETUNE, passes, torch.device("cuda")) == 0  # the step tokenises its own passes
+    assert input_depth(FINETUNE, tiny_config()) == 2
+    assert input_depth(FINETUNE, tiny_config(encoder_pass_rows=4, input_ahead=3)) == 0
     with pytest.raises(ValueError, match="optim.input_ahead"):
-        tiny_config(input_ahead=-2)
+        tiny_config(input_ahead=-1)

@@ -6,7 +6,7 @@ learners, sweep trials) plugs a ``Workload`` (model, batcher, step, evaluation) 
   statistics
 - ``loop``: ``Workload``, the train function ``train_workload``, its epochs (``train_epochs``, ``run_epoch``) and
   the step (``accumulation_step``: DDP ``no_sync`` on all but the last micro-batch)
-- ``ahead``: the step's input prepared ahead of it in a thread of its own (``optim.input_ahead``; a GPU's default)
+- ``ahead``: the step's input prepared ahead of it in a thread of its own (``optim.input_ahead``)
 - ``rows``: rows an in-process run holds, batched as Ray Data batches them
 - ``checkpoints``: what a checkpoint holds; the one module that reports and reads them
 - ``context``: the run a train function is in, handed to it: a Ray Train worker's, or an in-process

@@ -13,8 +13,9 @@ or an in-process run's). On every worker it:
    (``workload.begin``: e.g. a head fitted on frozen features); then per epoch it seeds dropout and the
    local shuffle with ``epoch_seed(seed, epoch, rank)``, reads its shard of ``"train"`` in micro-batches
    (``epoch_batches``), groups them into optimizer steps of ``grad_accum_steps`` (``run_epoch``:
-   ``workload.batcher`` turns each into the step's input, on a GPU ahead of the step in a thread of its own
-   (``input_depth``, ``xlt.engine.ahead``), ``accumulation_step`` with ``workload.loss`` steps), sums the epoch's statistics over the workers, and lets rank 0 evaluate
+   ``workload.batcher`` turns each into the step's input, ahead of the step in a thread of its own
+   (``input_depth``, ``xlt.engine.ahead``), ``accumulation_step`` with ``workload.loss`` steps), sums
+   the epoch's statistics over the workers, and lets rank 0 evaluate
    (``workload.evaluate``) and write the checkpoint (the state plus ``workload.write``) while the other
    ranks wait at the report barrier. Evaluation runs on the unwrapped module, so it needs no
    collective calls. Under ``optim.keep: best-dev`` (``keep_best``) rank 0 keeps the weights of the epoch of the
@@ -54,9 +55,6 @@ from .training import (BestEpoch, EpochStats, LossFn, Training, all_reduce_sums,
 
 logger = logging.getLogger(__name__)
 
-# Micro-batches prepared ahead of a GPU's step (``optim.input_ahead: -1``): one being made while one waits keeps the
-# device fed without holding more than a few batches.
-INPUT_AHEAD = 2
 Batcher = Callable[[Any], tuple[Any, int]]  # a micro-batch as iterated -> (the step's input, examples in it)
 EvalRows = Callable[[str, Sequence[str]], "dict[str, list] | None"]  # (dataset, columns) -> its rows, or None
 
@@ -311,7 +309,7 @@ def run_epoch(training: Training, workload: Workload, batches: Iterable[Any], cf
     stats = EpochStats()
     loss = functools.partial(workload.loss, training)
     inputs = step_inputs(batches, workload.batcher(cfg, training, epoch, rank), stats,
-                         input_depth(workload, cfg, device_of(training.module)))
+                         input_depth(workload, cfg))
     label = f"{cfg.output.name} epoch {epoch + 1}/{cfg.optim.epochs}"
     bar = progress(steps_per_epoch or None, label, "step") if log else None
     every = cfg.optim.log_every_steps
@@ -395,14 +393,10 @@ def grouped(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
         yield group
 
 
-def input_depth(workload: Workload, cfg: Any, device: torch.device) -> int:
-    """How many micro-batches ``workload``'s batcher runs ahead of the step on ``device`` (``optim.input_ahead``):
-    none where it does not prepare the step's whole input (``Workload.prepares_input``)."""
-    if not workload.prepares_input(cfg):
-        return 0
-    if cfg.optim.input_ahead >= 0:
-        return cfg.optim.input_ahead
-    return 0 if device.type == "cpu" else INPUT_AHEAD
+def input_depth(workload: Workload, cfg: Any) -> int:
+    """How many micro-batches ``workload``'s batcher runs ahead of the step (``optim.input_ahead``): none where it
+    does not prepare the step's whole input (``Workload.prepares_input``)."""
+    return cfg.optim.input_ahead if workload.prepares_input(cfg) else 0
 
 
 def step_inputs(batches: Iterable[Any], batcher: Batcher, stats: EpochStats,

@@ -61,9 +61,9 @@ class OptimSettings:
     log_every_steps: int = free(0)  # a log line every n steps on rank 0 besides its progress bar; 0 = per epoch only
     # Micro-batches whose input (rows read, texts tokenised, pinned for a GPU) is prepared ahead of the step in a thread
     # of its own (``xlt.engine.ahead``), where the workload's batcher prepares the whole input; the same batches either
-    # way. -1 = auto: 2 where the step computes on a GPU, 0 on a CPU, whose cores the step's own threads need (ahead
-    # on 2 cores, a fine-tuning epoch ran at 0.93x: ``benchmarks/step_vs_hf_trainer.md``).
-    input_ahead: int = free(-1)
+    # way. 0 = in the step's thread. A GPU then waits for no input; on 2 CPU cores the loop ran at 1.09 ± 0.06 times
+    # its speed with the input made in the step's thread (``benchmarks/step_vs_hf_trainer_ahead.md``).
+    input_ahead: int = free(2)
     # The forward pass and loss of each training step: fp32; bf16 (torch.autocast: matrix products in
     # bf16, weights, gradients and AdamW in fp32); fp16 (the same in float16, with a gradient scaler
     # whose state checkpoints keep: GPUs without bf16); or auto, bf16 where the CPU has native bf16
@@ -91,8 +91,8 @@ class OptimSettings:
         check(self.encoder_pass_rows >= 0, "optim.encoder_pass_rows", self.encoder_pass_rows,
               "an integer >= 0 (texts per encoder pass; 0 = one pass)")
         check(self.eval_batch_size >= 1, "optim.eval_batch_size", self.eval_batch_size, "an integer >= 1")
-        check(self.input_ahead >= -1, "optim.input_ahead", self.input_ahead,
-              "an integer >= 0 (micro-batches prepared ahead; 0 = in the step's thread) or -1 (auto)")
+        check(self.input_ahead >= 0, "optim.input_ahead", self.input_ahead,
+              "an integer >= 0 (micro-batches prepared ahead of the step; 0 = in the step's thread)")
         check(self.log_every_steps >= 0, "optim.log_every_steps", self.log_every_steps, "an integer >= 0")
         check(self.precision in PRECISIONS, "optim.precision", self.precision, "one of " + ", ".join(PRECISIONS))
 
