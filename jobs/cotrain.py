@@ -54,6 +54,8 @@ def main() -> None:
     phases = Phases()
     with phases("read data"):
         data = prepare(cfg)  # every row read and checked before Ray starts
+    if args.dry_run:
+        return plan(cfg, data)
     with phases("start Ray"):
         init_ray(args.address, args.verbose)
     with Tracker("cotrain", cfg.output.name, cfg.output.dir, enabled=args.tracking) as tracker:
@@ -63,6 +65,23 @@ def main() -> None:
         print(finished.text)
         print(epilogue(finished.outputs, f"{command_line()}  (the same command continues at the next iteration; a "
                        "finished run prints its results)", tracker.how_to_look()))
+
+
+def plan(cfg, data) -> None:
+    """``--dry-run``: where the run would write, its rows, learners and iterations."""
+    from xlt.cli import dry_run
+    from xlt.cotrain import LEARNERS
+    from xlt.engine.runs import run_state
+    from xlt.models.sources import availability
+
+    task = data.task
+    dry_run("cotrain", cfg.output.dir, run_state(cfg, cfg.output.dir), cfg, {
+        "task": f"{task.config.name}: {len(data.labeled)} labelled rows ({task.source_lang}); unlabelled pools of "
+                + ", ".join(f"{lang} {n}" for lang, n in data.pool_counts.items())
+                + f"; {len(data.evaluation_rows)} {cfg.data.eval_split} rows; {len(task.labels)} labels",
+        **{name: availability(getattr(cfg, name).model.source) for name in LEARNERS},
+        "plan": f"{cfg.mode}: {cfg.iterations} iterations; Ray started",
+    })
 
 
 if __name__ == "__main__":

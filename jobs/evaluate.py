@@ -53,12 +53,30 @@ def main() -> None:
                       smoke=SMOKE_PRESET if args.smoke else None)
 
     out = Path(cfg.output.dir)
+    if args.dry_run:
+        return plan(cfg, PROTOCOLS[cfg.protocol](cfg))
     with Tracker("evaluate", f"{out.name}-{cfg.protocol}", out / cfg.protocol, enabled=args.tracking) as tracker:
         tracker.params(cfg)
         finished = finish_evaluation(cfg, run_evaluation(cfg), tracker)
         print("\n" + finished.text)
         print("\n" + epilogue(finished.outputs, f"{command_line()}  (evaluation is not resumable: it runs again)",
                               tracker.how_to_look()))
+
+
+def plan(cfg, evaluator) -> None:
+    """``--dry-run``: where the evaluation would write, its data (read and checked) and its models."""
+    from xlt.cli import dry_run
+    from xlt.models.sources import availability
+
+    out = Path(cfg.output.dir)
+    dry_run("evaluate", str(out), "holds an evaluation, which the command runs again and replaces" if out.exists()
+            else "a new evaluation", cfg, {
+                "data": f"{evaluator.task}: {cfg.protocol} on {len(evaluator.langs)} languages "
+                        f"({', '.join(evaluator.langs)})",
+                **{f"model {i + 1}": availability(model.source) for i, model in enumerate(cfg.models)},
+                "plan": ("the probe adapted to each target pool (adapt), " if cfg.adapt.active else "")
+                        + ("each model's probe exported" if cfg.output.export else "nothing exported"),
+            })
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ dynamic int8), which ``jobs/predict.py --set model.backend=onnx`` (or ``onnx-int
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from xlt.cli import run_job
 
@@ -37,6 +38,8 @@ def main() -> None:
                              "(or onnx-int8) on CPU workers (needs xlt[onnx])")
     parser.add_argument("--smoke", action="store_true", help="the fine-tuning smoke run's model (jobs/finetune.py --smoke)")
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="find the run's record and the classifier it names, print the plan; write nothing")
     args = parser.parse_args()
     # After the arguments: --help answers before torch is imported.
     from xlt.export import export_model
@@ -46,9 +49,26 @@ def main() -> None:
     model, directory = (args.model or SMOKE[0], args.directory or SMOKE[1]) if args.smoke else (args.model, args.directory)
     if not model or not directory:
         parser.error("give the model and the export directory (or --smoke)")
+    if args.dry_run:
+        return plan(model, directory, args.learner, args.onnx)
     out = export_model(model, directory, args.learner, onnx=args.onnx)
     print(f"exported {model} to {out}\n"
           f"  SentenceTransformer('{out}')  |  xlt.models.Classifier.from_pretrained('{out}')  |  {out}/README.md")
+
+
+def plan(model: str, directory: str, learner: str | None, onnx: bool) -> None:
+    """``--dry-run``: the classifier the run's record names and where its export would go."""
+    from xlt.cli import dry_run
+    from xlt.inference.entries import is_export, lookup
+
+    if is_export(model):
+        raise ValueError(f"{model} is an export already: copy the directory, or export the run it came from")
+    record, entry, _ = lookup(model, learner)
+    state = "exists, and the export replaces it" if Path(directory).exists() else "new"
+    dry_run("export", directory, state, None, {
+        "model": f"{model}: its {record['job']} run's {learner or record['default']} ({entry.get('what', 'classifier')})",
+        "plan": "the classifier, its model card" + (", its encoder as ONNX (fp32, int8)" if onnx else ""),
+    })
 
 
 if __name__ == "__main__":

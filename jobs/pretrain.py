@@ -56,6 +56,8 @@ def main() -> None:
         cfg = load_pretrain_config(args.config or DEFAULT_PRESET, overrides,
                                    smoke=SMOKE_PRESET if args.smoke else None)
 
+    if args.dry_run:
+        return plan(cfg)
     init_ray(args.address, args.verbose)
     prepared = prepare(cfg)
     cfg = prepared.config
@@ -65,6 +67,24 @@ def main() -> None:
         print("\n" + finished.text)
         print(epilogue(finished.outputs, f"python jobs/pretrain.py --resume {run_dir(cfg)}  "
                        "(more epochs: --set optim.epochs=N)", tracker.how_to_look()))
+
+
+def plan(cfg) -> None:
+    """``--dry-run``: where the run would write, its parallel pairs (drawn as the run draws them), model and steps."""
+    from xlt.cli import dry_run
+    from xlt.data import resolve_data_dir
+    from xlt.engine import run_dir
+    from xlt.engine.runs import run_state
+    from xlt.models.sources import availability
+    from xlt.pretrain.parallel import build_mixture
+
+    mixture = build_mixture(cfg.data, resolve_data_dir(cfg.data.data_dir), cfg.optim.seed)
+    dry_run("pretrain", run_dir(cfg), run_state(cfg), cfg, {
+        "pairs": f"{len(mixture.pairs)} parallel pairs: " + ", ".join(f"{k} {v}" for k, v in mixture.drawn.items()),
+        "model": availability(cfg.model.source),
+        "plan": f"{cfg.recipe} ({', '.join(cfg.objective_names)}): {cfg.optim.epochs} epochs, batch "
+                f"{cfg.optim.batch_size}; Ray started",
+    })
 
 
 if __name__ == "__main__":

@@ -37,7 +37,6 @@ def get_args():
     parser = job_parser(__doc__)
     parser.add_argument("--study", help="study YAML (studies/); default with --smoke: studies/smoke.yaml")
     parser.add_argument("--output", help="where the study's runs, records and report go (default: the file's output)")
-    parser.add_argument("--dry-run", action="store_true", help="print the units and the estimate, run nothing")
     parser.add_argument("--report", action="store_true",
                         help="write the report from the units finished (and imported) so far, run nothing")
     parser.add_argument("--only", nargs="+", metavar="VARIANT", help="run only these variants' units this time")
@@ -82,7 +81,13 @@ def main() -> None:
     planned = plan(setup).select(args.only, args.seeds)
     print(f"{study.title}\n\n{markdown_table(planned.table())}\n\n{planned.estimate_line()}\n", flush=True)
     if args.dry_run:
-        return
+        from xlt.cli import dry_run
+
+        finished = sum(1 for p in planned.units if p.record)
+        return dry_run("study", study.output, f"{finished} of {len(planned.units)} units finished"
+                       if finished else "a new study", dataclasses.replace(study, output=""), {
+                           "plan": f"{len(planned.pending)} units to run, each a Ray Tune trial of jobs/{study.job}.py "
+                                   "or a baseline; then the report"})
     errors: dict[str, str] = {}
     with Tracker("study", study.name, study.output, enabled=args.tracking) as tracker:
         tracker.params({"study": dataclasses.asdict(study)})

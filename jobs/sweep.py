@@ -85,12 +85,25 @@ def main() -> None:
     overrides = job_overrides(args)
     base = apply_overrides(merge_presets(args.config or space.preset,
                                          SMOKE_PRESETS[space.job] if args.smoke else None), overrides)
-    name = args.name or Path(space.source).stem + ("-smoke" if args.smoke else "")
+    stem = Path(space.source).stem
+    name = args.name or stem + ("-smoke" if args.smoke and not stem.endswith("smoke") else "")
     settings = SweepSettings(name, args.storage, args.num_samples, args.searcher, args.scheduler,
                              args.max_concurrent, args.resume,
                              SweepSettings.max_failures if args.max_failures is None else args.max_failures)
 
-    sweep = prepare_sweep(space, base, settings)  # fails here, before Ray starts, on any bad key or value
+    sweep = prepare_sweep(space, base, settings, claim=not args.dry_run)  # fails here, before Ray, on bad input
+    if args.dry_run:
+        from xlt.cli import dry_run
+        from xlt.models.sources import availability
+
+        resumed = "holds this sweep, which --resume continues" if settings.resume else "a new sweep"
+        return dry_run("sweep", settings.directory, resumed, sweep.config, {
+            "space": f"{space.source}: {', '.join(space.params)} on {space.job}, {sweep.num_samples} trials by "
+                     f"{settings.searcher}, scheduler {settings.scheduler}; chosen on {space.metric} ({space.mode})",
+            "model": availability(sweep.config.model.source if hasattr(sweep.config, "model") else
+                                  sweep.config.lm.model.source),
+            "plan": "each trial a run of the preset with the space's values; Ray started",
+        })
     init_ray(args.address, args.verbose)
     with Tracker("sweep", name, settings.directory, enabled=args.tracking) as tracker:
         tracker.params({"space": asdict(space), "sweep": asdict(settings), "base": base})

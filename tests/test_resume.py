@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pytest
 
 from xlt.cotrain.config import CotrainConfig
+from xlt.eval.protocols import EvaluateConfig
 from xlt.pretrain.config import PretrainConfig
 from xlt.resume import fixed, free, incompatible_changes, length, refitted, resumable_keys, unclassified
 from xlt.train.config import FinetuneConfig
@@ -15,8 +16,10 @@ from xlt.train.config import FinetuneConfig
 RESUMED = (FinetuneConfig, PretrainConfig, CotrainConfig)  # the configs of the jobs that resume a run directory
 
 
-@pytest.mark.parametrize("config", RESUMED, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("config", (*RESUMED, EvaluateConfig), ids=lambda c: c.__name__)
 def test_every_field_of_a_resumed_config_is_classified(config):
+    """An evaluation resumes nothing, but its directory is named after what its overrides change as a run's is
+    (``xlt.config.with_own_output``)."""
     assert unclassified(config) == []
 
 

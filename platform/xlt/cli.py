@@ -1,8 +1,8 @@
 """What every job and benchmark shares on the command line.
 
 ``job_parser``: ``--config``, repeated ``--set key=value``, ``--data-dir``, ``--smoke``, ``--address``,
-``--debug``, ``--verbose``, ``--no-tracking``. ``epilogue``: a job's last lines (outputs, resume,
-look). ``run_job``: a job's ``main`` with bad input reported as one ``error: ...`` line and exit
+``--debug``, ``--verbose``, ``--no-tracking``, ``--dry-run`` (``dry_run``: the plan it prints). ``epilogue``: a
+job's last lines (outputs, resume, look). ``run_job``: a job's ``main`` with bad input reported as one ``error: ...`` line and exit
 status 2 (the traceback with ``--debug``). ``init_ray``: the cluster of ``--address`` /
 ``$RAY_ADDRESS`` (``ray job submit`` sets it), else a new local Ray, its workers as quiet as the
 driver (``xlt.logs``).
@@ -15,6 +15,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from .config import ConfigError
 from .data.errors import DataError
@@ -44,6 +45,8 @@ def job_parser(description: str) -> argparse.ArgumentParser:
     parser.add_argument("--verbose", action="store_true", help="show Ray's own log lines and warnings too")
     parser.add_argument("--no-tracking", dest="tracking", action="store_false",
                         help="log nothing to MLflow ($MLFLOW_TRACKING_URI, else results/mlruns) or TensorBoard")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="resolve the config, check its inputs and model, print the plan; train and write nothing")
     return parser
 
 
@@ -79,6 +82,21 @@ def epilogue(outputs: Mapping[str, str | os.PathLike], resume: str, look: Sequen
              f"resume:  {resume}"]
     lines += [f"look:    {line}" for line in look]
     return "\n".join(lines)
+
+
+def dry_run(job: str, output: str, state: str, config: Any, facts: Mapping[str, str]) -> None:
+    """What a job's ``--dry-run`` prints on stdout, its config resolved and its inputs checked: where it would write
+    (``output``, and what is there: ``state``), the fingerprint of what ``config`` computes (``xlt.resume``: two
+    commands that share a directory share it; ``None``: a job without a config, which takes nothing but its
+    arguments), and ``facts`` (task, model, plan), one line each."""
+    from .resume import fingerprint
+
+    width = max(map(len, ["output", *facts]))
+    tag = f" [config {fingerprint(config)}]" if config is not None else ""
+    lines = [f"{job} --dry-run: the config resolved, its inputs and model checked; nothing trained or written",
+             f"  {'output'.ljust(width)}  {output}: {state}{tag}",
+             *(f"  {name.ljust(width)}  {text}" for name, text in facts.items())]
+    print("\n".join(lines))
 
 
 def job_overrides(args: argparse.Namespace) -> list[str]:

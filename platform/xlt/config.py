@@ -13,6 +13,7 @@ Dataclasses add their own range checks in ``__post_init__`` (``check`` helps); t
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
 import types
 import typing
@@ -246,7 +247,52 @@ def load_config(cls: type[T], path: str | Path | None = None, overrides: typing.
     if smoke:
         data["output"] = {**data.get("output", {}), "dir": smoke_output(path)}
     overrides = list(overrides)
-    return from_dict(cls, apply_overrides(drop_alternatives(cls, data, overrides), overrides))
+    return with_own_output(cls, data, overrides, from_dict(cls, apply_overrides(drop_alternatives(cls, data, overrides),
+                                                                                overrides)))
+
+
+def with_own_output(cls: type[T], preset: dict[str, Any], overrides: typing.Sequence[str], cfg: T) -> T:
+    """``cfg`` writing where no command of another config writes: where ``overrides`` change what the run computes
+    (a key a resumed run must keep, ``xlt.resume``) and leave ``output.dir`` as the ``preset`` mapping has it, its
+    directory is the preset's followed by what they change (``results/cotrain/demo-policy-agreement`` for ``--set
+    selection.policy=agreement``), so that a preset's commands never resume, refuse or overwrite each other's
+    output. Overrides that change only how or where it runs (threads, workers, evaluation batch size) or how
+    long it trains keep the directory: the same run, continued. A preset that is no whole config on its own
+    (``jobs/predict.py``'s) keeps it too."""
+    from .resume import incompatible_changes
+
+    output, keys = getattr(cfg, "output", None), [item.partition("=")[0].strip() for item in overrides]
+    if not isinstance(getattr(output, "dir", None), str) or any(key in ("output", "output.dir") for key in keys):
+        return cfg
+    try:
+        plain = from_dict(cls, _plain(preset))
+    except (ConfigError, TypeError, ValueError):
+        return cfg
+    changed = incompatible_changes(plain, cfg)
+    words = [_slug(item) for item, key in zip(overrides, keys)
+             if any(c == key or c.startswith(key + ".") or key.startswith(c + ".") for c in changed)]
+    suffix = "-".join(word for word in words if word)
+    if not suffix:
+        return cfg
+    if len(suffix) > MAX_SUFFIX:  # long values (lists, mappings) keep their start and a digest of the whole
+        import hashlib
+
+        suffix = suffix[:MAX_SUFFIX - 9].rstrip("-") + "-" + hashlib.sha1(suffix.encode()).hexdigest()[:8]
+    directory = f"{output.dir.rstrip('/')}-{suffix}"
+    logging.getLogger(__name__).info(f"output.dir: {directory} (the preset's, named after what --set changes in it; "
+                                     "--set output.dir=... chooses another)")
+    return dataclasses.replace(cfg, output=dataclasses.replace(output, dir=directory))
+
+
+MAX_SUFFIX = 48  # characters of a derived output directory's suffix (with_own_output)
+
+
+def _slug(item: str) -> str:
+    """An override as words of a directory name: its key's last part and its value, an included file by its stem
+    (``task={include: configs/tasks/xnli.yaml}`` -> ``task-xnli``)."""
+    key, _, value = item.partition("=")
+    value = re.sub(r"include:\s*([^,}\]]+)", lambda m: Path(m.group(1).strip().strip("'\"")).stem, value)
+    return re.sub(r"[^a-z0-9.]+", "-", f"{key.strip().rsplit('.', 1)[-1]} {value}".lower()).strip("-.")
 
 
 def drop_alternatives(cls: type, data: dict[str, Any], overrides: typing.Sequence[str]) -> dict[str, Any]:

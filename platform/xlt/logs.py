@@ -43,6 +43,12 @@ def train_logging_level() -> str:
     return "INFO" if os.environ.get(VERBOSE_ENV, "1") == "1" else "WARNING"
 
 
+def tune_verbosity() -> int:
+    """``tune.run``'s ``verbose`` for a sweep or study: its trial tables and notices only with ``--verbose``; the
+    job draws its own bar of trials (``xlt.progress.trials_progress``) instead."""
+    return 1 if os.environ.get(VERBOSE_ENV, "1") == "1" else 0
+
+
 def setup_worker() -> None:
     """Ray's ``worker_process_setup_hook`` for every job: each worker process as quiet as the driver
     (and, quiet, without libraries' deprecation warnings, which are for their developers)."""

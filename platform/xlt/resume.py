@@ -106,6 +106,18 @@ def incompatible_changes(old: Any, new: Any, resumable: Iterable[str] | None = N
     return [k for k in changed_keys(old, new) if not any(k == a or k.startswith(a + ".") for a in allowed)]
 
 
+def fingerprint(cfg: Any) -> str:
+    """8 hex digits of what ``cfg`` computes (every key a resumed run must keep): two configs with the same
+    fingerprint may share a run directory, which one continues where the other stopped."""
+    import hashlib
+    import json
+
+    allowed = resumable_keys(type(cfg))
+    kept = {k: v for k, v in _flatten(dataclasses.asdict(cfg)).items()
+            if not any(k == a or k.startswith(a + ".") for a in allowed)}
+    return hashlib.sha1(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()[:8]
+
+
 def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in data.items():

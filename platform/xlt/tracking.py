@@ -205,7 +205,7 @@ class Tracker(Sink):
             requirements = SERVING_REQUIREMENTS + (() if backend == "torch" else ("onnxruntime",))
             info = mlflow.pyfunc.log_model(name=name, python_model=exported_classifier(),
                                            artifacts={"export": str(export)}, model_config={"backend": backend},
-                                           metadata={"backend": backend},
+                                           metadata={"backend": backend}, signature=signature(export),
                                            pip_requirements=[f"{p}=={version(p)}" for p in requirements])
         return info.model_uri
 
@@ -308,6 +308,22 @@ def trial_runs_class() -> type:
                                                         if key != "config"})
 
     return TrialRuns
+
+
+def signature(export: str | Path):
+    """The MLflow signature of an export's pyfunc (``exported_classifier``): its input columns, ``text``, ``text_pair``
+    for pairs and ``lang`` (required by a classifier centred per language), and the predict job's output columns."""
+    from mlflow.models import ModelSignature
+    from mlflow.types import ColSpec, Schema
+
+    from .models.classifier import export_inputs
+
+    paired, centred, labels = export_inputs(export)
+    inputs = [ColSpec("string", "text"), *([ColSpec("string", "text_pair")] if paired else []),
+              ColSpec("string", "lang", required=centred)]
+    outputs = [ColSpec("string", "label"), ColSpec("float", "confidence"),
+               *(ColSpec("float", f"p_{label}") for label in labels)]
+    return ModelSignature(Schema(inputs), Schema(outputs))
 
 
 def exported_classifier():

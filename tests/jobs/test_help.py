@@ -35,3 +35,14 @@ print(json.dumps(out))
     assert sorted(answered) == JOBS and len(JOBS) == 9
     for job, (help_chars, imported) in answered.items():
         assert help_chars > 200 and imported == [], (job, help_chars, imported)
+
+
+def test_every_jobs_help_shows_its_examples_line_by_line():
+    """A backslash ending an example line in a job's docstring must be escaped: unescaped, Python joins the next line
+    onto it, and ``--help`` shows one line with a run of spaces in it."""
+    import ast
+
+    for job in JOBS:
+        doc = ast.get_docstring(ast.parse((REPO / "jobs" / job).read_text(encoding="utf-8"))) or ""
+        joined = [line for line in doc.splitlines() if line.lstrip().startswith("python ") and "     --" in line]
+        assert joined == [], (job, joined)

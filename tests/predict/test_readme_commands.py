@@ -16,9 +16,14 @@ import pyarrow.fs
 from conftest import REPO
 from jobs.inprocess import run_in_process
 from xlt.record import FINISHED, write_record
+from xlt.tracking import Tracker
 from xlt.train.checkpoint import checkpoint_entry
 
 from .test_predict import checkpoint, finetune_run
+
+
+# The README's Python blocks (by their first line) that read what the README's predict and export commands wrote.
+README_PYTHON = ("from sentence_transformers import SentenceTransformer", "import mlflow")
 
 
 def readme_commands(*jobs: str) -> list[list[str]]:
@@ -72,6 +77,24 @@ def test_the_readmes_predict_and_export_commands_run_as_typed(tmp_path, monkeypa
     assert set(labelled["lang"]) == set(nusax.languages) and len(labelled) == 400 * len(nusax.languages)
     swahili = json.loads((tmp_path / "results/predict/swahili/results.json").read_text())
     assert swahili["centred on the input"] == {"sw": 120} and swahili["rows"] == 120
+
+    # The README's Python on what these commands wrote: the exports, and one logged as a job logs its export.
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    with Tracker("finetune", "readme", tmp_path / "results/finetune/sib200-e5-zero-shot") as tracker:
+        uri = tracker.model(tmp_path / "results/export/sib200")
+    for first, body in readme_python(*README_PYTHON):
+        namespace: dict = {}
+        exec(compile(body.replace('"models:/m-..."', repr(uri)), "README.md", "exec"), namespace)  # noqa: S102
+    assert list(namespace["model"].predict(pd.DataFrame({"text": ["x"], "lang": ["en"]})).columns)[:2] == \
+        ["label", "confidence"]
+
+
+def readme_python(*firsts: str) -> list[tuple[str, str]]:
+    """The README's ``python`` blocks that begin with one of ``firsts``, in order, as ``(first line, block)``."""
+    blocks = re.findall(r"```python\n(.*?)```", (REPO / "README.md").read_text(), flags=re.S)
+    found = [(body.splitlines()[0], body) for body in blocks if body.splitlines()[0] in firsts]
+    assert {first for first, _ in found} == set(firsts)
+    return found
 
 
 def probe_export(directory):

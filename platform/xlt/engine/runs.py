@@ -93,6 +93,16 @@ def check_resumable(cfg: Any, directory: str | None = None,
                           f"resume under the new config; {instead}")
 
 
+def run_state(cfg: Any, directory: str | None = None) -> str:
+    """What a training job would do with its run directory (``directory``, else ``run_dir(cfg)``), as its
+    ``--dry-run`` says it; a directory holding a run of another config is refused as ``check_resumable`` refuses it."""
+    directory = run_dir(cfg) if directory is None else directory
+    check_resumable(cfg, directory)
+    if read_run_config(directory, type(cfg)) is None:
+        return "a new run"
+    return "holds a run of this config, which the command continues (a finished one prints its results)"
+
+
 @dataclasses.dataclass(frozen=True)
 class InProcessResult:
     """What an in-process ``Run.fit`` returns: as much of Ray Train's ``Result`` as xlt reads."""

@@ -61,8 +61,8 @@ class OptimSettings:
     log_every_steps: int = free(0)  # a log line every n steps on rank 0 besides its progress bar; 0 = per epoch only
     # Micro-batches whose input (rows read, texts tokenised, pinned for a GPU) is prepared ahead of the step in a thread
     # of its own (``xlt.engine.ahead``), where the workload's batcher prepares the whole input; the same batches either
-    # way. 0 = in the step's thread. A GPU then waits for no input; on 2 CPU cores the loop ran at 1.09 ± 0.06 times
-    # its speed with the input made in the step's thread (``benchmarks/step_vs_hf_trainer_ahead.md``).
+    # way. 0 = in the step's thread. A GPU then waits for no input; on 2 CPU cores it neither helps nor costs
+    # measurably (``benchmarks/step_vs_hf_trainer.md``, its diagnosis lines), so every device runs this one path.
     input_ahead: int = free(2)
     # The forward pass and loss of each training step: fp32; bf16 (torch.autocast: matrix products in
     # bf16, weights, gradients and AdamW in fp32); fp16 (the same in float16, with a gradient scaler

@@ -28,6 +28,7 @@ from ..data import Example, MiningCorpus, ParallelPair, resolve_data_dir
 from ..text.languages import normalize_lang
 from ..hardware import inference_device
 from ..models import EncoderConfig, TextEncoder, load_encoder
+from ..resume import fixed, free
 from ..models.encoder import Item
 from ..data.sample import sample
 from ..storage import OutputSettings
@@ -47,8 +48,8 @@ class EvaluateData:
     """Where the data is and how much of it: ``data_dir`` (else ``$XLT_DATA_DIR``; ``--data-dir``),
     ``max_examples`` per language and split (0 = all; smoke runs use a few)."""
 
-    data_dir: str | None = None
-    max_examples: int = 0
+    data_dir: str | None = free(None)
+    max_examples: int = fixed(0)
 
     def __post_init__(self) -> None:
         check(self.max_examples >= 0, "data.max_examples", self.max_examples, "0 (all) or a positive integer")
@@ -61,29 +62,29 @@ class EvaluateConfig:
     theirs (empty = every one on disk); ``mining``: the corpus of ``bucc``, which ignores ``task``,
     ``languages`` and ``source_lang`` (BUCC 2018 offline: zh→en, the one pair with gold)."""
 
-    protocol: Protocol = "frozen-linear"
-    task: TaskConfig | None = None
-    bitext: BitextConfig | None = None
-    mining: MiningConfig | None = None
-    models: tuple[EncoderConfig, ...] = (
+    protocol: Protocol = fixed("frozen-linear")
+    task: TaskConfig | None = fixed(None)
+    bitext: BitextConfig | None = fixed(None)
+    mining: MiningConfig | None = fixed(None)
+    models: tuple[EncoderConfig, ...] = fixed((
         EncoderConfig(source="bundled:multilingual-e5-small"),
         EncoderConfig(source="bundled:use-multilingual-v3"),
-    )
+    ))
     data: EvaluateData = field(default_factory=EvaluateData)
-    languages: tuple[str, ...] = ()
-    source_lang: str = "en"
-    batch_size: int = 64
+    languages: tuple[str, ...] = fixed(())
+    source_lang: str = fixed("en")
+    batch_size: int = free(64)
     # Inverse L2 strength (scikit-learn's C) of the logistic-regression probe: the value with the
     # best source-language dev accuracy is used (ties -> the stronger regularisation, smaller C).
-    probe_c: tuple[float, ...] = (0.1, 1.0, 10.0, 100.0)
-    probe_max_iter: int = 2000
+    probe_c: tuple[float, ...] = fixed((0.1, 1.0, 10.0, 100.0))
+    probe_max_iter: int = fixed(2000)
     # The probe adapted to each target language's unlabelled pool (xlt.eval.adaptation): centring, self-training.
-    adapt: ProbeAdaptation = field(default_factory=ProbeAdaptation)
-    normalize: bool = True  # L2-normalise embeddings before the probe / retrieval
-    progress: bool = True  # progress bars (stderr) while encoding
-    mining_k: int = 4  # neighbourhood of the ratio margin (Artetxe & Schwenk 2019)
-    seed: int = 0
-    output: OutputSettings = field(default_factory=lambda: OutputSettings(dir="results/evaluate"))
+    adapt: ProbeAdaptation = fixed(factory=ProbeAdaptation)
+    normalize: bool = fixed(True)  # L2-normalise embeddings before the probe / retrieval
+    progress: bool = free(True)  # progress bars (stderr) while encoding
+    mining_k: int = fixed(4)  # neighbourhood of the ratio margin (Artetxe & Schwenk 2019)
+    seed: int = fixed(0)
+    output: OutputSettings = free(factory=lambda: OutputSettings(dir="results/evaluate"))
 
     def __post_init__(self) -> None:
         check(len(self.models) >= 1, "models", self.models, "at least one model")

@@ -99,8 +99,11 @@ class Classifier(nn.Module):
         if not self.languages:
             return embeddings
         if langs is None or len(langs) != len(embeddings):
+            given = "none" if langs is None else f"{len(langs)} for {len(embeddings)} texts"
             raise ValueError(f"this classifier centres each language on its own mean ({', '.join(self.languages)}): "
-                             "it needs the language of every text")
+                             f"it needs the language of every text, one code each (given: {given}); pass them as "
+                             f"predict(texts, langs=[...]), e.g. langs=[{self.languages[0]!r}] * len(texts), or a "
+                             "'lang' column to its MLflow model")
         unknown = sorted(set(langs) - set(self.languages))
         if unknown:
             raise ValueError(f"this classifier centres each language on the mean of its unlabelled rows and has "
@@ -307,6 +310,19 @@ class CombinedClassifier:
     def from_pretrained(cls, directory: str | Path) -> "CombinedClassifier":
         settings = json.loads((Path(directory) / COMBINATION_FILE).read_text(encoding="utf-8"))
         return cls({name: Classifier.from_pretrained(Path(directory) / name) for name in settings["members"]})
+
+
+def export_inputs(directory: str | Path) -> tuple[bool, bool, list[str]]:
+    """What the texts an export labels come with, from its files alone: ``(paired, centred, labels)``: pairs
+    (``text_pair``), each text's language (a classifier centred per language, or a combination with one), and its
+    labels in the head's order."""
+    directory = Path(directory)
+    if (directory / COMBINATION_FILE).is_file():
+        names = json.loads((directory / COMBINATION_FILE).read_text(encoding="utf-8"))["members"]
+        members = [export_inputs(directory / name) for name in names]
+        return members[0][0], any(centred for _, centred, _ in members), members[0][2]
+    settings = json.loads((directory / CLASSIFIER_FILE).read_text(encoding="utf-8"))
+    return bool(settings["paired"]), bool(settings.get("languages")), list(settings["labels"])
 
 
 def load_pretrained(directory: str | Path) -> "Classifier | CombinedClassifier":

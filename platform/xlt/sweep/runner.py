@@ -31,6 +31,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..logs import tune_verbosity
+from ..progress import trials_progress
 from ..config import ConfigError
 from ..data import resolve_data_dir
 from ..data.paths import ENV_VAR
@@ -115,7 +117,7 @@ def _identity(space: SearchSpace, base: Mapping[str, Any], settings: SweepSettin
                                   "searcher": settings.searcher, "scheduler": settings.scheduler}, default=str))
 
 
-def _guard(directory: str, identity: dict, resume: bool) -> None:
+def _guard(directory: str, identity: dict, resume: bool, claim: bool = True) -> None:
     found = names(directory)
     exists = any(fnmatch.fnmatch(name, "experiment_state-*.json") for name in found)
     if resume and not exists:
@@ -131,8 +133,9 @@ def _guard(directory: str, identity: dict, resume: bool) -> None:
         if changed:
             raise ConfigError(f"{directory} was started with a different {', '.join(changed)}; a resumed sweep "
                               "continues the same one (Tune keeps its searcher, samples and scheduler)")
-    with staged(directory) as local:
-        (local / SWEEP_FILE).write_text(json.dumps(identity, indent=1), encoding="utf-8")
+    if claim:
+        with staged(directory) as local:
+            (local / SWEEP_FILE).write_text(json.dumps(identity, indent=1), encoding="utf-8")
 
 
 def _trial_dirname(trial: Trial) -> str:
@@ -205,16 +208,17 @@ class Sweep:
             raise_on_failed_trial=False,
             max_failures=settings.max_failures,
             trial_dirname_creator=_trial_dirname,
-            callbacks=list(callbacks) or None,
-            verbose=1,
+            callbacks=[*callbacks, trials_progress(self.num_samples, "trial")],
+            verbose=tune_verbosity(),
         )
         saved = saved_statuses(settings.directory)
         return [to_record(i, trial, space.params, saved.get(trial.trial_id)) for i, trial in enumerate(analysis.trials)]
 
 
-def prepare_sweep(space: SearchSpace, base: Mapping[str, Any], settings: SweepSettings) -> Sweep:
+def prepare_sweep(space: SearchSpace, base: Mapping[str, Any], settings: SweepSettings, claim: bool = True) -> Sweep:
     """Everything that can fail before Ray starts: the preset, every entry against it, the task's
-    data, and the sweep directory (new, or the same sweep when resuming; see the module docstring)."""
+    data, and the sweep directory (new, or the same sweep when resuming; see the module docstring), which it
+    claims unless ``claim`` is false (a dry run writes nothing)."""
     job = JOBS[space.job]
     cfg = job.config(trial_data(base, {}, space.sweep_only))
     job.check(cfg)
@@ -223,5 +227,5 @@ def prepare_sweep(space: SearchSpace, base: Mapping[str, Any], settings: SweepSe
     task = load_task(cfg.task, data_dir)
     task.check({"train": [task.source_lang], "dev": task.langs})  # a sweep selects on dev
     num_samples = settings.num_samples or space.num_samples
-    _guard(settings.directory, _identity(space, base, settings, num_samples), settings.resume)
+    _guard(settings.directory, _identity(space, base, settings, num_samples), settings.resume, claim)
     return Sweep(space, dict(base), settings, cfg, num_samples, data_dir)
