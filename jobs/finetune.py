@@ -84,7 +84,7 @@ def plan(prepared) -> None:
                 f"and {len(prepared.test)} test rows in {len(task.langs)} languages, {len(task.labels)} labels",
         "model": availability(cfg.model.source),
         "plan": f"{cfg.optim.epochs} epochs of {cfg.steps_per_epoch(workers)} steps, batch {cfg.optim.batch_size}, "
-                f"{f'{workers} Ray Train workers' if workers else 'in this process'}, {cfg.optim.precision}; "
+                f"{f'{workers} Ray Train worker(s)' if workers else 'in this process'}, {cfg.optim.precision}; "
                 f"{'a Ray' if needs_ray(cfg) else 'no Ray'} started",
     })
 

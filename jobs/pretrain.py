@@ -82,7 +82,7 @@ def plan(cfg) -> None:
     dry_run("pretrain", run_dir(cfg), run_state(cfg), cfg, {
         "pairs": f"{len(mixture.pairs)} parallel pairs: " + ", ".join(f"{k} {v}" for k, v in mixture.drawn.items()),
         "model": availability(cfg.model.source),
-        "plan": f"{cfg.recipe} ({', '.join(cfg.objective_names)}): {cfg.optim.epochs} epochs, batch "
+        "plan": f"{cfg.recipe} ({', '.join(cfg.objective_names)}): {cfg.optim.epochs} epoch(s), batch "
                 f"{cfg.optim.batch_size}; Ray started",
     })
 

@@ -98,7 +98,7 @@ def main() -> None:
 
         resumed = "holds this sweep, which --resume continues" if settings.resume else "a new sweep"
         return dry_run("sweep", settings.directory, resumed, sweep.config, {
-            "space": f"{space.source}: {', '.join(space.params)} on {space.job}, {sweep.num_samples} trials by "
+            "space": f"{space.source}: {', '.join(p.key for p in space.params)} on {space.job}, {sweep.num_samples} trials by "
                      f"{settings.searcher}, scheduler {settings.scheduler}; chosen on {space.metric} ({space.mode})",
             "model": availability(sweep.config.model.source if hasattr(sweep.config, "model") else
                                   sweep.config.lm.model.source),

@@ -50,7 +50,7 @@ NOT_RUN = {
                                                                     "above writes when it ends",
     "python jobs/evaluate.py --set 'models=[{source: \"local:/ckpt\"": "a placeholder checkpoint (/ckpt) the "
                                                                      "reader fills in with one of their own",
-    "python jobs/finetune.py --config configs/finetune_sib200.yaml --set model.source=local:<run>":
+    "python jobs/finetune.py --config configs/finetune_sib200.yaml --set 'model.source=local:<run>":
         "a placeholder (<run>/<checkpoint>) the reader fills in with a pretraining run's checkpoint",
 }
 # Python blocks run elsewhere, by their first line: the test that does.

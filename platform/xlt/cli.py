@@ -91,6 +91,9 @@ def dry_run(job: str, output: str, state: str, config: Any, facts: Mapping[str, 
     arguments), and ``facts`` (task, model, plan), one line each."""
     from .resume import fingerprint
 
+    from .storage import shown_path
+
+    output = shown_path(output)  # as the command's own relative paths name it
     width = max(map(len, ["output", *facts]))
     tag = f" [config {fingerprint(config)}]" if config is not None else ""
     lines = [f"{job} --dry-run: the config resolved, its inputs and model checked; nothing trained or written",

@@ -77,6 +77,20 @@ def resumable_keys(cls: type, prefix: str = "", refit: bool = False) -> tuple[st
     return tuple(keys)
 
 
+def free_keys(cls: type, prefix: str = "") -> tuple[str, ...]:
+    """The dotted keys (and key prefixes) of config class ``cls`` declared ``free``: how or where a run runs, or what
+    it reports, never what it computes."""
+    keys: list[str] = []
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        kind, nested, key = f.metadata.get(RESUME), section(hints[f.name]), prefix + f.name
+        if kind == "free":
+            keys.append(key)
+        elif nested is not None and kind in (None, "refitted"):
+            keys.extend(free_keys(nested, key + "."))
+    return tuple(keys)
+
+
 def unclassified(cls: type, prefix: str = "") -> list[str]:
     """The dotted keys of ``cls``'s fields that declare no resumability (an undeclared section's
     unclassified fields included)."""

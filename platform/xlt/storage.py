@@ -196,3 +196,11 @@ def read_text(path: str | Path) -> str | None:
     """The text of file ``path`` (local or URI), or ``None`` if it does not exist."""
     with fetched(path) as local:
         return None if local is None else local.read_text(encoding="utf-8")
+
+
+def shown_path(path: str) -> str:
+    """``path`` as a report or plan shows it: relative to the working directory where it lies under it (the checkout
+    a job runs from), so that the same command shows the same text in any clone; a URI or a path elsewhere as is."""
+    if is_uri(path) or not Path(path).is_absolute() or not Path(path).resolve().is_relative_to(Path.cwd()):
+        return path
+    return str(Path(path).resolve().relative_to(Path.cwd()))

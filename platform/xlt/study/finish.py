@@ -38,7 +38,9 @@ def finish_study(study: Study, command: str, errors: dict[str, str], tracker: An
     text = markdown(study, content, command, STUDY_PLOT, list(missing), errors, reading)
     with staged(study.output) as local:
         (local / STUDY_TABLE).write_text(text, encoding="utf-8")
-        write_results(local / STUDY_RESULTS, {**content, "missing": list(missing), "failed": errors})
+        # The command and time of the study, not of this report: a rerun of a finished study rewrites it as it is.
+        write_results(local / STUDY_RESULTS, {"command": command, "finished": max(r["finished"] for r in records),
+                                              **content, "missing": list(missing), "failed": errors})
         plot(study, content, str(local / STUDY_PLOT))
         tracker.artifacts(local / STUDY_TABLE, local / STUDY_RESULTS, local / STUDY_PLOT)
     tracker.metrics({f"{arm}/avg_target": v["mean"] for arm, v in content["avg_target"].items()}, step=0)

@@ -23,6 +23,7 @@ import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..storage import shown_path
 from ..eval.stats import mean_std, paired_bootstrap, seed_item_bootstrap
 from ..metrics import AVG_TARGET
 from ..report import markdown_table
@@ -136,7 +137,7 @@ def build(study: Study, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
              for r in sorted(records, key=lambda r: (r["variant"], r["seed"]))]
     means = {f"{arm}{'' if rows == ROWS else ' [' + rows + ']'}": mean_std([r["acc"][AVG_TARGET] for r in arm_list])
              for (arm, rows), arm_list in runs.items()}
-    return {"title": study.title, "study": study.source, "output": study.output, "seeds": list(study.seeds),
+    return {"title": study.title, "study": study.source, "output": shown_path(study.output), "seeds": list(study.seeds),
             "split": study.split, "tables": tables, "comparisons": comparisons(study, runs), "units": units,
             "avg_target": {arm: {"mean": m, "std": s} for arm, (m, s) in means.items()},
             "arms": summary(records), **({"choice": chosen(study, runs)} if study.choose else {})}
@@ -248,3 +249,4 @@ def plot(study: Study, content: Mapping[str, Any], path: str) -> None:
     ax.set_xticks(range(len(arms)), labels, rotation=20, ha="right")
     title = "\n".join(textwrap.wrap(study.title, width=int(9 * fig.get_figwidth())))
     save_figure(fig, ax, path, xlabel="", ylabel=f"{study.split} accuracy, target average", title=title)
+

@@ -36,6 +36,7 @@ from ..config import from_dict
 from ..eval.classification import macro_f1_by_language
 from ..hardware import cpu_model, device_name
 from ..metrics import AVG_TARGET
+from ..resume import free_keys
 from ..record import located, read_record as read_run_record
 from ..storage import join, names, read_text, staged
 from .spec import Study, Unit
@@ -182,13 +183,17 @@ def same_unit(recorded: Mapping[str, Any], now: Mapping[str, Any], config_class:
     """Whether a record's ``unit_identity`` is the unit's now. A job setting one side lacks counts as its
     default in ``config_class``: a setting added to xlt after the record was written, at its default,
     leaves the record the same unit (a preset that sets it to something else must set it back in the
-    study's ``set``). ``reads``: the job settings the unit reads (a baseline's: ``recipes.ROWS_SETTINGS``),
+    study's ``set``). A setting declared ``free`` (``xlt.resume``: what a run reports, where it runs) is not
+    compared. ``reads``: the job settings the unit reads (a baseline's: ``recipes.ROWS_SETTINGS``),
     the only ones compared; ``None``: all."""
     a, b = _leaves(recorded), _leaves(now)
+    free = free_keys(config_class)  # what a run reports or where it runs: the same unit either way
     for key in a.keys() | b.keys():
         setting = key.removeprefix("job.")
         if reads is not None and key.startswith("job.") and not any(
                 setting == r or setting.startswith(r + ".") for r in reads):
+            continue
+        if key.startswith("job.") and any(setting == f or setting.startswith(f + ".") for f in free):
             continue
         if a.get(key, _ABSENT) == b.get(key, _ABSENT):
             continue
