@@ -69,6 +69,15 @@ def command_lines(body: str) -> list[str]:
     return [shlex.join(shlex.split(line, comments=True)) for line in lines if shlex.split(line, comments=True)]
 
 
+def model_read(words: list[str]) -> str | None:
+    """The run or export a predict or export command reads (``model.path=``, the export's first argument)."""
+    if words[:2] == ["python", "jobs/export.py"]:
+        return words[2]
+    if words[:2] == ["python", "jobs/predict.py"]:
+        return next((w.split("=", 1)[1] for w in words if w.startswith("model.path=")), None)
+    return None
+
+
 def reason_not_run(command: str) -> str | None:
     return next((why for start, why in {**ELSEWHERE, **NOT_RUN}.items() if command.startswith(start)), None)
 
@@ -126,7 +135,7 @@ def test_the_readme_walked_in_order_runs_as_typed_writes_nothing_and_shares_no_d
     readers_files(root, blocks)
     monkeypatch.chdir(root)
     before = files(root)
-    ran, skipped, unknown, failed, plans = [], {}, [], [], {}
+    ran, skipped, unknown, failed, plans, written, unmade = [], {}, [], [], {}, set(), []
     for language, body in blocks:
         if language == "python":
             first = body.splitlines()[0]
@@ -138,6 +147,11 @@ def test_the_readme_walked_in_order_runs_as_typed_writes_nothing_and_shares_no_d
             continue
         for command in command_lines(body) if language == "bash" else []:
             words = shlex.split(command)
+            read = model_read(words)
+            if read is not None and not any(read == d or read.startswith(d + "/") for d in written):
+                unmade.append(command)  # it reads a run no README command before it makes
+            if words[:2] == ["python", "jobs/export.py"]:
+                written.add(words[3])
             if reason_not_run(command) is not None:
                 skipped[command] = reason_not_run(command)
             elif words[0] == "python" and words[1].startswith("jobs/"):
@@ -149,9 +163,11 @@ def test_the_readme_walked_in_order_runs_as_typed_writes_nothing_and_shares_no_d
                 for directory, fingerprint in re.findall(r"^  output\s+(\S+): .*\[config (\w+)\]$", result.stdout,
                                                          re.M):
                     plans.setdefault(directory, {})[command] = fingerprint
+                    written.add(directory)
             else:
                 unknown.append(command)
     assert unknown == [], "README commands this test neither runs nor names a reason for"
+    assert unmade == [], "README commands that read a run or export no README command before them writes"
     assert failed == []
     jobs = {shlex.split(command)[1] for command in ran if command.startswith("python jobs/")}
     assert {"jobs/finetune.py", "jobs/cotrain.py", "jobs/evaluate.py", "jobs/pretrain.py", "jobs/sweep.py",

@@ -118,7 +118,7 @@ def test_a_sweep_keeps_its_experiment_trials_and_best_config_on_the_store(store_
 
     proc = store_sweep.finished()
     assert proc.returncode == 0, proc.stderr[-3000:]
-    out = f"{store_sweep.storage}/smoke-smoke"
+    out = f"{store_sweep.storage}/smoke"
     copy = tmp_path / "copy"
     pyarrow.fs.copy_files(out, str(copy))
     assert_the_smoke_sweep(proc, copy, store_sweep.mlflow_store)  # what a random smoke sweep prints and writes

@@ -53,7 +53,7 @@ def assert_the_smoke_sweep(proc: subprocess.CompletedProcess, out: Path, mlflow_
     entry sampled, the conditional one applied only when active), the table, the plot, a best config
     that jobs/finetune.py reads, and the tracking. Run by tests/jobs/test_object_storage.py, whose sweep
     is this one with its storage on S3."""
-    assert "## Sweep smoke-smoke: finetune, random + none, 2 trials" in proc.stdout
+    assert "## Sweep smoke: finetune, random + none, 2 trials" in proc.stdout
     assert f"| trial | status     | {TEMPERATURE} | data.augment.t_c | data.augment.r_c |" in proc.stdout
     assert "resume:  nothing to resume: every trial ended" in proc.stdout  # not a --resume that does nothing
     for name in ("results.md", "results.json", "best.yaml", "best_so_far.png", "sweep.json"):
@@ -73,7 +73,7 @@ def assert_the_smoke_sweep(proc: subprocess.CompletedProcess, out: Path, mlflow_
     cfg = load_finetune_config(out / "best.yaml")
     assert cfg.objectives[0].params["temperature"] == best[TEMPERATURE] and cfg.optim.lr == best["optim.lr"]
     assert cfg.data.augment.t_c == best["data.augment.t_c"]
-    assert cfg.model.source == "tiny:bert" and cfg.output.name == "smoke-smoke-best"
+    assert cfg.model.source == "tiny:bert" and cfg.output.name == "smoke-best"
     assert cfg.scaling.cpus_per_worker == 2  # the preset's: sweep_only set 1 for the trials only
 
     # MLflow: the sweep's run (its outputs as artifacts) with a nested run per trial (Tune's logger).
@@ -94,7 +94,7 @@ def test_killed_sweep_resumes(job_env, tmp_path):
     the killed driver's trials, as on a cluster."""
     args = ["--storage", str(tmp_path), "--max-concurrent", "1"]
     env = {**job_env, **EVERY_STEP}
-    out = tmp_path / "smoke-smoke"
+    out = tmp_path / "smoke"
     proc = subprocess.Popen([*JOB, *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env=env, start_new_session=True)
     deadline = time.monotonic() + 300

@@ -57,7 +57,9 @@ def test_a_setting_a_record_lacks_counts_as_its_default_and_nothing_else():
     assert same_unit({**old, "job": {**old["job"], "objectives": []}}, old, FinetuneConfig)  # the default (), as JSON keeps it
     assert not same_unit(old, {**old, "job": {**old["job"], "optim": {"lr": 1e-4, "head_lr": 1e-2}}}, FinetuneConfig)
     assert not same_unit(old, {**old, "job": {**old["job"], "optim": {"lr": 5e-5}}}, FinetuneConfig)
-    assert not same_unit(old, {**old, "job": {**old["job"], "evals": "x"}}, FinetuneConfig)  # not its default
+    assert not same_unit(old, {**old, "job": {**old["job"], "optim": {"lr": 1e-4, "seed": 3}}}, FinetuneConfig)
+    # A free setting (what the run reports, where it runs) never makes another unit, whatever its value.
+    assert same_unit(old, {**old, "job": {**old["job"], "evals": "x", "scaling": {"threads": 7}}}, FinetuneConfig)
     assert not same_unit(old, {**old, "model": "tiny:bert"}, FinetuneConfig)  # outside the job's config: no default
 
 
