@@ -16,10 +16,10 @@ from .ray_internals import train_report_logger
 VERBOSE_ENV = "XLT_VERBOSE"
 # Libraries that configure their own loggers when imported read these (Ray Data's executor lines,
 # MLflow's store set-up notices); Ray Train's are set per run (``train_logging_level``).
-QUIET_ENV = {"RAY_DATA_LOG_LEVEL": "ERROR", "MLFLOW_LOGGING_LEVEL": "WARNING"}
+QUIET_ENV = {"RAY_DATA_LOG_LEVEL": "ERROR", "MLFLOW_LOGGING_LEVEL": "WARNING",
+             "RAY_DATA_DISABLE_PROGRESS_BARS": "1"}  # a sweep trial's datasets drew a bar each
 # Ray's own Python loggers: its start-up notices, Train's controller, workers' checkpoint reports
-# and placement-group cleaner, Data's executor and issue detectors. Ray Tune's trial table is the
-# progress of a sweep and stays.
+# and placement-group cleaner, Data's executor and issue detectors.
 RAY_LOGGERS = ("ray", "ray.data", "ray.train", "ray.air")
 
 
@@ -67,7 +67,8 @@ def _quiet_ray(verbose: bool) -> None:
     if not verbose:
         for name in RAY_LOGGERS:
             logging.getLogger(name).setLevel(logging.ERROR)
-        logging.getLogger("ray.tune").setLevel(logging.INFO)
+        # Tune's notices too: a sweep or study draws its own bar of trials in place of Tune's tables.
+        logging.getLogger("ray.tune").setLevel(logging.WARNING)
         logging.getLogger("alembic").setLevel(logging.WARNING)  # the tracking store's migrations
 
 

@@ -95,6 +95,8 @@ def build_search_alg(params: Sequence[Param], searcher: Searcher, *, metric: str
     from ray.tune.search import ConcurrencyLimiter
     from ray.tune.search.optuna import OptunaSearch
 
+    if not tune_verbosity():  # its "A new study created" line, with Tune's own, only with --verbose
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
     sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup_trials(num_samples))
     return ConcurrencyLimiter(OptunaSearch(space=space, metric=metric, mode=mode, sampler=sampler),
                               max_concurrent=limit), {}
