@@ -163,9 +163,11 @@ def report(store: Path, output: Path, before: Path | None = None) -> None:
                     f"OpenMP threads ({diagnosis[0]['date']}, {diagnosis[0]['machine'].split(';')[0]}).")
     lines = [f"- The LM learner's fit of iteration 0 against HF Trainer on its rows, per pair of neighbouring runs: "
              f"{harness.mean_sd(ratio, 2)} ({', '.join(f'{v:.2f}' for v in ratio)})."] if ratio else []
-    lines.append(f"- `make demo`'s job ({demos[0]['commit']}): {harness.mean_sd([r['command s'] for r in demos], 1)} s "
-                 f"over {len(demos)} runs; its accuracy tables "
-                 f"{'identical in every run' if len(tables) == 1 else 'differ between runs'}.")
+    for commit in dict.fromkeys(r["commit"] for r in demos):  # a store may hold demos of several commits
+        seconds = [r["command s"] for r in demos if r["commit"] == commit]
+        lines.append(f"- `make demo`'s job ({commit}): {harness.mean_sd(seconds, 1)} s over {len(seconds)} run(s).")
+    lines.append(f"- The demos' accuracy tables: {'identical in every run' if len(tables) == 1 else 'differ between runs'}"
+                 f" ({len(demos)} runs, {len(set(r['commit'] for r in demos))} commit(s)).")
     if earlier:
         lines.append(f"- Before ({earlier[0]['commit']}): {harness.mean_sd([r['command s'] for r in earlier], 1)} s over "
                      f"{len(earlier)} runs; the LM's first fit {harness.mean_sd([r['examples/s'] for r in earlier], 2)} "
