@@ -2,8 +2,8 @@
 
 ``job_parser``: ``--config``, repeated ``--set key=value``, ``--data-dir``, ``--smoke``, ``--address``,
 ``--debug``, ``--verbose``, ``--no-tracking``, ``--dry-run`` (``dry_run``: the plan it prints). ``epilogue``: a
-job's last lines (outputs, resume, look). ``run_job``: a job's ``main`` with bad input reported as one ``error: ...`` line and exit
-status 2 (the traceback with ``--debug``). ``init_ray``: the cluster of ``--address`` /
+job's last lines (outputs, resume, look). ``run_job``: a job's ``main`` with bad input reported as one
+``error: ...`` line and exit status 2 (the traceback with ``--debug``). ``init_ray``: the cluster of ``--address`` /
 ``$RAY_ADDRESS`` (``ray job submit`` sets it), else a new local Ray, its workers as quiet as the
 driver (``xlt.logs``).
 """
@@ -90,7 +90,6 @@ def dry_run(job: str, output: str, state: str, config: Any, facts: Mapping[str, 
     commands that share a directory share it; ``None``: a job without a config, which takes nothing but its
     arguments), and ``facts`` (task, model, plan), one line each."""
     from .resume import fingerprint
-
     from .storage import shown_path
 
     output = shown_path(output)  # as the command's own relative paths name it

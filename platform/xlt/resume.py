@@ -64,31 +64,33 @@ def section(hint: Any) -> type | None:
     return None
 
 
-def resumable_keys(cls: type, prefix: str = "", refit: bool = False) -> tuple[str, ...]:
+def resumable_keys(cls: type) -> tuple[str, ...]:
     """The dotted keys (and key prefixes) of config class ``cls`` that a resumed run may change."""
-    keys: list[str] = []
-    hints = typing.get_type_hints(cls)
-    for f in dataclasses.fields(cls):
-        kind, nested, key = f.metadata.get(RESUME), section(hints[f.name]), prefix + f.name
-        if kind == "free" or (kind == "length" and not refit):
-            keys.append(key)
-        elif nested is not None and kind in (None, "refitted"):
-            keys.extend(resumable_keys(nested, key + ".", refit or kind == "refitted"))
-    return tuple(keys)
+    return _declared_keys(cls, ("free", "length"))
 
 
-def free_keys(cls: type, prefix: str = "") -> tuple[str, ...]:
+def free_keys(cls: type) -> tuple[str, ...]:
     """The dotted keys (and key prefixes) of config class ``cls`` declared ``free``: how or where a run runs, or what
     it reports, never what it computes."""
+    return _declared_keys(cls, ("free",))
+
+
+def _declared_keys(cls: type, kinds: tuple[str, ...], prefix: str = "", refit: bool = False) -> tuple[str, ...]:
+    """The keys of ``cls`` declared one of ``kinds`` (sections whole), ``length`` not inside a ``refitted`` section."""
     keys: list[str] = []
     hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
         kind, nested, key = f.metadata.get(RESUME), section(hints[f.name]), prefix + f.name
-        if kind == "free":
+        if kind in kinds and not (kind == "length" and refit):
             keys.append(key)
         elif nested is not None and kind in (None, "refitted"):
-            keys.extend(free_keys(nested, key + "."))
+            keys.extend(_declared_keys(nested, kinds, key + ".", refit or kind == "refitted"))
     return tuple(keys)
+
+
+def under(key: str, prefixes: Iterable[str]) -> bool:
+    """Whether dotted ``key`` is one of ``prefixes`` or inside one of them."""
+    return any(key == p or key.startswith(p + ".") for p in prefixes)
 
 
 def unclassified(cls: type, prefix: str = "") -> list[str]:
@@ -117,7 +119,7 @@ def incompatible_changes(old: Any, new: Any, resumable: Iterable[str] | None = N
     """The changed keys that a resumed run may not change: all but ``resumable`` (dotted keys or
     their prefixes; ``resumable_keys`` of the config's class unless given)."""
     allowed = tuple(resumable_keys(type(new)) if resumable is None else resumable)
-    return [k for k in changed_keys(old, new) if not any(k == a or k.startswith(a + ".") for a in allowed)]
+    return [k for k in changed_keys(old, new) if not under(k, allowed)]
 
 
 def fingerprint(cfg: Any) -> str:
@@ -128,7 +130,7 @@ def fingerprint(cfg: Any) -> str:
 
     allowed = resumable_keys(type(cfg))
     kept = {k: v for k, v in _flatten(dataclasses.asdict(cfg)).items()
-            if not any(k == a or k.startswith(a + ".") for a in allowed)}
+            if not under(k, allowed)}
     return hashlib.sha1(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()[:8]
 
 

@@ -36,7 +36,7 @@ from ..config import from_dict
 from ..eval.classification import macro_f1_by_language
 from ..hardware import cpu_model, device_name
 from ..metrics import AVG_TARGET
-from ..resume import free_keys
+from ..resume import free_keys, under
 from ..record import located, read_record as read_run_record
 from ..storage import join, names, read_text, staged
 from .spec import Study, Unit
@@ -193,7 +193,7 @@ def same_unit(recorded: Mapping[str, Any], now: Mapping[str, Any], config_class:
         if reads is not None and key.startswith("job.") and not any(
                 setting == r or setting.startswith(r + ".") for r in reads):
             continue
-        if key.startswith("job.") and any(setting == f or setting.startswith(f + ".") for f in free):
+        if key.startswith("job.") and under(setting, free):
             continue
         if a.get(key, _ABSENT) == b.get(key, _ABSENT):
             continue
